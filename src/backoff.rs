@@ -1,0 +1,144 @@
+//! Exponential backoff with jitter for list and watch failures.
+//!
+//! The figures copy client-go's reflector (`NewExponentialBackoffManager(800ms,
+//! 30s, 2min, 2.0, 1.0)`): the first retry waits about 800 ms, each further
+//! failure doubles the wait up to 30 s, and two minutes without a failure
+//! start the sequence again. Jitter spreads the retries of many informers
+//! that failed together (for example when the API server restarted), so they
+//! do not all come back in the same instant.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Settings of the retry backoff.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackoffConfig {
+    /// Wait after the first failure. client-go: 800 ms.
+    pub initial: Duration,
+    /// Upper bound of the wait before jitter. client-go: 30 s.
+    pub max: Duration,
+    /// Failure-free time after which the next failure starts again from
+    /// `initial`. client-go: 2 minutes.
+    pub reset_after: Duration,
+    /// Each wait is extended by a random fraction of itself up to this factor
+    /// (0.0 = no jitter). client-go uses 1.0; the default here is 0.5, so
+    /// the longest wait stays within 45 s.
+    pub jitter: f64,
+}
+
+impl Default for BackoffConfig {
+    /// 800 ms doubling to 30 s, reset after 2 minutes, jitter 0.5.
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+            reset_after: Duration::from_secs(120),
+            jitter: 0.5,
+        }
+    }
+}
+
+/// Backoff state: how many failures in a row, and when the last one was.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    config: BackoffConfig,
+    failures: u32,
+    last_failure: Option<Instant>,
+}
+
+impl Backoff {
+    pub(crate) fn new(config: BackoffConfig) -> Self {
+        Self {
+            config,
+            failures: 0,
+            last_failure: None,
+        }
+    }
+
+    /// Records a failure now and returns how long to wait before retrying.
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let now = Instant::now();
+        if let Some(last) = self.last_failure {
+            if now.duration_since(last) >= self.config.reset_after {
+                self.failures = 0;
+            }
+        }
+        self.last_failure = Some(now);
+        let base = self.base_delay(self.failures);
+        self.failures = self.failures.saturating_add(1);
+        let jitter = self.config.jitter.max(0.0);
+        if jitter == 0.0 {
+            return base;
+        }
+        base.mul_f64(1.0 + rand::random::<f64>() * jitter)
+    }
+
+    /// The wait before jitter after `failures` earlier failures in a row.
+    fn base_delay(&self, failures: u32) -> Duration {
+        let factor = 2u32.saturating_pow(failures.min(31));
+        self.config
+            .initial
+            .checked_mul(factor)
+            .unwrap_or(self.config.max)
+            .min(self.config.max)
+    }
+
+    /// Failures in a row so far.
+    pub(crate) fn failures(&self) -> u32 {
+        self.failures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_jitter() -> BackoffConfig {
+        BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn doubles_from_800ms_to_30s() {
+        let mut b = Backoff::new(no_jitter());
+        let delays: Vec<u64> = (0..9).map(|_| b.next_delay().as_millis() as u64).collect();
+        assert_eq!(
+            delays,
+            [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_quiet_minutes_reset_the_sequence() {
+        let mut b = Backoff::new(no_jitter());
+        b.next_delay();
+        b.next_delay();
+        assert_eq!(b.next_delay(), Duration::from_millis(3200));
+        tokio::time::advance(Duration::from_secs(119)).await;
+        assert_eq!(b.next_delay(), Duration::from_millis(6400));
+        tokio::time::advance(Duration::from_secs(120)).await;
+        assert_eq!(b.next_delay(), Duration::from_millis(800));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn jitter_stays_within_its_factor() {
+        let mut b = Backoff::new(BackoffConfig::default());
+        for i in 0..50 {
+            let d = b.next_delay();
+            let base = b.base_delay(i);
+            assert!(d >= base && d <= base.mul_f64(1.5), "{d:?} vs {base:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn many_failures_do_not_overflow() {
+        let mut b = Backoff::new(no_jitter());
+        for _ in 0..1000 {
+            assert!(b.next_delay() <= Duration::from_secs(30));
+        }
+        assert_eq!(b.failures(), 1000);
+    }
+}

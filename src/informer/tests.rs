@@ -1,0 +1,725 @@
+//! The informer fed by a scripted server: dispatch, replay, isolation,
+//! reconciliation and resync. Behaviour that depends on a real server is
+//! tested in `tests/it/`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex as StdMutex;
+use std::sync::atomic::AtomicU64;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube_core::{ListMeta, TypeMeta};
+use serde_json::json;
+
+use super::*;
+use crate::reflector::WatchStream;
+
+fn resource() -> ApiResource {
+    ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
+fn obj(name: &str, rv: u64) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": { "name": name, "namespace": "ns", "resourceVersion": rv.to_string(),
+                      "labels": { "app": name } },
+        "spec": { "n": rv }
+    }))
+    .unwrap()
+}
+
+/// A server the test drives: lists come from a queue, each watch is a
+/// channel whose sender the test holds.
+#[derive(Clone, Default)]
+struct FakeServer {
+    lists: Arc<StdMutex<VecDeque<Vec<DynamicObject>>>>,
+    watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<WatchEvent<DynamicObject>>>>>,
+    list_calls: Arc<AtomicU64>,
+    watch_calls: Arc<AtomicU64>,
+    rv: Arc<AtomicU64>,
+}
+
+impl FakeServer {
+    fn with_list(objects: Vec<DynamicObject>) -> Self {
+        let s = Self::default();
+        s.lists.lock().unwrap().push_back(objects);
+        s
+    }
+
+    fn queue_list(&self, objects: Vec<DynamicObject>) {
+        self.lists.lock().unwrap().push_back(objects);
+    }
+
+    /// Sends an event on the newest watch.
+    fn send(&self, ev: WatchEvent<DynamicObject>) {
+        let senders = self.watch_senders.lock().unwrap();
+        senders.last().expect("a watch is open").send(ev).unwrap();
+    }
+
+    /// Ends the newest watch with 410 Gone, forcing a relist.
+    fn expire(&self) {
+        self.send(WatchEvent::Error(
+            kube_core::Status::failure("too old", "Expired")
+                .with_code(410)
+                .boxed(),
+        ));
+    }
+
+    fn watches(&self) -> usize {
+        self.watch_senders.lock().unwrap().len()
+    }
+
+    fn requests(&self) -> u64 {
+        self.list_calls.load(Ordering::SeqCst) + self.watch_calls.load(Ordering::SeqCst)
+    }
+}
+
+impl ListWatch for FakeServer {
+    fn list(
+        &self,
+        _params: &ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+        self.list_calls.fetch_add(1, Ordering::SeqCst);
+        let next = self.lists.lock().unwrap().pop_front();
+        let rv = self.rv.fetch_add(1, Ordering::SeqCst).to_string();
+        async move {
+            let Some(items) = next else {
+                return futures::future::pending().await;
+            };
+            Ok(ObjectList {
+                types: TypeMeta::default(),
+                metadata: ListMeta {
+                    resource_version: Some(rv),
+                    ..ListMeta::default()
+                },
+                items,
+            })
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        _params: &WatchParams,
+        _rv: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+        self.watch_calls.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.watch_senders.lock().unwrap().push(tx);
+        async move {
+            Ok(tokio_stream_from(rx)
+                .map(Ok::<_, kube_client::Error>)
+                .boxed())
+        }
+        .boxed()
+    }
+}
+
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Records events as short strings.
+#[derive(Clone, Default)]
+struct Recorder {
+    events: Arc<StdMutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn handler(&self) -> impl EventHandler + use<> {
+        let events = self.events.clone();
+        move |e: Event| events.lock().unwrap().push(describe(&e))
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    fn len(&self) -> usize {
+        self.events.lock().unwrap().len()
+    }
+}
+
+fn describe(e: &Event) -> String {
+    let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+    match e {
+        Event::Add {
+            object,
+            in_initial_list,
+        } => {
+            format!(
+                "add {}{}",
+                name(object),
+                if *in_initial_list { " (initial)" } else { "" }
+            )
+        }
+        Event::Update {
+            new,
+            is_resync: true,
+            ..
+        } => format!("resync {}", name(new)),
+        Event::Update { old, new, .. } => format!(
+            "update {} {}->{}",
+            name(new),
+            old.metadata.resource_version.as_deref().unwrap_or(""),
+            new.metadata.resource_version.as_deref().unwrap_or("")
+        ),
+        Event::Delete {
+            object,
+            final_state_unknown,
+        } => format!(
+            "delete {}{}",
+            name(object),
+            if *final_state_unknown {
+                " (tombstone)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+/// Waits (real time) for `cond`, up to 10 s.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn informer(server: &FakeServer, config: InformerConfig) -> SharedInformer {
+    SharedInformer::with_list_watch(server.clone(), resource(), config).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_before_start_get_initial_adds_then_live_events() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let inf = informer(&server, InformerConfig::default());
+    let rec = Recorder::default();
+    let reg = inf.add_handler(rec.handler());
+    assert!(!reg.has_synced());
+    let cancel = CancellationToken::new();
+    let task = inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("registration synced", || reg.has_synced()).await;
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Modified(obj("a", 3)));
+    server.send(WatchEvent::Added(obj("c", 4)));
+    server.send(WatchEvent::Deleted(obj("b", 5)));
+    eventually("5 events", || rec.len() == 5).await;
+    assert_eq!(
+        rec.take(),
+        [
+            "add a (initial)",
+            "add b (initial)",
+            "update a 1->3",
+            "add c",
+            "delete b"
+        ]
+    );
+    assert_eq!(inf.store().len(), 2);
+    assert_eq!(inf.status(), InformerStatus::Synced);
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(inf.status(), InformerStatus::Stopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_handler_gets_the_same_arc_as_the_store() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, InformerConfig::default());
+    let seen: Arc<StdMutex<Vec<Arc<DynamicObject>>>> = Arc::default();
+    for _ in 0..3 {
+        let seen = seen.clone();
+        inf.add_handler(move |e: Event| seen.lock().unwrap().push(e.object().clone()));
+    }
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("3 deliveries", || seen.lock().unwrap().len() == 3).await;
+    let cached = inf.store().get("ns/a").unwrap();
+    for o in seen.lock().unwrap().iter() {
+        assert!(Arc::ptr_eq(o, &cached));
+    }
+    cancel.cancel();
+}
+
+/// A late handler, added while events flow, sees every object exactly once
+/// as an initial Add and then exactly the later changes: no gap, no
+/// duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
+    let server = FakeServer::with_list((0..100).map(|i| obj(&format!("o{i}"), i)).collect());
+    let inf = informer(&server, InformerConfig::default());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+
+    // Writer: updates and creates objects continuously.
+    let writer_server = server.clone();
+    let writer = std::thread::spawn(move || {
+        for rv in 1000..6000u64 {
+            let name = if rv % 3 == 0 {
+                format!("new{rv}")
+            } else {
+                format!("o{}", rv % 100)
+            };
+            writer_server.send(WatchEvent::Modified(obj(&name, rv)));
+        }
+    });
+
+    // Late handlers, each tracking the last resourceVersion it saw per key.
+    type Versions = Arc<StdMutex<HashMap<String, u64>>>;
+    let mut late = Vec::new();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let versions: Versions = Arc::default();
+        let problems: Arc<StdMutex<Vec<String>>> = Arc::default();
+        let (v, p) = (versions.clone(), problems.clone());
+        let reg = inf.add_handler(move |e: Event| {
+            let o = e.object();
+            let key = o.metadata.name.clone().unwrap();
+            let rv: u64 = o
+                .metadata
+                .resource_version
+                .as_deref()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let mut v = v.lock().unwrap();
+            match &e {
+                Event::Add { .. } => {
+                    if v.insert(key.clone(), rv).is_some() {
+                        p.lock().unwrap().push(format!("second add of {key}"));
+                    }
+                }
+                Event::Update { old, .. } => {
+                    let old_rv: u64 = old
+                        .metadata
+                        .resource_version
+                        .as_deref()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    match v.insert(key.clone(), rv) {
+                        Some(prev) if prev == old_rv => {}
+                        prev => p.lock().unwrap().push(format!(
+                            "update of {key} from {old_rv} but handler last saw {prev:?}"
+                        )),
+                    }
+                }
+                Event::Delete { .. } => {
+                    v.remove(&key);
+                }
+            }
+        });
+        late.push((reg, versions, problems));
+    }
+    writer.join().unwrap();
+    // Wait until every handler caught up with the cache.
+    let store = inf.store();
+    eventually("store has the final state", || {
+        store
+            .get("ns/o99")
+            .map(|o| o.metadata.resource_version.clone().unwrap())
+            == Some("5999".into())
+    })
+    .await;
+    for (reg, versions, problems) in &late {
+        eventually("handler drained", || reg.backlog() == 0).await;
+        assert!(
+            problems.lock().unwrap().is_empty(),
+            "{:?}",
+            problems.lock().unwrap().first()
+        );
+        let want: HashMap<String, u64> = store
+            .list()
+            .iter()
+            .map(|o| {
+                (
+                    o.metadata.name.clone().unwrap(),
+                    o.metadata
+                        .resource_version
+                        .as_deref()
+                        .unwrap()
+                        .parse()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(*versions.lock().unwrap(), want);
+        assert!(reg.has_synced());
+    }
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
+    let server = FakeServer::with_list(vec![]);
+    let inf = informer(&server, InformerConfig::default());
+    let slow = inf.add_handler(|_e: Event| std::thread::sleep(Duration::from_millis(100)));
+    let fast = Recorder::default();
+    let fast_reg = inf.add_handler(fast.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    for i in 0..20 {
+        server.send(WatchEvent::Added(obj(&format!("o{i}"), i + 1)));
+    }
+    // The fast handler and the cache have everything while the slow handler
+    // is still working through its queue.
+    eventually("fast handler done", || fast.len() == 20).await;
+    assert_eq!(inf.store().len(), 20);
+    assert!(slow.backlog() > 10, "slow backlog {}", slow.backlog());
+    assert_eq!(fast_reg.backlog(), 0);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, InformerConfig::default());
+    let seen = Recorder::default();
+    let seen_events = seen.events.clone();
+    let panicky = inf.add_handler(move |e: Event| {
+        seen_events.lock().unwrap().push(describe(&e));
+        if e.object().metadata.name.as_deref() == Some("a") {
+            panic!("handler bug");
+        }
+    });
+    let other = Recorder::default();
+    inf.add_handler(other.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Added(obj("b", 2)));
+    server.send(WatchEvent::Modified(obj("a", 3)));
+    server.send(WatchEvent::Added(obj("c", 4)));
+    eventually("all events", || seen.len() == 4 && other.len() == 4).await;
+    assert_eq!(
+        seen.take(),
+        ["add a (initial)", "add b", "update a 1->3", "add c"]
+    );
+    assert_eq!(panicky.panics(), 2);
+    eventually("synced after a panicking initial add", || {
+        panicky.has_synced()
+    })
+    .await;
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
+    let server = FakeServer::with_list(vec![obj("keep", 1), obj("change", 2), obj("vanish", 3)]);
+    server.queue_list(vec![obj("keep", 1), obj("change", 5), obj("new", 6)]);
+    let inf = informer(&server, InformerConfig::default());
+    let rec = Recorder::default();
+    inf.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("initial adds", || rec.len() == 3).await;
+    rec.take();
+    eventually("watch open", || server.watches() == 1).await;
+    server.expire();
+    eventually("relist events", || rec.len() == 3).await;
+    let mut got = rec.take();
+    got.sort();
+    assert_eq!(
+        got,
+        ["add new", "delete vanish (tombstone)", "update change 2->5"]
+    );
+    let mut keys = inf.store().keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/change", "ns/keep", "ns/new"]);
+    assert_eq!(
+        inf.stats()
+            .unwrap()
+            .relists_after_gone
+            .load(Ordering::Relaxed),
+        1
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_replays_then_follows() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, InformerConfig::default());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let mut events = inf.events();
+    server.send(WatchEvent::Added(obj("b", 2)));
+    let first = events.next().await.unwrap();
+    assert_eq!(describe(&first), "add a (initial)");
+    let second = events.next().await.unwrap();
+    assert!(events.has_synced());
+    assert_eq!(describe(&second), "add b");
+    drop(events);
+    // The dropped stream is unregistered at the next dispatch.
+    server.send(WatchEvent::Added(obj("c", 3)));
+    eventually("c cached", || inf.store().len() == 3).await;
+    assert_eq!(inf.shared.dispatch.lock().listeners.len(), 0);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_handlers_get_nothing_more() {
+    let server = FakeServer::with_list(vec![]);
+    let inf = informer(&server, InformerConfig::default());
+    let rec = Recorder::default();
+    let reg = inf.add_handler(rec.handler());
+    let keep = Recorder::default();
+    inf.add_handler(keep.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Added(obj("a", 1)));
+    eventually("a", || rec.len() == 1).await;
+    reg.remove();
+    server.send(WatchEvent::Added(obj("b", 2)));
+    eventually("b", || keep.len() == 2).await;
+    assert_eq!(rec.len(), 1);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transform_runs_before_the_cache() {
+    let server = FakeServer::with_list(vec![{
+        let mut o = obj("a", 1);
+        o.metadata.managed_fields = Some(vec![Default::default()]);
+        o
+    }]);
+    let inf = informer(&server, InformerConfig::default().strip_managed_fields());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    assert!(
+        inf.store()
+            .get("ns/a")
+            .unwrap()
+            .metadata
+            .managed_fields
+            .is_none()
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexes_from_config_and_added_later_are_queryable() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let config = InformerConfig::default().index(
+        "app",
+        IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
+    );
+    let inf = informer(&server, config);
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(inf.store().by_index("app", "b").unwrap().len(), 1);
+    inf.add_index("n", IndexFn::jmespath("n", "spec.n").unwrap())
+        .unwrap();
+    assert_eq!(inf.store().index_keys("n", "2").unwrap(), ["ns/b"]);
+    assert!(
+        inf.add_index("n", IndexFn::jmespath("n", "spec.n").unwrap())
+            .is_err()
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_ends_every_handler_thread() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, InformerConfig::default());
+    let regs: Vec<_> = (0..3).map(|_| inf.add_handler(|_e: Event| {})).collect();
+    let cancel = CancellationToken::new();
+    let task = inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(inf.shared.threads.lock().len(), 3);
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(inf.shared.threads.lock().is_empty(), "threads joined");
+    assert!(
+        inf.start(CancellationToken::new()).is_err(),
+        "an informer runs once"
+    );
+    drop(regs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_sync_reports_what_blocks_it() {
+    // A server whose list always fails with 403.
+    #[derive(Clone)]
+    struct Forbidden;
+    impl ListWatch for Forbidden {
+        fn list(
+            &self,
+            _: &ListParams,
+        ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+            async {
+                Err(kube_client::Error::Api(
+                    kube_core::Status::failure(
+                        "widgets is forbidden: User \"alice\" cannot list",
+                        "Forbidden",
+                    )
+                    .with_code(403)
+                    .boxed(),
+                ))
+            }
+            .boxed()
+        }
+        fn watch(
+            &self,
+            _: &WatchParams,
+            _: &str,
+        ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+            futures::future::pending().boxed()
+        }
+    }
+    let inf =
+        SharedInformer::with_list_watch(Forbidden, resource(), InformerConfig::default()).unwrap();
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    let err = inf
+        .wait_for_sync(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    match &err {
+        InformerError::SyncTimeout {
+            status: InformerStatus::BackingOff {
+                code: Some(403), ..
+            },
+            ..
+        } => {}
+        other => panic!("unexpected {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("widgets.v1.example.com") && text.contains("forbidden"),
+        "{text}"
+    );
+    cancel.cancel();
+}
+
+/// Takes every event the stream has ready, without waiting.
+fn drain(stream: &mut EventStream) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(Some(e)) = stream.next().now_or_never() {
+        out.push(describe(&e));
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_redelivers_from_memory_on_each_handlers_period() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let inf = informer(
+        &server,
+        InformerConfig::default().resync(Duration::from_secs(10)),
+    );
+    let mut default = inf.events();
+    let mut slow = inf.events_with(HandlerOptions {
+        resync: Some(Duration::from_secs(25)),
+    });
+    let mut never = inf.events_with(HandlerOptions {
+        resync: Some(Duration::ZERO),
+    });
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
+    for s in [&mut default, &mut slow, &mut never] {
+        assert_eq!(drain(s), ["add a (initial)", "add b (initial)"]);
+    }
+    let requests = server.requests();
+
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    assert_eq!(drain(&mut default), ["resync a", "resync b"]);
+    assert!(drain(&mut slow).is_empty());
+    tokio::time::sleep(Duration::from_secs(20)).await; // t = 30.5 s
+    assert_eq!(drain(&mut default).len(), 4, "resyncs at 20 s and 30 s");
+    // 25 s rounds up to 30 s, a multiple of the 10 s check period.
+    assert_eq!(drain(&mut slow), ["resync a", "resync b"]);
+    assert!(drain(&mut never).is_empty());
+    assert_eq!(server.requests(), requests, "resync made no request");
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_added_before_start_lowers_the_check_period() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(
+        &server,
+        InformerConfig::default().resync(Duration::from_secs(30)),
+    );
+    let fast = Recorder::default();
+    inf.add_handler_with(
+        fast.handler(),
+        HandlerOptions {
+            resync: Some(Duration::from_secs(5)),
+        },
+    );
+    assert_eq!(
+        inf.shared.dispatch.lock().clock.check_period(),
+        Duration::from_secs(5)
+    );
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
+    // After start, a smaller request is raised to the check period.
+    let late = Recorder::default();
+    inf.add_handler_with(
+        late.handler(),
+        HandlerOptions {
+            resync: Some(Duration::from_secs(1)),
+        },
+    );
+    let periods: Vec<Duration> = inf
+        .shared
+        .dispatch
+        .lock()
+        .listeners
+        .iter()
+        .map(|l| l.resync)
+        .collect();
+    assert_eq!(periods, [Duration::from_secs(5), Duration::from_secs(5)]);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_shared_informer_calls_its_handler_in_place() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let rec = Recorder::default();
+    let inf = Informer::with_list_watch(
+        server.clone(),
+        resource(),
+        InformerConfig::default(),
+        rec.handler(),
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    let run = {
+        let cancel = cancel.clone();
+        async move { inf.run(cancel).await }
+    };
+    let task = tokio::spawn(run);
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Added(obj("b", 2)));
+    eventually("2 events", || rec.len() == 2).await;
+    assert_eq!(rec.take(), ["add a (initial)", "add b"]);
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}

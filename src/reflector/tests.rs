@@ -1,0 +1,497 @@
+//! The list/watch state machine against a scripted server.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube_core::{ApiResource, DynamicObject, ListMeta, Status, TypeMeta};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+fn resource() -> ApiResource {
+    ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
+fn obj(name: &str, rv: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": { "name": name, "namespace": "ns", "resourceVersion": rv }
+    }))
+    .unwrap()
+}
+
+/// A list item as servers send it: no apiVersion or kind.
+fn item(name: &str, rv: &str) -> DynamicObject {
+    let mut o = obj(name, rv);
+    o.types = None;
+    o
+}
+
+fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ObjectList<DynamicObject> {
+    ObjectList {
+        types: TypeMeta::default(),
+        metadata: ListMeta {
+            resource_version: Some(rv.into()),
+            continue_: cont.map(Into::into),
+            ..ListMeta::default()
+        },
+        items,
+    }
+}
+
+fn api_error(code: u16, reason: &str) -> kube_client::Error {
+    kube_client::Error::Api(Status::failure(reason, reason).with_code(code).boxed())
+}
+
+fn bookmark(rv: &str, initial_end: bool) -> WatchEvent<DynamicObject> {
+    let annotations = if initial_end {
+        json!({ INITIAL_EVENTS_END_ANNOTATION: "true" })
+    } else {
+        json!({})
+    };
+    WatchEvent::Bookmark(
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": { "resourceVersion": rv, "annotations": annotations }
+        }))
+        .unwrap(),
+    )
+}
+
+enum WatchAnswer {
+    Refuse(kube_client::Error),
+    /// These events, then the stream ends.
+    Events(Vec<Result<WatchEvent<DynamicObject>, kube_client::Error>>),
+    /// These events, then the stream stays open.
+    EventsThenHang(Vec<Result<WatchEvent<DynamicObject>, kube_client::Error>>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Call {
+    List {
+        limit: Option<u32>,
+        continue_token: Option<String>,
+        label_selector: Option<String>,
+    },
+    Watch {
+        rv: String,
+        initial_events: bool,
+        timeout: Option<u32>,
+    },
+}
+
+#[derive(Clone, Default)]
+struct Script {
+    lists: Arc<Mutex<VecDeque<Result<ObjectList<DynamicObject>, kube_client::Error>>>>,
+    watches: Arc<Mutex<VecDeque<WatchAnswer>>>,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Script {
+    fn list(self, answer: Result<ObjectList<DynamicObject>, kube_client::Error>) -> Self {
+        self.lists.lock().unwrap().push_back(answer);
+        self
+    }
+    fn watch(self, answer: WatchAnswer) -> Self {
+        self.watches.lock().unwrap().push_back(answer);
+        self
+    }
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl ListWatch for Script {
+    fn list(
+        &self,
+        params: &ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+        self.calls.lock().unwrap().push(Call::List {
+            limit: params.limit,
+            continue_token: params.continue_token.clone(),
+            label_selector: params.label_selector.clone(),
+        });
+        let answer = self.lists.lock().unwrap().pop_front();
+        async move {
+            match answer {
+                Some(a) => a,
+                // Out of script: hang, as a server that never answers.
+                None => futures::future::pending().await,
+            }
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+        self.calls.lock().unwrap().push(Call::Watch {
+            rv: resource_version.into(),
+            initial_events: params.send_initial_events,
+            timeout: params.timeout,
+        });
+        let answer = self.watches.lock().unwrap().pop_front();
+        async move {
+            match answer {
+                None => futures::future::pending().await,
+                Some(WatchAnswer::Refuse(e)) => Err(e),
+                Some(WatchAnswer::Events(evs)) => Ok(futures::stream::iter(evs).boxed()),
+                Some(WatchAnswer::EventsThenHang(evs)) => Ok(futures::stream::iter(evs)
+                    .chain(futures::stream::pending())
+                    .boxed()),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// What the sink received, as short strings.
+fn describe(d: &Delta) -> String {
+    let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+    match d {
+        Delta::Replace(objs) => format!(
+            "replace[{}]",
+            objs.iter().map(name).collect::<Vec<_>>().join(",")
+        ),
+        Delta::Upsert(o) => format!("upsert {}", name(o)),
+        Delta::Delete(o) => format!("delete {}", name(o)),
+    }
+}
+
+/// Runs a reflector over `script` until `until` deltas arrived (or 10 min of
+/// paused time pass), then stops it.
+async fn run_until(
+    script: &Script,
+    config: ReflectorConfig,
+    until: usize,
+) -> (Vec<String>, Arc<ReflectorStats>, Vec<Delta>) {
+    let reflector = Reflector::new(script.clone(), resource(), config);
+    let stats = reflector.stats();
+    let cancel = CancellationToken::new();
+    let deltas = Arc::new(Mutex::new(Vec::new()));
+    let sink_deltas = deltas.clone();
+    let stop = cancel.clone();
+    let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
+        let mut v = sink_deltas.lock().unwrap();
+        v.push(d);
+        if v.len() >= until {
+            stop.cancel();
+        }
+    }));
+    let _ = tokio::time::timeout(Duration::from_secs(600), cancel.cancelled()).await;
+    cancel.cancel();
+    task.await.unwrap();
+    let deltas = std::mem::take(&mut *deltas.lock().unwrap());
+    (deltas.iter().map(describe).collect(), stats, deltas)
+}
+
+#[tokio::test(start_paused = true)]
+async fn lists_in_pages_then_watches_from_the_list_version() {
+    let script = Script::default()
+        .list(Ok(page(
+            vec![item("a", "1"), item("b", "2")],
+            "10",
+            Some("c1"),
+        )))
+        .list(Ok(page(vec![item("c", "3")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![
+            Ok(WatchEvent::Added(obj("d", "11"))),
+            Ok(WatchEvent::Modified(obj("a", "12"))),
+            Ok(WatchEvent::Deleted(obj("b", "13"))),
+        ]));
+    let config = ReflectorConfig {
+        label_selector: Some("app=x".into()),
+        ..ReflectorConfig::default()
+    };
+    let (seen, stats, deltas) = run_until(&script, config, 4).await;
+    assert_eq!(seen, ["replace[a,b,c]", "upsert d", "upsert a", "delete b"]);
+    // List items get apiVersion and kind from the resource.
+    let Delta::Replace(items) = &deltas[0] else {
+        panic!()
+    };
+    assert!(
+        items
+            .iter()
+            .all(|o| o.types.as_ref().unwrap().kind == "Widget")
+    );
+    let calls = script.calls();
+    assert_eq!(
+        calls[0],
+        Call::List {
+            limit: Some(500),
+            continue_token: None,
+            label_selector: Some("app=x".into())
+        }
+    );
+    assert_eq!(
+        calls[1],
+        Call::List {
+            limit: Some(500),
+            continue_token: Some("c1".into()),
+            label_selector: Some("app=x".into())
+        }
+    );
+    let Call::Watch {
+        rv,
+        initial_events,
+        timeout,
+    } = &calls[2]
+    else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(rv, "10");
+    assert!(!initial_events);
+    let t = timeout.unwrap();
+    assert!((300..=600).contains(&t), "watch timeout {t}");
+    assert_eq!(stats.lists.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.list_requests.load(Ordering::Relaxed), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_normal_end_of_stream_resumes_from_the_last_version_without_listing() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::Events(vec![
+            Ok(WatchEvent::Added(obj("b", "11"))),
+            Ok(bookmark("15", false)),
+        ]))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("c", "16"),
+        ))]));
+    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 3).await;
+    assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
+    let watches: Vec<_> = script
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Watch { rv, .. } => Some(rv),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(watches, ["10", "15"], "resumed from the bookmark's version");
+    assert_eq!(stats.list_requests.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.errors.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_in_the_stream_forces_a_relist() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1"), item("b", "2")], "10", None)))
+        .watch(WatchAnswer::Events(vec![Ok(WatchEvent::Error(
+            Status::failure("too old resource version", "Expired")
+                .with_code(410)
+                .boxed(),
+        ))]))
+        .list(Ok(page(vec![item("a", "5")], "20", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    assert_eq!(seen, ["replace[a,b]", "replace[a]"]);
+    assert_eq!(stats.relists_after_gone.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_when_the_watch_starts_forces_a_relist() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::Refuse(api_error(410, "Gone")))
+        .list(Ok(page(vec![item("b", "2")], "20", None)));
+    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    assert_eq!(seen, ["replace[a]", "replace[b]"]);
+    assert_eq!(stats.relists_after_gone.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        stats.errors.load(Ordering::Relaxed),
+        0,
+        "a 410 is not backed off"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_continue_token_falls_back_to_one_full_list() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", Some("c1"))))
+        .list(Err(api_error(410, "Expired")))
+        .list(Ok(page(vec![item("a", "1"), item("b", "2")], "12", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let (seen, _, _) = run_until(&script, ReflectorConfig::default(), 1).await;
+    assert_eq!(seen, ["replace[a,b]"], "the partial first page is not kept");
+    let calls = script.calls();
+    assert_eq!(
+        calls[2],
+        Call::List {
+            limit: None,
+            continue_token: None,
+            label_selector: None
+        }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_back_off_and_are_reported() {
+    let hook_seen = Arc::new(Mutex::new(Vec::new()));
+    let hook_log = hook_seen.clone();
+    let config = ReflectorConfig {
+        error_hook: Some(Arc::new(move |e: &ReflectorError| {
+            hook_log.lock().unwrap().push(e.code());
+        })),
+        backoff: BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        },
+        ..ReflectorConfig::default()
+    };
+    let script = Script::default()
+        .list(Err(api_error(403, "Forbidden")))
+        .list(Err(api_error(403, "Forbidden")))
+        .list(Err(api_error(500, "InternalError")))
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let reflector = Reflector::new(script.clone(), resource(), config);
+    let mut status = reflector.status();
+    let cancel = CancellationToken::new();
+    let start = tokio::time::Instant::now();
+    let task = tokio::spawn(reflector.run(cancel.clone(), |_| {}));
+
+    let mut backoffs = Vec::new();
+    loop {
+        status.changed().await.unwrap();
+        let s = status.borrow_and_update().clone();
+        match s {
+            ReflectorStatus::BackingOff {
+                code,
+                attempt,
+                retry_in,
+                ..
+            } => {
+                backoffs.push((code, attempt, retry_in.as_millis()));
+            }
+            ReflectorStatus::Watching => break,
+            _ => {}
+        }
+    }
+    // 800 + 1600 + 3200 ms of backoff before the list that worked.
+    assert_eq!(start.elapsed(), Duration::from_millis(5600));
+    assert_eq!(
+        backoffs,
+        [
+            (Some(403), 1, 800),
+            (Some(403), 2, 1600),
+            (Some(500), 3, 3200)
+        ]
+    );
+    assert_eq!(
+        *hook_seen.lock().unwrap(),
+        [Some(403), Some(403), Some(500)]
+    );
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(*status.borrow(), ReflectorStatus::Stopped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn objects_of_another_kind_or_without_a_name_are_skipped() {
+    let mut stranger = obj("x", "3");
+    stranger.types = Some(TypeMeta {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+    });
+    let mut nameless = item("", "4");
+    nameless.metadata.name = None;
+    let mut other_version = obj("y", "12");
+    other_version.types = Some(TypeMeta {
+        api_version: "example.com/v2".into(),
+        kind: "Widget".into(),
+    });
+    let script = Script::default()
+        .list(Ok(page(
+            vec![item("a", "1"), stranger, nameless],
+            "10",
+            None,
+        )))
+        .watch(WatchAnswer::EventsThenHang(vec![
+            Ok(WatchEvent::Added(other_version)),
+            Ok(WatchEvent::Added(obj("b", "13"))),
+        ]));
+    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    assert_eq!(seen, ["replace[a]", "upsert b"]);
+    assert_eq!(stats.skipped_objects.load(Ordering::Relaxed), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_collects_initial_events_until_the_end_bookmark() {
+    let script = Script::default()
+        .watch(WatchAnswer::EventsThenHang(vec![
+            Ok(WatchEvent::Added(obj("a", "1"))),
+            Ok(WatchEvent::Added(obj("b", "2"))),
+            Ok(bookmark("5", false)),
+            Ok(WatchEvent::Added(obj("c", "3"))),
+            Ok(bookmark("10", true)),
+        ]))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("d", "11"),
+        ))]));
+    let config = ReflectorConfig {
+        streaming_list: true,
+        ..ReflectorConfig::default()
+    };
+    let (seen, stats, _) = run_until(&script, config, 2).await;
+    assert_eq!(seen, ["replace[a,b,c]", "upsert d"]);
+    let calls = script.calls();
+    assert!(matches!(&calls[0], Call::Watch { rv, initial_events: true, .. } if rv.is_empty()));
+    assert!(matches!(&calls[1], Call::Watch { rv, initial_events: false, .. } if rv == "10"));
+    assert_eq!(stats.list_requests.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_streaming_list_falls_back_to_list_then_watch() {
+    let script = Script::default()
+        .watch(WatchAnswer::Refuse(api_error(422, "Invalid")))
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("b", "11"),
+        ))]));
+    let config = ReflectorConfig {
+        streaming_list: true,
+        ..ReflectorConfig::default()
+    };
+    let (seen, stats, _) = run_until(&script, config, 2).await;
+    assert_eq!(seen, ["replace[a]", "upsert b"]);
+    assert_eq!(stats.errors.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_watch_resumes_from_the_last_version_after_backoff() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::Events(vec![
+            Ok(WatchEvent::Added(obj("b", "11"))),
+            Err(api_error(500, "InternalError")),
+        ]))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("c", "12"),
+        ))]));
+    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 3).await;
+    assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
+    let watch_rvs: Vec<_> = script
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Watch { rv, .. } => Some(rv),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(watch_rvs, ["10", "11"]);
+    assert_eq!(stats.errors.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.lists.load(Ordering::Relaxed), 1);
+}

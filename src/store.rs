@@ -1,0 +1,1349 @@
+//! The informer's cache: a thread-safe key → object map with named indexes.
+//!
+//! # Reader and writer
+//!
+//! As in kube-runtime, the cache is split in two handles over the same data:
+//!
+//! - [`StoreWriter`] is the only handle that changes objects. It is not
+//!   `Clone`; the informer's task owns it and applies watch events and
+//!   relists to it.
+//! - [`Store`] is a cheap `Clone` read handle handed to everybody else. It
+//!   gives out `Arc<DynamicObject>`s, so nobody can modify a cached object
+//!   (client-go returns mutable pointers and its docs have to ask users not
+//!   to write through them). The one thing a reader may change is the set of
+//!   indexes ([`Store::add_index`]), which never changes an object.
+//!
+//! Every object is held once, in an `Arc`; the store, every event handler and
+//! every query result share it.
+//!
+//! # Keys
+//!
+//! An object's key is `namespace/name`, or `name` for a cluster-scoped object
+//! (client-go's `MetaNamespaceKeyFunc`); see [`object_key`] and
+//! [`key_from_parts`].
+//!
+//! # Indexes
+//!
+//! A named index files each object under zero or more string values computed
+//! by an [`IndexFn`] (many-to-many: one pod can be under each of its label
+//! keys, and one value holds many pods). The [`NAMESPACE_INDEX`] is always
+//! there. Indexes can be added at any time; existing objects are indexed at
+//! once. When an index function fails on an object — an expression that
+//! returns an object, a closure returning an error — that object is left out
+//! of that index, the index's failure counter ([`Store::index_failures`]) is
+//! incremented and a `tracing` warning names the index, the object and the
+//! error. Nothing in the store panics.
+//!
+//! ## Memory use
+//!
+//! Each key is one `Arc<str>` allocation shared by the object map and every
+//! index entry that refers to it; each distinct index value is one `Arc<str>`
+//! shared by the value map and the objects filed under it. A value held by a
+//! single object costs no set allocation. Objects are never copied.
+//!
+//! ## Locking
+//!
+//! One `parking_lot::RwLock` guards the data: reads run in parallel, and every
+//! read method takes the lock once, so a result (for instance [`Store::list`])
+//! is a consistent snapshot with respect to writer operations. Index functions
+//! are evaluated *before* the write lock is taken; the lock is held only to
+//! move prepared values into the maps. Each object's JMESPath indexes are
+//! evaluated against one conversion of the object (see [`IndexInput`]).
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube_core::DynamicObject;
+//! use kube_dynamic_informer::index::IndexFn;
+//! use kube_dynamic_informer::store::StoreWriter;
+//!
+//! let pod = |ns: &str, name: &str, node: &str| -> Arc<DynamicObject> {
+//!     Arc::new(serde_json::from_value(serde_json::json!({
+//!         "apiVersion": "v1", "kind": "Pod",
+//!         "metadata": { "name": name, "namespace": ns, "resourceVersion": "1" },
+//!         "spec": { "nodeName": node }
+//!     })).unwrap())
+//! };
+//!
+//! let mut writer = StoreWriter::new();
+//! let store = writer.reader(); // Clone + Send + Sync, hand it out freely
+//! store.add_index("by-node", IndexFn::jmespath("by-node", "spec.nodeName")?)?;
+//!
+//! writer.upsert(pod("shop", "web-0", "node-1"));
+//! writer.upsert(pod("shop", "web-1", "node-2"));
+//! writer.upsert(pod("kube-system", "dns-0", "node-1"));
+//!
+//! let on_node_1 = store.index_keys("by-node", "node-1")?;
+//! assert_eq!(on_node_1.len(), 2);
+//! assert_eq!(store.by_index("namespace", "shop")?.len(), 2);
+//! assert!(store.get("shop/web-0").is_some());
+//!
+//! // A relist: afterwards the store holds exactly these objects.
+//! let outcome = writer.replace(vec![pod("shop", "web-0", "node-1")]);
+//! assert_eq!((outcome.added.len(), outcome.updated.len(), outcome.deleted.len(), outcome.unchanged), (0, 0, 2, 1));
+//! assert_eq!(store.keys(), ["shop/web-0"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use indexmap::IndexMap;
+use kube_core::DynamicObject;
+use parking_lot::RwLock;
+
+use crate::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
+
+/// Errors of store queries and index declarations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No index has this name.
+    #[error("unknown index {name:?}; the store has: {}", known.join(", "))]
+    UnknownIndex {
+        /// The name asked for.
+        name: String,
+        /// The indexes the store has, in declaration order.
+        known: Vec<String>,
+    },
+    /// An index with this name already exists (the namespace index always
+    /// does).
+    #[error("index {name:?} already exists")]
+    DuplicateIndex {
+        /// The name declared twice.
+        name: String,
+    },
+}
+
+/// The cache key of an object: `namespace/name`, or `name` when it has no
+/// namespace. `None` when it has no name (the API server never sends such an
+/// object; the store skips them).
+///
+/// ```
+/// use kube_core::DynamicObject;
+/// use kube_dynamic_informer::store::object_key;
+///
+/// let pod: DynamicObject = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "web-0", "namespace": "shop" }
+/// })).unwrap();
+/// let node: DynamicObject = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "node-1" }
+/// })).unwrap();
+/// assert_eq!(object_key(&pod).as_deref(), Some("shop/web-0"));
+/// assert_eq!(object_key(&node).as_deref(), Some("node-1"));
+/// ```
+pub fn object_key(obj: &DynamicObject) -> Option<String> {
+    let name = obj
+        .metadata
+        .name
+        .as_deref()
+        .filter(|name| !name.is_empty())?;
+    Some(key_from_parts(obj.metadata.namespace.as_deref(), name))
+}
+
+/// Builds a cache key from a namespace (`None` or empty for cluster-scoped
+/// objects) and a name.
+///
+/// ```
+/// use kube_dynamic_informer::store::key_from_parts;
+///
+/// assert_eq!(key_from_parts(Some("shop"), "web-0"), "shop/web-0");
+/// assert_eq!(key_from_parts(None, "node-1"), "node-1");
+/// assert_eq!(key_from_parts(Some(""), "node-1"), "node-1");
+/// ```
+pub fn key_from_parts(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// What a [`StoreWriter::replace`] changed. Objects are the store's own
+/// `Arc`s, ready to hand to event handlers.
+#[derive(Debug, Default, Clone)]
+#[non_exhaustive]
+pub struct ReplaceOutcome {
+    /// Objects whose key was not in the store, in list order.
+    pub added: Vec<Arc<DynamicObject>>,
+    /// `(old, new)` for objects that changed, in list order: their
+    /// `resourceVersion` differs, or, when neither has one, their content.
+    pub updated: Vec<(Arc<DynamicObject>, Arc<DynamicObject>)>,
+    /// The last known state of objects whose key is missing from the list
+    /// (client-go's "final state unknown" tombstones), in no particular order.
+    pub deleted: Vec<Arc<DynamicObject>>,
+    /// How many objects were in the list and unchanged.
+    pub unchanged: usize,
+}
+
+impl ReplaceOutcome {
+    /// Whether the relist changed nothing.
+    pub fn is_unchanged(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.deleted.is_empty()
+    }
+}
+
+type Key = Arc<str>;
+
+/// Read handle on the cache: cheap to clone, `Send + Sync`, never mutates an
+/// object. Obtained from [`StoreWriter::reader`].
+///
+/// Every method takes the lock once, so each result is consistent with
+/// respect to writer operations. Methods returning several items return them
+/// in no particular order.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<RwLock<State>>,
+}
+
+/// The only handle that changes the cache's objects. Not `Clone`: one task
+/// owns it. Hand [`StoreWriter::reader`] to everyone else.
+pub struct StoreWriter {
+    store: Store,
+}
+
+struct State {
+    objects: IndexMap<Key, Entry>,
+    /// Index definitions in declaration order; position = slot. Replaced, not
+    /// mutated, when an index is added, so the writer can evaluate against a
+    /// snapshot without holding the lock.
+    defs: Arc<[Arc<IndexDef>]>,
+    /// Value maps, same order as `defs`.
+    indexes: Vec<IndexData>,
+}
+
+struct Entry {
+    object: Arc<DynamicObject>,
+    /// Per index slot, the distinct values this object is filed under (the
+    /// reverse map, so an update or delete knows what to remove).
+    values: Box<[Box<[Arc<str>]>]>,
+}
+
+struct IndexDef {
+    name: String,
+    func: IndexFn,
+    failures: AtomicU64,
+}
+
+#[derive(Default)]
+struct IndexData {
+    by_value: IndexMap<Arc<str>, KeySet>,
+}
+
+/// The keys filed under one value. Most values of selective indexes (by
+/// uid, by owner) hold one key, which needs no set.
+enum KeySet {
+    One(Key),
+    Many(HashSet<Key>),
+}
+
+impl IndexDef {
+    /// Sorted, distinct values of `object`; on failure none, counted and
+    /// logged.
+    fn values(&self, key: &str, input: &IndexInput<'_>) -> Vec<String> {
+        match self.func.evaluate(&self.name, input) {
+            Ok(mut values) => {
+                values.sort_unstable();
+                values.dedup();
+                values
+            }
+            Err(err) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    index = %self.name,
+                    object = key,
+                    error = %err,
+                    "index function failed; the object is left out of this index"
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Vec<Vec<String>> {
+    let input = IndexInput::new(object);
+    defs.iter().map(|def| def.values(key, &input)).collect()
+}
+
+impl KeySet {
+    fn insert(&mut self, key: &Key) {
+        match self {
+            KeySet::One(existing) if **existing == **key => {}
+            KeySet::One(existing) => {
+                let set = HashSet::from([existing.clone(), key.clone()]);
+                *self = KeySet::Many(set);
+            }
+            KeySet::Many(set) => {
+                set.insert(key.clone());
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether the set is now empty.
+    fn remove(&mut self, key: &str) -> bool {
+        match self {
+            KeySet::One(existing) => &**existing == key,
+            KeySet::Many(set) => {
+                set.remove(key);
+                if set.len() == 1
+                    && let Some(last) = set.iter().next()
+                {
+                    *self = KeySet::One(last.clone());
+                    return false;
+                }
+                set.is_empty()
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Key> {
+        let (one, many) = match self {
+            KeySet::One(key) => (Some(key), None),
+            KeySet::Many(set) => (None, Some(set.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
+impl IndexData {
+    /// Files `key` under each value and returns the stored (shared) values.
+    fn insert_all(&mut self, values: Vec<String>, key: &Key) -> Box<[Arc<str>]> {
+        values
+            .into_iter()
+            .map(|value| match self.by_value.get_full_mut(value.as_str()) {
+                Some((_, stored, keys)) => {
+                    keys.insert(key);
+                    stored.clone()
+                }
+                None => {
+                    let stored: Arc<str> = value.into();
+                    self.by_value
+                        .insert(stored.clone(), KeySet::One(key.clone()));
+                    stored
+                }
+            })
+            .collect()
+    }
+
+    fn remove_all(&mut self, values: &[Arc<str>], key: &str) {
+        for value in values {
+            if let Some(keys) = self.by_value.get_mut(&**value)
+                && keys.remove(key)
+            {
+                self.by_value.swap_remove(&**value);
+            }
+        }
+    }
+}
+
+impl State {
+    fn new() -> Self {
+        Self {
+            objects: IndexMap::new(),
+            defs: Arc::from([Arc::new(IndexDef {
+                name: NAMESPACE_INDEX.to_owned(),
+                func: IndexFn::namespace(),
+                failures: AtomicU64::new(0),
+            })]),
+            indexes: vec![IndexData::default()],
+        }
+    }
+
+    fn slot(&self, index: &str) -> Result<usize, StoreError> {
+        self.defs
+            .iter()
+            .position(|def| def.name == index)
+            .ok_or_else(|| StoreError::UnknownIndex {
+                name: index.to_owned(),
+                known: self.index_names(),
+            })
+    }
+
+    fn index_names(&self) -> Vec<String> {
+        self.defs.iter().map(|def| def.name.clone()).collect()
+    }
+
+    fn objects_of(&self, keys: impl Iterator<Item = impl AsRef<str>>) -> Vec<Arc<DynamicObject>> {
+        keys.filter_map(|key| self.objects.get(key.as_ref()))
+            .map(|entry| entry.object.clone())
+            .collect()
+    }
+
+    /// Inserts or replaces an object with values computed for the first
+    /// `computed.len()` indexes (indexes added since are computed here).
+    fn insert(
+        &mut self,
+        key: &str,
+        object: Arc<DynamicObject>,
+        mut computed: Vec<Vec<String>>,
+    ) -> Option<Arc<DynamicObject>> {
+        if computed.len() < self.defs.len() {
+            let missing = &self.defs[computed.len()..];
+            computed.extend(evaluate_all(missing, key, &object));
+        }
+        match self.objects.get_full_mut(key) {
+            Some((_, stored_key, entry)) => {
+                for (slot, values) in computed.into_iter().enumerate() {
+                    let old = &entry.values[slot];
+                    // Most updates (status changes) leave index values alone.
+                    if old.len() == values.len() && old.iter().zip(&values).all(|(a, b)| **a == **b)
+                    {
+                        continue;
+                    }
+                    let index = &mut self.indexes[slot];
+                    index.remove_all(old, stored_key);
+                    entry.values[slot] = index.insert_all(values, stored_key);
+                }
+                Some(std::mem::replace(&mut entry.object, object))
+            }
+            None => {
+                let stored_key: Key = key.into();
+                let values = computed
+                    .into_iter()
+                    .zip(&mut self.indexes)
+                    .map(|(values, index)| index.insert_all(values, &stored_key))
+                    .collect();
+                self.objects.insert(stored_key, Entry { object, values });
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
+        let entry = self.objects.swap_remove(key)?;
+        for (index, values) in self.indexes.iter_mut().zip(&entry.values) {
+            index.remove_all(values, key);
+        }
+        Some(entry.object)
+    }
+}
+
+impl Store {
+    fn defs(&self) -> Arc<[Arc<IndexDef>]> {
+        self.shared.read().defs.clone()
+    }
+
+    /// The object with this key (`namespace/name` or `name`).
+    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.shared
+            .read()
+            .objects
+            .get(key)
+            .map(|entry| entry.object.clone())
+    }
+
+    /// The object with this namespace (`None` for cluster-scoped) and name.
+    pub fn get_namespaced(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        self.get(&key_from_parts(namespace, name))
+    }
+
+    /// Every cached object: one consistent snapshot, taken under a single
+    /// lock acquisition (no writer operation is half-visible in it).
+    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
+        self.shared
+            .read()
+            .objects
+            .values()
+            .map(|entry| entry.object.clone())
+            .collect()
+    }
+
+    /// Every key.
+    pub fn keys(&self) -> Vec<String> {
+        self.shared
+            .read()
+            .objects
+            .keys()
+            .map(|key| key.to_string())
+            .collect()
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.shared.read().objects.len()
+    }
+
+    /// Whether the cache holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(match state.indexes[slot].by_value.get(value) {
+            Some(keys) => state.objects_of(keys.iter()),
+            None => Vec::new(),
+        })
+    }
+
+    /// The keys of the objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(match state.indexes[slot].by_value.get(value) {
+            Some(keys) => keys.iter().map(|key| key.to_string()).collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// Every value of the index `index` that at least one object is filed
+    /// under.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn index_values(&self, index: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(state.indexes[slot]
+            .by_value
+            .keys()
+            .map(|value| value.to_string())
+            .collect())
+    }
+
+    /// The names of all indexes, in declaration order; [`NAMESPACE_INDEX`]
+    /// first.
+    pub fn index_names(&self) -> Vec<String> {
+        self.shared.read().index_names()
+    }
+
+    /// How many times the index function of `index` has failed on an object
+    /// (each failure left that object out of the index), or `None` when there
+    /// is no such index.
+    pub fn index_failures(&self, index: &str) -> Option<u64> {
+        let defs = self.defs();
+        let def = defs.iter().find(|def| def.name == index)?;
+        Some(def.failures.load(Ordering::Relaxed))
+    }
+
+    /// Declares an index. Objects already cached are indexed before this
+    /// returns; later objects as they arrive. Allowed at any time, from any
+    /// handle: it never changes an object.
+    ///
+    /// The existing objects are evaluated without holding the lock; only
+    /// objects changed meanwhile are evaluated again under it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DuplicateIndex`] when the name is taken (the
+    /// [`NAMESPACE_INDEX`] always is).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kube_dynamic_informer::index::IndexFn;
+    /// use kube_dynamic_informer::store::{StoreError, StoreWriter};
+    ///
+    /// let mut writer = StoreWriter::new();
+    /// writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
+    ///     "metadata": { "name": "web-0", "namespace": "shop", "labels": { "app": "web", "tier": "front" } }
+    /// }))?));
+    ///
+    /// let store = writer.reader();
+    /// // Many-to-many: the pod is filed under each of its label keys.
+    /// store.add_index("label-key", IndexFn::closure_infallible(|obj| {
+    ///     obj.metadata.labels.iter().flat_map(|labels| labels.keys().cloned()).collect()
+    /// }))?;
+    /// assert_eq!(store.index_keys("label-key", "tier")?, ["shop/web-0"]);
+    ///
+    /// let again = store.add_index("label-key", IndexFn::namespace());
+    /// assert!(matches!(again, Err(StoreError::DuplicateIndex { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), StoreError> {
+        let name = name.into();
+        let duplicate = |state: &State| {
+            if state.defs.iter().any(|def| def.name == name) {
+                Err(StoreError::DuplicateIndex { name: name.clone() })
+            } else {
+                Ok(())
+            }
+        };
+        let snapshot: Vec<(Key, Arc<DynamicObject>)> = {
+            let state = self.shared.read();
+            duplicate(&state)?;
+            state
+                .objects
+                .iter()
+                .map(|(key, entry)| (key.clone(), entry.object.clone()))
+                .collect()
+        };
+        let def = Arc::new(IndexDef {
+            name: name.clone(),
+            func,
+            failures: AtomicU64::new(0),
+        });
+        let mut precomputed: HashMap<Key, (Arc<DynamicObject>, Vec<String>)> = snapshot
+            .into_iter()
+            .map(|(key, object)| {
+                let values = def.values(&key, &IndexInput::new(&object));
+                (key, (object, values))
+            })
+            .collect();
+
+        let mut state = self.shared.write();
+        duplicate(&state)?;
+        let mut index = IndexData::default();
+        for (key, entry) in &mut state.objects {
+            let values = match precomputed.remove(key) {
+                Some((seen, values)) if Arc::ptr_eq(&seen, &entry.object) => values,
+                _ => def.values(key, &IndexInput::new(&entry.object)),
+            };
+            let stored = index.insert_all(values, key);
+            let mut slots = std::mem::take(&mut entry.values).into_vec();
+            slots.push(stored);
+            entry.values = slots.into_boxed_slice();
+        }
+        state.indexes.push(index);
+        state.defs = state.defs.iter().cloned().chain([def]).collect();
+        drop(state);
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.read();
+        f.debug_struct("Store")
+            .field("objects", &state.objects.len())
+            .field("indexes", &state.index_names())
+            .finish()
+    }
+}
+
+impl StoreWriter {
+    /// An empty cache with the [`NAMESPACE_INDEX`].
+    pub fn new() -> Self {
+        Self {
+            store: Store {
+                shared: Arc::new(RwLock::new(State::new())),
+            },
+        }
+    }
+
+    /// A read handle on this cache (cheap; clone it freely).
+    #[must_use]
+    pub fn reader(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// Adds or replaces an object (a watch Added or Modified event) and returns
+    /// the object it replaced. The given `Arc` is stored as is.
+    ///
+    /// An object without a name cannot be keyed: it is skipped with a warning
+    /// and `None` is returned.
+    pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
+        let Some(key) = object_key(&object) else {
+            tracing::warn!("skipping an object without metadata.name");
+            return None;
+        };
+        let computed = evaluate_all(&self.store.defs(), &key, &object);
+        self.store.shared.write().insert(&key, object, computed)
+    }
+
+    /// Removes the object with this key (a watch Deleted event) and returns
+    /// its last known state.
+    pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.store.shared.write().remove(key)
+    }
+
+    /// Makes the cache equal to `objects` (a relist) and reports the
+    /// difference, for the informer to turn into Add, Update and Delete
+    /// events.
+    ///
+    /// An object counts as changed when its `resourceVersion` differs from the
+    /// cached one, or, when neither has a `resourceVersion`, when its content
+    /// differs. **Changed and new objects are stored as given; for an unchanged
+    /// object the cached `Arc` is kept**, so handlers holding it still see the
+    /// object the store serves, and its index values are not recomputed.
+    ///
+    /// Readers see the cache either entirely before or entirely after the
+    /// relist. When a key appears more than once in `objects`, the last one
+    /// wins; objects without a name are skipped with a warning.
+    pub fn replace(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        let mut listed: IndexMap<String, Arc<DynamicObject>> =
+            IndexMap::with_capacity(objects.len());
+        for object in objects {
+            match object_key(&object) {
+                Some(key) => {
+                    listed.insert(key, object);
+                }
+                None => tracing::warn!("skipping a listed object without metadata.name"),
+            }
+        }
+
+        // Only this writer changes objects, so what we compare against cannot
+        // change before we apply; indexes added meanwhile are handled by
+        // `State::insert`.
+        let (defs, previous): (_, Vec<Option<Arc<DynamicObject>>>) = {
+            let state = self.store.shared.read();
+            let previous = listed
+                .keys()
+                .map(|key| {
+                    state
+                        .objects
+                        .get(key.as_str())
+                        .map(|entry| entry.object.clone())
+                })
+                .collect();
+            (state.defs.clone(), previous)
+        };
+
+        let mut outcome = ReplaceOutcome::default();
+        let mut changes = Vec::new();
+        for ((key, object), old) in listed.iter().zip(previous) {
+            match old {
+                Some(old) if !changed(&old, object) => outcome.unchanged += 1,
+                old => {
+                    let computed = evaluate_all(&defs, key, object);
+                    match old {
+                        Some(old) => outcome.updated.push((old, object.clone())),
+                        None => outcome.added.push(object.clone()),
+                    }
+                    changes.push((key.as_str(), object.clone(), computed));
+                }
+            }
+        }
+
+        let mut state = self.store.shared.write();
+        for (key, object, computed) in changes {
+            state.insert(key, object, computed);
+        }
+        let gone: Vec<Key> = state
+            .objects
+            .keys()
+            .filter(|key| !listed.contains_key(&***key))
+            .cloned()
+            .collect();
+        outcome.deleted = gone.iter().filter_map(|key| state.remove(key)).collect();
+        outcome
+    }
+}
+
+fn changed(old: &DynamicObject, new: &DynamicObject) -> bool {
+    if std::ptr::eq(old, new) {
+        return false;
+    }
+    match (
+        &old.metadata.resource_version,
+        &new.metadata.resource_version,
+    ) {
+        (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
+        (None, None) => old != new,
+        _ => true,
+    }
+}
+
+impl Default for StoreWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for StoreWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StoreWriter").field(&self.store).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn object(value: Value) -> Arc<DynamicObject> {
+        Arc::new(serde_json::from_value(value).expect("valid object"))
+    }
+
+    fn pod(ns: &str, name: &str, rv: &str, node: &str, labels: Value) -> Arc<DynamicObject> {
+        object(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "labels": labels},
+            "spec": {"nodeName": node}
+        }))
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    fn keys_of(objects: &[Arc<DynamicObject>]) -> Vec<String> {
+        sorted(objects.iter().filter_map(|o| object_key(o)).collect())
+    }
+
+    fn label_keys() -> IndexFn {
+        IndexFn::closure_infallible(|obj| {
+            obj.metadata
+                .labels
+                .iter()
+                .flat_map(|l| l.keys().cloned())
+                .collect()
+        })
+    }
+
+    /// Recomputes every index from scratch and compares with the
+    /// incrementally maintained maps, in both directions.
+    fn check_invariants(store: &Store) {
+        let state = store.shared.read();
+        assert_eq!(state.defs.len(), state.indexes.len());
+        for (slot, (def, index)) in state.defs.iter().zip(&state.indexes).enumerate() {
+            let mut expected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for (key, entry) in &state.objects {
+                let mut values = def
+                    .func
+                    .evaluate(&def.name, &IndexInput::new(&entry.object))
+                    .unwrap_or_default();
+                values.sort();
+                values.dedup();
+                let stored: Vec<String> =
+                    entry.values[slot].iter().map(|v| v.to_string()).collect();
+                assert_eq!(stored, values, "reverse map of {key} in {}", def.name);
+                for value in values {
+                    expected.entry(value).or_default().insert(key.to_string());
+                }
+            }
+            let actual: BTreeMap<String, BTreeSet<String>> = index
+                .by_value
+                .iter()
+                .map(|(value, keys)| {
+                    (
+                        value.to_string(),
+                        keys.iter().map(|k| k.to_string()).collect(),
+                    )
+                })
+                .collect();
+            assert_eq!(actual, expected, "index {}", def.name);
+            for keys in index.by_value.values() {
+                if let KeySet::Many(set) = keys {
+                    assert!(
+                        set.len() >= 2,
+                        "a set of fewer than two keys should be KeySet::One"
+                    );
+                }
+            }
+        }
+        for entry in state.objects.values() {
+            assert_eq!(entry.values.len(), state.defs.len());
+        }
+    }
+
+    #[test]
+    fn keys_namespaced_and_cluster_scoped() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        writer.upsert(pod("shop", "web-0", "1", "n1", json!({})));
+        writer.upsert(object(
+            json!({"kind": "Node", "metadata": {"name": "node-1"}}),
+        ));
+        assert_eq!(sorted(store.keys()), ["node-1", "shop/web-0"]);
+        assert!(store.get_namespaced(Some("shop"), "web-0").is_some());
+        assert!(store.get_namespaced(None, "node-1").is_some());
+        assert!(store.get_namespaced(None, "web-0").is_none());
+        // The namespace index holds only the namespaced object.
+        assert_eq!(store.index_values(NAMESPACE_INDEX).unwrap(), ["shop"]);
+        assert_eq!(
+            store.index_keys(NAMESPACE_INDEX, "shop").unwrap(),
+            ["shop/web-0"]
+        );
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn upsert_returns_previous_and_shares_the_arc() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        let first = pod("shop", "web-0", "1", "n1", json!({}));
+        assert!(writer.upsert(first.clone()).is_none());
+        let second = pod("shop", "web-0", "2", "n1", json!({}));
+        let previous = writer.upsert(second.clone()).unwrap();
+        assert!(Arc::ptr_eq(&previous, &first));
+        assert!(Arc::ptr_eq(&store.get("shop/web-0").unwrap(), &second));
+        assert!(Arc::ptr_eq(&store.list()[0], &second));
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn objects_without_a_name_are_skipped() {
+        let mut writer = StoreWriter::new();
+        assert!(
+            writer
+                .upsert(object(json!({"metadata": {"namespace": "x"}})))
+                .is_none()
+        );
+        let outcome = writer.replace(vec![object(json!({"metadata": {}}))]);
+        assert!(outcome.is_unchanged());
+        assert!(writer.reader().is_empty());
+    }
+
+    #[test]
+    fn update_moves_index_values() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        store.add_index("label-key", label_keys()).unwrap();
+        writer.upsert(pod(
+            "shop",
+            "web-0",
+            "1",
+            "n1",
+            json!({"app": "web", "tier": "front"}),
+        ));
+        writer.upsert(pod("shop", "web-1", "1", "n1", json!({"app": "web"})));
+        assert_eq!(
+            sorted(store.index_keys("node", "n1").unwrap()),
+            ["shop/web-0", "shop/web-1"]
+        );
+
+        writer.upsert(pod("shop", "web-0", "2", "n2", json!({"app": "web"})));
+        assert_eq!(store.index_keys("node", "n1").unwrap(), ["shop/web-1"]);
+        assert_eq!(store.index_keys("node", "n2").unwrap(), ["shop/web-0"]);
+        // The stale value is gone entirely, not left with an empty set.
+        assert!(store.index_keys("label-key", "tier").unwrap().is_empty());
+        assert_eq!(sorted(store.index_values("label-key").unwrap()), ["app"]);
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn delete_removes_from_every_index() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store.add_index("label-key", label_keys()).unwrap();
+        let web = pod("shop", "web-0", "1", "n1", json!({"app": "web"}));
+        writer.upsert(web.clone());
+        let deleted = writer.delete("shop/web-0").unwrap();
+        assert!(Arc::ptr_eq(&deleted, &web));
+        assert!(writer.delete("shop/web-0").is_none());
+        assert!(store.is_empty());
+        assert!(store.index_values("label-key").unwrap().is_empty());
+        assert!(store.index_values(NAMESPACE_INDEX).unwrap().is_empty());
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn many_to_many_label_keys() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store.add_index("label-key", label_keys()).unwrap();
+        writer.upsert(pod(
+            "a",
+            "p1",
+            "1",
+            "n",
+            json!({"app": "x", "tier": "y", "team": "z"}),
+        ));
+        writer.upsert(pod("a", "p2", "1", "n", json!({"app": "x"})));
+        writer.upsert(pod("b", "p3", "1", "n", json!({"tier": "y"})));
+        assert_eq!(
+            sorted(store.index_values("label-key").unwrap()),
+            ["app", "team", "tier"]
+        );
+        assert_eq!(
+            keys_of(&store.by_index("label-key", "app").unwrap()),
+            ["a/p1", "a/p2"]
+        );
+        assert_eq!(
+            keys_of(&store.by_index("label-key", "tier").unwrap()),
+            ["a/p1", "b/p3"]
+        );
+        assert_eq!(
+            keys_of(&store.by_index("label-key", "team").unwrap()),
+            ["a/p1"]
+        );
+        assert!(store.by_index("label-key", "nope").unwrap().is_empty());
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn duplicate_values_from_one_object_count_once() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index(
+                "images",
+                IndexFn::jmespath("images", "spec.containers[].image").unwrap(),
+            )
+            .unwrap();
+        writer.upsert(object(json!({"metadata": {"name": "p", "namespace": "a"},
+            "spec": {"containers": [{"image": "nginx"}, {"image": "nginx"}]}})));
+        assert_eq!(store.index_keys("images", "nginx").unwrap(), ["a/p"]);
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn add_index_indexes_existing_objects() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        writer.upsert(pod("shop", "web-0", "1", "n1", json!({})));
+        writer.upsert(pod("shop", "web-1", "1", "n2", json!({})));
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        assert_eq!(store.index_keys("node", "n1").unwrap(), ["shop/web-0"]);
+        assert_eq!(store.index_names(), [NAMESPACE_INDEX, "node"]);
+        writer.upsert(pod("shop", "web-2", "1", "n1", json!({})));
+        assert_eq!(store.index_keys("node", "n1").unwrap().len(), 2);
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn duplicate_and_unknown_index_errors() {
+        let store = StoreWriter::new().reader();
+        assert_eq!(store.index_names(), [NAMESPACE_INDEX]);
+        assert_eq!(
+            store.add_index(NAMESPACE_INDEX, IndexFn::namespace()),
+            Err(StoreError::DuplicateIndex {
+                name: NAMESPACE_INDEX.to_owned()
+            })
+        );
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        let err = store.add_index("node", IndexFn::namespace()).unwrap_err();
+        assert_eq!(err.to_string(), r#"index "node" already exists"#);
+
+        let err = store.by_index("nope", "x").unwrap_err();
+        assert_eq!(
+            err,
+            StoreError::UnknownIndex {
+                name: "nope".to_owned(),
+                known: vec![NAMESPACE_INDEX.to_owned(), "node".to_owned()]
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            r#"unknown index "nope"; the store has: namespace, node"#
+        );
+        assert!(store.index_keys("nope", "x").is_err());
+        assert!(store.index_values("nope").is_err());
+        assert_eq!(store.index_failures("nope"), None);
+    }
+
+    /// Collects `tracing` output of the current thread.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn failing_index_leaves_object_out_counts_and_warns() {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut writer = StoreWriter::new();
+            let store = writer.reader();
+            // `spec.template` is an object for one pod, a string for the other.
+            store
+                .add_index("tmpl", IndexFn::jmespath("tmpl", "spec.template").unwrap())
+                .unwrap();
+            writer.upsert(object(json!({"metadata": {"name": "bad", "namespace": "a"}, "spec": {"template": {"x": 1}}})));
+            writer.upsert(object(
+                json!({"metadata": {"name": "good", "namespace": "a"}, "spec": {"template": "t"}}),
+            ));
+            assert_eq!(store.index_failures("tmpl"), Some(1));
+            assert_eq!(store.index_failures(NAMESPACE_INDEX), Some(0));
+            assert_eq!(store.index_keys("tmpl", "t").unwrap(), ["a/good"]);
+            assert_eq!(store.index_values("tmpl").unwrap(), ["t"]);
+            // Still cached and in the other indexes.
+            assert!(store.get("a/bad").is_some());
+            assert_eq!(store.index_keys(NAMESPACE_INDEX, "a").unwrap().len(), 2);
+
+            // Adding another failing index counts existing objects at once.
+            store
+                .add_index("fails", IndexFn::closure(|_| Err("nope".to_owned())))
+                .unwrap();
+            assert_eq!(store.index_failures("fails"), Some(2));
+            check_invariants(&store);
+        });
+        let logs = String::from_utf8(captured.0.lock().clone()).unwrap();
+        assert!(logs.contains("WARN"), "{logs}");
+        assert!(
+            logs.contains("index=tmpl") && logs.contains("object=\"a/bad\""),
+            "{logs}"
+        );
+        assert!(logs.contains("result is an object"), "{logs}");
+    }
+
+    #[test]
+    fn replace_reports_added_updated_deleted_unchanged() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        let kept = pod("a", "kept", "1", "n1", json!({}));
+        let changed_old = pod("a", "changed", "1", "n1", json!({}));
+        let gone = pod("a", "gone", "1", "n1", json!({}));
+        for o in [&kept, &changed_old, &gone] {
+            writer.upsert(o.clone());
+        }
+
+        let kept_relisted = pod("a", "kept", "1", "n1", json!({}));
+        let changed_new = pod("a", "changed", "2", "n2", json!({}));
+        let new = pod("b", "new", "1", "n2", json!({}));
+        let outcome = writer.replace(vec![
+            kept_relisted.clone(),
+            changed_new.clone(),
+            new.clone(),
+        ]);
+
+        assert_eq!(outcome.unchanged, 1);
+        assert_eq!(outcome.added.len(), 1);
+        assert!(Arc::ptr_eq(&outcome.added[0], &new));
+        assert_eq!(outcome.updated.len(), 1);
+        assert!(Arc::ptr_eq(&outcome.updated[0].0, &changed_old));
+        assert!(Arc::ptr_eq(&outcome.updated[0].1, &changed_new));
+        assert_eq!(outcome.deleted.len(), 1);
+        assert!(Arc::ptr_eq(&outcome.deleted[0], &gone));
+
+        // Unchanged keeps the cached Arc; changed and new are stored as given.
+        assert!(Arc::ptr_eq(&store.get("a/kept").unwrap(), &kept));
+        assert!(Arc::ptr_eq(&store.get("a/changed").unwrap(), &changed_new));
+        assert_eq!(sorted(store.keys()), ["a/changed", "a/kept", "b/new"]);
+        assert_eq!(store.index_keys("node", "n1").unwrap(), ["a/kept"]);
+        assert_eq!(
+            sorted(store.index_keys("node", "n2").unwrap()),
+            ["a/changed", "b/new"]
+        );
+        check_invariants(&store);
+
+        let outcome = writer.replace(vec![kept_relisted, changed_new, new]);
+        assert!(outcome.is_unchanged());
+        assert_eq!(outcome.unchanged, 3);
+
+        let outcome = writer.replace(Vec::new());
+        assert_eq!(outcome.deleted.len(), 3);
+        assert!(store.is_empty());
+        assert!(store.index_values("node").unwrap().is_empty());
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn replace_without_resource_versions_compares_content() {
+        let mut writer = StoreWriter::new();
+        let v1 = object(json!({"metadata": {"name": "c"}, "data": {"k": "1"}}));
+        writer.upsert(v1.clone());
+        let outcome = writer.replace(vec![object(
+            json!({"metadata": {"name": "c"}, "data": {"k": "1"}}),
+        )]);
+        assert_eq!(outcome.unchanged, 1);
+        assert!(Arc::ptr_eq(&writer.reader().get("c").unwrap(), &v1));
+        let outcome = writer.replace(vec![object(
+            json!({"metadata": {"name": "c"}, "data": {"k": "2"}}),
+        )]);
+        assert_eq!(outcome.updated.len(), 1);
+        // A resourceVersion appearing counts as a change.
+        let outcome = writer.replace(vec![object(
+            json!({"metadata": {"name": "c", "resourceVersion": "5"}, "data": {"k": "2"}}),
+        )]);
+        assert_eq!(outcome.updated.len(), 1);
+    }
+
+    #[test]
+    fn replace_with_duplicate_keys_keeps_the_last() {
+        let mut writer = StoreWriter::new();
+        let last = pod("a", "p", "2", "n2", json!({}));
+        let outcome = writer.replace(vec![pod("a", "p", "1", "n1", json!({})), last.clone()]);
+        assert_eq!(outcome.added.len(), 1);
+        assert!(Arc::ptr_eq(&writer.reader().get("a/p").unwrap(), &last));
+        check_invariants(&writer.reader());
+    }
+
+    #[test]
+    fn concurrent_readers_while_writer_writes() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+        std::thread::scope(|scope| {
+            for reader in 0..4 {
+                let store = store.clone();
+                let stop = stop.clone();
+                scope.spawn(move || {
+                    let mut rounds = 0u64;
+                    while !stop.load(Ordering::Relaxed) || rounds == 0 {
+                        rounds += 1;
+                        // Every object found under a value really has it.
+                        for node in ["n0", "n1", "n2"] {
+                            for obj in store.by_index("node", node).unwrap() {
+                                assert_eq!(obj.data["spec"]["nodeName"], node);
+                            }
+                        }
+                        for ns in store.index_values(NAMESPACE_INDEX).unwrap() {
+                            for obj in store.by_index(NAMESPACE_INDEX, &ns).unwrap() {
+                                assert_eq!(obj.metadata.namespace.as_deref(), Some(ns.as_str()));
+                            }
+                        }
+                        // 50 upserted keys plus at most 10 relisted ones.
+                        let len = store.list().len();
+                        assert!(len <= 60, "{len}");
+                        if reader == 0 && rounds == 10 {
+                            store.add_index("label-key", label_keys()).unwrap();
+                        }
+                    }
+                });
+            }
+            scope.spawn(|| {
+                for round in 0..300 {
+                    let i = round % 50;
+                    let ns = format!("ns{}", i % 5);
+                    let node = format!("n{}", round % 3);
+                    writer.upsert(pod(
+                        &ns,
+                        &format!("p{i}"),
+                        &round.to_string(),
+                        &node,
+                        json!({"r": "x"}),
+                    ));
+                    if round % 7 == 0 {
+                        writer.delete(&format!("ns{}/p{}", (i + 1) % 5, i + 1));
+                    }
+                    if round % 100 == 99 {
+                        let relist = (0..10)
+                            .map(|j| pod("ns0", &format!("p{j}"), "r", "n0", json!({})))
+                            .collect();
+                        writer.replace(relist);
+                    }
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+        });
+        assert!(store.index_names().contains(&"label-key".to_owned()));
+        check_invariants(&store);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Upsert {
+            ns: Option<u8>,
+            name: u8,
+            rv: u8,
+            labels: Vec<u8>,
+        },
+        Delete {
+            ns: Option<u8>,
+            name: u8,
+        },
+        Replace(Vec<(Option<u8>, u8, u8, Vec<u8>)>),
+        AddIndex(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let ns = prop::option::of(0u8..3);
+        let labels = prop::collection::vec(0u8..4, 0..4);
+        prop_oneof![
+            4 => (ns.clone(), 0u8..6, 0u8..3, labels.clone())
+                .prop_map(|(ns, name, rv, labels)| Op::Upsert { ns, name, rv, labels }),
+            2 => (ns.clone(), 0u8..6).prop_map(|(ns, name)| Op::Delete { ns, name }),
+            1 => prop::collection::vec((ns, 0u8..6, 0u8..3, labels), 0..8).prop_map(Op::Replace),
+            1 => (0u8..3).prop_map(Op::AddIndex),
+        ]
+    }
+
+    fn test_object(ns: Option<u8>, name: u8, rv: u8, labels: &[u8]) -> Arc<DynamicObject> {
+        let labels: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|l| (format!("l{l}"), json!(format!("v{}", l % 2))))
+            .collect();
+        object(json!({
+            "metadata": {"name": format!("o{name}"), "namespace": ns.map(|n| format!("ns{n}")),
+                "resourceVersion": rv.to_string(), "labels": labels},
+            "spec": {"weird": if rv == 2 { json!({"object": true}) } else { json!(labels.len()) }}
+        }))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Any sequence of writer operations keeps every index equal to a
+        /// recomputation from scratch, and the objects equal to a model.
+        #[test]
+        fn operations_keep_indexes_consistent(ops in prop::collection::vec(op(), 1..40)) {
+            let mut writer = StoreWriter::new();
+            let store = writer.reader();
+            let mut model: BTreeMap<String, Arc<DynamicObject>> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Upsert { ns, name, rv, labels } => {
+                        let o = test_object(ns, name, rv, &labels);
+                        let key = object_key(&o).unwrap();
+                        let previous = writer.upsert(o.clone());
+                        prop_assert_eq!(previous.is_some(), model.insert(key, o).is_some());
+                    }
+                    Op::Delete { ns, name } => {
+                        let key = key_from_parts(ns.map(|n| format!("ns{n}")).as_deref(), &format!("o{name}"));
+                        prop_assert_eq!(writer.delete(&key).is_some(), model.remove(&key).is_some());
+                    }
+                    Op::Replace(list) => {
+                        let objects: Vec<_> = list.iter().map(|(ns, name, rv, labels)| test_object(*ns, *name, *rv, labels)).collect();
+                        let before = model.len();
+                        let outcome = writer.replace(objects.clone());
+                        let mut next = BTreeMap::new();
+                        for o in objects {
+                            let key = object_key(&o).unwrap();
+                            let kept = model.get(&key).filter(|old| !changed(old, &o)).cloned();
+                            next.insert(key, kept.unwrap_or(o));
+                        }
+                        prop_assert_eq!(outcome.added.len() + outcome.updated.len() + outcome.unchanged, next.len());
+                        prop_assert_eq!(before + outcome.added.len() - outcome.deleted.len(), next.len());
+                        model = next;
+                    }
+                    Op::AddIndex(i) => {
+                        let result = match i {
+                            0 => store.add_index("label-key", label_keys()),
+                            1 => store.add_index("weird", IndexFn::jmespath("weird", "spec.weird").unwrap()),
+                            _ => store.add_index("label-values", IndexFn::jmespath("label-values", "values(metadata.labels)").unwrap()),
+                        };
+                        let existed = store.index_names().len() > 1 && result.is_err();
+                        prop_assert!(result.is_ok() || existed);
+                    }
+                }
+                check_invariants(&store);
+                prop_assert_eq!(sorted(store.keys()), model.keys().cloned().collect::<Vec<_>>());
+                for (key, o) in &model {
+                    prop_assert!(Arc::ptr_eq(&store.get(key).unwrap(), o));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests against a real kube-apiserver (see `support` for which).
+//!
+//! All integration tests live in this one test binary so that one control
+//! plane serves them all.
+
+mod support;
+
+mod testenv;

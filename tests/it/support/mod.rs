@@ -1,0 +1,286 @@
+//! Test support shared by every integration test.
+//!
+//! The tests run against a real kube-apiserver. Which one:
+//! - `KDI_TEST_KUBECONFIG=/path/to/kubeconfig`: an existing **disposable**
+//!   cluster (tests create namespaces and CRDs there). The ordinary users are
+//!   played by impersonating `kdi-test-alice` / `kdi-test-bob`, so the
+//!   kubeconfig's user needs the `impersonate` verb (cluster-admin has it).
+//! - `KDI_TESTENV_DIR=/path/to/data-dir`: a testenv already running there
+//!   (`scripts/testenv start` prints the path).
+//! - otherwise: one testenv control plane started for this test binary and
+//!   gone when it exits.
+
+#![allow(dead_code)]
+
+pub mod controlplane;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_client::{Client, Config};
+use serde_json::json;
+
+use controlplane::{ControlPlane, Options, Ready};
+
+/// Whose credentials a client carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum User {
+    /// In `system:masters`: may do anything.
+    Admin,
+    /// An ordinary user with no role at all.
+    Alice,
+    /// A second ordinary user with no role at all.
+    Bob,
+}
+
+impl User {
+    pub fn name(self) -> &'static str {
+        match self {
+            User::Admin => "admin",
+            User::Alice => "alice",
+            User::Bob => "bob",
+        }
+    }
+}
+
+/// Where the tests' cluster comes from.
+pub enum Env {
+    /// A testenv control plane (started here, or already running).
+    Testenv {
+        ready: Ready,
+        /// Held for the life of the test binary; `None` when it was already
+        /// running.
+        _process: Option<std::sync::Mutex<ControlPlane>>,
+    },
+    /// An existing disposable cluster.
+    External { kubeconfig: PathBuf },
+}
+
+/// Compaction interval of the control plane this binary starts: short, so
+/// that old resourceVersions of uncached resources expire (410) quickly.
+pub const COMPACTION: Duration = Duration::from_secs(5);
+
+/// A resource served without the watch cache, straight from etcd, so that a
+/// watch or a continue token from a compacted revision gets 410 Gone.
+pub const UNCACHED_RESOURCE: &str = "podtemplates";
+
+/// The environment, started on first use.
+pub fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        if let Ok(path) = std::env::var("KDI_TEST_KUBECONFIG") {
+            return Env::External {
+                kubeconfig: PathBuf::from(path),
+            };
+        }
+        if let Ok(dir) = std::env::var("KDI_TESTENV_DIR") {
+            let ready = Ready::from_data_dir(std::path::Path::new(&dir))
+                .unwrap_or_else(|e| panic!("KDI_TESTENV_DIR: {e}"));
+            return Env::Testenv {
+                ready,
+                _process: None,
+            };
+        }
+        let cp = ControlPlane::start(&local_options()).unwrap_or_else(|e| panic!("{e}"));
+        Env::Testenv {
+            ready: cp.ready().clone(),
+            _process: Some(std::sync::Mutex::new(cp)),
+        }
+    })
+}
+
+/// The options every testenv started by the tests uses.
+pub fn local_options() -> Options {
+    Options {
+        compaction: Some(COMPACTION),
+        apiserver_args: vec![format!("--watch-cache-sizes={UNCACHED_RESOURCE}#0")],
+        ..Options::default()
+    }
+}
+
+/// True when the tests run against a testenv control plane (so they may
+/// rely on its users, compaction interval and uncached resource).
+pub fn is_testenv() -> bool {
+    matches!(env(), Env::Testenv { .. })
+}
+
+/// A client configuration for `user`.
+pub async fn config(user: User) -> Config {
+    match env() {
+        Env::Testenv { ready, .. } => config_from_file(ready.kubeconfig(user.name())).await,
+        Env::External { kubeconfig } => {
+            let mut cfg = config_from_file(kubeconfig).await;
+            if user != User::Admin {
+                cfg.auth_info.impersonate = Some(format!("kdi-test-{}", user.name()));
+            }
+            cfg
+        }
+    }
+}
+
+/// Loads a client configuration from a kubeconfig file.
+pub async fn config_from_file(path: &std::path::Path) -> Config {
+    let kc = Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("reading kubeconfig {}: {e}", path.display()));
+    Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("loading kubeconfig {}: {e}", path.display()))
+}
+
+/// A client for `user`. Make one per test: a client belongs to the tokio
+/// runtime it was made in.
+pub async fn client(user: User) -> Client {
+    Client::try_from(config(user).await).expect("building client")
+}
+
+/// The admin client.
+pub async fn admin() -> Client {
+    client(User::Admin).await
+}
+
+/// A short random lowercase suffix for names.
+pub fn suffix() -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    (0..6)
+        .map(|_| CHARS[rand::random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Creates a fresh namespace `<prefix>-<random>` and returns its name. Tests
+/// do not delete it: without a controller-manager a deleted namespace stays
+/// Terminating.
+pub async fn namespace(client: &Client, prefix: &str) -> String {
+    let name = format!("{}-{}", prefix.to_lowercase().replace('_', "-"), suffix());
+    let ns: Namespace = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "kdi-test": "true" } }
+    }))
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+    name
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, or panics after
+/// `timeout` naming `what` and the last state seen.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(v) => return v,
+            Err(e) => e,
+        };
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}; last: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A namespaced CRD `widgets.<group>` (kind `Widget`, short name `wdg`)
+/// with a free-form spec and status, versions v1 (served, storage).
+pub fn widget_crd(group: &str) -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": format!("widgets.{group}") },
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {
+                "plural": "widgets", "singular": "widget", "kind": "Widget",
+                "listKind": "WidgetList", "shortNames": ["wdg"]
+            },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
+                        "status": { "type": "object", "x-kubernetes-preserve-unknown-fields": true }
+                    }
+                }},
+                "subresources": { "status": {} }
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+/// A group name no other test uses.
+pub fn unique_group() -> String {
+    format!("t{}.kdi-test.example.com", suffix())
+}
+
+/// Creates a CRD and waits until discovery serves its first version;
+/// returns the `ApiResource` of that version.
+pub async fn install_crd(client: &Client, crd: &CustomResourceDefinition) -> ApiResource {
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    let name = crd.metadata.name.clone().expect("CRD has a name");
+    crds.create(&PostParams::default(), crd)
+        .await
+        .unwrap_or_else(|e| panic!("creating CRD {name}: {e}"));
+    wait_until_served(client, crd).await
+}
+
+/// Waits until discovery lists the CRD's resource in its first version.
+pub async fn wait_until_served(client: &Client, crd: &CustomResourceDefinition) -> ApiResource {
+    let group = crd.spec.group.clone();
+    let version = crd.spec.versions[0].name.clone();
+    let plural = crd.spec.names.plural.clone();
+    let gv = kube_client::core::GroupVersion::gv(&group, &version);
+    wait_for(
+        &format!("discovery to serve {plural}.{version}.{group}"),
+        Duration::from_secs(60),
+        || {
+            let gv = gv.clone();
+            let plural = plural.clone();
+            async move {
+                let g = kube_client::discovery::pinned_group(client, &gv)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                g.recommended_resources()
+                    .into_iter()
+                    .find(|(ar, _)| ar.plural == plural)
+                    .map(|(ar, _)| ar)
+                    .ok_or_else(|| format!("group {gv:?} served without {plural}"))
+            }
+        },
+    )
+    .await
+}
+
+/// Creates `objects` with up to `concurrency` requests in flight; returns
+/// the created objects (in completion order).
+pub async fn create_many(
+    api: &Api<DynamicObject>,
+    objects: Vec<DynamicObject>,
+    concurrency: usize,
+) -> Vec<DynamicObject> {
+    futures::stream::iter(objects.into_iter().map(|o| {
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &o).await }
+    }))
+    .buffer_unordered(concurrency)
+    .try_collect()
+    .await
+    .expect("creating objects")
+}
+
+/// A `Widget` object for `widget_crd`.
+pub fn widget(ar: &ApiResource, name: &str, spec: serde_json::Value) -> DynamicObject {
+    let mut o = DynamicObject::new(name, ar);
+    o.data = json!({ "spec": spec });
+    o
+}
