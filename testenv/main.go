@@ -181,6 +181,9 @@ func run() error {
 		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The endpoint reconciler refuses loopback addresses; nothing here
+		// needs the kubernetes service endpoints.
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(st.Port),
 		"--cert-dir=" + filepath.Join(dir, "pki"),
 		"--tls-cert-file=" + pki.servingCert,
