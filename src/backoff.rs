@@ -59,10 +59,10 @@ impl Backoff {
     /// Records a failure now and returns how long to wait before retrying.
     pub(crate) fn next_delay(&mut self) -> Duration {
         let now = Instant::now();
-        if let Some(last) = self.last_failure {
-            if now.duration_since(last) >= self.config.reset_after {
-                self.failures = 0;
-            }
+        if let Some(last) = self.last_failure
+            && now.duration_since(last) >= self.config.reset_after
+        {
+            self.failures = 0;
         }
         self.last_failure = Some(now);
         let base = self.base_delay(self.failures);

@@ -482,18 +482,15 @@ struct Shared {
     resync_changed: tokio::sync::Notify,
 }
 
+/// Where the reflector hands its deltas.
+type DeltaSink = Box<dyn FnMut(Delta) + Send>;
+
+/// A type-erased reflector's run function.
+type RunFn =
+    Box<dyn FnOnce(CancellationToken, DeltaSink) -> futures::future::BoxFuture<'static, ()> + Send>;
+
 /// A type-erased reflector ready to run.
-type BoxedRun = (
-    Arc<ReflectorStats>,
-    watch::Receiver<ReflectorStatus>,
-    Box<
-        dyn FnOnce(
-                CancellationToken,
-                Box<dyn FnMut(Delta) + Send>,
-            ) -> futures::future::BoxFuture<'static, ()>
-            + Send,
-    >,
-);
+type BoxedRun = (Arc<ReflectorStats>, watch::Receiver<ReflectorStatus>, RunFn);
 
 /// One cache and one watch for a resource, shared by any number of handlers.
 ///
@@ -584,13 +581,7 @@ impl SharedInformer {
             let reflector = Reflector::new(lw, ar, reflector_config);
             let stats = reflector.stats();
             let status = reflector.status();
-            let run: Box<
-                dyn FnOnce(
-                        CancellationToken,
-                        Box<dyn FnMut(Delta) + Send>,
-                    ) -> futures::future::BoxFuture<'static, ()>
-                    + Send,
-            > = Box::new(move |cancel, sink| Box::pin(reflector.run(cancel, sink)));
+            let run: RunFn = Box::new(move |cancel, sink| Box::pin(reflector.run(cancel, sink)));
             (stats, status, run)
         });
         Ok(Self {
@@ -853,8 +844,7 @@ impl SharedInformer {
     async fn run_prepared(&self, prepared: (BoxedRun, StoreWriter), cancel: CancellationToken) {
         let ((_stats, mut reflector_status, run), mut writer) = prepared;
         let shared = self.shared.clone();
-        let sink: Box<dyn FnMut(Delta) + Send> =
-            Box::new(move |delta| shared.process(&mut writer, delta));
+        let sink: DeltaSink = Box::new(move |delta| shared.process(&mut writer, delta));
         let reflect = run(cancel.clone(), sink);
         let status = async {
             while reflector_status.changed().await.is_ok() {
@@ -926,13 +916,13 @@ impl Shared {
                 });
             }
             Delta::Delete(object) => {
-                if let Some(key) = object_key(&object) {
-                    if writer.delete(&key).is_some() {
-                        events.push(Event::Delete {
-                            object: Arc::new(transform(object)),
-                            final_state_unknown: false,
-                        });
-                    }
+                if let Some(key) = object_key(&object)
+                    && writer.delete(&key).is_some()
+                {
+                    events.push(Event::Delete {
+                        object: Arc::new(transform(object)),
+                        final_state_unknown: false,
+                    });
                 }
             }
         }

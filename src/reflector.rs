@@ -549,12 +549,12 @@ impl<L: ListWatch> Reflector<L> {
             ReflectorStats::inc(&self.stats.watch_events);
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(o) = self.admit(o) {
-                        if let Some(key) = stream_key(&o) {
-                            objects.insert(key, o);
-                        }
+                    if let Some(o) = self.admit(o)
+                        && let Some(key) = stream_key(&o)
+                    {
+                        objects.insert(key, o);
                     }
-                    if objects.len() % 500 == 0 {
+                    if objects.len().is_multiple_of(500) {
                         self.status.send_replace(ReflectorStatus::Listing {
                             objects: objects.len(),
                         });

@@ -112,7 +112,7 @@ pub enum ResourceError {
 
     /// The name matches resources in several non-core groups equally well.
     #[error(
-        "resource name {input:?} is ambiguous: it matches {}; qualify it with a group, e.g. {:?}",
+        "resource name {input:?} is ambiguous: it matches {}; name it more precisely, e.g. {:?}",
         join_keys(.candidates),
         example_qualified(.candidates)
     )]
@@ -142,11 +142,18 @@ fn suggestion_text(suggestions: &[ResourceKey]) -> String {
     }
 }
 
+/// A spelling of the first candidate that picks it alone: `resource.group`
+/// when the candidates are in different groups, else the full key.
 fn example_qualified(candidates: &[ResourceKey]) -> String {
-    candidates
-        .first()
-        .map(|key| format!("{}.{}", key.resource, key.group))
-        .unwrap_or_default()
+    let Some(first) = candidates.first() else {
+        return String::new();
+    };
+    let same_group = candidates.iter().filter(|k| k.group == first.group).count() > 1;
+    if same_group || first.group.is_empty() {
+        first.to_string()
+    } else {
+        format!("{}.{}", first.resource, first.group)
+    }
 }
 
 /// A resolved resource: API group (empty for the core group), version and
@@ -1513,7 +1520,7 @@ mod tests {
         assert_eq!(
             resolve_err("Certificate").to_string(),
             "resource name \"Certificate\" is ambiguous: it matches certificates.v1.cert-manager.io, \
-             certificates.v1.certs.example.org; qualify it with a group, e.g. \"certificates.cert-manager.io\""
+             certificates.v1.certs.example.org; name it more precisely, e.g. \"certificates.cert-manager.io\""
         );
         // A short name only one group has is not ambiguous.
         assert_eq!(resolve("cert"), "certificates.v1.cert-manager.io");
@@ -1540,10 +1547,15 @@ mod tests {
             res("x.example.com/v1", "foos", "foo", "Foo", &["f"], true),
             res("x.example.com/v1", "fizzes", "fizz", "Fizz", &["f"], true),
         ];
-        assert!(matches!(
-            ResourceName::parse("f").unwrap().resolve(&known),
-            Err(ResourceError::Ambiguous { .. })
-        ));
+        let err = ResourceName::parse("f")
+            .unwrap()
+            .resolve(&known)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "resource name \"f\" is ambiguous: it matches fizzes.v1.x.example.com, \
+             foos.v1.x.example.com; name it more precisely, e.g. \"fizzes.v1.x.example.com\""
+        );
     }
 
     #[test]

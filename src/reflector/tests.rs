@@ -90,9 +90,11 @@ enum Call {
     },
 }
 
+type ListAnswer = Result<ObjectList<DynamicObject>, kube_client::Error>;
+
 #[derive(Clone, Default)]
 struct Script {
-    lists: Arc<Mutex<VecDeque<Result<ObjectList<DynamicObject>, kube_client::Error>>>>,
+    lists: Arc<Mutex<VecDeque<ListAnswer>>>,
     watches: Arc<Mutex<VecDeque<WatchAnswer>>>,
     calls: Arc<Mutex<Vec<Call>>>,
 }

@@ -5,4 +5,5 @@
 
 mod support;
 
+mod informer;
 mod testenv;

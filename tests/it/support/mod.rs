@@ -56,7 +56,7 @@ pub enum Env {
         ready: Ready,
         /// Held for the life of the test binary; `None` when it was already
         /// running.
-        _process: Option<std::sync::Mutex<ControlPlane>>,
+        _process: Option<Box<std::sync::Mutex<ControlPlane>>>,
     },
     /// An existing disposable cluster.
     External { kubeconfig: PathBuf },
@@ -90,7 +90,7 @@ pub fn env() -> &'static Env {
         let cp = ControlPlane::start(&local_options()).unwrap_or_else(|e| panic!("{e}"));
         Env::Testenv {
             ready: cp.ready().clone(),
-            _process: Some(std::sync::Mutex::new(cp)),
+            _process: Some(Box::new(std::sync::Mutex::new(cp))),
         }
     })
 }

@@ -1,0 +1,876 @@
+//! The informer core against a real kube-apiserver: list/watch, paging,
+//! expired continue tokens, 410 relists with tombstones, streaming lists,
+//! RBAC, resync and late handlers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::PodTemplate;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube_client::Client;
+use kube_client::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
+    PostParams, WatchParams,
+};
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::{
+    Event, InformerConfig, InformerError, InformerStatus, Scope, SharedInformer,
+};
+use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{self, User};
+
+/// Records events as short strings.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl Recorder {
+    fn handler(&self) -> impl Fn(Event) + Send + Sync + 'static {
+        let log = self.0.clone();
+        move |e: Event| log.lock().unwrap().push(describe(&e))
+    }
+    fn snapshot(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn describe(e: &Event) -> String {
+    let name = e.object().metadata.name.clone().unwrap_or_default();
+    match e {
+        Event::Add {
+            in_initial_list: true,
+            ..
+        } => format!("add {name} (initial)"),
+        Event::Add { .. } => format!("add {name}"),
+        Event::Update {
+            is_resync: true, ..
+        } => format!("resync {name}"),
+        Event::Update { .. } => format!("update {name}"),
+        Event::Delete {
+            final_state_unknown: true,
+            ..
+        } => format!("delete {name} (tombstone)"),
+        Event::Delete { .. } => format!("delete {name}"),
+    }
+}
+
+async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    support::wait_for(what, timeout, || {
+        let r = f();
+        async move { r.ok_or_else(|| "not yet".to_string()) }
+    })
+    .await
+}
+
+fn pod_templates() -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "PodTemplate".into(),
+        plural: "podtemplates".into(),
+    }
+}
+
+fn pod_template(name: &str) -> PodTemplate {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "app": "demo" } },
+        "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }
+    }))
+    .unwrap()
+}
+
+async fn create_pod_templates(api: &Api<PodTemplate>, names: impl IntoIterator<Item = String>) {
+    futures::stream::iter(names.into_iter().map(|n| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &pod_template(&n))
+                .await
+                .map(|_| ())
+        }
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()
+    .expect("creating pod templates");
+}
+
+/// Waits until `rv` is compacted away: a watch from it gets 410.
+async fn wait_until_compacted(api: &Api<PodTemplate>, rv: &str) {
+    let writer = api.clone();
+    support::wait_for(
+        "the resourceVersion to be compacted",
+        support::COMPACTION * 8,
+        || {
+            let api = api.clone();
+            let writer = writer.clone();
+            let rv = rv.to_string();
+            async move {
+                // Keep the revision moving so compaction has something to do.
+                let _ = writer
+                    .patch(
+                        "pacer",
+                        &PatchParams::apply("kdi-test"),
+                        &Patch::Apply(&pod_template("pacer")),
+                    )
+                    .await;
+                match api.watch(&WatchParams::default().timeout(1), &rv).await {
+                    Err(kube_client::Error::Api(s)) if s.code == 410 => Ok(()),
+                    Ok(s) => match s.boxed().next().await {
+                        Some(Ok(kube_client::api::WatchEvent::Error(e))) if e.code == 410 => Ok(()),
+                        _ => Err("still served".into()),
+                    },
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// A `ListWatch` that can hold back continue-token pages or watch requests
+/// until the test opens the gate, and that records what it was asked.
+#[derive(Clone)]
+struct Gated {
+    inner: ApiListWatch,
+    hold_pages: bool,
+    hold_watches: bool,
+    open: Arc<AtomicBool>,
+    opened: Arc<tokio::sync::Notify>,
+    list_limits: Arc<Mutex<Vec<Option<u32>>>>,
+    first_rv: Arc<Mutex<Option<String>>>,
+    watches: Arc<AtomicU64>,
+}
+
+impl Gated {
+    fn new(inner: ApiListWatch, hold_pages: bool, hold_watches: bool) -> Self {
+        Self {
+            inner,
+            hold_pages,
+            hold_watches,
+            open: Arc::default(),
+            opened: Arc::default(),
+            list_limits: Arc::default(),
+            first_rv: Arc::default(),
+            watches: Arc::default(),
+        }
+    }
+
+    fn open_gate(&self) {
+        self.open.store(true, Ordering::SeqCst);
+        self.opened.notify_waiters();
+    }
+
+    fn wait_open(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let open = self.open.clone();
+        let opened = self.opened.clone();
+        async move {
+            loop {
+                let notified = opened.notified();
+                if open.load(Ordering::SeqCst) {
+                    return;
+                }
+                notified.await;
+            }
+        }
+    }
+}
+
+impl ListWatch for Gated {
+    fn list(
+        &self,
+        params: &ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+        self.list_limits.lock().unwrap().push(params.limit);
+        let hold = self.hold_pages && params.continue_token.is_some();
+        let gate = self.wait_open();
+        let call = self.inner.list(params);
+        let first_rv = self.first_rv.clone();
+        async move {
+            if hold {
+                gate.await;
+            }
+            let page = call.await?;
+            first_rv
+                .lock()
+                .unwrap()
+                .get_or_insert_with(|| page.metadata.resource_version.clone().unwrap_or_default());
+            Ok(page)
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        rv: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+        self.watches.fetch_add(1, Ordering::SeqCst);
+        let hold = self.hold_watches;
+        let gate = self.wait_open();
+        let inner = self.inner.clone();
+        let params = params.clone();
+        let rv = rv.to_string();
+        async move {
+            if hold {
+                gate.await;
+            }
+            inner.watch(&params, &rv).await
+        }
+        .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_crd_informer_follows_creates_updates_and_deletes() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-crd").await;
+    let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    support::create_many(
+        &api,
+        (0..3)
+            .map(|i| support::widget(&ar, &format!("w{i}"), json!({ "color": "red" })))
+            .collect(),
+        3,
+    )
+    .await;
+
+    let config = InformerConfig::default()
+        .namespace(&ns)
+        .index("color", IndexFn::jmespath("color", "spec.color").unwrap());
+    let informer =
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+    let rec = Recorder::default();
+    let reg = informer.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    let task = informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    eventually("registration synced", Duration::from_secs(10), || {
+        reg.has_synced().then_some(())
+    })
+    .await;
+
+    // List items arrive without apiVersion/kind; the cache has them.
+    let w0 = informer.store().get(&format!("{ns}/w0")).unwrap();
+    assert_eq!(w0.types.as_ref().unwrap().kind, "Widget");
+    assert_eq!(w0.types.as_ref().unwrap().api_version, ar.api_version);
+    assert_eq!(
+        informer.store().index_keys("color", "red").unwrap().len(),
+        3
+    );
+
+    api.patch(
+        "w1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": { "color": "blue" } })),
+    )
+    .await
+    .unwrap();
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "w3", json!({ "color": "blue" })),
+    )
+    .await
+    .unwrap();
+    api.delete("w2", &DeleteParams::default()).await.unwrap();
+
+    eventually("6 events", Duration::from_secs(30), || {
+        (rec.snapshot().len() >= 6).then_some(())
+    })
+    .await;
+    let mut initial: Vec<_> = rec.snapshot()[..3].to_vec();
+    initial.sort();
+    assert_eq!(
+        initial,
+        ["add w0 (initial)", "add w1 (initial)", "add w2 (initial)"]
+    );
+    assert_eq!(rec.snapshot()[3..], ["update w1", "add w3", "delete w2"]);
+    let mut blue = informer.store().index_keys("color", "blue").unwrap();
+    blue.sort();
+    assert_eq!(blue, [format!("{ns}/w1"), format!("{ns}/w3")]);
+    assert_eq!(
+        informer.store().index_keys("color", "red").unwrap(),
+        [format!("{ns}/w0")]
+    );
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(informer.status(), InformerStatus::Stopped);
+}
+
+#[tokio::test]
+async fn lists_in_pages_of_the_configured_size() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-pages").await;
+    let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+    create_pod_templates(&api, (0..25).map(|i| format!("pt{i}"))).await;
+    let lw = Gated::new(
+        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
+        false,
+        false,
+    );
+    let informer = SharedInformer::with_list_watch(
+        lw.clone(),
+        pod_templates(),
+        InformerConfig::default().page_size(10),
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().len(), 25);
+    assert_eq!(
+        *lw.list_limits.lock().unwrap(),
+        [Some(10), Some(10), Some(10)]
+    );
+    assert_eq!(
+        informer
+            .stats()
+            .unwrap()
+            .list_requests
+            .load(Ordering::Relaxed),
+        3
+    );
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn an_expired_continue_token_falls_back_to_a_full_list() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's short compaction and uncached podtemplates");
+        return;
+    }
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-continue").await;
+    let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+    create_pod_templates(&api, (0..12).map(|i| format!("pt{i}"))).await;
+    let lw = Gated::new(
+        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
+        true,
+        false,
+    );
+    let informer = SharedInformer::with_list_watch(
+        lw.clone(),
+        pod_templates(),
+        InformerConfig::default().page_size(5),
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    let first_rv = eventually("first page", Duration::from_secs(30), || {
+        lw.first_rv.lock().unwrap().clone()
+    })
+    .await;
+    wait_until_compacted(&api, &first_rv).await;
+    lw.open_gate();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    // 12 templates and the pacer.
+    assert_eq!(informer.store().len(), 13);
+    assert_eq!(*lw.list_limits.lock().unwrap(), [Some(5), Some(5), None]);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's short compaction and uncached podtemplates");
+        return;
+    }
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-relist").await;
+    let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+    create_pod_templates(
+        &api,
+        ["keep", "change", "vanish", "pacer"].map(String::from),
+    )
+    .await;
+    let lw = Gated::new(
+        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
+        false,
+        true,
+    );
+    let informer =
+        SharedInformer::with_list_watch(lw.clone(), pod_templates(), InformerConfig::default())
+            .unwrap();
+    let rec = Recorder::default();
+    informer.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    // While the watch is held back: changes it will never see.
+    api.delete("vanish", &DeleteParams::default())
+        .await
+        .unwrap();
+    api.patch(
+        "change",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "labels": { "changed": "yes" } } })),
+    )
+    .await
+    .unwrap();
+    api.create(&PostParams::default(), &pod_template("new"))
+        .await
+        .unwrap();
+    let list_rv = lw.first_rv.lock().unwrap().clone().unwrap();
+    wait_until_compacted(&api, &list_rv).await;
+    lw.open_gate();
+
+    eventually("relist", Duration::from_secs(30), || {
+        (informer
+            .stats()
+            .unwrap()
+            .relists_after_gone
+            .load(Ordering::Relaxed)
+            >= 1
+            && informer.store().get(&format!("{ns}/new")).is_some())
+        .then_some(())
+    })
+    .await;
+    eventually("handler caught up", Duration::from_secs(10), || {
+        rec.snapshot().iter().any(|e| e == "add new").then_some(())
+    })
+    .await;
+    let events: Vec<String> = rec
+        .snapshot()
+        .into_iter()
+        .filter(|e| !e.contains("(initial)") && !e.contains("pacer"))
+        .collect();
+    let mut sorted = events.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["add new", "delete vanish (tombstone)", "update change"]
+    );
+    // The cache equals a fresh list.
+    let mut server: Vec<(String, String)> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| {
+            (
+                p.metadata.name.unwrap(),
+                p.metadata.resource_version.unwrap(),
+            )
+        })
+        .collect();
+    server.sort();
+    let mut cached: Vec<(String, String)> = informer
+        .store()
+        .list()
+        .iter()
+        .map(|o| {
+            (
+                o.metadata.name.clone().unwrap(),
+                o.metadata.resource_version.clone().unwrap(),
+            )
+        })
+        .collect();
+    cached.sort();
+    // The pacer may have moved on since; compare everything else exactly.
+    server.retain(|(n, _)| n != "pacer");
+    cached.retain(|(n, _)| n != "pacer");
+    assert_eq!(cached, server);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn streaming_lists_sync_without_a_list_request() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-stream").await;
+    let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    support::create_many(
+        &api,
+        (0..30)
+            .map(|i| support::widget(&ar, &format!("w{i}"), json!({})))
+            .collect(),
+        8,
+    )
+    .await;
+    let config = InformerConfig::default()
+        .namespace(&ns)
+        .streaming_list(true);
+    let informer =
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().len(), 30);
+    let stats = informer.stats().unwrap();
+    assert_eq!(
+        stats.list_requests.load(Ordering::Relaxed),
+        0,
+        "no list request"
+    );
+    // Live events continue on the same path.
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "late", json!({})),
+    )
+    .await
+    .unwrap();
+    eventually("late object cached", Duration::from_secs(30), || {
+        informer.store().get(&format!("{ns}/late")).map(|_| ())
+    })
+    .await;
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "inf-rbac").await;
+    let cms = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(admin.clone(), &ns);
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({ "metadata": { "name": "one" } })).unwrap(),
+    )
+    .await
+    .unwrap();
+    let alice = support::client(User::Alice).await;
+    let configmaps = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+    };
+    let mut config = InformerConfig::default().namespace(&ns);
+    // Retry quickly so the test does not wait out a long backoff.
+    config.reflector.backoff.max = Duration::from_secs(2);
+    let informer = SharedInformer::new(alice, configmaps, Scope::Namespaced, config).unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    let err = informer
+        .wait_for_sync(Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    match &err {
+        InformerError::SyncTimeout {
+            status: InformerStatus::BackingOff {
+                code: Some(403), ..
+            },
+            ..
+        } => {}
+        other => panic!("expected a 403 in the sync error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("forbidden"), "{err}");
+
+    let alice_name = match support::env() {
+        support::Env::External { .. } => "kdi-test-alice",
+        support::Env::Testenv { .. } => "alice",
+    };
+    let role: Role = serde_json::from_value(json!({
+        "metadata": { "name": "read-cm" },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
+    }))
+    .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "alice-read-cm" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-cm" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": alice_name }]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().len(), 1);
+    assert_eq!(informer.status(), InformerStatus::Synced);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn resync_comes_from_memory_without_server_requests() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-resync").await;
+    let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+    create_pod_templates(&api, ["a", "b"].map(String::from)).await;
+    let lw = Gated::new(
+        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
+        false,
+        false,
+    );
+    let informer = SharedInformer::with_list_watch(
+        lw.clone(),
+        pod_templates(),
+        InformerConfig::default().resync(Duration::from_secs(1)),
+    )
+    .unwrap();
+    let rec = Recorder::default();
+    informer.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let lists = lw.list_limits.lock().unwrap().len();
+    let watches = lw.watches.load(Ordering::SeqCst);
+    eventually("two rounds of resync", Duration::from_secs(20), || {
+        (rec.snapshot()
+            .iter()
+            .filter(|e| e.starts_with("resync"))
+            .count()
+            >= 4)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        lw.list_limits.lock().unwrap().len(),
+        lists,
+        "no list for a resync"
+    );
+    assert_eq!(
+        lw.watches.load(Ordering::SeqCst),
+        watches,
+        "no watch for a resync"
+    );
+    cancel.cancel();
+}
+
+/// Handlers added while objects are being created: each sees every object
+/// exactly once and ends with the cache's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_handlers_on_a_live_server_see_no_gap_and_no_duplicate() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-late").await;
+    let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    support::create_many(
+        &api,
+        (0..50)
+            .map(|i| support::widget(&ar, &format!("w{i}"), json!({})))
+            .collect(),
+        8,
+    )
+    .await;
+    let informer = SharedInformer::new(
+        client.clone(),
+        ar.clone(),
+        Scope::Namespaced,
+        InformerConfig::default().namespace(&ns),
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    let creator = {
+        let api = api.clone();
+        let ar = ar.clone();
+        tokio::spawn(async move {
+            support::create_many(
+                &api,
+                (50..250)
+                    .map(|i| support::widget(&ar, &format!("w{i}"), json!({})))
+                    .collect(),
+                4,
+            )
+            .await;
+        })
+    };
+    type Seen = Arc<Mutex<(HashMap<String, u32>, Vec<String>)>>;
+    let mut handlers: Vec<Seen> = Vec::new();
+    let mut regs = Vec::new();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        regs.push(informer.add_handler(move |e: Event| {
+            let name = e.object().metadata.name.clone().unwrap();
+            let mut s = s.lock().unwrap();
+            if let Event::Add { .. } = e {
+                let count = s.0.entry(name.clone()).or_insert(0);
+                *count += 1;
+                if *count > 1 {
+                    s.1.push(format!("second add of {name}"));
+                }
+            }
+        }));
+        handlers.push(seen);
+    }
+    creator.await.unwrap();
+    eventually("cache has 250", Duration::from_secs(60), || {
+        (informer.store().len() == 250).then_some(())
+    })
+    .await;
+    for (seen, reg) in handlers.iter().zip(&regs) {
+        eventually("handler drained", Duration::from_secs(30), || {
+            (reg.backlog() == 0 && reg.has_synced()).then_some(())
+        })
+        .await;
+        let s = seen.lock().unwrap();
+        assert!(s.1.is_empty(), "{:?}", s.1);
+        assert_eq!(s.0.len(), 250, "every object added exactly once");
+    }
+    cancel.cancel();
+}
+
+/// One handler sleeps 100 ms per event; the other still receives each event
+/// within 100 ms of the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_does_not_hold_back_another() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-slow").await;
+    let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    // The transform runs just before an object enters the cache: it stamps
+    // the moment.
+    let cached_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let stamps = cached_at.clone();
+    let config =
+        InformerConfig::default()
+            .namespace(&ns)
+            .transform(Arc::new(move |o: DynamicObject| {
+                stamps
+                    .lock()
+                    .unwrap()
+                    .insert(o.metadata.name.clone().unwrap_or_default(), Instant::now());
+                o
+            }));
+    let informer =
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+    let slow_done = Arc::new(AtomicU64::new(0));
+    let slow_count = slow_done.clone();
+    let slow = informer.add_handler(move |_e: Event| {
+        std::thread::sleep(Duration::from_millis(100));
+        slow_count.fetch_add(1, Ordering::SeqCst);
+    });
+    // (lag after the cache, events the slow handler had finished by then)
+    let fast_seen: Arc<Mutex<Vec<(Duration, u64)>>> = Arc::default();
+    let (seen, stamps, slow_count) = (fast_seen.clone(), cached_at.clone(), slow_done.clone());
+    let fast = informer.add_handler(move |e: Event| {
+        let name = e.object().metadata.name.clone().unwrap_or_default();
+        let at = stamps.lock().unwrap()[&name];
+        seen.lock()
+            .unwrap()
+            .push((at.elapsed(), slow_count.load(Ordering::SeqCst)));
+    });
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    support::create_many(
+        &api,
+        (0..20)
+            .map(|i| support::widget(&ar, &format!("w{i}"), json!({})))
+            .collect(),
+        20,
+    )
+    .await;
+    eventually("fast handler got 20", Duration::from_secs(30), || {
+        (fast.delivered() == 20).then_some(())
+    })
+    .await;
+    let seen = fast_seen.lock().unwrap().clone();
+    let worst = seen.iter().map(|(lag, _)| *lag).max().unwrap();
+    assert!(
+        worst < Duration::from_millis(100),
+        "fast handler lag after the cache: {worst:?}"
+    );
+    // When the fast handler had its 20th event, the slow one was far behind.
+    assert!(
+        seen[19].1 < 19,
+        "slow handler had finished {} events",
+        seen[19].1
+    );
+    assert!(slow.backlog() > 0 || slow_done.load(Ordering::SeqCst) == 20);
+    eventually("slow handler finishes", Duration::from_secs(30), || {
+        (slow.delivered() == 20).then_some(())
+    })
+    .await;
+    cancel.cancel();
+}
+
+/// The informer runs, and stops, for a cluster-scoped resource too.
+#[tokio::test]
+async fn cluster_scoped_resources_are_keyed_by_name() {
+    let client: Client = support::admin().await;
+    let marker = support::suffix();
+    let ns_api = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    let name = format!("inf-cluster-{marker}");
+    ns_api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({ "metadata": { "name": name, "labels": { "marker": marker } } }),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let namespaces = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "Namespace".into(),
+        plural: "namespaces".into(),
+    };
+    assert!(matches!(
+        SharedInformer::new(
+            client.clone(),
+            namespaces.clone(),
+            Scope::Cluster,
+            InformerConfig::default().namespace("x")
+        ),
+        Err(InformerError::NamespaceOnClusterScoped { .. })
+    ));
+    let config = InformerConfig::default().label_selector(format!("marker={marker}"));
+    let informer = SharedInformer::new(client, namespaces, Scope::Cluster, config).unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().keys(), vec![name.clone()]);
+    assert!(informer.store().get(&name).is_some());
+    assert!(
+        informer
+            .store()
+            .index_values("namespace")
+            .unwrap()
+            .is_empty()
+    );
+    cancel.cancel();
+}
