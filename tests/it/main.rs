@@ -6,4 +6,5 @@
 mod support;
 
 mod informer;
+mod measure;
 mod testenv;
