@@ -9,6 +9,8 @@
 #![forbid(unsafe_code)]
 
 pub mod backoff;
+#[cfg(feature = "config")]
+pub mod config;
 pub mod index;
 pub mod informer;
 pub mod reflector;

@@ -1,0 +1,614 @@
+//! Declarative informers: a YAML or JSON file that lists what to watch and
+//! how to index it.
+//!
+//! Generic tools (dashboards, policy engines, inventories) are configured,
+//! not recompiled: the resources they watch and the indexes they query come
+//! from a file. The file is versioned and strict, and its JSON Schema
+//! (`schemas/informer-set.schema.json`, generated from the types here) lets
+//! editors check it as it is typed.
+//!
+//! ```yaml
+//! apiVersion: kube-dynamic-informer.io/v1alpha1
+//! kind: InformerSet
+//! defaults:
+//!   stripManagedFields: true
+//!   resync: 10m
+//! informers:
+//!   - resource: pods
+//!     namespaces: [shop]
+//!     labelSelector: "app in (web, api)"
+//!     indexes:
+//!       node: spec.nodeName
+//!       labelKeys: keys(metadata.labels)
+//!   - resource: widgets.example.com
+//!     whenNotServed: wait
+//! ```
+//!
+//! Loading is strict: unknown fields, duplicate informer names or index
+//! names, bad selectors, bad durations and bad JMESPath expressions are all
+//! rejected, and **every** problem in the file is reported at once, each with
+//! file, line and column and the offending value ([`ConfigErrors`]).
+
+mod yaml;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::index::{IndexFn, NAMESPACE_INDEX};
+use crate::resource::ResourceName;
+use crate::selector::{Selector, validate_field_selector};
+
+pub use yaml::Position;
+
+/// The `apiVersion` of config files this version of the library reads.
+pub const API_VERSION: &str = "kube-dynamic-informer.io/v1alpha1";
+
+/// The `kind` of a config file.
+pub const KIND: &str = "InformerSet";
+
+/// A config file: the informers to run and the indexes to keep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    title = "InformerSet",
+    description = "Informers and indexes for kube-dynamic-informer."
+)]
+pub struct InformerSet {
+    /// Always `kube-dynamic-informer.io/v1alpha1`.
+    #[schemars(schema_with = "api_version_schema")]
+    pub api_version: String,
+    /// Always `InformerSet`.
+    #[schemars(schema_with = "kind_schema")]
+    pub kind: String,
+    /// Settings every informer inherits unless it sets its own.
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub defaults: Settings,
+    /// The informers, at least one.
+    #[schemars(length(min = 1))]
+    pub informers: Vec<InformerSpec>,
+}
+
+/// Settings of an informer; in `defaults` they apply to every informer
+/// that does not set them itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Settings {
+    /// Watch only these namespaces (one informer per namespace); all
+    /// namespaces when absent. Not allowed for cluster-scoped resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
+    /// Label selector, e.g. `app in (web, api), !canary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// Field selector, e.g. `status.phase=Running`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
+    /// Resync period, e.g. `30s`, `10m`, `1h30m`; `0` disables resync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(0|([0-9]+(\.[0-9]+)?(ms|s|m|h))+)$"))]
+    pub resync: Option<String>,
+    /// Remove `metadata.managedFields` before caching.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strip_managed_fields: Option<bool>,
+    /// Cache only metadata (PartialObjectMetadata requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_only: Option<bool>,
+    /// Use streaming lists where the server has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming_list: Option<bool>,
+    /// Objects per list page; 0 lists everything in one response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u32>,
+    /// What to do when the resource is not served (a CRD not installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_not_served: Option<WhenNotServed>,
+}
+
+impl Settings {
+    fn is_empty(&self) -> bool {
+        *self == Settings::default()
+    }
+
+    /// These options with every unset field taken from `defaults`.
+    #[must_use]
+    pub fn or(&self, defaults: &Settings) -> Settings {
+        Settings {
+            namespaces: self.namespaces.clone().or_else(|| defaults.namespaces.clone()),
+            label_selector: self
+                .label_selector
+                .clone()
+                .or_else(|| defaults.label_selector.clone()),
+            field_selector: self
+                .field_selector
+                .clone()
+                .or_else(|| defaults.field_selector.clone()),
+            resync: self.resync.clone().or_else(|| defaults.resync.clone()),
+            strip_managed_fields: self.strip_managed_fields.or(defaults.strip_managed_fields),
+            metadata_only: self.metadata_only.or(defaults.metadata_only),
+            streaming_list: self.streaming_list.or(defaults.streaming_list),
+            page_size: self.page_size.or(defaults.page_size),
+            when_not_served: self.when_not_served.or(defaults.when_not_served),
+        }
+    }
+
+    /// The resync period; zero when unset.
+    pub fn resync_period(&self) -> Duration {
+        self.resync
+            .as_deref()
+            .and_then(|s| parse_duration(s).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// One informer of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InformerSpec {
+    /// A name for this informer, unique in the file; defaults to `resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The resource, in any form the factory accepts: `deployments.v1.apps`,
+    /// `deployments.apps`, `apps/v1/deployments`, `pods`, a kind
+    /// (`Deployment`) or a short name (`deploy`).
+    #[schemars(length(min = 1))]
+    pub resource: String,
+    /// Settings for this informer (override `defaults`).
+    #[serde(flatten)]
+    pub options: Settings,
+    /// Named indexes: index name → JMESPath expression.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub indexes: BTreeMap<String, String>,
+}
+
+impl InformerSpec {
+    /// The informer's name: `name`, or else `resource`.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.resource)
+    }
+
+    /// The indexes, compiled.
+    ///
+    /// # Errors
+    /// An expression that does not compile (a loaded file never has one).
+    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::index::IndexError> {
+        self.indexes
+            .iter()
+            .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
+            .collect()
+    }
+}
+
+/// What an informer does when its resource is not served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WhenNotServed {
+    /// Report pending and start as soon as the resource is served.
+    #[default]
+    Wait,
+    /// Leave this informer out and go on with the others.
+    Skip,
+    /// Fail: nothing starts.
+    Fail,
+}
+
+fn api_version_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "const": API_VERSION })
+}
+
+fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "const": KIND })
+}
+
+/// The JSON Schema (draft 2020-12) of config files, as committed in
+/// `schemas/informer-set.schema.json`.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<InformerSet>();
+    let mut value = serde_json::to_value(schema).unwrap_or_default();
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(
+            "$id".into(),
+            serde_json::Value::String(
+                "https://kube-dynamic-informer.io/schemas/informer-set.schema.json".into(),
+            ),
+        );
+    }
+    value
+}
+
+/// One problem in a config file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or `<input>` for text).
+    pub file: PathBuf,
+    /// Where the offending value (or key) starts.
+    pub position: Position,
+    /// Where in the document, e.g. `informers[1].labelSelector`.
+    pub path: String,
+    /// What is wrong, naming the offending value.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: ",
+            self.file.display(),
+            self.position.line,
+            self.position.column
+        )?;
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// Every problem found in a config file, in file order.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors {
+    /// The problems, at least one.
+    pub errors: Vec<ConfigError>,
+}
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.errors.len();
+        writeln!(f, "{n} problem{} in config:", if n == 1 { "" } else { "s" })?;
+        for e in &self.errors {
+            writeln!(f, "  {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl InformerSet {
+    /// Reads and validates a config file.
+    ///
+    /// # Errors
+    /// Every problem in the file (or the I/O error, as one problem).
+    pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigErrors {
+            errors: vec![ConfigError {
+                file: path.to_path_buf(),
+                position: Position { line: 1, column: 1 },
+                path: String::new(),
+                message: format!("cannot read the file: {e}"),
+            }],
+        })?;
+        Self::load_str(&text, path)
+    }
+
+    /// Validates config text; `file` names it in errors.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::config::InformerSet;
+    ///
+    /// let text = r#"
+    /// apiVersion: kube-dynamic-informer.io/v1alpha1
+    /// kind: InformerSet
+    /// informers:
+    ///   - resource: pods
+    ///     labelSelector: "app in (web"
+    ///     indexes: { node: "spec.nodeName" }
+    ///   - resource: pods
+    ///     colour: blue
+    /// "#;
+    /// let errors = InformerSet::load_str(text, "set.yaml").unwrap_err();
+    /// let report = errors.to_string();
+    /// assert!(report.contains("set.yaml:6:20"), "{report}");  // the bad selector
+    /// assert!(report.contains("colour"), "{report}");          // the unknown field
+    /// assert!(report.contains("duplicate informer name"), "{report}");
+    /// ```
+    ///
+    /// # Errors
+    /// Every problem in the text.
+    pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+        let file = file.as_ref().to_path_buf();
+        let doc = match yaml::parse(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                return Err(ConfigErrors {
+                    errors: vec![ConfigError {
+                        file,
+                        position: e.position,
+                        path: String::new(),
+                        message: format!("not valid YAML or JSON: {}", e.message),
+                    }],
+                });
+            }
+        };
+        let mut v = Validation {
+            file,
+            doc: &doc,
+            errors: Vec::new(),
+        };
+        for (pointer, position, message) in &doc.problems {
+            v.errors.push(ConfigError {
+                file: v.file.clone(),
+                position: *position,
+                path: display_path(pointer),
+                message: message.clone(),
+            });
+        }
+        v.schema();
+        v.semantics();
+        if !v.errors.is_empty() {
+            let mut errors = v.errors;
+            errors.sort_by(|a, b| a.position.cmp(&b.position).then(a.message.cmp(&b.message)));
+            errors.dedup();
+            return Err(ConfigErrors { errors });
+        }
+        serde_json::from_value(doc.value.clone()).map_err(|e| ConfigErrors {
+            errors: vec![ConfigError {
+                file: v.file.clone(),
+                position: Position { line: 1, column: 1 },
+                path: String::new(),
+                message: format!("does not match the config types: {e}"),
+            }],
+        })
+    }
+
+    /// Each informer with `defaults` applied to its unset options.
+    pub fn resolved(&self) -> Vec<InformerSpec> {
+        self.informers
+            .iter()
+            .map(|i| InformerSpec {
+                options: i.options.or(&self.defaults),
+                ..i.clone()
+            })
+            .collect()
+    }
+}
+
+struct Validation<'a> {
+    file: PathBuf,
+    doc: &'a yaml::Spanned,
+    errors: Vec<ConfigError>,
+}
+
+impl Validation<'_> {
+    fn error(&mut self, pointer: &str, message: String) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position: self.doc.position(pointer),
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    fn key_error(&mut self, pointer: &str, message: String) {
+        let position = self
+            .doc
+            .keys
+            .get(pointer)
+            .copied()
+            .unwrap_or_else(|| self.doc.position(pointer));
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position,
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    /// Structure and types, against the JSON Schema.
+    fn schema(&mut self) {
+        let schema = json_schema();
+        let validator = match jsonschema::draft202012::new(&schema) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error("", format!("internal error: the config schema does not compile: {e}"));
+                return;
+            }
+        };
+        let found: Vec<(String, String, Vec<String>)> = validator
+            .iter_errors(&self.doc.value)
+            .map(|e| {
+                let pointer = e.instance_path().to_string();
+                let unexpected = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected.clone()
+                    }
+                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+                        unexpected.clone()
+                    }
+                    _ => Vec::new(),
+                };
+                (pointer, e.to_string(), unexpected)
+            })
+            .collect();
+        for (pointer, message, unexpected) in found {
+            if unexpected.is_empty() {
+                self.error(&pointer, message);
+            } else {
+                for key in unexpected {
+                    let child = format!("{pointer}/{}", yaml::escape(&key));
+                    self.key_error(&child, format!("unknown field {key:?}"));
+                }
+            }
+        }
+    }
+
+    /// What the schema cannot say: selectors, expressions, durations,
+    /// resource names, uniqueness.
+    fn semantics(&mut self) {
+        let value = self.doc.value.clone();
+        if let Some(defaults) = value.get("defaults") {
+            self.options("/defaults", defaults);
+        }
+        let Some(informers) = value.get("informers").and_then(|i| i.as_array()) else {
+            return;
+        };
+        let mut names = HashSet::new();
+        for (i, informer) in informers.iter().enumerate() {
+            let at = format!("/informers/{i}");
+            self.options(&at, informer);
+            if let Some(resource) = informer.get("resource").and_then(|r| r.as_str()) {
+                // An empty name is the schema's to report.
+                if !resource.is_empty()
+                    && let Err(e) = ResourceName::parse(resource)
+                {
+                    self.error(&format!("{at}/resource"), e.to_string());
+                }
+                let name = informer
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or(resource)
+                    .to_string();
+                let name_at = if informer.get("name").is_some() {
+                    format!("{at}/name")
+                } else {
+                    format!("{at}/resource")
+                };
+                if !names.insert(name.clone()) {
+                    self.error(
+                        &name_at,
+                        format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
+                    );
+                }
+            }
+            if let Some(indexes) = informer.get("indexes").and_then(|x| x.as_object()) {
+                for (name, expr) in indexes {
+                    let index_at = format!("{at}/indexes/{}", yaml::escape(name));
+                    if name == NAMESPACE_INDEX {
+                        self.key_error(
+                            &index_at,
+                            format!("index name {name:?} is reserved: every informer has it built in"),
+                        );
+                    }
+                    if let Some(expr) = expr.as_str()
+                        && let Err(e) = IndexFn::jmespath(name, expr)
+                    {
+                        self.error(&index_at, e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    fn options(&mut self, at: &str, value: &serde_json::Value) {
+        if let Some(s) = value.get("labelSelector").and_then(|s| s.as_str())
+            && let Err(e) = Selector::parse(s)
+        {
+            self.error(&format!("{at}/labelSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("fieldSelector").and_then(|s| s.as_str())
+            && let Err(e) = validate_field_selector(s)
+        {
+            self.error(&format!("{at}/fieldSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("resync").and_then(|s| s.as_str())
+            && let Err(e) = parse_duration(s)
+        {
+            self.error(&format!("{at}/resync"), e);
+        }
+        if let Some(namespaces) = value.get("namespaces").and_then(|n| n.as_array()) {
+            let mut seen = HashSet::new();
+            for (i, ns) in namespaces.iter().enumerate() {
+                let Some(ns) = ns.as_str() else { continue };
+                let ns_at = format!("{at}/namespaces/{i}");
+                if !is_dns_label(ns) {
+                    self.error(
+                        &ns_at,
+                        format!("namespace {ns:?} is not a valid name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"),
+                    );
+                }
+                if !seen.insert(ns) {
+                    self.error(&ns_at, format!("namespace {ns:?} is listed twice"));
+                }
+            }
+        }
+    }
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`.
+fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if token.chars().all(|c| c.is_ascii_digit()) && !token.is_empty() {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// Parses a Go-style duration: `0`, or a sequence of number+unit with units
+/// `ms`, `s`, `m`, `h` (e.g. `1h30m`, `1.5s`).
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_dynamic_informer::config::parse_duration;
+/// assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+/// assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+/// assert!(parse_duration("10 minutes").is_err());
+/// ```
+///
+/// # Errors
+/// A message naming the text and what was expected.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!("invalid duration {text:?}: expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\"")
+    };
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if text.is_empty() {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (0.001, 2)
+        } else if rest.starts_with('s') {
+            (1.0, 1)
+        } else if rest.starts_with('m') {
+            (60.0, 1)
+        } else if rest.starts_with('h') {
+            (3600.0, 1)
+        } else {
+            return Err(bad());
+        };
+        rest = &rest[len..];
+        total += number * unit;
+    }
+    if !total.is_finite() || total > 10.0 * 365.0 * 86400.0 {
+        return Err(format!("duration {text:?} is too long"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests;

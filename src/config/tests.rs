@@ -1,0 +1,224 @@
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const HEADER: &str = "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\n";
+
+fn load(body: &str) -> Result<InformerSet, ConfigErrors> {
+    InformerSet::load_str(&format!("{HEADER}{body}"), "test.yaml")
+}
+
+/// The errors as `line:column message` strings.
+fn errors(body: &str) -> Vec<String> {
+    load(body)
+        .unwrap_err()
+        .errors
+        .into_iter()
+        .map(|e| format!("{}:{} {}", e.position.line, e.position.column, e.message))
+        .collect()
+}
+
+#[test]
+fn a_full_file_loads_with_defaults_applied() {
+    let set = load(
+        r#"defaults:
+  stripManagedFields: true
+  resync: 10m
+  whenNotServed: skip
+informers:
+  - resource: pods
+    namespaces: [shop, ops]
+    labelSelector: "app in (web, api), !canary"
+    fieldSelector: status.phase=Running
+    indexes:
+      node: spec.nodeName
+      labelKeys: keys(metadata.labels)
+  - name: widgets-meta
+    resource: widgets.example.com
+    metadataOnly: true
+    resync: "0"
+    whenNotServed: wait
+    pageSize: 100
+    streamingList: true
+"#,
+    )
+    .unwrap();
+    assert_eq!(set.informers.len(), 2);
+    let resolved = set.resolved();
+    assert_eq!(resolved[0].options.strip_managed_fields, Some(true));
+    assert_eq!(resolved[0].options.resync_period(), Duration::from_secs(600));
+    assert_eq!(resolved[0].options.when_not_served, Some(WhenNotServed::Skip));
+    assert_eq!(resolved[1].options.resync_period(), Duration::ZERO);
+    assert_eq!(resolved[1].options.when_not_served, Some(WhenNotServed::Wait));
+    assert_eq!(resolved[1].name(), "widgets-meta");
+    assert_eq!(resolved[0].name(), "pods");
+    assert_eq!(resolved[0].index_functions().unwrap().len(), 2);
+}
+
+#[test]
+fn json_files_load_too() {
+    let set = InformerSet::load_str(
+        r#"{"apiVersion": "kube-dynamic-informer.io/v1alpha1", "kind": "InformerSet",
+            "informers": [{"resource": "deployments.apps", "indexes": {"image": "spec.template.spec.containers[].image"}}]}"#,
+        "set.json",
+    )
+    .unwrap();
+    assert_eq!(set.informers[0].resource, "deployments.apps");
+}
+
+#[test]
+fn every_error_is_reported_with_its_position() {
+    let found = errors(
+        r#"informers:
+  - resource: pods
+    labelSelector: "app in (web"
+    colour: blue
+    resync: 10 minutes
+    indexes:
+      bad: "spec.["
+      namespace: metadata.namespace
+  - resource: pods
+    namespaces: [Shop, ok, ok]
+    whenNotServed: sometimes
+    pageSize: -1
+"#,
+    );
+    let text = found.join("\n");
+    for expected in [
+        "5:20 label selector",           // bad selector, at its value
+        "6:5 unknown field \"colour\"",  // unknown field, at its key
+        "7:13 invalid duration \"10 minutes\"",
+        "9:12 index \"bad\"",            // JMESPath error names the index
+        "10:7 index name \"namespace\" is reserved",
+        "11:15 duplicate informer name \"pods\"",
+        "12:18 namespace \"Shop\" is not a valid name",
+        "12:28 namespace \"ok\" is listed twice",
+        "13:20",                         // whenNotServed enum
+        "14:15",                         // pageSize minimum
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert!(found.len() >= 10, "{text}");
+}
+
+#[test]
+fn the_offending_value_is_named() {
+    let text = load("informers:\n  - resource: pods\n    pageSize: lots\n").unwrap_err().to_string();
+    assert!(text.contains("\"lots\""), "{text}");
+    assert!(text.contains("test.yaml:5:15"), "{text}");
+    assert!(text.contains("informers[0].pageSize"), "{text}");
+}
+
+#[test]
+fn wrong_api_version_kind_and_missing_informers() {
+    let err = InformerSet::load_str("apiVersion: v1\nkind: ConfigMap\n", "x.yaml").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("kube-dynamic-informer.io/v1alpha1"), "{text}");
+    assert!(text.contains("InformerSet"), "{text}");
+    assert!(text.contains("informers"), "{text}");
+    let err = load("informers: []\n").unwrap_err();
+    assert_eq!(err.errors.len(), 1, "{err}");
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    let found = errors("informers:\n  - resource: pods\n    indexes:\n      a: x\n      a: y\n");
+    assert!(found.iter().any(|e| e.starts_with("7:7 duplicate key \"a\"")), "{found:?}");
+}
+
+#[test]
+fn syntax_errors_and_unreadable_files_are_single_errors() {
+    let err = InformerSet::load_str("informers: [", "bad.yaml").unwrap_err();
+    assert_eq!(err.errors.len(), 1);
+    assert!(err.to_string().contains("bad.yaml:"), "{err}");
+    let err = InformerSet::load_file("/nonexistent/informers.yaml").unwrap_err();
+    assert!(err.to_string().contains("cannot read the file"), "{err}");
+}
+
+#[test]
+fn bad_resource_names_are_rejected_at_load() {
+    let found = errors("informers:\n  - resource: pods/status\n  - resource: \"\"\n");
+    assert!(found.iter().any(|e| e.starts_with("4:15") && e.contains("subresource")), "{found:?}");
+    assert_eq!(found.iter().filter(|e| e.starts_with("5:15")).count(), 1, "{found:?}");
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+    assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+    assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+    for bad in ["", "s", "10", "5d", "1h 30m", "-1s", "1e400h", "99999999999h"] {
+        assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn committed_schema_matches_the_types() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/informer-set.schema.json");
+    let generated = serde_json::to_string_pretty(&json_schema()).unwrap() + "\n";
+    if std::env::var_os("KDI_UPDATE_SCHEMA").is_some() {
+        std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas")).unwrap();
+        std::fs::write(path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "schemas/informer-set.schema.json is out of date with the config types; regenerate it with:\n  KDI_UPDATE_SCHEMA=1 cargo test --lib config::tests::committed_schema_matches_the_types"
+    );
+}
+
+#[test]
+fn schema_is_draft_2020_12() {
+    let schema = json_schema();
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(schema["properties"]["kind"]["const"], KIND);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in ".{0,400}") {
+        let _ = InformerSet::load_str(&text, "fuzz.yaml");
+    }
+
+    #[test]
+    fn yaml_like_text_never_panics(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                Just("informers:".to_string()),
+                Just("  - resource: pods".to_string()),
+                Just("    indexes:".to_string()),
+                "[ -]{0,6}[a-zA-Z{}\\[\\]:,\"' ]{0,20}",
+            ],
+            0..20,
+        )
+    ) {
+        let _ = InformerSet::load_str(&format!("{HEADER}{}", lines.join("\n")), "fuzz.yaml");
+    }
+}
+
+/// Every example config validates against the committed schema (with a JSON
+/// Schema validator, as an editor would) and loads.
+#[test]
+fn example_configs_validate_against_the_schema() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("schemas/informer-set.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root.join("examples/configs")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let value = yaml::parse(&text).unwrap().value;
+        let problems: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+        assert!(problems.is_empty(), "{}: {problems:?}", path.display());
+        InformerSet::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        checked += 1;
+    }
+    assert!(checked >= 3, "found {checked} example configs");
+}
