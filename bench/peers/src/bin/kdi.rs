@@ -1,0 +1,178 @@
+//! This library's peer: a shared informer with three JMESPath indexes and two
+//! handlers, measuring itself (see the crate docs for the output).
+//!
+//! With `--strip-per-page` (and `--strip-managed-fields`) the transform runs
+//! inside a wrapping `ListWatch`, on each list page and watch event as it
+//! arrives, instead of on the complete list: a measurement of the fix
+//! proposed in BENCHMARKS.md.
+
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kdi_bench_peers::{
+    Args, Handlers, cpu_seconds, emit, percentile, proc_status_mb, query_values, round,
+};
+use kube::Api;
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube_core::DynamicObject;
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::{Event, InformerConfig, Scope, SharedInformer};
+use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// Strips managedFields from every object as each list page or watch event
+/// arrives.
+struct StripPerPage(ApiListWatch);
+
+fn strip(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+}
+
+impl ListWatch for StripPerPage {
+    fn list(
+        &self,
+        params: &ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube::Error>> {
+        let page = self.0.list(params);
+        async move {
+            let mut page = page.await?;
+            page.items.iter_mut().for_each(strip);
+            Ok(page)
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, kube::Error>> {
+        let stream = self.0.watch(params, resource_version);
+        async move {
+            let stream = stream.await?.map(|event| {
+                event.map(|mut e| {
+                    if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
+                        &mut e
+                    {
+                        strip(o);
+                    }
+                    e
+                })
+            });
+            Ok(stream.boxed())
+        }
+        .boxed()
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let start = Instant::now();
+    let strip_per_page = std::env::args().any(|a| a == "--strip-per-page");
+    let args = Args::parse();
+    let client = args.client().await;
+
+    let mut config = InformerConfig::default();
+    for (name, expression) in args.indexes() {
+        config = config.index(
+            name,
+            IndexFn::jmespath(name, expression).expect("index expression"),
+        );
+    }
+    let informer = if strip_per_page {
+        let api = Api::<DynamicObject>::all_with(client, &args.resource());
+        SharedInformer::with_list_watch(
+            StripPerPage(ApiListWatch::new(api)),
+            args.resource(),
+            config,
+        )
+    } else {
+        if args.strip_managed_fields {
+            config = config.strip_managed_fields();
+        }
+        SharedInformer::new(client, args.resource(), Scope::Namespaced, config)
+    }
+    .expect("building the informer");
+
+    let handlers = Handlers::new(&args);
+    let h1 = handlers.clone();
+    informer.add_handler(move |event: Event| {
+        if let Event::Update {
+            new,
+            is_resync: false,
+            ..
+        } = &event
+        {
+            h1.lag_on_update(new);
+        }
+    });
+    let h2 = handlers.clone();
+    informer.add_handler(move |event: Event| match &event {
+        Event::Add { object, .. } => h2.tally(object, 1),
+        Event::Update { new, .. } => h2.tally(new, 0),
+        Event::Delete { object, .. } => h2.tally(object, -1),
+    });
+
+    let cancel = CancellationToken::new();
+    let task = informer
+        .start(cancel.clone())
+        .expect("starting the informer");
+    informer.wait_for_sync(args.timeout).await.expect("sync");
+    let sync_s = start.elapsed().as_secs_f64();
+    let cpu_sync = cpu_seconds();
+    let rss_sync = proc_status_mb("VmRSS");
+    tokio::time::sleep(args.settle).await;
+    let rss_steady = proc_status_mb("VmRSS");
+    let store = informer.store();
+    let objects = store.len();
+
+    let values = query_values(args.queries);
+    let mut durations = Vec::with_capacity(values.len());
+    let mut hits = 0usize;
+    for value in &values {
+        let t = Instant::now();
+        let items = store.by_index("node", value).expect("node index");
+        let d = t.elapsed();
+        hits += items.len();
+        drop(items);
+        durations.push(d.as_secs_f64() * 1e6);
+    }
+    durations.sort_by(f64::total_cmp);
+
+    #[allow(clippy::cast_precision_loss)]
+    let mut result = json!({
+        "peer": if strip_per_page { "kdi-strip-per-page" } else { "kdi" },
+        "dataset": args.dataset, "objects": objects, "strip": args.strip_managed_fields || strip_per_page,
+        "sync_s": round(sync_s, 3), "cpu_sync_s": round(cpu_sync, 3),
+        "rss_sync_mb": round(rss_sync, 1), "rss_steady_mb": round(rss_steady, 1),
+        "by_index_p50_us": round(percentile(&durations, 50.0), 2),
+        "by_index_p99_us": round(percentile(&durations, 99.0), 2),
+        "by_index_hits_avg": round(hits as f64 / values.len().max(1) as f64, 1),
+    });
+    emit(&json!({"event": "synced", "peer": "kdi", "objects": objects}));
+
+    let fields = result.as_object_mut().expect("object");
+    if !args.burst_id.is_empty() && args.burst_count > 0 {
+        handlers.wait_burst(args.timeout).await.expect("burst");
+        fields.extend(handlers.burst_result());
+        tokio::time::sleep(args.settle).await;
+    }
+    fields.insert(
+        "rss_end_mb".into(),
+        json!(round(proc_status_mb("VmRSS"), 1)),
+    );
+    fields.insert(
+        "rss_peak_mb".into(),
+        json!(round(proc_status_mb("VmHWM"), 1)),
+    );
+    fields.insert("cpu_total_s".into(), json!(round(cpu_seconds(), 3)));
+    fields.insert(
+        "cpu_burst_s".into(),
+        json!(round(cpu_seconds() - cpu_sync, 3)),
+    );
+    emit(&result);
+    cancel.cancel();
+    let _ = task.await;
+}

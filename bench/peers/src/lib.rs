@@ -1,0 +1,370 @@
+//! What the Rust peers of `scripts/bench` share: their command line, the
+//! datasets' resources and indexes, the two handlers, and self-measurement
+//! (RSS from `/proc/self/status`, CPU from `/proc/self/stat`).
+//!
+//! Each peer prints JSON lines on stdout: `{"event":"synced",..}` once its
+//! cache has synced (the script then starts the update burst), and one result
+//! line at the end. The Go peer (bench/clientgo) prints the same fields.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_client::{Client, Config};
+use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::{Map, Value, json};
+
+/// The annotation the loader stamps on each update: `<burst id>:<unix nanos>`.
+pub const STAMP_ANNOTATION: &str = "bench.kdi.dev/stamp";
+/// Distinct `node-N` values in both datasets (by_index queries pick among them).
+pub const NODES: u32 = 1000;
+
+/// The command line every peer takes.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// Kubeconfig of the test server.
+    pub kubeconfig: PathBuf,
+    /// `crd` (Widgets) or `configmap`.
+    pub dataset: String,
+    /// Drop `metadata.managedFields` before caching.
+    pub strip_managed_fields: bool,
+    /// Count updates stamped by this burst; empty: no burst.
+    pub burst_id: String,
+    /// Updates the burst writes.
+    pub burst_count: u64,
+    /// `by_index` calls to time.
+    pub queries: usize,
+    /// Wait after sync (and after the burst) before reading steady RSS.
+    pub settle: Duration,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+impl Args {
+    /// Parses `--flag value` pairs (and the boolean `--strip-managed-fields`).
+    ///
+    /// # Panics
+    /// On an unknown flag or a malformed value: this is a benchmark driver.
+    #[must_use]
+    pub fn parse() -> Self {
+        let mut args = Self {
+            kubeconfig: std::env::var_os("KUBECONFIG")
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+            dataset: "crd".into(),
+            strip_managed_fields: false,
+            burst_id: String::new(),
+            burst_count: 0,
+            queries: 20_000,
+            settle: Duration::from_secs(3),
+            timeout: Duration::from_secs(900),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+            match flag.trim_start_matches('-') {
+                "kubeconfig" => args.kubeconfig = value().into(),
+                "dataset" => args.dataset = value(),
+                "strip-managed-fields" => args.strip_managed_fields = true,
+                // Read by the kdi peer itself.
+                "strip-per-page" => {}
+                "burst-id" => args.burst_id = value(),
+                "burst-count" => args.burst_count = value().parse().expect("--burst-count"),
+                "queries" => args.queries = value().parse().expect("--queries"),
+                "settle" => args.settle = parse_duration(&value()),
+                "timeout" => args.timeout = parse_duration(&value()),
+                other => panic!("unknown flag --{other}"),
+            }
+        }
+        assert!(
+            matches!(args.dataset.as_str(), "crd" | "configmap"),
+            "--dataset crd|configmap"
+        );
+        args
+    }
+
+    /// The resource of the dataset.
+    #[must_use]
+    pub fn resource(&self) -> ApiResource {
+        if self.dataset == "crd" {
+            ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("bench.kdi.dev", "v1", "Widget"),
+                "widgets",
+            )
+        } else {
+            ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+                "configmaps",
+            )
+        }
+    }
+
+    /// The three indexes, as JMESPath expressions (the Go peer has the same
+    /// as Go functions).
+    #[must_use]
+    pub fn indexes(&self) -> [(&'static str, &'static str); 3] {
+        if self.dataset == "crd" {
+            [
+                ("app", "metadata.labels.app"),
+                ("node", "spec.nodeName"),
+                ("tag", "spec.tags"),
+            ]
+        } else {
+            [
+                ("app", "metadata.labels.app"),
+                ("node", "data.nodeName"),
+                ("key", "keys(data)"),
+            ]
+        }
+    }
+
+    /// A client for the kubeconfig.
+    ///
+    /// # Panics
+    /// When the kubeconfig cannot be read or used.
+    pub async fn client(&self) -> Client {
+        let kc = Kubeconfig::read_from(&self.kubeconfig).expect("reading the kubeconfig");
+        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("using the kubeconfig");
+        Client::try_from(config).expect("building the client")
+    }
+}
+
+fn parse_duration(s: &str) -> Duration {
+    if let Some(ms) = s.strip_suffix("ms") {
+        Duration::from_millis(ms.parse().expect("duration"))
+    } else {
+        Duration::from_secs_f64(s.trim_end_matches('s').parse().expect("duration"))
+    }
+}
+
+/// Wall-clock now in unix nanoseconds (what the loader stamps).
+#[must_use]
+pub fn unix_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The stamp of burst `id` on `obj`, if it carries one.
+#[must_use]
+pub fn stamp_of(obj: &DynamicObject, id: &str) -> Option<i64> {
+    let value = obj.metadata.annotations.as_ref()?.get(STAMP_ANNOTATION)?;
+    value.strip_prefix(id)?.strip_prefix(':')?.parse().ok()
+}
+
+/// The two handlers every peer runs, and the burst bookkeeping they share.
+///
+/// Handler 1 records the lag (handler time − write stamp) of each stamped
+/// update; handler 2 keeps a per-namespace tally of objects, the kind of
+/// bookkeeping a controller does, and notes when it saw each stamped update.
+#[derive(Debug)]
+pub struct Handlers {
+    burst_id: String,
+    want: u64,
+    lags_ms: Mutex<Vec<f64>>,
+    per_namespace: Mutex<BTreeMap<String, i64>>,
+    seen1: AtomicU64,
+    seen2: AtomicU64,
+    first_stamp: AtomicI64,
+    last_seen: AtomicI64,
+    done: tokio::sync::Notify,
+}
+
+impl Handlers {
+    /// Handlers for the burst `burst_id` of `want` updates.
+    #[must_use]
+    pub fn new(args: &Args) -> Arc<Self> {
+        Arc::new(Self {
+            burst_id: args.burst_id.clone(),
+            want: args.burst_count,
+            lags_ms: Mutex::new(Vec::with_capacity(
+                usize::try_from(args.burst_count).unwrap_or(0),
+            )),
+            per_namespace: Mutex::new(BTreeMap::new()),
+            seen1: AtomicU64::new(0),
+            seen2: AtomicU64::new(0),
+            first_stamp: AtomicI64::new(i64::MAX),
+            last_seen: AtomicI64::new(0),
+            done: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn stamp(&self, obj: &DynamicObject) -> Option<i64> {
+        if self.burst_id.is_empty() {
+            return None;
+        }
+        stamp_of(obj, &self.burst_id)
+    }
+
+    fn check_done(&self) {
+        if self.seen1.load(Ordering::SeqCst) >= self.want
+            && self.seen2.load(Ordering::SeqCst) >= self.want
+        {
+            self.done.notify_one();
+        }
+    }
+
+    /// Handler 1: an object was updated.
+    pub fn lag_on_update(&self, new: &DynamicObject) {
+        if let Some(stamp) = self.stamp(new) {
+            let now = unix_nanos();
+            #[allow(clippy::cast_precision_loss)]
+            self.lags_ms
+                .lock()
+                .expect("lags")
+                .push((now - stamp) as f64 / 1e6);
+            self.first_stamp.fetch_min(stamp, Ordering::SeqCst);
+            self.last_seen.fetch_max(now, Ordering::SeqCst);
+            self.seen1.fetch_add(1, Ordering::SeqCst);
+            self.check_done();
+        }
+    }
+
+    /// Handler 2: an object was added (`delta` 1), updated (0) or deleted (-1).
+    pub fn tally(&self, obj: &DynamicObject, delta: i64) {
+        if delta != 0 {
+            let ns = obj.metadata.namespace.clone().unwrap_or_default();
+            *self
+                .per_namespace
+                .lock()
+                .expect("tally")
+                .entry(ns)
+                .or_default() += delta;
+        } else if self.stamp(obj).is_some() {
+            self.last_seen.fetch_max(unix_nanos(), Ordering::SeqCst);
+            self.seen2.fetch_add(1, Ordering::SeqCst);
+            self.check_done();
+        }
+    }
+
+    /// Waits until both handlers saw the whole burst.
+    ///
+    /// # Errors
+    /// How many updates each handler saw, when the timeout ran out first.
+    pub async fn wait_burst(&self, timeout: Duration) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.done.notified();
+            if self.seen1.load(Ordering::SeqCst) >= self.want
+                && self.seen2.load(Ordering::SeqCst) >= self.want
+            {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Err(format!(
+                    "burst: saw {} and {} of {} updates before the deadline",
+                    self.seen1.load(Ordering::SeqCst),
+                    self.seen2.load(Ordering::SeqCst),
+                    self.want
+                ));
+            }
+        }
+    }
+
+    /// Throughput and lag of the burst, as result fields.
+    #[must_use]
+    pub fn burst_result(&self) -> Map<String, Value> {
+        let mut lags = self.lags_ms.lock().expect("lags").clone();
+        lags.sort_by(f64::total_cmp);
+        #[allow(clippy::cast_precision_loss)]
+        let span = (self.last_seen.load(Ordering::SeqCst) - self.first_stamp.load(Ordering::SeqCst))
+            as f64
+            / 1e9;
+        let mut m = Map::new();
+        m.insert("burst_updates".into(), json!(self.want));
+        #[allow(clippy::cast_precision_loss)]
+        m.insert(
+            "burst_updates_per_s".into(),
+            json!(round(self.want as f64 / span, 1)),
+        );
+        m.insert(
+            "lag_p50_ms".into(),
+            json!(round(percentile(&lags, 50.0), 2)),
+        );
+        m.insert(
+            "lag_p99_ms".into(),
+            json!(round(percentile(&lags, 99.0), 2)),
+        );
+        m.insert(
+            "lag_max_ms".into(),
+            json!(round(lags.last().copied().unwrap_or(0.0), 2)),
+        );
+        m
+    }
+}
+
+/// A line of `/proc/self/status` such as `VmHWM` or `VmRSS`, in MiB.
+#[must_use]
+pub fn proc_status_mb(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(-1.0, |kb| kb / 1024.0)
+}
+
+/// User + system CPU seconds of this process (`/proc/self/stat` ticks; Linux
+/// reports them in USER_HZ = 100 per second).
+#[must_use]
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line; 12 and 13 here.
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(11) + tick(12)) / 100.0
+}
+
+/// Nearest-rank percentile of sorted values.
+#[must_use]
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let rank = ((p / 100.0 * sorted.len() as f64 + 0.5) as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Rounds to `digits` decimals.
+#[must_use]
+pub fn round(v: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (v * p).round() / p
+}
+
+/// The by_index query values: `queries` random `node-N`, the same sequence in
+/// every peer run (a fixed-seed xorshift; Go uses its own fixed seed).
+#[must_use]
+pub fn query_values(queries: usize) -> Vec<String> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..queries)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("node-{}", x % u64::from(NODES))
+        })
+        .collect()
+}
+
+/// Prints one JSON line on stdout.
+pub fn emit(value: &Value) {
+    println!("{value}");
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""scripts/bench's results: from raw records to results.json to markdown.
+
+    bench/render.py assemble RECORDS.jsonl CONFIG.json ENV.json > results.json
+    bench/render.py render RESULTS.json [--doc BENCHMARKS.md]
+
+`assemble` groups the JSON lines the peers, the loader and the script wrote
+(each tagged with "kind", "dataset" and "n") by dataset. `render` prints one
+table per dataset and the issue's targets with where we stand; with --doc it
+also replaces the text between the markers <!-- bench:results:begin --> and
+<!-- bench:results:end --> in that file.
+"""
+import json
+import sys
+
+BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+PEERS = ["floor", "kdi", "kdi-strip-per-page", "client-go", "kube-runtime"]
+PEER_NAMES = {
+    "floor": "floor: paged list, bytes only",
+    "kdi": "**kube-dynamic-informer**",
+    "kdi-strip-per-page": "kube-dynamic-informer, strip per page (proposed fix)",
+    "client-go": "client-go dynamicinformer",
+    "kube-runtime": "kube-runtime watcher+reflector",
+}
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and digits >= 0:
+            return f"{v:,.{digits}f}"
+        return f"{v:,}"
+    return str(v)
+
+
+def ratio(a, b):
+    if a is None or b in (None, 0):
+        return None
+    return a / b
+
+
+def dataset_label(ds):
+    kind = "Widget CRD (~2 KB)" if ds["dataset"] == "crd" else "ConfigMap (~4 KB)"
+    return f"{kind}, {ds['n']:,} objects"
+
+
+def tables(results):
+    out = []
+    for ds in results["datasets"]:
+        runs = ds["runs"]
+        floor = next((r for r in runs if r["peer"] == "floor"), None)
+        out.append(f"### {dataset_label(ds)}\n")
+        if ds.get("load"):
+            ld = ds["load"]
+            out.append(
+                f"Loaded by server-side apply at {fmt(ld.get('per_second'))} objects/s; "
+                f"one object is ~{fmt(ds.get('object_bytes'), 0)} bytes of JSON"
+                + (f"; a full list is {fmt(floor['list_bytes'] / 2**20)} MiB" if floor else "")
+                + ".\n"
+            )
+        out.append(
+            "| peer | strip managedFields | sync s | × floor | RSS steady MiB | RSS peak MiB "
+            "| CPU to sync s | CPU total s | burst updates/s | CPU µs / update | lag p50 ms | lag p99 ms "
+            "| by_index p50 µs | by_index p99 µs |"
+        )
+        out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        order = {p: i for i, p in enumerate(PEERS)}
+        for r in sorted(runs, key=lambda r: (r.get("strip", False), order.get(r["peer"], 9))):
+            peer = r["peer"]
+            scan = " (scan)" if r.get("by_index_scan") else ""
+            rss_steady = r.get("rss_steady_mb")
+            if peer == "floor":
+                row = [PEER_NAMES[peer], "–", fmt(r["sync_s"], 2), "1.00", "–", fmt(r.get("rss_peak_mb")),
+                       "–", fmt(r.get("cpu_s"), 2), "–", "–", "–", "–", "–", "–"]
+            else:
+                row = [
+                    PEER_NAMES.get(peer, peer),
+                    fmt(r.get("strip")),
+                    fmt(r.get("sync_s"), 2),
+                    fmt(ratio(r.get("sync_s"), floor and floor["sync_s"]), 2),
+                    fmt(rss_steady),
+                    fmt(r.get("rss_peak_mb")),
+                    fmt(r.get("cpu_sync_s"), 2),
+                    fmt(r.get("cpu_total_s"), 2),
+                    fmt(r.get("burst_updates_per_s"), 0),
+                    fmt(r["cpu_burst_s"] * 1e6 / r["burst_updates"], 0) if r.get("burst_updates") else "–",
+                    fmt(r.get("lag_p50_ms")),
+                    fmt(r.get("lag_p99_ms")),
+                    fmt(r.get("by_index_p50_us"), 2) + scan,
+                    fmt(r.get("by_index_p99_us"), 2) + scan,
+                ]
+            out.append("| " + " | ".join(row) + " |")
+        if ds.get("bursts"):
+            rates = "; ".join(
+                f"during {b['peer']}'s run {fmt(b.get('writes_per_second'), 0)} writes/s, request latency "
+                f"p50 {fmt(b.get('write_latency_p50_ms'))} ms / p99 {fmt(b.get('write_latency_p99_ms'))} ms"
+                for b in ds["bursts"])
+            out.append(f"\nThe burst writer ({ds['burst_count']:,} stamped merge patches, "
+                       f"{results['config']['burst_concurrency']} in flight) achieved: {rates}. "
+                       "Lag is counted from just before the write request is sent, so it includes the "
+                       "request latency; CPU µs / update is the peer's CPU time during the burst "
+                       "divided by the updates it handled.")
+        out.append("")
+    return out
+
+
+def find(ds, peer, strip=False):
+    return next((r for r in ds["runs"] if r["peer"] == peer and r.get("strip", False) == strip), None)
+
+
+def targets(results):
+    """The issue's targets, judged on the largest CRD dataset of the run."""
+    crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
+    if not crd:
+        return []
+    ds = max(crd, key=lambda d: d["n"])
+    kdi, cg, fl = find(ds, "kdi"), find(ds, "client-go"), find(ds, "floor")
+    kdi_s, cg_s = find(ds, "kdi", True), find(ds, "client-go", True)
+    rows = []
+
+    def row(name, target, ours, ok):
+        mark = "–" if ok is None else ("met" if ok else "**missed**")
+        rows.append(f"| {name} | {target} | {ours} | {mark} |")
+
+    if kdi and cg:
+        row("Time to sync vs client-go", "≤ client-go",
+            f"{fmt(kdi['sync_s'], 2)} s vs {fmt(cg['sync_s'], 2)} s ({fmt(ratio(kdi['sync_s'], cg['sync_s']), 2)}×)",
+            kdi["sync_s"] <= cg["sync_s"])
+    if kdi and fl:
+        r = ratio(kdi["sync_s"], fl["sync_s"])
+        row("Time to sync vs raw list", "≤ 1.5× floor", f"{fmt(r, 2)}× ({fmt(fl['sync_s'], 2)} s floor)", r <= 1.5)
+    kdi_p = find(ds, "kdi-strip-per-page", True)
+    for a, b, label in ((kdi, cg, "with managedFields"), (kdi_s, cg_s, "managedFields stripped"),
+                        (kdi_p, cg_s, "stripped per page (proposed fix)")):
+        if a and b:
+            r = ratio(a["rss_peak_mb"], b["rss_peak_mb"])
+            row(f"Peak RSS, {label}", "≤ 0.5× client-go",
+                f"{fmt(a['rss_peak_mb'])} vs {fmt(b['rss_peak_mb'])} MiB ({fmt(r, 2)}×)", r <= 0.5)
+    if kdi and cg and kdi.get("burst_updates_per_s") and cg.get("burst_updates_per_s"):
+        a, b = kdi["burst_updates_per_s"], cg["burst_updates_per_s"]
+        # The writer, not the informer, sets the pace; within 3% is the same pace.
+        row("Update throughput", "≥ client-go",
+            f"{fmt(a, 0)} vs {fmt(b, 0)} updates/s; lag p99 {fmt(kdi['lag_p99_ms'])} vs {fmt(cg['lag_p99_ms'])} ms",
+            a >= 0.97 * b)
+    if kdi and kdi.get("by_index_p99_us") is not None:
+        row(f"by_index p99 at {ds['n']:,} objects", "< 10 µs",
+            f"{fmt(kdi['by_index_p99_us'], 2)} µs (p50 {fmt(kdi['by_index_p50_us'], 2)} µs, "
+            f"{fmt(kdi.get('by_index_hits_avg'))} objects a call)",
+            kdi["by_index_p99_us"] < 10)
+    if not rows:
+        return []
+    return [f"### Targets ({dataset_label(ds)})\n", "| target | goal | this run | |", "|---|---|---|---|", *rows, ""]
+
+
+def environment(results):
+    env = results.get("env", {})
+    cfg = results.get("config", {})
+    lines = ["### Run\n"]
+    lines.append(f"- Command: `{cfg.get('command', 'scripts/bench')}`")
+    for key, label in (("date", "Date"), ("git", "Commit"), ("cpu", "CPU"), ("cores", "Cores"),
+                       ("memory", "Memory"), ("kernel", "Kernel"), ("go", "Go"), ("rustc", "rustc"),
+                       ("load_before", "Load average before"), ("load_after", "Load average after")):
+        if env.get(key):
+            lines.append(f"- {label}: {env[key]}")
+    lines.append("")
+    return lines
+
+
+def render(results):
+    return "\n".join([*environment(results), *targets(results), *tables(results)])
+
+
+def assemble(records_path, config_path, env_path):
+    with open(config_path) as f:
+        config = json.load(f)
+    with open(env_path) as f:
+        env = json.load(f)
+    datasets = {}
+    with open(records_path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            rec = json.loads(line)
+            key = (rec["dataset"], rec["n"])
+            ds = datasets.setdefault(key, {"dataset": rec["dataset"], "n": rec["n"], "runs": [], "bursts": []})
+            kind = rec.pop("kind")
+            if kind == "load":
+                ds["load"] = rec
+            elif kind == "burst":
+                ds["bursts"].append(rec)
+                ds["burst_count"] = rec["count"]
+            elif kind == "run":
+                ds["runs"].append(rec)
+                if rec["peer"] == "floor" and rec.get("list_bytes"):
+                    ds["object_bytes"] = rec["list_bytes"] / rec["n"]
+    return {"config": config, "env": env, "datasets": list(datasets.values())}
+
+
+def main():
+    if len(sys.argv) >= 5 and sys.argv[1] == "assemble":
+        json.dump(assemble(*sys.argv[2:5]), sys.stdout, indent=1)
+        print()
+        return
+    if len(sys.argv) < 3 or sys.argv[1] != "render":
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    with open(sys.argv[2]) as f:
+        results = json.load(f)
+    md = render(results)
+    print(md)
+    if len(sys.argv) >= 5 and sys.argv[3] == "--doc":
+        path = sys.argv[4]
+        with open(path) as f:
+            doc = f.read()
+        if BEGIN not in doc or END not in doc:
+            sys.exit(f"{path} has no {BEGIN} ... {END} markers")
+        head, rest = doc.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        with open(path, "w") as f:
+            f.write(head + BEGIN + "\n" + md + "\n" + END + tail)
+
+
+if __name__ == "__main__":
+    main()
