@@ -408,12 +408,13 @@ impl<L: ListWatch> Reflector<L> {
     ) -> bool {
         ReflectorStats::inc(&self.stats.errors);
         let delay = backoff.next_delay();
-        tracing::warn!(resource = %self.resource_name(), error = %err, retry_in = ?delay, "list/watch failed");
+        let error = error_chain(err);
+        tracing::warn!(resource = %self.resource_name(), %error, retry_in = ?delay, "list/watch failed");
         if let Some(hook) = &self.config.error_hook {
             hook(err);
         }
         self.status.send_replace(ReflectorStatus::BackingOff {
-            error: err.to_string(),
+            error,
             code: err.code(),
             attempt: backoff.failures(),
             retry_in: delay,
@@ -704,6 +705,24 @@ impl<L: ListWatch> Reflector<L> {
         }
         Some(obj)
     }
+}
+
+/// `err` followed by each of its sources that adds something, joined by
+/// `: `. kube-client's transport errors say only "client error (Connect)" at
+/// the top; the cause that tells a refused connection from an untrusted
+/// certificate is further down the chain.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// Identity of an object within one streaming list.

@@ -8,3 +8,4 @@ mod support;
 mod informer;
 mod measure;
 mod testenv;
+mod reliability;

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod controlplane;
+pub mod proxy;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
