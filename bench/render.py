@@ -14,11 +14,12 @@ import json
 import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
-PEERS = ["floor", "kdi", "kdi-strip-per-page", "client-go", "kube-runtime"]
+PEERS = ["floor", "kdi", "kdi-streaming-list", "kdi-strip-per-page", "client-go", "kube-runtime"]
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
     "kdi-strip-per-page": "kube-dynamic-informer, strip per page (proposed fix)",
+    "kdi-streaming-list": "kube-dynamic-informer, streaming list",
     "client-go": "client-go dynamicinformer",
     "kube-runtime": "kube-runtime watcher+reflector",
 }
@@ -30,7 +31,7 @@ def fmt(v, digits=1):
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, (int, float)):
-        if isinstance(v, float) and digits >= 0:
+        if digits > 0 or isinstance(v, float):
             return f"{v:,.{digits}f}"
         return f"{v:,}"
     return str(v)
@@ -56,7 +57,7 @@ def tables(results):
         if ds.get("load"):
             ld = ds["load"]
             out.append(
-                f"Loaded by server-side apply at {fmt(ld.get('per_second'))} objects/s; "
+                f"Loaded (create, {results['config'].get('load_concurrency', 16)} in flight) at {fmt(ld.get('per_second'))} objects/s; "
                 f"one object is ~{fmt(ds.get('object_bytes'), 0)} bytes of JSON"
                 + (f"; a full list is {fmt(floor['list_bytes'] / 2**20)} MiB" if floor else "")
                 + ".\n"

@@ -70,7 +70,7 @@ impl Args {
                 "dataset" => args.dataset = value(),
                 "strip-managed-fields" => args.strip_managed_fields = true,
                 // Read by the kdi peer itself.
-                "strip-per-page" => {}
+                "strip-per-page" | "streaming-list" => {}
                 "burst-id" => args.burst_id = value(),
                 "burst-count" => args.burst_count = value().parse().expect("--burst-count"),
                 "queries" => args.queries = value().parse().expect("--queries"),

@@ -73,6 +73,13 @@ async fn main() {
         "/data/nodeName"
     };
     let values = query_values(args.queries.min(SCAN_QUERIES));
+    for value in &values {
+        drop(
+            reader.state_filter(|o| {
+                o.data.pointer(node_path).and_then(|v| v.as_str()) == Some(value)
+            }),
+        );
+    }
     let mut durations = Vec::with_capacity(values.len());
     let mut hits = 0usize;
     for value in &values {
