@@ -333,6 +333,22 @@ pub enum InformerStatus {
         /// possibly stale).
         synced_before: bool,
     },
+    /// The resource is not served (yet) — a CRD that is not installed, say;
+    /// the informer sends no request and starts by itself once discovery
+    /// sees the resource. Only informers given an availability channel
+    /// ([`ReflectorConfig::availability`], as the
+    /// [factory](crate::factory) does) report this; others see 404s.
+    Pending {
+        /// Why the resource is not served.
+        reason: String,
+    },
+    /// The resource was synced and is no longer served (its CRD was
+    /// deleted): the cache was emptied (handlers got the deletes), and the
+    /// informer waits, without requests, until the resource is served again.
+    Gone {
+        /// Why the resource is not served.
+        reason: String,
+    },
     /// Stopped.
     Stopped,
 }
@@ -352,6 +368,8 @@ impl fmt::Display for InformerStatus {
                 f,
                 "backing off after failure {attempt} (retry in {retry_in:?}): {error}"
             ),
+            InformerStatus::Pending { reason } => write!(f, "pending: {reason}"),
+            InformerStatus::Gone { reason } => write!(f, "gone: {reason}"),
             InformerStatus::Stopped => write!(f, "stopped"),
         }
     }
@@ -975,6 +993,8 @@ impl Shared {
                 retry_in,
                 synced_before: synced,
             },
+            ReflectorStatus::Pending { reason } => InformerStatus::Pending { reason },
+            ReflectorStatus::Gone { reason } => InformerStatus::Gone { reason },
             ReflectorStatus::Stopped => InformerStatus::Stopped,
         };
         self.status.send_if_modified(|cur| {

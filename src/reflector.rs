@@ -18,6 +18,14 @@
 //!   optional error hook, so a 403 or a 404 is visible at once instead of as
 //!   a silent wait.
 //!
+//! A reflector may also be told whether its resource is served at all
+//! ([`ReflectorConfig::availability`], fed by discovery): while it is not — a
+//! CRD not installed yet, or deleted — the reflector sends no request and
+//! reports [`ReflectorStatus::Pending`]; when a resource it had listed goes
+//! away it hands on an empty [`Delta::Replace`] (so the cache empties and
+//! handlers get the deletes) and reports [`ReflectorStatus::Gone`] instead of
+//! retrying a 404 forever; once the resource is served again it lists anew.
+//!
 //! The server side is abstracted by the small [`ListWatch`] trait so that the
 //! state machine can be tested with scripted responses; [`ApiListWatch`] is
 //! the real implementation over `kube_client::Api<DynamicObject>`.
@@ -37,6 +45,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
+use crate::informer::Scope;
 
 /// Annotation on the bookmark that ends the initial events of a streaming
 /// list.
@@ -140,8 +149,48 @@ pub enum ReflectorStatus {
         /// Wait before the next try.
         retry_in: Duration,
     },
+    /// The resource is not served (yet): nothing was listed, and nothing is
+    /// requested until [`ReflectorConfig::availability`] says it is served.
+    Pending {
+        /// Why it is not served, as discovery put it.
+        reason: String,
+    },
+    /// The resource was listed before and is no longer served (its CRD was
+    /// deleted, say): an empty [`Delta::Replace`] was handed on, and nothing is
+    /// requested until the resource is served again.
+    Gone {
+        /// Why it is not served, as discovery put it.
+        reason: String,
+    },
     /// Stopped by its cancellation token.
     Stopped,
+}
+
+/// Whether the API server serves a resource, as discovery last saw it; see
+/// [`ReflectorConfig::availability`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourceAvailability {
+    /// Served. `resource` is what discovery reported (its kind is the one
+    /// objects must carry) and `scope` tells namespaced from cluster-scoped.
+    Served {
+        /// The resource as discovery reported it.
+        resource: ApiResource,
+        /// Namespaced or cluster-scoped.
+        scope: Scope,
+    },
+    /// Not served: a CRD not (or no longer) installed, an API group that is
+    /// not enabled, an aggregated API that is down.
+    NotServed {
+        /// Why, in words that name the resource.
+        reason: String,
+    },
+}
+
+impl ResourceAvailability {
+    /// Whether the resource is served.
+    pub fn is_served(&self) -> bool {
+        matches!(self, ResourceAvailability::Served { .. })
+    }
 }
 
 /// Counters of what a reflector did, for observability and tests.
@@ -248,6 +297,13 @@ pub struct ReflectorConfig {
     pub backoff: BackoffConfig,
     /// Called with every list or watch error.
     pub error_hook: Option<ErrorHook>,
+    /// Whether the resource is served, kept current by discovery (see
+    /// [`crate::discovery::DiscoveryCache::availability`]). `None` (the
+    /// default) assumes it always is, so a missing resource shows up as 404
+    /// errors with backoff, as in client-go. With a receiver, the reflector
+    /// waits without requests while the resource is not served, reporting
+    /// [`ReflectorStatus::Pending`] or [`ReflectorStatus::Gone`].
+    pub availability: Option<watch::Receiver<ResourceAvailability>>,
 }
 
 impl Default for ReflectorConfig {
@@ -262,6 +318,7 @@ impl Default for ReflectorConfig {
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
             error_hook: None,
+            availability: None,
         }
     }
 }
@@ -276,6 +333,10 @@ impl fmt::Debug for ReflectorConfig {
             .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff)
             .field("error_hook", &self.error_hook.as_ref().map(|_| "<fn>"))
+            .field(
+                "availability",
+                &self.availability.as_ref().map(|rx| rx.borrow().clone()),
+            )
             .finish()
     }
 }
@@ -301,6 +362,15 @@ enum WatchEnd {
     Failed(ReflectorError),
     /// Cancelled.
     Cancelled,
+}
+
+/// What a reflector carries across list/watch rounds.
+struct Progress {
+    backoff: Backoff,
+    /// resourceVersion to resume the watch from; `None` = list first.
+    resume_rv: Option<String>,
+    /// A complete list was handed on at least once.
+    listed: bool,
 }
 
 /// Result of one list attempt.
@@ -345,25 +415,107 @@ impl<L: ListWatch> Reflector<L> {
 
     /// Runs until `cancel` fires, handing every change to `sink` in order.
     pub async fn run(mut self, cancel: CancellationToken, mut sink: impl FnMut(Delta) + Send) {
-        let mut backoff = Backoff::new(self.config.backoff.clone());
-        // resourceVersion to resume the watch from; None = list first.
-        let mut resume_rv: Option<String> = None;
+        let mut progress = Progress {
+            backoff: Backoff::new(self.config.backoff.clone()),
+            resume_rv: None,
+            listed: false,
+        };
+        match self.config.availability.clone() {
+            None => self.run_served(&cancel, &mut sink, &mut progress).await,
+            Some(availability) => {
+                self.run_gated(availability, &cancel, &mut sink, &mut progress)
+                    .await;
+            }
+        }
+        self.status.send_replace(ReflectorStatus::Stopped);
+    }
+
+    /// Alternates between waiting while the resource is not served and
+    /// list/watch while it is.
+    async fn run_gated(
+        &mut self,
+        mut availability: watch::Receiver<ResourceAvailability>,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
+        // Whether the empty Replace for the current absence was handed on.
+        let mut emptied = false;
+        while !cancel.is_cancelled() {
+            let current = availability.borrow_and_update().clone();
+            match current {
+                ResourceAvailability::NotServed { reason } => {
+                    progress.resume_rv = None;
+                    if progress.listed {
+                        if !emptied {
+                            tracing::info!(resource = %self.resource_name(), %reason, "resource no longer served; emptying the cache until it is served again");
+                            sink(Delta::Replace(Vec::new()));
+                            emptied = true;
+                        }
+                        self.status.send_replace(ReflectorStatus::Gone { reason });
+                    } else {
+                        self.status
+                            .send_replace(ReflectorStatus::Pending { reason });
+                    }
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        changed = availability.changed() => {
+                            if changed.is_err() {
+                                // Nobody will say it is served again.
+                                cancel.cancelled().await;
+                                return;
+                            }
+                        }
+                    }
+                }
+                ResourceAvailability::Served { resource, .. } => {
+                    if !resource.kind.is_empty() {
+                        self.resource = resource;
+                    }
+                    emptied = false;
+                    let mut watcher = availability.clone();
+                    let no_longer_served = async move {
+                        loop {
+                            if watcher.changed().await.is_err() {
+                                futures::future::pending::<()>().await;
+                            }
+                            if !watcher.borrow_and_update().is_served() {
+                                return;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = self.run_served(cancel, sink, progress) => return,
+                        _ = no_longer_served => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists and watches until `cancel` fires.
+    async fn run_served(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
         loop {
             if cancel.is_cancelled() {
                 break;
             }
-            let rv = match resume_rv.clone() {
+            let rv = match progress.resume_rv.clone() {
                 Some(rv) => rv,
                 None => {
                     let outcome = if self.config.streaming_list && !self.streaming_unsupported {
-                        self.streaming_list(&cancel).await
+                        self.streaming_list(cancel).await
                     } else {
-                        self.paged_list(&cancel).await
+                        self.paged_list(cancel).await
                     };
                     match outcome {
                         ListOutcome::Cancelled => break,
                         ListOutcome::Failed(err) => {
-                            if !self.wait_after(&err, &mut backoff, &cancel).await {
+                            if !self.wait_after(&err, &mut progress.backoff, cancel).await {
                                 break;
                             }
                             continue;
@@ -371,6 +523,7 @@ impl<L: ListWatch> Reflector<L> {
                         ListOutcome::Listed(objects, rv) => {
                             ReflectorStats::inc(&self.stats.lists);
                             sink(Delta::Replace(objects));
+                            progress.listed = true;
                             rv
                         }
                     }
@@ -379,24 +532,23 @@ impl<L: ListWatch> Reflector<L> {
             self.status.send_replace(ReflectorStatus::Watching);
             let mut last_rv = rv;
             match self
-                .watch(&last_rv.clone(), &mut last_rv, &cancel, &mut sink)
+                .watch(&last_rv.clone(), &mut last_rv, cancel, sink)
                 .await
             {
                 WatchEnd::Cancelled => break,
-                WatchEnd::Resume => resume_rv = Some(last_rv),
+                WatchEnd::Resume => progress.resume_rv = Some(last_rv),
                 WatchEnd::Relist => {
                     ReflectorStats::inc(&self.stats.relists_after_gone);
-                    resume_rv = None;
+                    progress.resume_rv = None;
                 }
                 WatchEnd::Failed(err) => {
-                    resume_rv = Some(last_rv);
-                    if !self.wait_after(&err, &mut backoff, &cancel).await {
+                    progress.resume_rv = Some(last_rv);
+                    if !self.wait_after(&err, &mut progress.backoff, cancel).await {
                         break;
                     }
                 }
             }
         }
-        self.status.send_replace(ReflectorStatus::Stopped);
     }
 
     /// Reports `err`, then waits out the backoff. False when cancelled.

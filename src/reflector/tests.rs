@@ -497,3 +497,179 @@ async fn a_failed_watch_resumes_from_the_last_version_after_backoff() {
     assert_eq!(stats.errors.load(Ordering::Relaxed), 1);
     assert_eq!(stats.lists.load(Ordering::Relaxed), 1);
 }
+
+fn served() -> ResourceAvailability {
+    ResourceAvailability::Served {
+        resource: resource(),
+        scope: Scope::Namespaced,
+    }
+}
+
+fn not_served(reason: &str) -> ResourceAvailability {
+    ResourceAvailability::NotServed {
+        reason: reason.into(),
+    }
+}
+
+/// A reflector over `script` gated by an availability channel, with its
+/// deltas and statuses recorded.
+struct Gated {
+    availability: watch::Sender<ResourceAvailability>,
+    status: watch::Receiver<ReflectorStatus>,
+    deltas: Arc<Mutex<Vec<String>>>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gated {
+    fn start(script: &Script, resource: ApiResource, initial: ResourceAvailability) -> Self {
+        let (availability, rx) = watch::channel(initial);
+        let config = ReflectorConfig {
+            availability: Some(rx),
+            ..ReflectorConfig::default()
+        };
+        let reflector = Reflector::new(script.clone(), resource, config);
+        let status = reflector.status();
+        let deltas = Arc::new(Mutex::new(Vec::new()));
+        let sink_deltas = deltas.clone();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
+            sink_deltas.lock().unwrap().push(describe(&d));
+        }));
+        Gated {
+            availability,
+            status,
+            deltas,
+            cancel,
+            task,
+        }
+    }
+
+    async fn wait_status(&mut self, want: impl Fn(&ReflectorStatus) -> bool) {
+        tokio::time::timeout(Duration::from_secs(60), self.status.wait_for(|s| want(s)))
+            .await
+            .expect("status reached in time")
+            .expect("reflector alive");
+    }
+
+    fn deltas(&self) -> Vec<String> {
+        self.deltas.lock().unwrap().clone()
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.task.await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resource_not_served_waits_without_requests_then_lists() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let mut gated = Gated::start(&script, resource(), not_served("CRD not installed"));
+    gated
+        .wait_status(|s| {
+            *s == ReflectorStatus::Pending {
+                reason: "CRD not installed".into(),
+            }
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(script.calls().is_empty(), "no request while pending");
+    assert!(gated.deltas().is_empty());
+
+    gated.availability.send_replace(served());
+    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    assert_eq!(gated.deltas(), ["replace[a]"]);
+    gated.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resource_that_goes_away_empties_the_cache_and_resumes_when_back() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1"), item("b", "2")], "10", None)))
+        // The watch of the deleted resource fails, as a 404 would.
+        .watch(WatchAnswer::Events(vec![Err(api_error(404, "NotFound"))]))
+        .list(Ok(page(vec![item("c", "30")], "30", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let mut gated = Gated::start(&script, resource(), served());
+    gated
+        .wait_status(|s| {
+            matches!(
+                s,
+                ReflectorStatus::BackingOff {
+                    code: Some(404),
+                    ..
+                }
+            )
+        })
+        .await;
+    gated.availability.send_replace(not_served("CRD deleted"));
+    gated
+        .wait_status(|s| {
+            *s == ReflectorStatus::Gone {
+                reason: "CRD deleted".into(),
+            }
+        })
+        .await;
+    assert_eq!(gated.deltas(), ["replace[a,b]", "replace[]"]);
+    let calls_when_gone = script.calls().len();
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(
+        script.calls().len(),
+        calls_when_gone,
+        "no 404 loop while gone"
+    );
+    // Another change that still says "not served" delivers nothing more.
+    gated.availability.send_replace(not_served("still deleted"));
+    gated
+        .wait_status(|s| {
+            *s == ReflectorStatus::Gone {
+                reason: "still deleted".into(),
+            }
+        })
+        .await;
+    assert_eq!(gated.deltas(), ["replace[a,b]", "replace[]"]);
+
+    gated.availability.send_replace(served());
+    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    assert_eq!(gated.deltas(), ["replace[a,b]", "replace[]", "replace[c]"]);
+    let lists = script
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, Call::List { .. }))
+        .count();
+    assert_eq!(lists, 2, "listed again once served again");
+    gated.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_kind_comes_from_discovery_when_it_was_not_known() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("b", "11"),
+        ))]));
+    let unknown_kind = ApiResource {
+        kind: String::new(),
+        ..resource()
+    };
+    let mut gated = Gated::start(&script, unknown_kind, not_served("pending"));
+    gated
+        .wait_status(|s| matches!(s, ReflectorStatus::Pending { .. }))
+        .await;
+    gated.availability.send_replace(served());
+    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while gated.deltas().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    // Both the list item (no kind) and the watched object (kind Widget) are
+    // admitted as Widgets.
+    assert_eq!(gated.deltas(), ["replace[a]", "upsert b"]);
+    gated.stop().await;
+}
