@@ -11,6 +11,7 @@
 pub mod backoff;
 #[cfg(feature = "config")]
 pub mod config;
+pub mod discovery;
 pub mod index;
 pub mod informer;
 pub mod reflector;

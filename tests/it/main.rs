@@ -5,6 +5,7 @@
 
 mod support;
 
+mod discovery;
 mod informer;
 mod measure;
 mod testenv;
