@@ -12,8 +12,10 @@ pub mod backoff;
 #[cfg(feature = "config")]
 pub mod config;
 pub mod discovery;
+pub mod factory;
 pub mod index;
 pub mod informer;
+pub mod lister;
 pub mod reflector;
 pub mod resource;
 pub mod resync;

@@ -6,7 +6,9 @@
 mod support;
 
 mod discovery;
+mod factory;
 mod informer;
+mod lister;
 mod measure;
 mod testenv;
 mod reliability;

@@ -1,0 +1,538 @@
+//! Listers: read views over an informer's cache, by label selector, by name,
+//! by namespace and by index.
+//!
+//! A [`Lister`] answers from memory, never from the API server. It takes a
+//! label selector in the API server's own syntax (`app=web`, `tier!=db`,
+//! `env in (prod,staging)`, `!canary`, parsed by [`crate::selector`], whose
+//! errors say what is wrong and where), and scopes to one namespace through
+//! the namespace index rather than by scanning every object.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube_dynamic_informer::informer::Scope;
+//! use kube_dynamic_informer::lister::Lister;
+//! use kube_dynamic_informer::resource::ResourceKey;
+//! use kube_dynamic_informer::store::StoreWriter;
+//!
+//! let pod = |ns: &str, name: &str, app: &str| Arc::new(serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "v1", "kind": "Pod",
+//!     "metadata": { "name": name, "namespace": ns, "labels": { "app": app } }
+//! })).unwrap());
+//! let mut writer = StoreWriter::new();
+//! writer.upsert(pod("shop", "web-0", "web"));
+//! writer.upsert(pod("shop", "db-0", "db"));
+//! writer.upsert(pod("blog", "web-0", "web"));
+//!
+//! let pods = Lister::new(writer.reader(), ResourceKey::new("", "v1", "pods"), Scope::Namespaced);
+//! assert_eq!(pods.list("app=web")?.len(), 2);
+//! assert_eq!(pods.list("app notin (web)")?.len(), 1);
+//! let shop = pods.namespace("shop")?;
+//! assert_eq!(shop.list("app in (web, db)")?.len(), 2);
+//! assert!(shop.get("db-0").is_some());
+//! assert!(pods.get("blog/web-0").is_some());
+//!
+//! let err = pods.list("app in (web").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     r#"listing pods.v1: label selector "app in (web": expected ')' or ',' at column 12"#
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use kube_core::DynamicObject;
+use tokio::sync::watch;
+
+use crate::index::NAMESPACE_INDEX;
+use crate::informer::Scope;
+use crate::reflector::ResourceAvailability;
+use crate::resource::ResourceKey;
+use crate::selector::{Selector, SelectorError};
+use crate::store::{Store, StoreError, key_from_parts};
+
+/// Errors of lister queries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListerError {
+    /// The label selector does not parse.
+    #[error("listing {resource}: {source}")]
+    Selector {
+        /// The resource listed.
+        resource: ResourceKey,
+        /// What is wrong with the selector, and where.
+        #[source]
+        source: Box<SelectorError>,
+    },
+    /// An index query failed (no index of that name).
+    #[error("{resource}: {source}")]
+    Index {
+        /// The resource queried.
+        resource: ResourceKey,
+        /// The store's error, which lists the indexes there are.
+        #[source]
+        source: StoreError,
+    },
+    /// A namespace was asked of a cluster-scoped resource.
+    #[error(
+        "{resource} is cluster-scoped: its objects are in no namespace, so not in {namespace:?}"
+    )]
+    ClusterScoped {
+        /// The resource.
+        resource: ResourceKey,
+        /// The namespace asked for.
+        namespace: String,
+    },
+    /// The informer watches only some namespaces, and not this one: its cache
+    /// cannot answer for it.
+    #[error("{resource}: namespace {namespace:?} is not watched by this informer (it watches {})", .watched.join(", "))]
+    NamespaceNotWatched {
+        /// The resource.
+        resource: ResourceKey,
+        /// The namespace asked for.
+        namespace: String,
+        /// The namespaces the informer watches.
+        watched: Vec<String>,
+    },
+}
+
+/// Anything a lister accepts as a label selector: a string in the API
+/// server's syntax (parsed on each call) or a parsed [`Selector`].
+pub trait ToSelector {
+    /// The selector.
+    ///
+    /// # Errors
+    /// The parse error of a string.
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError>;
+}
+
+impl ToSelector for str {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        Selector::parse(self).map(Cow::Owned)
+    }
+}
+
+impl ToSelector for String {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        self.as_str().to_selector()
+    }
+}
+
+impl ToSelector for Selector {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl<T: ToSelector + ?Sized> ToSelector for &T {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        (**self).to_selector()
+    }
+}
+
+/// Where a lister learns the resource's scope.
+#[derive(Clone)]
+enum ScopeSource {
+    Fixed(Scope),
+    /// From discovery: unknown while the resource is not served.
+    Discovered(watch::Receiver<ResourceAvailability>),
+}
+
+/// A read view over one resource's cache: list by label selector, get by
+/// name, scope to a namespace, query an index. Cheap to clone.
+///
+/// Results are the cache's own `Arc`s, in no particular order.
+#[derive(Clone)]
+pub struct Lister {
+    store: Store,
+    resource: ResourceKey,
+    scope: ScopeSource,
+    /// The namespaces the informer watches, when it watches only some.
+    watched: Option<Arc<BTreeSet<String>>>,
+}
+
+impl Lister {
+    /// A lister over `store`, the cache of `resource`.
+    #[must_use]
+    pub fn new(store: Store, resource: ResourceKey, scope: Scope) -> Self {
+        Lister {
+            store,
+            resource,
+            scope: ScopeSource::Fixed(scope),
+            watched: None,
+        }
+    }
+
+    /// A lister whose scope comes from discovery (unknown while the resource
+    /// is not served).
+    pub(crate) fn discovered(
+        store: Store,
+        resource: ResourceKey,
+        availability: watch::Receiver<ResourceAvailability>,
+    ) -> Self {
+        Lister {
+            store,
+            resource,
+            scope: ScopeSource::Discovered(availability),
+            watched: None,
+        }
+    }
+
+    /// Declares that the cache holds only these namespaces, so that asking
+    /// for another one is an error rather than an empty answer.
+    #[must_use]
+    pub fn watching_namespaces<I, S>(mut self, namespaces: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.watched = Some(Arc::new(namespaces.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// The resource listed.
+    #[must_use]
+    pub fn resource(&self) -> &ResourceKey {
+        &self.resource
+    }
+
+    /// Namespaced or cluster-scoped; `None` while the resource is not served
+    /// and was never seen.
+    #[must_use]
+    pub fn scope(&self) -> Option<Scope> {
+        match &self.scope {
+            ScopeSource::Fixed(scope) => Some(*scope),
+            ScopeSource::Discovered(rx) => match &*rx.borrow() {
+                ResourceAvailability::Served { scope, .. } => Some(*scope),
+                ResourceAvailability::NotServed { .. } => None,
+            },
+        }
+    }
+
+    /// The underlying cache.
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The objects whose labels match `selector` (see [`crate::selector`]
+    /// for the syntax; `""` matches everything).
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let selector = self.selector(&selector)?;
+        Ok(filter(self.store.list(), &selector))
+    }
+
+    /// Every cached object.
+    #[must_use]
+    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
+        self.store.list()
+    }
+
+    /// The object with this key: its name for a cluster-scoped resource,
+    /// `namespace/name` for a namespaced one (or use
+    /// [`namespace`](Self::namespace)`(ns).get(name)`).
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.store.get(key)
+    }
+
+    /// The objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        self.store
+            .by_index(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.resource.clone(),
+                source,
+            })
+    }
+
+    /// A view of one namespace, answered through the namespace index.
+    ///
+    /// # Errors
+    /// [`ListerError::ClusterScoped`] for a cluster-scoped resource;
+    /// [`ListerError::NamespaceNotWatched`] for a namespace the informer
+    /// does not watch.
+    pub fn namespace(&self, namespace: impl Into<String>) -> Result<NamespaceLister, ListerError> {
+        let namespace = namespace.into();
+        if self.scope() == Some(Scope::Cluster) {
+            return Err(ListerError::ClusterScoped {
+                resource: self.resource.clone(),
+                namespace,
+            });
+        }
+        if let Some(watched) = &self.watched
+            && !watched.contains(&namespace)
+        {
+            return Err(ListerError::NamespaceNotWatched {
+                resource: self.resource.clone(),
+                namespace,
+                watched: watched.iter().cloned().collect(),
+            });
+        }
+        Ok(NamespaceLister {
+            lister: self.clone(),
+            namespace,
+        })
+    }
+
+    fn selector<'s>(
+        &self,
+        selector: &'s impl ToSelector,
+    ) -> Result<Cow<'s, Selector>, ListerError> {
+        selector
+            .to_selector()
+            .map_err(|source| ListerError::Selector {
+                resource: self.resource.clone(),
+                source: Box::new(source),
+            })
+    }
+}
+
+fn filter(objects: Vec<Arc<DynamicObject>>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
+    if selector.is_everything() {
+        return objects;
+    }
+    objects
+        .into_iter()
+        .filter(|o| selector.matches_object(o))
+        .collect()
+}
+
+impl fmt::Debug for Lister {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lister")
+            .field("resource", &self.resource)
+            .field("scope", &self.scope())
+            .field("objects", &self.store.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Lister`] restricted to one namespace.
+#[derive(Clone, Debug)]
+pub struct NamespaceLister {
+    lister: Lister,
+    namespace: String,
+}
+
+impl NamespaceLister {
+    /// The namespace.
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The objects of the namespace whose labels match `selector`.
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let selector = self.lister.selector(&selector)?;
+        Ok(filter(self.list_all(), &selector))
+    }
+
+    /// Every cached object of the namespace.
+    #[must_use]
+    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
+        // The namespace index always exists.
+        self.lister
+            .store
+            .by_index(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default()
+    }
+
+    /// The object of the namespace with this name.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+        self.lister
+            .store
+            .get(&key_from_parts(Some(&self.namespace), name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexFn;
+    use crate::store::StoreWriter;
+    use serde_json::json;
+
+    fn object(ns: Option<&str>, name: &str, labels: serde_json::Value) -> Arc<DynamicObject> {
+        let mut meta = json!({ "name": name, "labels": labels });
+        if let Some(ns) = ns {
+            meta["namespace"] = json!(ns);
+        }
+        Arc::new(serde_json::from_value(json!({ "metadata": meta })).unwrap())
+    }
+
+    fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                key_from_parts(
+                    o.metadata.namespace.as_deref(),
+                    o.metadata.name.as_deref().unwrap_or(""),
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn pods() -> (StoreWriter, Lister) {
+        let mut writer = StoreWriter::new();
+        writer.upsert(object(
+            Some("a"),
+            "web-1",
+            json!({ "app": "web", "tier": "front" }),
+        ));
+        writer.upsert(object(
+            Some("a"),
+            "db-1",
+            json!({ "app": "db", "tier": "back" }),
+        ));
+        writer.upsert(object(
+            Some("b"),
+            "web-2",
+            json!({ "app": "web", "canary": "" }),
+        ));
+        writer.upsert(object(Some("b"), "job-1", json!({})));
+        let lister = Lister::new(
+            writer.reader(),
+            ResourceKey::new("", "v1", "pods"),
+            Scope::Namespaced,
+        );
+        (writer, lister)
+    }
+
+    #[test]
+    fn every_selector_operator() {
+        let (_w, pods) = pods();
+        let list = |s: &str| names(&pods.list(s).unwrap());
+        assert_eq!(list(""), ["a/db-1", "a/web-1", "b/job-1", "b/web-2"]);
+        assert_eq!(list("app=web"), ["a/web-1", "b/web-2"]);
+        assert_eq!(list("app==web"), ["a/web-1", "b/web-2"]);
+        assert_eq!(list("app!=web"), ["a/db-1", "b/job-1"]);
+        assert_eq!(list("app in (db, web),tier"), ["a/db-1", "a/web-1"]);
+        assert_eq!(list("app notin (web)"), ["a/db-1", "b/job-1"]);
+        assert_eq!(list("canary"), ["b/web-2"]);
+        assert_eq!(list("!app"), ["b/job-1"]);
+        assert_eq!(list("app=web,!canary"), ["a/web-1"]);
+        let parsed = Selector::parse("tier=back").unwrap();
+        assert_eq!(names(&pods.list(&parsed).unwrap()), ["a/db-1"]);
+        assert_eq!(
+            names(&pods.list(String::from("tier=front")).unwrap()),
+            ["a/web-1"]
+        );
+    }
+
+    #[test]
+    fn selector_errors_name_the_resource_and_the_position() {
+        let (_w, pods) = pods();
+        let err = pods.list("app=web,,tier").unwrap_err();
+        assert!(matches!(err, ListerError::Selector { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("listing pods.v1: label selector \"app=web,,tier\""),
+            "{err}"
+        );
+        assert!(err.to_string().contains("column 9"), "{err}");
+        let err = pods.namespace("a").unwrap().list("app in web").unwrap_err();
+        assert!(err.to_string().contains("expected '('"), "{err}");
+    }
+
+    #[test]
+    fn namespaces_get_and_indexes() {
+        let (_w, pods) = pods();
+        let a = pods.namespace("a").unwrap();
+        assert_eq!(a.namespace(), "a");
+        assert_eq!(names(&a.list_all()), ["a/db-1", "a/web-1"]);
+        assert_eq!(names(&a.list("app=web").unwrap()), ["a/web-1"]);
+        assert!(a.get("web-1").is_some());
+        assert!(a.get("web-2").is_none());
+        assert!(pods.get("b/web-2").is_some());
+        assert!(pods.namespace("nowhere").unwrap().list_all().is_empty());
+
+        pods.store()
+            .add_index(
+                "app",
+                IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
+            )
+            .unwrap();
+        assert_eq!(
+            names(&pods.by_index("app", "web").unwrap()),
+            ["a/web-1", "b/web-2"]
+        );
+        let err = pods.by_index("nope", "x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pods.v1: unknown index \"nope\"; the store has: namespace, app"
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_and_unwatched_namespaces_are_errors() {
+        let mut writer = StoreWriter::new();
+        writer.upsert(object(None, "node-1", json!({ "zone": "x" })));
+        let nodes = Lister::new(
+            writer.reader(),
+            ResourceKey::new("", "v1", "nodes"),
+            Scope::Cluster,
+        );
+        assert!(nodes.get("node-1").is_some());
+        assert_eq!(nodes.list("zone=x").unwrap().len(), 1);
+        let err = nodes.namespace("default").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "nodes.v1 is cluster-scoped: its objects are in no namespace, so not in \"default\""
+        );
+
+        let (_w, pods) = pods();
+        let pods = pods.watching_namespaces(["a", "b"]);
+        assert!(pods.namespace("a").is_ok());
+        let err = pods.namespace("c").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pods.v1: namespace \"c\" is not watched by this informer (it watches a, b)"
+        );
+    }
+
+    #[test]
+    fn scope_from_discovery() {
+        let (tx, rx) = watch::channel(ResourceAvailability::NotServed {
+            reason: "not yet".into(),
+        });
+        let lister = Lister::discovered(
+            StoreWriter::new().reader(),
+            ResourceKey::new("example.com", "v1", "things"),
+            rx,
+        );
+        assert_eq!(lister.scope(), None);
+        assert!(lister.namespace("x").is_ok());
+        tx.send_replace(ResourceAvailability::Served {
+            resource: kube_core::ApiResource {
+                group: "example.com".into(),
+                version: "v1".into(),
+                api_version: "example.com/v1".into(),
+                kind: "Thing".into(),
+                plural: "things".into(),
+            },
+            scope: Scope::Cluster,
+        });
+        assert_eq!(lister.scope(), Some(Scope::Cluster));
+        assert!(lister.namespace("x").is_err());
+    }
+}

@@ -1,0 +1,799 @@
+//! The informer factory against a real kube-apiserver: one informer per
+//! resource and options, start/stop/remove, CRDs installed late, deleted and
+//! created again, RBAC granted late, namespaces, and metadata-only mode.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::Client;
+use kube_client::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube_dynamic_informer::backoff::BackoffConfig;
+use kube_dynamic_informer::factory::{
+    CacheSyncError, FactoryError, GenericInformer, InformerFactory, InformerOptions, Namespaces,
+};
+use kube_dynamic_informer::informer::{Event, InformerStatus};
+use kube_dynamic_informer::lister::ListerError;
+use kube_dynamic_informer::resource::ResourceKey;
+use serde_json::json;
+
+use crate::support::{self, User};
+
+/// Records events as short strings.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl Recorder {
+    fn handler(&self) -> impl Fn(Event) + Send + Sync + 'static {
+        let log = self.0.clone();
+        move |e: Event| {
+            let name = e.object().metadata.name.clone().unwrap_or_default();
+            log.lock().unwrap().push(format!("{} {name}", e.kind()));
+        }
+    }
+    fn snapshot(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+    fn contains(&self, entry: &str) -> bool {
+        self.0.lock().unwrap().iter().any(|e| e == entry)
+    }
+}
+
+async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    support::wait_for(what, timeout, || {
+        let r = f();
+        async move { r.ok_or_else(|| "not yet".to_string()) }
+    })
+    .await
+}
+
+fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap_or_default())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn config_map(client: &Client, ns: &str, name: &str, labels: serde_json::Value) {
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": { "name": name, "labels": labels },
+                "data": { "payload": "x".repeat(64) }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating configmap {ns}/{name}: {e}"));
+}
+
+/// Quick retries, so that tests do not wait out client-go's 30 s backoff.
+fn quick_backoff() -> BackoffConfig {
+    BackoffConfig {
+        max: Duration::from_secs(2),
+        ..BackoffConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn the_same_resource_and_options_give_the_same_informer() {
+    let factory = InformerFactory::new(support::admin().await);
+    let by_short_name = factory.for_resource("deploy").await.unwrap();
+    let deployments = ResourceKey::new("apps", "v1", "deployments");
+    assert_eq!(by_short_name.resource(), &deployments);
+    for name in [
+        "deployments.apps",
+        "Deployment",
+        "apps/v1/deployments",
+        "deployments.v1.apps",
+    ] {
+        assert_eq!(
+            factory.for_resource(name).await.unwrap(),
+            by_short_name,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        factory.for_resource(&deployments).await.unwrap(),
+        by_short_name
+    );
+    let gvr = kube_core::GroupVersionResource::gvr("apps", "v1", "deployments");
+    assert_eq!(factory.for_resource(gvr).await.unwrap(), by_short_name);
+    // Equal per-resource options share too; different ones do not.
+    let in_shop = factory
+        .for_resource_with("deploy", |o| o.namespace("shop"))
+        .await
+        .unwrap();
+    assert_ne!(in_shop, by_short_name);
+    assert_eq!(
+        factory
+            .for_resource_with("deployments.apps", |o| o.namespace("shop"))
+            .await
+            .unwrap(),
+        in_shop
+    );
+    assert_ne!(
+        factory
+            .for_resource_with("deploy", |o| o.label_selector("app=web"))
+            .await
+            .unwrap(),
+        by_short_name
+    );
+    assert_eq!(factory.informers().len(), 3);
+
+    // Mistakes are caught when asking, with the resource named.
+    let err = factory.for_resource("deploymnts").await.unwrap_err();
+    assert!(
+        err.to_string().contains("did you mean deployments.v1.apps"),
+        "{err}"
+    );
+    let err = factory
+        .for_resource_with("pods", |o| o.label_selector("app in (web"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FactoryError::Selector { .. }), "{err:?}");
+    assert!(
+        err.to_string().starts_with("pods.v1: label selector"),
+        "{err}"
+    );
+    let err = factory.for_resource("tokenreviews").await.unwrap_err();
+    assert!(matches!(err, FactoryError::NotWatchable { .. }), "{err:?}");
+    assert!(err.to_string().contains("cannot be watched"), "{err}");
+}
+
+#[tokio::test]
+async fn start_is_idempotent_and_starts_informers_asked_for_later() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-start").await;
+    config_map(&client, &ns, "one", json!({})).await;
+    let factory =
+        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+    let early = factory.for_resource("configmaps").await.unwrap();
+    assert_eq!(early.status(), InformerStatus::NotStarted);
+    let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
+    assert!(matches!(
+        report.get(early.resource()),
+        Some(Err(CacheSyncError::NotStarted { .. }))
+    ));
+
+    factory.start().unwrap();
+    factory.start().unwrap();
+    let late = factory.for_resource("secrets").await.unwrap();
+    let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+    assert!(report.all_synced(), "{report:?}");
+    assert_eq!(report.results.len(), 2);
+    assert!(late.has_synced(), "asked for after start, started at once");
+    assert!(early.lister().namespace(&ns).unwrap().get("one").is_some());
+
+    factory.shutdown().await;
+    assert_eq!(early.status(), InformerStatus::Stopped);
+    assert_eq!(late.status(), InformerStatus::Stopped);
+    assert!(matches!(
+        factory.for_resource("pods").await,
+        Err(FactoryError::ShutDown)
+    ));
+}
+
+#[tokio::test]
+async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-late-crd").await;
+    let group = support::unique_group();
+    let factory = InformerFactory::new(client.clone());
+    factory.start().unwrap();
+    let widgets = factory
+        .for_resource(format!("widgets.v1.{group}"))
+        .await
+        .unwrap();
+    let recorder = Recorder::default();
+    widgets.informer().add_handler(recorder.handler());
+    eventually("the informer to report pending", Duration::from_secs(10), || {
+        matches!(widgets.status(), InformerStatus::Pending { ref reason } if reason.contains("not served")).then_some(())
+    })
+    .await;
+    assert_eq!(widgets.scope(), None);
+    let report = factory
+        .wait_for_cache_sync(Duration::from_millis(500))
+        .await;
+    let failure = report.into_result().unwrap_err();
+    assert!(
+        matches!(failure, CacheSyncError::NotServed { .. }),
+        "{failure:?}"
+    );
+    assert!(
+        failure
+            .to_string()
+            .contains(&format!("widgets.v1.{group} is not served")),
+        "{failure}"
+    );
+    let requests_while_pending = widgets.informer().stats().map(|s| {
+        s.list_requests.load(std::sync::atomic::Ordering::Relaxed)
+            + s.watch_requests.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    assert_eq!(requests_while_pending, Some(0), "no request while pending");
+
+    let ar = support::install_crd(&client, &support::widget_crd(&group)).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "w1", json!({ "size": 1 })),
+    )
+    .await
+    .unwrap();
+    // The informer starts by itself within seconds of the CRD being served.
+    let report = factory.wait_for_cache_sync(Duration::from_secs(15)).await;
+    assert!(report.all_synced(), "{report:?}");
+    eventually(
+        "the widget to reach the handler",
+        Duration::from_secs(10),
+        || recorder.contains("Add w1").then_some(()),
+    )
+    .await;
+    let w1 = widgets.lister().namespace(&ns).unwrap().get("w1").unwrap();
+    assert_eq!(w1.types.as_ref().unwrap().kind, "Widget");
+    assert_eq!(widgets.api_resource().unwrap().kind, "Widget");
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_again() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-gone").await;
+    let group = support::unique_group();
+    let crd = support::widget_crd(&group);
+    let ar = support::install_crd(&client, &crd).await;
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    for name in ["w1", "w2"] {
+        api.create(
+            &PostParams::default(),
+            &support::widget(&ar, name, json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let factory = InformerFactory::with_options(
+        client.clone(),
+        InformerOptions {
+            backoff: quick_backoff(),
+            ..InformerOptions::default()
+        },
+    );
+    let widgets = factory.for_resource(format!("wdg.{group}")).await.unwrap();
+    let recorder = Recorder::default();
+    widgets.informer().add_handler(recorder.handler());
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+    assert_eq!(widgets.lister().list_all().len(), 2);
+
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    crds.delete(&format!("widgets.{group}"), &DeleteParams::default())
+        .await
+        .unwrap();
+    let reason = eventually(
+        "the informer to report gone",
+        Duration::from_secs(30),
+        || match widgets.status() {
+            InformerStatus::Gone { reason } => Some(reason),
+            _ => None,
+        },
+    )
+    .await;
+    assert!(reason.contains("not served"), "{reason}");
+    assert!(
+        widgets.lister().list_all().is_empty(),
+        "the cache was emptied"
+    );
+    eventually(
+        "handlers to get both deletes",
+        Duration::from_secs(10),
+        || (recorder.contains("Delete w1") && recorder.contains("Delete w2")).then_some(()),
+    )
+    .await;
+    let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
+    assert!(
+        matches!(
+            report.get(widgets.resource()),
+            Some(Err(CacheSyncError::Gone { .. }))
+        ),
+        "{report:?}"
+    );
+    // That nothing is requested can only be shown over time: 3 s span
+    // several retries of the (quick) backoff a 404 loop would go through.
+    let stats = widgets.informer().stats().unwrap();
+    let requests = || {
+        stats
+            .list_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
+            + stats
+                .watch_requests
+                .load(std::sync::atomic::Ordering::Relaxed)
+            + stats.errors.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let requests_when_gone = requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        requests(),
+        requests_when_gone,
+        "no request while gone: no 404 loop"
+    );
+    assert!(matches!(widgets.status(), InformerStatus::Gone { .. }));
+
+    // Created again (and populated): the informer lists again and goes on.
+    support::wait_for("the old CRD to be gone", Duration::from_secs(30), || {
+        let crds = crds.clone();
+        let name = format!("widgets.{group}");
+        async move {
+            match crds.get_opt(&name).await {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => Err("still there".to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    })
+    .await;
+    support::install_crd(&client, &crd).await;
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "w3", json!({})),
+    )
+    .await
+    .unwrap();
+    eventually("the informer to resume", Duration::from_secs(30), || {
+        (widgets.status() == InformerStatus::Synced && widgets.lister().list_all().len() == 1)
+            .then_some(())
+    })
+    .await;
+    eventually(
+        "the handler to see the new widget",
+        Duration::from_secs(10),
+        || recorder.contains("Add w3").then_some(()),
+    )
+    .await;
+    assert_eq!(
+        recorder
+            .snapshot()
+            .iter()
+            .filter(|e| e.starts_with("Delete"))
+            .count(),
+        2,
+        "{:?}",
+        recorder.snapshot()
+    );
+    factory.shutdown().await;
+}
+
+async fn grant_configmap_read(admin: &Client, ns: &str, user: User) {
+    let name = match support::env() {
+        support::Env::External { .. } => format!("kdi-test-{}", user.name()),
+        support::Env::Testenv { .. } => user.name().to_string(),
+    };
+    let role: Role = serde_json::from_value(json!({
+        "metadata": { "name": format!("read-cm-{}", user.name()) },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
+    }))
+    .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": format!("read-cm-{}", user.name()) },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("read-cm-{}", user.name()) },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name }]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "fac-rbac").await;
+    config_map(&admin, &ns, "one", json!({})).await;
+    let factory = InformerFactory::with_options(
+        support::client(User::Alice).await,
+        InformerOptions {
+            backoff: quick_backoff(),
+            ..InformerOptions::default()
+        },
+    );
+    let cms = factory
+        .for_resource_with("cm", |o| o.namespace(&ns))
+        .await
+        .unwrap();
+    factory.start().unwrap();
+    let report = factory.wait_for_cache_sync(Duration::from_secs(3)).await;
+    let failure = report.into_result().unwrap_err();
+    match &failure {
+        CacheSyncError::Forbidden { resource, message } => {
+            assert_eq!(resource, &ResourceKey::new("", "v1", "configmaps"));
+            assert!(message.contains("forbidden"), "{message}");
+        }
+        other => panic!("expected a 403, got {other:?}"),
+    }
+    assert!(
+        failure
+            .to_string()
+            .contains("configmaps.v1: forbidden (403)"),
+        "{failure}"
+    );
+
+    grant_configmap_read(&admin, &ns, User::Alice).await;
+    let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+    assert!(report.all_synced(), "{report:?}");
+    assert!(cms.lister().namespace(&ns).unwrap().get("one").is_some());
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn remove_stops_one_informer_and_leaves_the_others() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-remove").await;
+    let factory =
+        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+    let cms = factory.for_resource("configmaps").await.unwrap();
+    let cms_by_label = factory
+        .for_resource_with("configmaps", |o| o.label_selector("keep=yes"))
+        .await
+        .unwrap();
+    let secrets = factory.for_resource("secrets").await.unwrap();
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+
+    assert_eq!(
+        factory.remove("cm").await.unwrap(),
+        2,
+        "both option sets of configmaps"
+    );
+    assert_eq!(cms.status(), InformerStatus::Stopped);
+    assert_eq!(cms_by_label.status(), InformerStatus::Stopped);
+    assert_eq!(factory.informers(), vec![secrets.clone()]);
+    assert_eq!(factory.remove("configmaps").await.unwrap(), 0);
+
+    // The rest carries on.
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": "s1" } })).unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually("the secret to be cached", Duration::from_secs(10), || {
+        secrets.lister().namespace(&ns).unwrap().get("s1")
+    })
+    .await;
+    // Asking again makes a new informer.
+    let again = factory.for_resource("configmaps").await.unwrap();
+    assert_ne!(again, cms);
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_the_factory_default()
+ {
+    let admin = support::admin().await;
+    let (a, b, c) = (
+        support::namespace(&admin, "fac-ns-a").await,
+        support::namespace(&admin, "fac-ns-b").await,
+        support::namespace(&admin, "fac-ns-c").await,
+    );
+    for ns in [&a, &b, &c] {
+        for i in 0..3 {
+            config_map(&admin, ns, &format!("cm-{i}"), json!({ "app": "demo" })).await;
+        }
+    }
+    // Bob may read configmaps in a and b only: several namespaces need no
+    // cluster-wide permission.
+    grant_configmap_read(&admin, &a, User::Bob).await;
+    grant_configmap_read(&admin, &b, User::Bob).await;
+    let factory = InformerFactory::with_options(
+        support::client(User::Bob).await,
+        InformerOptions::default()
+            .namespaces(Namespaces::only([a.clone(), b.clone()]))
+            .label_selector("app=demo")
+            .page_size(2),
+    );
+    let cms = factory.for_resource("configmaps").await.unwrap();
+    let recorder = Recorder::default();
+    cms.informer().add_handler(recorder.handler());
+    factory.start().unwrap();
+    let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+    assert!(report.all_synced(), "{report:?}");
+    let mut keys = cms.informer().store().keys();
+    keys.sort();
+    let want: Vec<String> = [&a, &b]
+        .iter()
+        .flat_map(|ns| (0..3).map(move |i| format!("{ns}/cm-{i}")))
+        .collect();
+    assert_eq!(keys, want);
+    assert_eq!(
+        cms.lister()
+            .namespace(&b)
+            .unwrap()
+            .list("app=demo")
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(matches!(
+        cms.lister().namespace(&c),
+        Err(ListerError::NamespaceNotWatched { .. })
+    ));
+
+    // Changes in either namespace arrive through the merged watch.
+    let admin_b = Api::<ConfigMap>::namespaced(admin.clone(), &b);
+    admin_b
+        .patch(
+            "cm-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "changed": "yes" } })),
+        )
+        .await
+        .unwrap();
+    config_map(&admin, &a, "cm-new", json!({ "app": "demo" })).await;
+    config_map(&admin, &c, "cm-elsewhere", json!({ "app": "demo" })).await;
+    eventually("both changes to arrive", Duration::from_secs(10), || {
+        (recorder.contains("Update cm-1") && recorder.contains("Add cm-new")).then_some(())
+    })
+    .await;
+    assert!(!recorder.contains("Add cm-elsewhere"));
+
+    // The factory-wide namespaces do not apply to a cluster-scoped resource;
+    // a per-resource one is an error.
+    let admin_factory =
+        InformerFactory::with_options(admin.clone(), InformerOptions::default().namespace(&a));
+    let namespaces = admin_factory.for_resource("ns").await.unwrap();
+    assert_eq!(namespaces.options().namespaces, Namespaces::All);
+    let err = admin_factory
+        .for_resource_with("ns", |o| o.namespace(&b))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FactoryError::NamespaceOnClusterScoped { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("namespaces.v1 is cluster-scoped: it cannot be restricted to namespaces ({b})")
+    );
+    admin_factory.start().unwrap();
+    assert!(
+        admin_factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+    assert!(namespaces.lister().get(&c).is_some());
+    assert!(matches!(
+        namespaces.lister().namespace(&a),
+        Err(ListerError::ClusterScoped { .. })
+    ));
+    factory.shutdown().await;
+    admin_factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn metadata_only_informers_cache_metadata_and_follow_changes() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-meta").await;
+    config_map(&client, &ns, "a", json!({ "tier": "front" })).await;
+    let factory =
+        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+    let meta = factory
+        .for_resource_with("configmaps", |o| o.metadata_only(true))
+        .await
+        .unwrap();
+    let full = factory.for_resource("configmaps").await.unwrap();
+    assert_ne!(meta, full);
+    let recorder = Recorder::default();
+    meta.informer().add_handler(recorder.handler());
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+
+    let a = meta.lister().namespace(&ns).unwrap().get("a").unwrap();
+    assert_eq!(a.types.as_ref().unwrap().kind, "ConfigMap");
+    assert_eq!(a.types.as_ref().unwrap().api_version, "v1");
+    assert_eq!(a.metadata.labels.as_ref().unwrap()["tier"], "front");
+    assert_eq!(a.data, json!({}), "no data in metadata-only mode");
+    let a_full = full.lister().namespace(&ns).unwrap().get("a").unwrap();
+    assert!(a_full.data["data"]["payload"].is_string());
+
+    // Watch events are metadata too, and label selectors work on them.
+    Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "tier": "back" } } })),
+        )
+        .await
+        .unwrap();
+    config_map(&client, &ns, "b", json!({ "tier": "front" })).await;
+    eventually("the update and the add", Duration::from_secs(10), || {
+        (recorder.contains("Update a") && recorder.contains("Add b")).then_some(())
+    })
+    .await;
+    assert_eq!(names(&meta.lister().list("tier=back").unwrap()), ["a"]);
+    assert_eq!(
+        meta.lister().namespace(&ns).unwrap().get("b").unwrap().data,
+        json!({})
+    );
+    Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .delete("b", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the delete", Duration::from_secs(10), || {
+        recorder.contains("Delete b").then_some(())
+    })
+    .await;
+    factory.shutdown().await;
+}
+
+/// Bytes of a paged list of `url_path` (full objects or metadata only).
+async fn list_bytes(client: &Client, url_path: &str, metadata_only: bool) -> usize {
+    let request = kube_core::Request::new(url_path);
+    let mut total = 0;
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let req = if metadata_only {
+            request.list_metadata(&params)
+        } else {
+            request.list(&params)
+        }
+        .unwrap();
+        let text = client.request_text(req).await.unwrap();
+        total += text.len();
+        let page: serde_json::Value = serde_json::from_str(&text).unwrap();
+        match page["metadata"]["continue"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+        {
+            Some(c) => params.continue_token = Some(c.to_owned()),
+            None => return total,
+        }
+    }
+}
+
+fn cache_bytes(informer: &GenericInformer) -> usize {
+    informer
+        .informer()
+        .store()
+        .list()
+        .iter()
+        .map(|o| serde_json::to_vec(&**o).unwrap().len())
+        .sum()
+}
+
+/// Memory and traffic of metadata-only mode against full objects, on 2,000
+/// ConfigMaps of about 2 KB of data each. Prints the figures; asserts only
+/// that metadata-only is the smaller.
+#[tokio::test]
+#[ignore = "measurement, run by hand: cargo test --test it metadata_only_saving -- --ignored --nocapture"]
+async fn metadata_only_saving() {
+    const COUNT: usize = 2000;
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-measure").await;
+    let ar = kube_core::ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+    };
+    let objects: Vec<DynamicObject> = (0..COUNT)
+        .map(|i| {
+            let mut o = DynamicObject::new(&format!("cm-{i:04}"), &ar).within(&ns);
+            o.metadata.labels = Some([("app".to_string(), "measure".to_string())].into());
+            o.data = json!({ "data": { "payload": format!("{i:04}").repeat(512) } });
+            o
+        })
+        .collect();
+    support::create_many(&Api::namespaced_with(client.clone(), &ns, &ar), objects, 16).await;
+
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let full_traffic = list_bytes(&client, &path, false).await;
+    let meta_traffic = list_bytes(&client, &path, true).await;
+
+    let factory =
+        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+    let full = factory.for_resource("configmaps").await.unwrap();
+    let stripped = factory
+        .for_resource_with("configmaps", |o| o.strip_managed_fields())
+        .await
+        .unwrap();
+    let meta = factory
+        .for_resource_with("configmaps", |o| o.metadata_only(true))
+        .await
+        .unwrap();
+    let meta_stripped = factory
+        .for_resource_with("configmaps", |o| {
+            o.metadata_only(true).strip_managed_fields()
+        })
+        .await
+        .unwrap();
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(120))
+            .await
+            .all_synced()
+    );
+    for informer in [&full, &stripped, &meta, &meta_stripped] {
+        assert_eq!(informer.lister().list_all().len(), COUNT);
+    }
+    let kib = |b: usize| b as f64 / 1024.0;
+    let pct = |part: usize, whole: usize| 100.0 * part as f64 / whole as f64;
+    println!(
+        "metadata-only saving, {COUNT} ConfigMaps with 2 KiB of data each (kube-apiserver v1.37.2):"
+    );
+    println!(
+        "  list traffic (JSON bodies, pages of 500): full {:.0} KiB, metadata-only {:.0} KiB ({:.1}% of full)",
+        kib(full_traffic),
+        kib(meta_traffic),
+        pct(meta_traffic, full_traffic)
+    );
+    let (f, fs, m, ms) = (
+        cache_bytes(&full),
+        cache_bytes(&stripped),
+        cache_bytes(&meta),
+        cache_bytes(&meta_stripped),
+    );
+    println!("  cache (serialised JSON of cached objects):");
+    println!("    full                          {:>8.0} KiB", kib(f));
+    println!(
+        "    full, managedFields stripped  {:>8.0} KiB ({:.1}% of full)",
+        kib(fs),
+        pct(fs, f)
+    );
+    println!(
+        "    metadata-only                 {:>8.0} KiB ({:.1}% of full)",
+        kib(m),
+        pct(m, f)
+    );
+    println!(
+        "    metadata-only, stripped       {:>8.0} KiB ({:.1}% of full)",
+        kib(ms),
+        pct(ms, f)
+    );
+    let kept: BTreeSet<String> = meta
+        .lister()
+        .list("app=measure")
+        .unwrap()
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    assert_eq!(kept.len(), COUNT, "labels survive in metadata-only mode");
+    assert!(m < f && meta_traffic < full_traffic);
+    factory.shutdown().await;
+}
