@@ -29,7 +29,10 @@
 //! rejected, and **every** problem in the file is reported at once, each with
 //! file, line and column and the offending value ([`ConfigErrors`]).
 
+mod build;
 mod yaml;
+
+pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInformer};
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -118,7 +121,10 @@ impl Settings {
     #[must_use]
     pub fn or(&self, defaults: &Settings) -> Settings {
         Settings {
-            namespaces: self.namespaces.clone().or_else(|| defaults.namespaces.clone()),
+            namespaces: self
+                .namespaces
+                .clone()
+                .or_else(|| defaults.namespaces.clone()),
             label_selector: self
                 .label_selector
                 .clone()
@@ -406,7 +412,10 @@ impl Validation<'_> {
         let validator = match jsonschema::draft202012::new(&schema) {
             Ok(v) => v,
             Err(e) => {
-                self.error("", format!("internal error: the config schema does not compile: {e}"));
+                self.error(
+                    "",
+                    format!("internal error: the config schema does not compile: {e}"),
+                );
                 return;
             }
         };
@@ -418,9 +427,9 @@ impl Validation<'_> {
                     jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                         unexpected.clone()
                     }
-                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-                        unexpected.clone()
-                    }
+                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties {
+                        unexpected,
+                    } => unexpected.clone(),
                     _ => Vec::new(),
                 };
                 (pointer, e.to_string(), unexpected)
@@ -472,7 +481,9 @@ impl Validation<'_> {
                 if !names.insert(name.clone()) {
                     self.error(
                         &name_at,
-                        format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
+                        format!(
+                            "duplicate informer name {name:?}; give one of them a distinct `name`"
+                        ),
                     );
                 }
             }
@@ -482,7 +493,9 @@ impl Validation<'_> {
                     if name == NAMESPACE_INDEX {
                         self.key_error(
                             &index_at,
-                            format!("index name {name:?} is reserved: every informer has it built in"),
+                            format!(
+                                "index name {name:?} is reserved: every informer has it built in"
+                            ),
                         );
                     }
                     if let Some(expr) = expr.as_str()
@@ -571,7 +584,9 @@ fn is_dns_label(s: &str) -> bool {
 /// A message naming the text and what was expected.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || {
-        format!("invalid duration {text:?}: expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\"")
+        format!(
+            "invalid duration {text:?}: expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\""
+        )
     };
     if text == "0" {
         return Ok(Duration::ZERO);

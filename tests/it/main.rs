@@ -5,6 +5,9 @@
 
 mod support;
 
+#[cfg(feature = "cli")]
+mod cli;
+
 mod discovery;
 mod factory;
 mod informer;

@@ -1,0 +1,367 @@
+//! The `kdi` command line, run as a process against the real server, with its
+//! output parsed.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use k8s_openapi::api::core::v1::Secret;
+use kube_client::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+use crate::support::{self, User};
+
+/// Kubeconfig of `user` for the process (external clusters: the admin's).
+fn kubeconfig(user: User) -> PathBuf {
+    match support::env() {
+        support::Env::Testenv { ready, .. } => ready.kubeconfig(user.name()).to_path_buf(),
+        support::Env::External { kubeconfig } => kubeconfig.clone(),
+    }
+}
+
+/// Runs `kdi` with `args` as `user` (off the async runtime: it blocks).
+async fn kdi(user: User, args: &[&str]) -> Output {
+    let kubeconfig = kubeconfig(user);
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_kdi"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("running kdi")
+    })
+    .await
+    .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status; stdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// A CRD with widgets red/blue/red in a fresh namespace; returns (namespace,
+/// full resource name).
+async fn widgets(prefix: &str) -> (String, String) {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, prefix).await;
+    let group = support::unique_group();
+    let ar = support::install_crd(&client, &support::widget_crd(&group)).await;
+    let api = Api::<DynamicObject>::namespaced_with(client, &ns, &ar);
+    let mut objs = Vec::new();
+    for (name, color) in [("a", "red"), ("b", "blue"), ("c", "red")] {
+        let mut w = support::widget(&ar, name, json!({ "color": color }));
+        w.metadata.labels = Some([("tier".to_string(), color.to_string())].into());
+        objs.push(w);
+    }
+    support::create_many(&api, objs, 3).await;
+    (ns, format!("widgets.v1.{group}"))
+}
+
+#[tokio::test]
+async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
+    let root = support::controlplane::repo_root();
+    let good = root.join("examples/configs/pods-and-deployments.yaml");
+    let out = kdi(User::Admin, &["check", good.to_str().unwrap()]).await;
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("ok (3 informers)"),
+        "{}",
+        stdout(&out)
+    );
+
+    let dir = std::env::temp_dir().join(format!("kdi-check-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\ninformers:\n  - resource: pods\n    labelSelector: \"a in (\"\n    colour: red\n    indexes: { x: \"spec.[\" }\n",
+    )
+    .unwrap();
+    let out = kdi(User::Admin, &["check", bad.to_str().unwrap()]).await;
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "one line per problem:\n{text}");
+    assert!(
+        lines[0].contains("bad.yaml:5:20") && lines[0].contains("label selector"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("bad.yaml:6:5") && lines[1].contains("colour"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("bad.yaml:7:19") && lines[2].contains("index \"x\""),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn resources_lists_built_in_and_custom_resources() {
+    let (_ns, full) = widgets("cli-resources").await;
+    let out = kdi(User::Admin, &["resources", "-o", "json"]).await;
+    assert_exit(&out, 0);
+    let list: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let cm = list
+        .iter()
+        .find(|r| r["name"] == "configmaps")
+        .expect("configmaps listed");
+    assert_eq!(cm["shortNames"], json!(["cm"]));
+    assert_eq!(cm["namespaced"], json!(true));
+    assert_eq!(cm["apiVersion"], "v1");
+    assert!(
+        list.iter().any(|r| r["fullName"] == full.as_str()),
+        "{full} listed"
+    );
+    let table = kdi(User::Admin, &["resources"]).await;
+    assert_exit(&table, 0);
+    assert!(stdout(&table).starts_with("NAME"), "{}", stdout(&table));
+}
+
+#[tokio::test]
+async fn get_by_index_and_by_selector_in_every_format() {
+    let (ns, full) = widgets("cli-get").await;
+    let base = [
+        "get",
+        "-r",
+        full.as_str(),
+        "-n",
+        ns.as_str(),
+        "--define-index",
+        "color=spec.color",
+    ];
+
+    let out = kdi(
+        User::Admin,
+        &[&base[..], &["--index", "color=red", "-o", "json"]].concat(),
+    )
+    .await;
+    assert_exit(&out, 0);
+    let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> = objects
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "c"]);
+    assert_eq!(objects[0]["kind"], "Widget");
+
+    let out = kdi(
+        User::Admin,
+        &[&base[..], &["--match", "tier=blue", "-o", "name"]].concat(),
+    )
+    .await;
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out).trim(), format!("{ns}/b"));
+
+    // Server-side selector, YAML output.
+    let out = kdi(
+        User::Admin,
+        &[
+            "get",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "-l",
+            "tier in (red)",
+            "-o",
+            "yaml",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let objects: Vec<Value> = serde_yaml::from_str(&stdout(&out)).unwrap();
+    assert_eq!(objects.len(), 2);
+
+    let out = kdi(User::Admin, &["get", "-r", &full, "-n", &ns]).await;
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("NAMESPACE"), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+
+    // An unknown index is a usage error naming the index.
+    let out = kdi(User::Admin, &[&base[..], &["--index", "size=3"]].concat()).await;
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("size"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn watch_prints_json_lines_with_index_values() {
+    let (ns, full) = widgets("cli-watch").await;
+    let out = kdi(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "--define-index",
+            "color=spec.color",
+            "--index-values",
+            "color",
+            "--object",
+            "--max-events",
+            "3",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let mut keys: Vec<String> = lines
+        .iter()
+        .map(|l| l["key"].as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [format!("{ns}/a"), format!("{ns}/b"), format!("{ns}/c")]
+    );
+    for l in &lines {
+        assert_eq!(l["type"], "Add");
+        assert_eq!(l["initial"], true);
+        assert_eq!(l["resource"], full.as_str());
+        assert!(l["resourceVersion"].as_str().is_some());
+        assert_eq!(l["indexValues"]["color"][0], l["object"]["spec"]["color"]);
+    }
+}
+
+#[tokio::test]
+async fn secret_values_are_printed_only_when_asked() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-secret").await;
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "s" },
+        "stringData": { "password": "hunter2-very-secret" }
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client, &ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let out = kdi(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            "secrets",
+            "-n",
+            &ns,
+            "--object",
+            "--max-events",
+            "1",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        !text.contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
+        "base64 value leaked: {text}"
+    );
+    assert!(text.contains("redacted"), "{text}");
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", "secret", "-n", &ns, "-o", "json"],
+    )
+    .await;
+    assert_exit(&out, 0);
+    assert!(
+        !stdout(&out).contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = kdi(
+        User::Admin,
+        &[
+            "get",
+            "-r",
+            "secrets",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+            "--show-secrets",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        objects[0]["data"]["password"],
+        "aHVudGVyMi12ZXJ5LXNlY3JldA=="
+    );
+}
+
+#[tokio::test]
+async fn a_forbidden_resource_exits_3_with_the_reason() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's ordinary users as kubeconfigs");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "cli-forbidden").await;
+    let out = kdi(
+        User::Alice,
+        &["get", "-r", "configmaps", "-n", &ns, "--timeout", "3s"],
+    )
+    .await;
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("403") || err.contains("forbidden"), "{err}");
+    assert!(err.contains("configmaps"), "{err}");
+}
+
+#[tokio::test]
+async fn contexts_and_bad_arguments() {
+    if !support::is_testenv() {
+        eprintln!("skipped: relies on testenv's kubeconfig contexts");
+        return;
+    }
+    let out = kdi(
+        User::Admin,
+        &[
+            "--context",
+            "admin@testenv",
+            "get",
+            "-r",
+            "namespaces",
+            "-l",
+            "kdi-test=true",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    assert!(!stdout(&out).is_empty());
+    let out = kdi(User::Admin, &["--context", "nope", "resources"]).await;
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+    let out = kdi(User::Admin, &["get"]).await;
+    assert_exit(&out, 2);
+    let out = kdi(User::Admin, &["get", "-r", "no-such-things"]).await;
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("no-such-things"), "{}", stderr(&out));
+}
