@@ -495,7 +495,7 @@ pub enum CacheSyncError {
     },
     /// The resource is not served (a CRD not installed); the informer
     /// starts once it is.
-    #[error("{resource} is not served: {reason}")]
+    #[error("{reason}; the informer of {resource} starts once it is served")]
     NotServed {
         /// The resource.
         resource: ResourceKey,
@@ -503,7 +503,9 @@ pub enum CacheSyncError {
         reason: String,
     },
     /// The resource was served and is gone (its CRD was deleted).
-    #[error("{resource} is gone: {reason}")]
+    #[error(
+        "{reason}; the informer of {resource} emptied its cache and resumes if it is served again"
+    )]
     Gone {
         /// The resource.
         resource: ResourceKey,

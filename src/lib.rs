@@ -5,6 +5,78 @@
 //! generated types. Objects are [`kube_core::DynamicObject`]s, indexes are
 //! JMESPath expressions (or Rust closures), and one informer per resource
 //! serves any number of event handlers.
+//!
+//! # The factory
+//!
+//! An [`InformerFactory`] turns resource names — `deploy`, `Deployment`,
+//! `deployments.apps`, `apps/v1/deployments`, `widgets.v1.example.com` —
+//! into shared informers through API discovery, one per resource and
+//! options, each with its [`Lister`]. It follows CRDs as they are installed
+//! and deleted, and says per resource why a cache is not synced (403, not
+//! served, timed out). Run the same thing against your cluster with
+//! `cargo run --example watch_crd_by_name -- deploy`.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use kube_dynamic_informer::index::IndexFn;
+//! use kube_dynamic_informer::informer::Event;
+//! use kube_dynamic_informer::{InformerFactory, InformerOptions};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let client = kube_client::Client::try_default().await?;
+//!     let factory = InformerFactory::with_options(
+//!         client,
+//!         InformerOptions::default().strip_managed_fields(),
+//!     );
+//!     // Any resource, by any name kubectl accepts.
+//!     let pods = factory.for_resource("po").await?;
+//!     pods.informer()
+//!         .add_index("node", IndexFn::jmespath("node", "spec.nodeName")?)?;
+//!     pods.informer().add_handler(|e: Event| {
+//!         println!("{} {:?}", e.kind(), e.object().metadata.name);
+//!     });
+//!     // Only metadata, for a resource whose bulk is in its data.
+//!     let secrets = factory
+//!         .for_resource_with("secrets", |o| o.metadata_only(true))
+//!         .await?;
+//!
+//!     factory.start()?;
+//!     let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+//!     for (resource, why) in report.failures() {
+//!         eprintln!("{resource} not synced: {why}"); // e.g. "forbidden (403)"
+//!     }
+//!     let web = pods.lister().namespace("shop")?.list("app=web,tier in (front,edge)")?;
+//!     let on_node = pods.lister().by_index("node", "node-1")?;
+//!     println!(
+//!         "{} web pods, {} on node-1, {} secrets",
+//!         web.len(),
+//!         on_node.len(),
+//!         secrets.lister().list_all().len()
+//!     );
+//!     factory.shutdown().await;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Notes
+//!
+//! ## What metadata-only mode saves
+//!
+//! Measured on 2,000 ConfigMaps with 2 KiB of data each, against the bundled
+//! kube-apiserver v1.37.2 (JSON bodies of lists in pages of 500; cache size
+//! as the serialised JSON of the cached objects):
+//!
+//! | | list traffic | cache |
+//! |---|---:|---:|
+//! | full objects | 4,883 KiB | 4,952 KiB |
+//! | full, `managedFields` stripped | 4,883 KiB | 4,513 KiB (91 %) |
+//! | metadata only | 959 KiB (20 %) | 909 KiB (18 %) |
+//! | metadata only, `managedFields` stripped | 959 KiB (20 %) | 470 KiB (9.5 %) |
+//!
+//! Stripping `managedFields` cuts memory but not traffic; metadata-only mode
+//! cuts both. Reproduce with
+//! `cargo test --test it metadata_only_saving -- --ignored --nocapture`.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -21,3 +93,7 @@ pub mod resource;
 pub mod resync;
 pub mod selector;
 pub mod store;
+
+pub use discovery::DiscoveryCache;
+pub use factory::{GenericInformer, InformerFactory, InformerOptions};
+pub use lister::Lister;
