@@ -14,6 +14,7 @@ mod bad_objects;
 mod compaction;
 mod connection_cuts;
 mod crash;
+mod crd_lifecycle;
 mod handlers;
 mod load;
 mod rbac;
