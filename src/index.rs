@@ -29,17 +29,23 @@
 //!
 //! The `jmespath` crate evaluates expressions over its own `Variable` tree.
 //! Its convenient `search(&value)` converts the whole input into that tree on
-//! every call, which for a 5 KB pod costs far more than the evaluation itself.
-//! An [`IndexInput`] wraps one object and converts it at most once, lazily, the
-//! first time an expression needs it; every index of the store then evaluates
-//! against the same converted tree.
+//! every call, which for a 5 KB pod costs a hundred times more than the
+//! evaluation itself. An [`IndexInput`] wraps one object for all the indexes of
+//! a store and converts lazily, and only once, what the expressions read:
 //!
-//! Most index expressions are plain field paths (`metadata.labels.app`,
-//! `spec.nodeName`, `metadata."namespace"`). Those are recognised when the
-//! expression is compiled and evaluated directly on the [`DynamicObject`]'s
-//! `metadata` and `data` without any conversion; the unit tests check that this
-//! path returns exactly what the `jmespath` crate returns. Run
-//! `cargo bench --bench index` to see the difference.
+//! - Plain field paths (`metadata.labels.app`, `spec.nodeName`,
+//!   `metadata."namespace"`) are recognised when the expression is compiled and
+//!   evaluated directly on the [`DynamicObject`]'s `metadata` and `data`,
+//!   without any conversion.
+//! - For other expressions, compilation works out which parts of the object
+//!   the expression can observe (`spec.containers[].image` observes
+//!   `spec.containers` and nothing else; `keys(@)` observes everything), and
+//!   only those parts are converted. Each converted part is kept in the
+//!   input for the following expressions.
+//!
+//! The unit tests check both against the `jmespath` crate's own result on a
+//! full conversion, for fixed edge cases and for generated objects and
+//! expressions. `cargo bench --bench index` measures the difference.
 //!
 //! # Limits
 //!
@@ -50,7 +56,8 @@
 //! aborts the process rather than panicking). A panic inside a user closure is
 //! caught and reported as an evaluation error.
 
-use std::cell::OnceCell;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -198,6 +205,9 @@ struct CompiledExpression {
     /// Set when the expression is a plain field path, evaluated without
     /// converting the object.
     field_path: Option<Box<[String]>>,
+    /// The parts of the object the expression can observe; only those are
+    /// converted.
+    needs: Needs,
 }
 
 impl IndexFn {
@@ -237,8 +247,10 @@ impl IndexFn {
             },
         })?;
         let field_path = field_path(&ast).filter(|path| supports_field_path(path));
+        let needs = Needs::of(&ast);
         Ok(Self {
             kind: Kind::Jmespath(Arc::new(CompiledExpression {
+                needs,
                 expression: jmespath::Expression::new(expression, ast, &jmespath::DEFAULT_RUNTIME),
                 field_path: field_path.map(Vec::into_boxed_slice),
             })),
@@ -303,9 +315,9 @@ impl IndexFn {
         }
     }
 
-    /// Whether evaluating this function needs the object converted to a
-    /// JMESPath value (a JMESPath expression that is not a plain field path).
-    /// The store uses it only for reporting; evaluation decides by itself.
+    /// Whether evaluating this function converts (part of) the object to a
+    /// JMESPath value: true for JMESPath expressions that are not plain field
+    /// paths. Informational; evaluation decides by itself.
     pub fn needs_conversion(&self) -> bool {
         matches!(&self.kind, Kind::Jmespath(compiled) if compiled.field_path.is_none())
     }
@@ -349,23 +361,21 @@ impl IndexFn {
             Kind::Jmespath(compiled) => match &compiled.field_path {
                 Some(path) => eval_field_path(obj, path),
                 None => {
-                    let data = input.variable()?;
-                    let mut ctx = jmespath::Context::new(
-                        compiled.expression.as_str(),
-                        &jmespath::DEFAULT_RUNTIME,
-                    );
-                    let result = jmespath::interpret(data, compiled.expression.as_ast(), &mut ctx)
-                        .map_err(|err| {
-                            format!(
-                                "evaluating '{}': {}",
-                                compiled.expression.as_str(),
-                                err.reason
-                            )
-                        })?;
+                    let result = compiled.interpret(input)?;
                     values_of_variable(&result)
                 }
             },
         }
+    }
+}
+
+impl CompiledExpression {
+    /// Runs the interpreter on the parts of the object the expression reads.
+    fn interpret(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
+        let data = input.converted(&self.needs)?;
+        let mut ctx = jmespath::Context::new(self.expression.as_str(), &jmespath::DEFAULT_RUNTIME);
+        jmespath::interpret(&data, self.expression.as_ast(), &mut ctx)
+            .map_err(|err| format!("evaluating '{}': {}", self.expression.as_str(), err.reason))
     }
 }
 
@@ -385,17 +395,21 @@ impl fmt::Debug for IndexFn {
 /// One object prepared for evaluation by any number of index functions.
 ///
 /// JMESPath expressions that are not plain field paths need the object as a
-/// `jmespath::Variable` tree. The input converts the object the first time such
-/// an expression asks for it and reuses the result for every later one, so a
-/// store with ten JMESPath indexes converts each object once, not ten times.
-/// Field-path expressions, closures and the namespace index never trigger the
-/// conversion.
+/// `jmespath::Variable` tree. The input converts, lazily, only the parts of the
+/// object an expression can observe (for `spec.containers[].image`, just
+/// `spec.containers`), and keeps every converted part for the following
+/// expressions: a store with ten JMESPath indexes converts each part of an
+/// object at most once, and never the parts no index reads (such as
+/// `metadata.managedFields`). Field-path expressions, closures and the
+/// namespace index never convert anything.
 ///
 /// An input is meant to live for the indexing of one object on one thread (it
 /// is not `Sync`).
 pub struct IndexInput<'a> {
     object: &'a DynamicObject,
-    converted: OnceCell<Result<Rcvar, String>>,
+    /// Fully converted parts of the object by path from the root (the empty
+    /// path is the whole object).
+    parts: RefCell<HashMap<Box<[String]>, Rcvar>>,
 }
 
 impl<'a> IndexInput<'a> {
@@ -403,7 +417,7 @@ impl<'a> IndexInput<'a> {
     pub fn new(object: &'a DynamicObject) -> Self {
         Self {
             object,
-            converted: OnceCell::new(),
+            parts: RefCell::new(HashMap::new()),
         }
     }
 
@@ -412,21 +426,114 @@ impl<'a> IndexInput<'a> {
         self.object
     }
 
-    /// Whether the object has been converted for JMESPath (mostly useful in
-    /// tests and benchmarks).
+    /// Whether any part of the object has been converted for JMESPath (mostly
+    /// useful in tests and benchmarks).
     pub fn is_converted(&self) -> bool {
-        self.converted.get().is_some()
+        !self.parts.borrow().is_empty()
     }
 
-    fn variable(&self) -> Result<&Rcvar, String> {
-        self.converted
-            .get_or_init(|| {
-                Variable::from_serializable(self.object)
-                    .map(Rcvar::new)
-                    .map_err(|err| format!("converting the object for JMESPath: {}", err.reason))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+    /// The object as a JMESPath value, complete wherever `needs` says the
+    /// expression may look, and possibly missing anything else.
+    fn converted(&self, needs: &Needs) -> Result<Rcvar, String> {
+        let data = match &self.object.data {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            // serde cannot flatten these into the object's map, so the
+            // crate's own conversion fails; fail the same way.
+            _ => return Err(DATA_NOT_AN_OBJECT.to_owned()),
+        };
+        let mut path = Vec::new();
+        if let Some(whole) = self.cached(&path) {
+            return Ok(whole);
+        }
+        if needs.full {
+            return Ok(self.cache(path, whole_object(self.object, data)?));
+        }
+        // The root is a map of `apiVersion`, `kind`, `metadata` and the keys
+        // of `data`, a key of `data` shadowing the others (it is serialised
+        // last).
+        let mut root = BTreeMap::new();
+        for (field, child) in &needs.fields {
+            path.push(field.clone());
+            let value = match data.and_then(|map| map.get(field)) {
+                Some(value) => Some(self.json_part(value, child, &mut path)),
+                None => match field.as_str() {
+                    "apiVersion" => self
+                        .object
+                        .types
+                        .as_ref()
+                        .map(|t| string_var(&t.api_version)),
+                    "kind" => self.object.types.as_ref().map(|t| string_var(&t.kind)),
+                    "metadata" => Some(self.metadata_part(child, &mut path)?),
+                    _ => None,
+                },
+            };
+            path.pop();
+            if let Some(value) = value {
+                root.insert(field.clone(), value);
+            }
+        }
+        Ok(Rcvar::new(Variable::Object(root)))
+    }
+
+    fn cached(&self, path: &[String]) -> Option<Rcvar> {
+        self.parts.borrow().get(path).cloned()
+    }
+
+    fn cache(&self, path: Vec<String>, value: Variable) -> Rcvar {
+        let value = Rcvar::new(value);
+        self.parts
+            .borrow_mut()
+            .insert(path.into_boxed_slice(), value.clone());
+        value
+    }
+
+    fn json_part(&self, value: &Value, needs: &Needs, path: &mut Vec<String>) -> Rcvar {
+        if let Some(done) = self.cached(path) {
+            return done;
+        }
+        if needs.full {
+            return self.cache(path.clone(), json_to_variable(value));
+        }
+        // Only fields of this value are read. A field of a non-object is
+        // null, exactly as a field missing from an empty object.
+        let mut fields = BTreeMap::new();
+        if let Value::Object(map) = value {
+            for (field, child) in &needs.fields {
+                if let Some(inner) = map.get(field) {
+                    path.push(field.clone());
+                    fields.insert(field.clone(), self.json_part(inner, child, path));
+                    path.pop();
+                }
+            }
+        }
+        Rcvar::new(Variable::Object(fields))
+    }
+
+    fn metadata_part(&self, needs: &Needs, path: &mut Vec<String>) -> Result<Rcvar, String> {
+        if let Some(done) = self.cached(path) {
+            return Ok(done);
+        }
+        let meta = &self.object.metadata;
+        if needs.full {
+            let converted = Variable::from_serializable(meta).map_err(conversion_error)?;
+            return Ok(self.cache(path.clone(), converted));
+        }
+        // Metadata fields are small (except managedFields, which is converted
+        // only when read): each needed one is converted whole.
+        let mut fields = BTreeMap::new();
+        for field in needs.fields.keys() {
+            path.push(field.clone());
+            let value = match self.cached(path) {
+                Some(done) => Some(done),
+                None => metadata_field(meta, field)?.map(|v| self.cache(path.clone(), v)),
+            };
+            path.pop();
+            if let Some(value) = value {
+                fields.insert(field.clone(), value);
+            }
+        }
+        Ok(Rcvar::new(Variable::Object(fields)))
     }
 
     fn describe(&self) -> String {
@@ -448,7 +555,7 @@ impl fmt::Debug for IndexInput<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IndexInput")
             .field("object", &self.describe())
-            .field("converted", &self.is_converted())
+            .field("converted_parts", &self.parts.borrow().len())
             .finish()
     }
 }
@@ -577,13 +684,7 @@ fn eval_field_path(obj: &DynamicObject, path: &[String]) -> Result<Vec<String>, 
     let data = match &obj.data {
         Value::Object(map) => Some(map),
         Value::Null => None,
-        // serde cannot flatten these into the object's map, so the
-        // conversion fails; fail the same way.
-        _ => {
-            return Err(
-                "converting the object for JMESPath: object data is not a JSON object".to_owned(),
-            );
-        }
+        _ => return Err(DATA_NOT_AN_OBJECT.to_owned()),
     };
     let Some((first, rest)) = path.split_first() else {
         return Ok(Vec::new());
@@ -661,6 +762,199 @@ fn metadata_path(meta: &ObjectMeta, path: &[String]) -> Result<Vec<String>, Stri
         // Not an ObjectMeta field, so absent from the serialised object.
         // (The fields listed in METADATA_FIELDS_NOT_FAST never get here.)
         _ => Ok(Vec::new()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Partial conversion
+// ---------------------------------------------------------------------------
+
+/// The parts of the input an expression can observe, as a tree of field
+/// names. A `full` node is observed as a whole (passed to a function,
+/// compared, projected, returned...); of any other node only the listed
+/// fields are read, so only those need converting.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Needs {
+    full: bool,
+    fields: BTreeMap<String, Needs>,
+}
+
+/// What an expression node evaluates to, as far as the analysis can tell:
+/// the part of the input at a path (not yet observed), or some other value
+/// (derived from parts already marked as observed, or from literals).
+#[derive(Clone)]
+enum Part {
+    At(Vec<String>),
+    Other,
+}
+
+impl Needs {
+    fn of(ast: &Ast) -> Self {
+        let mut needs = Needs::default();
+        let result = needs.analyze(ast, &Part::At(Vec::new()));
+        needs.observe(result);
+        needs
+    }
+
+    fn observe(&mut self, part: Part) {
+        let Part::At(path) = part else { return };
+        let mut node = self;
+        for field in path {
+            if node.full {
+                return;
+            }
+            node = node.fields.entry(field).or_default();
+        }
+        node.full = true;
+        node.fields.clear();
+    }
+
+    /// Records what evaluating `ast` against `current` observes and returns
+    /// what it evaluates to. Field access on a part gives a deeper part;
+    /// everything else observes its operands whole. Sub-expressions evaluated
+    /// against `Part::Other` (projection right-hand sides, `&expr`) can only
+    /// read values already observed whole, so they add nothing. The tree is
+    /// at most MAX_EXPRESSION_DEPTH deep, so recursion is fine.
+    fn analyze(&mut self, ast: &Ast, current: &Part) -> Part {
+        match ast {
+            Ast::Field { name, .. } => match current {
+                Part::At(path) => {
+                    let mut path = path.clone();
+                    path.push(name.clone());
+                    Part::At(path)
+                }
+                Part::Other => Part::Other,
+            },
+            Ast::Identity { .. } => current.clone(),
+            Ast::Subexpr { lhs, rhs, .. } => {
+                let left = self.analyze(lhs, current);
+                self.analyze(rhs, &left)
+            }
+            Ast::Literal { .. } | Ast::Expref { .. } => Part::Other,
+            Ast::Index { .. } | Ast::Slice { .. } => {
+                self.observe(current.clone());
+                Part::Other
+            }
+            Ast::Projection { lhs, .. } => {
+                let left = self.analyze(lhs, current);
+                self.observe(left);
+                Part::Other
+            }
+            Ast::Flatten { node, .. } | Ast::ObjectValues { node, .. } | Ast::Not { node, .. } => {
+                let part = self.analyze(node, current);
+                self.observe(part);
+                Part::Other
+            }
+            Ast::Comparison { lhs, rhs, .. }
+            | Ast::And { lhs, rhs, .. }
+            | Ast::Or { lhs, rhs, .. }
+            | Ast::Condition {
+                predicate: lhs,
+                then: rhs,
+                ..
+            } => {
+                for operand in [lhs, rhs] {
+                    let part = self.analyze(operand, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+            Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
+                for arg in args {
+                    let part = self.analyze(arg, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+            Ast::MultiHash { elements, .. } => {
+                for element in elements {
+                    let part = self.analyze(&element.value, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+        }
+    }
+}
+
+const DATA_NOT_AN_OBJECT: &str =
+    "converting the object for JMESPath: object data is not a JSON object";
+
+fn conversion_error(err: jmespath::JmespathError) -> String {
+    format!("converting the object for JMESPath: {}", err.reason)
+}
+
+fn string_var(s: &str) -> Rcvar {
+    Rcvar::new(Variable::String(s.to_owned()))
+}
+
+/// The whole object, as `Variable::from_serializable(obj)` builds it (the
+/// tests check that), but converting `data` directly rather than through
+/// serde's serializer.
+fn whole_object(
+    obj: &DynamicObject,
+    data: Option<&serde_json::Map<String, Value>>,
+) -> Result<Variable, String> {
+    let mut root = BTreeMap::new();
+    if let Some(types) = &obj.types {
+        root.insert("apiVersion".to_owned(), string_var(&types.api_version));
+        root.insert("kind".to_owned(), string_var(&types.kind));
+    }
+    let metadata = Variable::from_serializable(&obj.metadata).map_err(conversion_error)?;
+    root.insert("metadata".to_owned(), Rcvar::new(metadata));
+    for (field, value) in data.into_iter().flatten() {
+        root.insert(field.clone(), Rcvar::new(json_to_variable(value)));
+    }
+    Ok(Variable::Object(root))
+}
+
+/// What serialising `value` into a `Variable` gives, without serde. Recursive
+/// like serde's own conversion (JSON from the API server nests at most 128
+/// levels).
+fn json_to_variable(value: &Value) -> Variable {
+    match value {
+        Value::Null => Variable::Null,
+        Value::Bool(b) => Variable::Bool(*b),
+        Value::Number(n) => Variable::Number(n.clone()),
+        Value::String(s) => Variable::String(s.clone()),
+        Value::Array(items) => Variable::Array(
+            items
+                .iter()
+                .map(|item| Rcvar::new(json_to_variable(item)))
+                .collect(),
+        ),
+        Value::Object(map) => Variable::Object(
+            map.iter()
+                .map(|(field, item)| (field.clone(), Rcvar::new(json_to_variable(item))))
+                .collect(),
+        ),
+    }
+}
+
+/// One field of `metadata` as its serialised form, `None` when absent.
+fn metadata_field(meta: &ObjectMeta, field: &str) -> Result<Option<Variable>, String> {
+    fn convert<T: serde::Serialize>(value: Option<&T>) -> Result<Option<Variable>, String> {
+        value
+            .map(|v| Variable::from_serializable(v).map_err(conversion_error))
+            .transpose()
+    }
+    match field {
+        "annotations" => convert(meta.annotations.as_ref()),
+        "creationTimestamp" => convert(meta.creation_timestamp.as_ref()),
+        "deletionGracePeriodSeconds" => convert(meta.deletion_grace_period_seconds.as_ref()),
+        "deletionTimestamp" => convert(meta.deletion_timestamp.as_ref()),
+        "finalizers" => convert(meta.finalizers.as_ref()),
+        "generateName" => convert(meta.generate_name.as_ref()),
+        "generation" => convert(meta.generation.as_ref()),
+        "labels" => convert(meta.labels.as_ref()),
+        "managedFields" => convert(meta.managed_fields.as_ref()),
+        "name" => convert(meta.name.as_ref()),
+        "namespace" => convert(meta.namespace.as_ref()),
+        "ownerReferences" => convert(meta.owner_references.as_ref()),
+        "resourceVersion" => convert(meta.resource_version.as_ref()),
+        "selfLink" => convert(meta.self_link.as_ref()),
+        "uid" => convert(meta.uid.as_ref()),
+        _ => Ok(None),
     }
 }
 
@@ -1090,25 +1384,90 @@ mod tests {
     }
 
     #[test]
-    fn one_conversion_serves_every_expression() {
+    fn each_part_is_converted_once_and_only_when_read() {
         let object = pod();
         let input = IndexInput::new(&object);
-        IndexFn::jmespath("a", "metadata.labels.app")
-            .unwrap()
-            .evaluate("a", &input)
-            .unwrap();
+        let run = |expression: &str| {
+            IndexFn::jmespath("t", expression)
+                .unwrap()
+                .evaluate("t", &input)
+                .unwrap()
+        };
+        let parts = |input: &IndexInput<'_>| {
+            let mut parts: Vec<String> = input.parts.borrow().keys().map(|p| p.join(".")).collect();
+            parts.sort();
+            parts
+        };
+        run("metadata.labels.app");
         assert!(!input.is_converted(), "field paths must not convert");
-        IndexFn::jmespath("b", "spec.containers[].image")
-            .unwrap()
-            .evaluate("b", &input)
+        run("spec.containers[].image");
+        assert_eq!(parts(&input), ["spec.containers"]);
+        let containers = input
+            .cached(&["spec".to_owned(), "containers".to_owned()])
             .unwrap();
-        assert!(input.is_converted());
-        let first = Arc::as_ptr(input.variable().unwrap());
-        IndexFn::jmespath("c", "keys(metadata.labels)")
-            .unwrap()
-            .evaluate("c", &input)
+        run("length(spec.containers)");
+        run("keys(metadata.labels)");
+        assert_eq!(parts(&input), ["metadata.labels", "spec.containers"]);
+        let again = input
+            .cached(&["spec".to_owned(), "containers".to_owned()])
             .unwrap();
-        assert_eq!(first, Arc::as_ptr(input.variable().unwrap()));
+        assert!(
+            Arc::ptr_eq(&containers, &again),
+            "converted once, then reused"
+        );
+        run("length(@)");
+        assert!(parts(&input).contains(&String::new()), "the whole object");
+    }
+
+    #[test]
+    fn analysis_marks_what_an_expression_observes() {
+        let observed = |expression: &str| {
+            fn walk(needs: &Needs, prefix: &str, out: &mut Vec<String>) {
+                if needs.full {
+                    out.push(prefix.to_owned());
+                }
+                for (field, child) in &needs.fields {
+                    let path = if prefix.is_empty() {
+                        field.clone()
+                    } else {
+                        format!("{prefix}.{field}")
+                    };
+                    walk(child, &path, out);
+                }
+            }
+            let mut out = Vec::new();
+            walk(
+                &Needs::of(&jmespath::parse(expression).unwrap()),
+                "",
+                &mut out,
+            );
+            out
+        };
+        assert_eq!(observed("spec.containers[].image"), ["spec.containers"]);
+        assert_eq!(
+            observed("metadata.ownerReferences[?controller].uid"),
+            ["metadata.ownerReferences"]
+        );
+        assert_eq!(
+            observed("join('/', [metadata.namespace, spec.nodeName])"),
+            ["metadata.namespace", "spec.nodeName"]
+        );
+        assert_eq!(observed("@.spec.nodeName"), ["spec.nodeName"]);
+        assert_eq!(observed("spec | containers[0]"), ["spec.containers"]);
+        assert_eq!(observed("spec.a == spec.b"), ["spec.a", "spec.b"]);
+        assert_eq!(observed("spec.a || spec"), ["spec"]);
+        assert_eq!(observed("`1`"), Vec::<String>::new());
+        for whole in [
+            "@",
+            "keys(@)",
+            "[?a]",
+            "*.a",
+            "[0]",
+            "{a: @}",
+            "@ | length(@)",
+        ] {
+            assert_eq!(observed(whole), [""], "{whole}");
+        }
     }
 
     #[test]
@@ -1370,15 +1729,166 @@ mod tests {
         "a | b | [0]",
     ];
 
+    /// Evaluates through the library (fast path or partial conversion) and
+    /// through the crate's `search` on a full conversion; they must agree,
+    /// and so must the raw results of the interpreter on the partial
+    /// conversion, even for results that are not valid index values.
+    fn assert_same_as_crate(expression: &str, input: &IndexInput<'_>) {
+        let Ok(f) = IndexFn::jmespath("p", expression) else {
+            return;
+        };
+        let ours = f.evaluate("p", input).map_err(|_| ());
+        let theirs = reference(expression, input.object());
+        assert_eq!(ours, theirs, "{expression} on {:?}", input.object());
+
+        let Kind::Jmespath(compiled) = &f.kind else {
+            unreachable!()
+        };
+        let raw_ours = compiled.interpret(input).map_err(|_| ());
+        let raw_theirs = Variable::from_serializable(input.object())
+            .map_err(|_| ())
+            .and_then(|data| {
+                jmespath::compile(expression)
+                    .unwrap()
+                    .search(data)
+                    .map_err(|_| ())
+            });
+        assert_eq!(
+            raw_ours,
+            raw_theirs,
+            "raw result of {expression} on {:?}",
+            input.object()
+        );
+    }
+
+    /// Trickier than EXPRESSIONS for the analysis: whole-value observers at
+    /// several depths, truthiness, shadowed typed fields, `&expr`.
+    const TRICKY: &[&str] = &[
+        "length(metadata)",
+        "length(spec)",
+        "keys(metadata)",
+        "metadata.labels || spec",
+        "spec && metadata.name",
+        "!spec",
+        "spec.a.b || a",
+        "values(@)[0]",
+        "to_string(spec)",
+        "to_string(metadata.labels)",
+        "type(kind)",
+        "spec.* | [0]",
+        "metadata.*",
+        "metadata.labels.*",
+        "@ | spec | a",
+        "[spec, a][0]",
+        "{x: spec.a}.x",
+        "sort_by([spec, a], &to_string(@))[0]",
+        "map(&name, [spec, metadata])",
+        "not_null(spec.missing, metadata.name)",
+        "metadata.labels.a == spec.a",
+        "metadata.managedFields",
+        "metadata.creationTimestamp",
+        "metadata.ownerReferences[0].name",
+        "length(@)",
+        "a[?b].c",
+        "[?a]",
+        "`[1, [2, [3]]]`",
+    ];
+
+    #[test]
+    fn interpreted_path_matches_the_jmespath_crate() {
+        let mut shadowed = pod();
+        shadowed.data = json!({"metadata": {"name": "from-data", "labels": {"a": "1"}}, "kind": {"x": 1}, "spec": {"a": [1]}});
+        let mut odd = pod();
+        odd.data = json!([1]);
+        let objects = [
+            pod(),
+            shadowed,
+            odd,
+            obj(json!({"metadata": {}})),
+            obj(
+                json!({"metadata": {"name": "n", "labels": {"a": "x"}}, "spec": {"a": "x", "b": {"c": 1}}, "a": [{"b": true, "c": 1}, {"b": false, "c": 2}]}),
+            ),
+        ];
+        for object in &objects {
+            // One input shared by every expression, as in the store.
+            let input = IndexInput::new(object);
+            for expression in EXPRESSIONS.iter().chain(TRICKY).chain(FIELD_PATHS) {
+                assert_same_as_crate(expression, &input);
+            }
+            // And each expression on a fresh input.
+            for expression in EXPRESSIONS.iter().chain(TRICKY) {
+                assert_same_as_crate(expression, &IndexInput::new(object));
+            }
+        }
+    }
+
+    /// Syntactically varied expressions over the field names the arbitrary
+    /// objects use.
+    fn arbitrary_expression() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("a"),
+            Just("b"),
+            Just("c"),
+            Just("metadata"),
+            Just("spec"),
+            Just("name"),
+            Just("labels"),
+            Just("kind"),
+            Just("\"a b\""),
+            Just("@"),
+            Just("`1`"),
+            Just("'x'"),
+            Just("`{\"a\": [1, {\"b\": 2}]}`"),
+        ]
+        .prop_map(str::to_owned);
+        let function = prop_oneof![
+            Just("length"),
+            Just("keys"),
+            Just("values"),
+            Just("to_string"),
+            Just("to_array"),
+            Just("type"),
+            Just("not_null"),
+            Just("sort"),
+            Just("reverse"),
+            Just("abs"),
+        ];
+        leaf.prop_recursive(4, 32, 3, move |inner| {
+            let pair = (inner.clone(), inner.clone());
+            prop_oneof![
+                pair.clone().prop_map(|(a, b)| format!("{a}.{b}")),
+                pair.clone().prop_map(|(a, b)| format!("{a} | {b}")),
+                inner.clone().prop_map(|a| format!("{a}[0]")),
+                inner.clone().prop_map(|a| format!("{a}[-1:]")),
+                pair.clone().prop_map(|(a, b)| format!("{a}[*].{b}")),
+                pair.clone().prop_map(|(a, b)| format!("{a}[].{b}")),
+                inner.clone().prop_map(|a| format!("{a}[]")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("{a}[?{b} == {c}]")),
+                inner.clone().prop_map(|a| format!("{a}.*")),
+                pair.clone().prop_map(|(a, b)| format!("({a} || {b})")),
+                pair.clone().prop_map(|(a, b)| format!("({a} && {b})")),
+                inner.clone().prop_map(|a| format!("!{a}")),
+                (function.clone(), inner.clone()).prop_map(|(f, a)| format!("{f}({a})")),
+                pair.clone()
+                    .prop_map(|(a, b)| format!("sort_by({a}, &{b})")),
+                pair.clone().prop_map(|(a, b)| format!("map(&{a}, {b})")),
+                pair.clone().prop_map(|(a, b)| format!("[{a}, {b}]")),
+                pair.clone()
+                    .prop_map(|(a, b)| format!("{{x: {a}, y: {b}}}")),
+                pair.prop_map(|(a, b)| format!("merge({a}, {b})")),
+            ]
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
         #[test]
-        fn arbitrary_objects_never_panic(object in arbitrary_object()) {
+        fn arbitrary_objects_match_the_crate(object in arbitrary_object()) {
             let input = IndexInput::new(&object);
-            for expression in EXPRESSIONS {
-                let f = IndexFn::jmespath("p", expression).unwrap();
-                let _ = f.evaluate("p", &input);
+            for expression in EXPRESSIONS.iter().chain(TRICKY) {
+                assert_same_as_crate(expression, &input);
             }
             let _ = IndexFn::namespace().evaluate(NAMESPACE_INDEX, &input);
         }
@@ -1389,13 +1899,22 @@ mod tests {
         }
 
         #[test]
-        fn arbitrary_expressions_never_panic(
+        fn arbitrary_expressions_match_the_crate(
+            expressions in prop::collection::vec(arbitrary_expression(), 1..4),
+            object in arbitrary_object(),
+        ) {
+            let input = IndexInput::new(&object);
+            for expression in &expressions {
+                assert_same_as_crate(expression, &input);
+            }
+        }
+
+        #[test]
+        fn arbitrary_strings_never_panic(
             expression in "[a-z.@*|&!\\[\\](){},:?<>=0-9 '`\"\\-]{0,40}",
             object in arbitrary_object(),
         ) {
-            if let Ok(f) = IndexFn::jmespath("p", &expression) {
-                let _ = f.evaluate("p", &IndexInput::new(&object));
-            }
+            assert_same_as_crate(&expression, &IndexInput::new(&object));
         }
     }
 }

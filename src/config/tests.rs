@@ -48,10 +48,19 @@ informers:
     assert_eq!(set.informers.len(), 2);
     let resolved = set.resolved();
     assert_eq!(resolved[0].options.strip_managed_fields, Some(true));
-    assert_eq!(resolved[0].options.resync_period(), Duration::from_secs(600));
-    assert_eq!(resolved[0].options.when_not_served, Some(WhenNotServed::Skip));
+    assert_eq!(
+        resolved[0].options.resync_period(),
+        Duration::from_secs(600)
+    );
+    assert_eq!(
+        resolved[0].options.when_not_served,
+        Some(WhenNotServed::Skip)
+    );
     assert_eq!(resolved[1].options.resync_period(), Duration::ZERO);
-    assert_eq!(resolved[1].options.when_not_served, Some(WhenNotServed::Wait));
+    assert_eq!(
+        resolved[1].options.when_not_served,
+        Some(WhenNotServed::Wait)
+    );
     assert_eq!(resolved[1].name(), "widgets-meta");
     assert_eq!(resolved[0].name(), "pods");
     assert_eq!(resolved[0].index_functions().unwrap().len(), 2);
@@ -87,16 +96,16 @@ fn every_error_is_reported_with_its_position() {
     );
     let text = found.join("\n");
     for expected in [
-        "5:20 label selector",           // bad selector, at its value
-        "6:5 unknown field \"colour\"",  // unknown field, at its key
+        "5:20 label selector",          // bad selector, at its value
+        "6:5 unknown field \"colour\"", // unknown field, at its key
         "7:13 invalid duration \"10 minutes\"",
-        "9:12 index \"bad\"",            // JMESPath error names the index
+        "9:12 index \"bad\"", // JMESPath error names the index
         "10:7 index name \"namespace\" is reserved",
         "11:15 duplicate informer name \"pods\"",
         "12:18 namespace \"Shop\" is not a valid name",
         "12:28 namespace \"ok\" is listed twice",
-        "13:20",                         // whenNotServed enum
-        "14:15",                         // pageSize minimum
+        "13:20", // whenNotServed enum
+        "14:15", // pageSize minimum
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
@@ -105,7 +114,9 @@ fn every_error_is_reported_with_its_position() {
 
 #[test]
 fn the_offending_value_is_named() {
-    let text = load("informers:\n  - resource: pods\n    pageSize: lots\n").unwrap_err().to_string();
+    let text = load("informers:\n  - resource: pods\n    pageSize: lots\n")
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("\"lots\""), "{text}");
     assert!(text.contains("test.yaml:5:15"), "{text}");
     assert!(text.contains("informers[0].pageSize"), "{text}");
@@ -125,7 +136,12 @@ fn wrong_api_version_kind_and_missing_informers() {
 #[test]
 fn duplicate_keys_are_errors() {
     let found = errors("informers:\n  - resource: pods\n    indexes:\n      a: x\n      a: y\n");
-    assert!(found.iter().any(|e| e.starts_with("7:7 duplicate key \"a\"")), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|e| e.starts_with("7:7 duplicate key \"a\"")),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -140,8 +156,17 @@ fn syntax_errors_and_unreadable_files_are_single_errors() {
 #[test]
 fn bad_resource_names_are_rejected_at_load() {
     let found = errors("informers:\n  - resource: pods/status\n  - resource: \"\"\n");
-    assert!(found.iter().any(|e| e.starts_with("4:15") && e.contains("subresource")), "{found:?}");
-    assert_eq!(found.iter().filter(|e| e.starts_with("5:15")).count(), 1, "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|e| e.starts_with("4:15") && e.contains("subresource")),
+        "{found:?}"
+    );
+    assert_eq!(
+        found.iter().filter(|e| e.starts_with("5:15")).count(),
+        1,
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -149,14 +174,26 @@ fn durations() {
     assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
     assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
     assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-    for bad in ["", "s", "10", "5d", "1h 30m", "-1s", "1e400h", "99999999999h"] {
+    for bad in [
+        "",
+        "s",
+        "10",
+        "5d",
+        "1h 30m",
+        "-1s",
+        "1e400h",
+        "99999999999h",
+    ] {
         assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
     }
 }
 
 #[test]
 fn committed_schema_matches_the_types() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/informer-set.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/schemas/informer-set.schema.json"
+    );
     let generated = serde_json::to_string_pretty(&json_schema()).unwrap() + "\n";
     if std::env::var_os("KDI_UPDATE_SCHEMA").is_some() {
         std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/schemas")).unwrap();
@@ -172,7 +209,10 @@ fn committed_schema_matches_the_types() {
 #[test]
 fn schema_is_draft_2020_12() {
     let schema = json_schema();
-    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
     assert_eq!(schema["properties"]["kind"]["const"], KIND);
 }
 
@@ -215,7 +255,10 @@ fn example_configs_validate_against_the_schema() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let value = yaml::parse(&text).unwrap().value;
-        let problems: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+        let problems: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
         assert!(problems.is_empty(), "{}: {problems:?}", path.display());
         InformerSet::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
         checked += 1;

@@ -254,7 +254,10 @@ mod tests {
     #[test]
     fn reads_values_with_positions() {
         let doc = parse("a: 1\nb:\n  - x\n  - 'true'\n  - true\nc: {d: null}\n").unwrap();
-        assert_eq!(doc.value, json!({ "a": 1, "b": ["x", "true", true], "c": { "d": null } }));
+        assert_eq!(
+            doc.value,
+            json!({ "a": 1, "b": ["x", "true", true], "c": { "d": null } })
+        );
         assert_eq!(doc.values["/b/1"], Position { line: 4, column: 5 });
         assert_eq!(doc.keys["/c"], Position { line: 6, column: 1 });
         assert_eq!(doc.position("/b/9/zz"), Position { line: 3, column: 3 });
@@ -263,7 +266,10 @@ mod tests {
     #[test]
     fn json_is_read_too() {
         let doc = parse(r#"{"a": [1, 2.5, "s"], "b": {"c": false}}"#).unwrap();
-        assert_eq!(doc.value, json!({ "a": [1, 2.5, "s"], "b": { "c": false } }));
+        assert_eq!(
+            doc.value,
+            json!({ "a": [1, 2.5, "s"], "b": { "c": false } })
+        );
     }
 
     #[test]
