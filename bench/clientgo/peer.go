@@ -232,6 +232,10 @@ func runPeer(args []string) error {
 	for i := range values {
 		values[i] = "node-" + strconv.Itoa(rng.Intn(nodes))
 	}
+	// One untimed pass first, as every peer does.
+	for _, v := range values {
+		indexer.ByIndex("node", v)
+	}
 	durs := make([]float64, 0, *queries)
 	hits := 0
 	for _, v := range values {
@@ -254,6 +258,8 @@ func runPeer(args []string) error {
 		"by_index_p99_us":   round(percentile(sortedDurs, 99), 2),
 		"by_index_hits_avg": round(float64(hits)/float64(max(1, len(values))), 1),
 	}
+	// Burst CPU is counted from here, after the by_index queries.
+	cpuBeforeBurst := cpuSeconds()
 	emit(map[string]interface{}{"event": "synced", "peer": "client-go", "objects": objects})
 
 	if *burstID != "" && want > 0 {
@@ -274,7 +280,7 @@ func runPeer(args []string) error {
 	result["rss_end_mb"] = round(procStatusMB("VmRSS"), 1)
 	result["rss_peak_mb"] = round(procStatusMB("VmHWM"), 1)
 	result["cpu_total_s"] = round(cpuSeconds(), 3)
-	result["cpu_burst_s"] = round(cpuSeconds()-cpuSync, 3)
+	result["cpu_burst_s"] = round(cpuSeconds()-cpuBeforeBurst, 3)
 	emit(result)
 	cancel()
 	return nil
