@@ -593,7 +593,12 @@ impl SharedInformer {
                     source,
                 })?;
         }
-        let reflector_config = config.reflector.clone();
+        let mut reflector_config = config.reflector.clone();
+        // The reflector transforms each object as it arrives (list pages
+        // included), so raw objects never pile up before the cache.
+        if reflector_config.transform.is_none() {
+            reflector_config.transform.clone_from(&config.transform);
+        }
         let ar = resource.clone();
         let make: Box<dyn FnOnce() -> BoxedRun + Send> = Box::new(move || {
             let reflector = Reflector::new(lw, ar, reflector_config);
@@ -885,19 +890,13 @@ impl Shared {
     /// Applies one delta to the store and queues its events, under the
     /// dispatch lock.
     fn process(&self, writer: &mut StoreWriter, delta: Delta) {
-        let transform = |o: DynamicObject| match &self.config.transform {
-            Some(t) => t(o),
-            None => o,
-        };
+        // Objects arrive transformed (see ReflectorConfig::transform).
         let mut d = self.dispatch.lock();
         let mut events = Vec::new();
         let mut first_sync = false;
         match delta {
             Delta::Replace(objects) => {
-                let objects = objects
-                    .into_iter()
-                    .map(|o| Arc::new(transform(o)))
-                    .collect();
+                let objects = objects.into_iter().map(Arc::new).collect();
                 let outcome = writer.replace(objects);
                 let initial = !d.synced;
                 events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
@@ -920,7 +919,7 @@ impl Shared {
                 }
             }
             Delta::Upsert(object) => {
-                let new = Arc::new(transform(object));
+                let new = Arc::new(object);
                 events.push(match writer.upsert(new.clone()) {
                     Some(old) => Event::Update {
                         old,
@@ -938,7 +937,7 @@ impl Shared {
                     && writer.delete(&key).is_some()
                 {
                     events.push(Event::Delete {
-                        object: Arc::new(transform(object)),
+                        object: Arc::new(object),
                         final_state_unknown: false,
                     });
                 }

@@ -297,6 +297,12 @@ pub struct ReflectorConfig {
     pub backoff: BackoffConfig,
     /// Called with every list or watch error.
     pub error_hook: Option<ErrorHook>,
+    /// Applied to each object as it arrives — list items page by page —
+    /// before it is handed on. Transforming per page means an untransformed
+    /// page is dropped before the next one is requested, so a list's peak
+    /// memory is that of the transformed objects (stripping managedFields
+    /// halves it), not of the raw list.
+    pub transform: Option<crate::informer::Transform>,
     /// Whether the resource is served, kept current by discovery (see
     /// [`crate::discovery::DiscoveryCache::availability`]). `None` (the
     /// default) assumes it always is, so a missing resource shows up as 404
@@ -318,6 +324,7 @@ impl Default for ReflectorConfig {
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
             error_hook: None,
+            transform: None,
             availability: None,
         }
     }
@@ -333,6 +340,7 @@ impl fmt::Debug for ReflectorConfig {
             .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff)
             .field("error_hook", &self.error_hook.as_ref().map(|_| "<fn>"))
+            .field("transform", &self.transform.as_ref().map(|_| "<fn>"))
             .field(
                 "availability",
                 &self.availability.as_ref().map(|rx| rx.borrow().clone()),
@@ -855,7 +863,10 @@ impl<L: ListWatch> Reflector<L> {
             tracing::warn!(resource = %self.resource_name(), "skipping an object without a name");
             return None;
         }
-        Some(obj)
+        Some(match &self.config.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
     }
 }
 
