@@ -13,5 +13,5 @@ mod factory;
 mod informer;
 mod lister;
 mod measure;
-mod testenv;
 mod reliability;
+mod testenv;
