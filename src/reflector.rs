@@ -413,12 +413,7 @@ impl<L: ListWatch> Reflector<L> {
     }
 
     fn resource_name(&self) -> String {
-        let r = &self.resource;
-        if r.group.is_empty() {
-            format!("{}.{}", r.plural, r.version)
-        } else {
-            format!("{}.{}.{}", r.plural, r.version, r.group)
-        }
+        crate::informer::display_resource(&self.resource)
     }
 
     /// Runs until `cancel` fires, handing every change to `sink` in order.
@@ -711,7 +706,7 @@ impl<L: ListWatch> Reflector<L> {
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(o) = self.admit(o)
-                        && let Some(key) = stream_key(&o)
+                        && let Some(key) = crate::store::object_key(&o)
                     {
                         objects.insert(key, o);
                     }
@@ -722,7 +717,7 @@ impl<L: ListWatch> Reflector<L> {
                     }
                 }
                 WatchEvent::Deleted(o) => {
-                    if let Some(key) = stream_key(&o) {
+                    if let Some(key) = crate::store::object_key(&o) {
                         objects.shift_remove(&key);
                     }
                 }
@@ -886,15 +881,6 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// Identity of an object within one streaming list.
-fn stream_key(o: &DynamicObject) -> Option<String> {
-    let name = o.metadata.name.as_deref()?;
-    Some(match o.metadata.namespace.as_deref() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    })
 }
 
 /// Codes with which a server that does not support streaming lists refuses

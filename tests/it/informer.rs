@@ -24,7 +24,7 @@ use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{self, User};
+use crate::support::{self, User, pod_template, pod_templates};
 
 /// Records events as short strings.
 #[derive(Clone, Default)]
@@ -66,24 +66,6 @@ async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Opt
         async move { r.ok_or_else(|| "not yet".to_string()) }
     })
     .await
-}
-
-fn pod_templates() -> ApiResource {
-    ApiResource {
-        group: String::new(),
-        version: "v1".into(),
-        api_version: "v1".into(),
-        kind: "PodTemplate".into(),
-        plural: "podtemplates".into(),
-    }
-}
-
-fn pod_template(name: &str) -> PodTemplate {
-    serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "app": "demo" } },
-        "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }
-    }))
-    .unwrap()
 }
 
 async fn create_pod_templates(api: &Api<PodTemplate>, names: impl IntoIterator<Item = String>) {
@@ -151,9 +133,10 @@ struct Gated {
 }
 
 impl Gated {
-    fn new(inner: ApiListWatch, hold_pages: bool, hold_watches: bool) -> Self {
+    /// Over the pod templates of namespace `ns`.
+    fn pod_templates(client: &Client, ns: &str, hold_pages: bool, hold_watches: bool) -> Self {
         Self {
-            inner,
+            inner: ApiListWatch::new(Api::namespaced_with(client.clone(), ns, &pod_templates())),
             hold_pages,
             hold_watches,
             open: Arc::default(),
@@ -315,11 +298,7 @@ async fn lists_in_pages_of_the_configured_size() {
     let ns = support::namespace(&client, "inf-pages").await;
     let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
     create_pod_templates(&api, (0..25).map(|i| format!("pt{i}"))).await;
-    let lw = Gated::new(
-        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
-        false,
-        false,
-    );
+    let lw = Gated::pod_templates(&client, &ns, false, false);
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
@@ -358,11 +337,7 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
     let ns = support::namespace(&client, "inf-continue").await;
     let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
     create_pod_templates(&api, (0..12).map(|i| format!("pt{i}"))).await;
-    let lw = Gated::new(
-        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
-        true,
-        false,
-    );
+    let lw = Gated::pod_templates(&client, &ns, true, false);
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
@@ -401,11 +376,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
         ["keep", "change", "vanish", "pacer"].map(String::from),
     )
     .await;
-    let lw = Gated::new(
-        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
-        false,
-        true,
-    );
+    let lw = Gated::pod_templates(&client, &ns, false, true);
     let informer =
         SharedInformer::with_list_watch(lw.clone(), pod_templates(), InformerConfig::default())
             .unwrap();
@@ -620,11 +591,7 @@ async fn resync_comes_from_memory_without_server_requests() {
     let ns = support::namespace(&client, "inf-resync").await;
     let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
     create_pod_templates(&api, ["a", "b"].map(String::from)).await;
-    let lw = Gated::new(
-        ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates())),
-        false,
-        false,
-    );
+    let lw = Gated::pod_templates(&client, &ns, false, false);
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),

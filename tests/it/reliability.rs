@@ -48,17 +48,7 @@ pub fn configmaps() -> ApiResource {
     }
 }
 
-/// `podtemplates.v1`, served without the watch cache in testenv (so a
-/// compacted resourceVersion gets 410).
-pub fn pod_templates() -> ApiResource {
-    ApiResource {
-        group: String::new(),
-        version: "v1".into(),
-        api_version: "v1".into(),
-        kind: "PodTemplate".into(),
-        plural: "podtemplates".into(),
-    }
-}
+pub use crate::support::pod_templates;
 
 /// A quick, jitter-free backoff so that recovery is not a wait.
 pub fn quick_backoff() -> BackoffConfig {

@@ -80,14 +80,6 @@ async fn uncached_api(client: &kube_client::Client, prefix: &str) -> Api<PodTemp
     Api::namespaced(client.clone(), &ns)
 }
 
-fn pod_template(name: &str) -> PodTemplate {
-    serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }
-    }))
-    .unwrap()
-}
-
 #[tokio::test]
 async fn watch_from_a_compacted_resource_version_is_gone() {
     if !support::is_testenv() {
@@ -97,7 +89,7 @@ async fn watch_from_a_compacted_resource_version_is_gone() {
     let client = support::admin().await;
     let api = uncached_api(&client, "compaction").await;
     let first = api
-        .create(&PostParams::default(), &pod_template("pt"))
+        .create(&PostParams::default(), &support::pod_template("pt"))
         .await
         .unwrap();
     let old_rv = first.metadata.resource_version.unwrap();

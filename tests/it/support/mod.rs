@@ -279,6 +279,27 @@ pub async fn create_many(
     .expect("creating objects")
 }
 
+/// `podtemplates.v1`: the resource testenv serves without the watch cache
+/// ([`UNCACHED_RESOURCE`]), so a compacted resourceVersion gets 410.
+pub fn pod_templates() -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "PodTemplate".into(),
+        plural: "podtemplates".into(),
+    }
+}
+
+/// A small PodTemplate labelled `app=demo`.
+pub fn pod_template(name: &str) -> k8s_openapi::api::core::v1::PodTemplate {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "app": "demo" } },
+        "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }
+    }))
+    .unwrap()
+}
+
 /// A `Widget` object for `widget_crd`.
 pub fn widget(ar: &ApiResource, name: &str, spec: serde_json::Value) -> DynamicObject {
     let mut o = DynamicObject::new(name, ar);
