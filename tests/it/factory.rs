@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Client;
 use kube_client::api::{
@@ -375,32 +374,6 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     factory.shutdown().await;
 }
 
-async fn grant_configmap_read(admin: &Client, ns: &str, user: User) {
-    let name = match support::env() {
-        support::Env::External { .. } => format!("kdi-test-{}", user.name()),
-        support::Env::Testenv { .. } => user.name().to_string(),
-    };
-    let role: Role = serde_json::from_value(json!({
-        "metadata": { "name": format!("read-cm-{}", user.name()) },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": format!("read-cm-{}", user.name()) },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("read-cm-{}", user.name()) },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name }]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
     let admin = support::admin().await;
@@ -434,7 +407,7 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
         "{failure}"
     );
 
-    grant_configmap_read(&admin, &ns, User::Alice).await;
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
     let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
     assert!(report.all_synced(), "{report:?}");
     assert!(cms.lister().namespace(&ns).unwrap().get("one").is_some());
@@ -511,8 +484,8 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     }
     // Bob may read configmaps in a and b only: several namespaces need no
     // cluster-wide permission.
-    grant_configmap_read(&admin, &a, User::Bob).await;
-    grant_configmap_read(&admin, &b, User::Bob).await;
+    support::grant_configmap_read(&admin, &a, User::Bob).await;
+    support::grant_configmap_read(&admin, &b, User::Bob).await;
     let factory = InformerFactory::with_options(
         support::client(User::Bob).await,
         InformerOptions::default()

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::PodTemplate;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::Client;
 use kube_client::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
@@ -553,29 +552,7 @@ async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
     }
     assert!(err.to_string().contains("forbidden"), "{err}");
 
-    let alice_name = match support::env() {
-        support::Env::External { .. } => "kdi-test-alice",
-        support::Env::Testenv { .. } => "alice",
-    };
-    let role: Role = serde_json::from_value(json!({
-        "metadata": { "name": "read-cm" },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "alice-read-cm" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-cm" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": alice_name }]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
     informer
         .wait_for_sync(Duration::from_secs(30))
         .await

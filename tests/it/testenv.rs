@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, PodTemplate};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{
     Api, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -149,29 +148,7 @@ async fn ordinary_user_is_forbidden_until_a_role_binding_grants_access() {
         other => panic!("alice listed configmaps without a role: {other:?}"),
     }
 
-    let alice_name = match support::env() {
-        support::Env::External { .. } => "kdi-test-alice",
-        support::Env::Testenv { .. } => "alice",
-    };
-    let role: Role = serde_json::from_value(json!({
-        "metadata": { "name": "read-configmaps" },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": "alice-reads-configmaps" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-configmaps" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": alice_name }]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
 
     support::wait_for(
         "alice to be allowed to list configmaps",

@@ -15,18 +15,11 @@ use tokio_util::sync::CancellationToken;
 use super::{Tracker, config_map_maker, configmaps, converge};
 use crate::support::{self, User, wait_for};
 
-fn alice_name() -> &'static str {
-    match support::env() {
-        support::Env::External { .. } => "kdi-test-alice",
-        support::Env::Testenv { .. } => "alice",
-    }
-}
-
 fn binding() -> RoleBinding {
     serde_json::from_value(json!({
         "metadata": { "name": "alice-reads-configmaps" },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-configmaps" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": alice_name() }]
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": User::Alice.subject_name() }]
     }))
     .unwrap()
 }

@@ -48,6 +48,15 @@ impl User {
             User::Bob => "bob",
         }
     }
+
+    /// The user name the API server sees: testenv's token users, or the
+    /// impersonated `kdi-test-*` users on an external cluster.
+    pub fn subject_name(self) -> String {
+        match env() {
+            Env::External { .. } => format!("kdi-test-{}", self.name()),
+            Env::Testenv { .. } => self.name().to_string(),
+        }
+    }
 }
 
 /// Where the tests' cluster comes from.
@@ -143,6 +152,32 @@ pub async fn client(user: User) -> Client {
 /// The admin client.
 pub async fn admin() -> Client {
     client(User::Admin).await
+}
+
+/// Lets `user` get, list and watch ConfigMaps in `ns` (a Role and a
+/// RoleBinding named `read-cm-<user>`).
+pub async fn grant_configmap_read(admin: &Client, ns: &str, user: User) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let name = format!("read-cm-{}", user.name());
+    let role: Role = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
+    }))
+    .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.subject_name() }]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
 }
 
 /// A short random lowercase suffix for names.
