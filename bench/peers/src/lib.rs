@@ -365,6 +365,34 @@ pub fn query_values(queries: usize) -> Vec<String> {
 }
 
 /// Prints one JSON line on stdout.
+/// The end of every peer's run: waits for the update burst (when there is
+/// one), then adds the burst figures, end and peak RSS and CPU to `result`
+/// and prints it. Burst CPU counts from the call, after the by_index
+/// queries.
+pub async fn finish_run(result: &mut Value, handlers: &Handlers, args: &Args) {
+    let cpu_before_burst = cpu_seconds();
+    let fields = result.as_object_mut().expect("object");
+    if !args.burst_id.is_empty() && args.burst_count > 0 {
+        handlers.wait_burst(args.timeout).await.expect("burst");
+        fields.extend(handlers.burst_result());
+        tokio::time::sleep(args.settle).await;
+    }
+    fields.insert(
+        "rss_end_mb".into(),
+        json!(round(proc_status_mb("VmRSS"), 1)),
+    );
+    fields.insert(
+        "rss_peak_mb".into(),
+        json!(round(proc_status_mb("VmHWM"), 1)),
+    );
+    fields.insert("cpu_total_s".into(), json!(round(cpu_seconds(), 3)));
+    fields.insert(
+        "cpu_burst_s".into(),
+        json!(round(cpu_seconds() - cpu_before_burst, 3)),
+    );
+    emit(result);
+}
+
 pub fn emit(value: &Value) {
     println!("{value}");
 }

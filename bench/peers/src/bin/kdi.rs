@@ -11,7 +11,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kdi_bench_peers::{
-    Args, Handlers, cpu_seconds, emit, percentile, proc_status_mb, query_values, round,
+    Args, Handlers, cpu_seconds, emit, finish_run, percentile, proc_status_mb, query_values, round,
 };
 use kube::Api;
 use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
@@ -164,28 +164,7 @@ async fn main() {
     });
     emit(&json!({"event": "synced", "peer": "kdi", "objects": objects}));
 
-    // Burst CPU is counted from here, after the by_index queries.
-    let cpu_before_burst = cpu_seconds();
-    let fields = result.as_object_mut().expect("object");
-    if !args.burst_id.is_empty() && args.burst_count > 0 {
-        handlers.wait_burst(args.timeout).await.expect("burst");
-        fields.extend(handlers.burst_result());
-        tokio::time::sleep(args.settle).await;
-    }
-    fields.insert(
-        "rss_end_mb".into(),
-        json!(round(proc_status_mb("VmRSS"), 1)),
-    );
-    fields.insert(
-        "rss_peak_mb".into(),
-        json!(round(proc_status_mb("VmHWM"), 1)),
-    );
-    fields.insert("cpu_total_s".into(), json!(round(cpu_seconds(), 3)));
-    fields.insert(
-        "cpu_burst_s".into(),
-        json!(round(cpu_seconds() - cpu_before_burst, 3)),
-    );
-    emit(&result);
+    finish_run(&mut result, &handlers, &args).await;
     cancel.cancel();
     let _ = task.await;
 }
