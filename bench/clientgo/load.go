@@ -106,15 +106,7 @@ func runLoad(args []string) error {
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	fs.Parse(args)
 
-	gvr, err := gvrOf(*dataset)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := dynamic.NewForConfig(cfg)
+	gvr, client, err := dynamicClient(*dataset, *kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -173,15 +165,7 @@ func runBurst(args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	fs.Parse(args)
 
-	gvr, err := gvrOf(*dataset)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := dynamic.NewForConfig(cfg)
+	gvr, client, err := dynamicClient(*dataset, *kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,26 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// dynamicClient gives the resource of a dataset and a dynamic client for the
+// test server.
+func dynamicClient(dataset, kubeconfig string) (schema.GroupVersionResource, dynamic.Interface, error) {
+	gvr, err := gvrOf(dataset)
+	if err != nil {
+		return gvr, nil, err
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return gvr, nil, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	return gvr, client, err
+}
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {

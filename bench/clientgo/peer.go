@@ -13,7 +13,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
@@ -119,15 +118,7 @@ func runPeer(args []string) error {
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
 	fs.Parse(args)
 
-	gvr, err := gvrOf(*dataset)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := dynamic.NewForConfig(cfg)
+	gvr, client, err := dynamicClient(*dataset, *kubeconfig)
 	if err != nil {
 		return err
 	}
