@@ -758,7 +758,6 @@ async fn a_slow_handler_does_not_hold_back_another() {
         "slow handler had finished {} events",
         seen[19].1
     );
-    assert!(slow.backlog() > 0 || slow_done.load(Ordering::SeqCst) == 20);
     eventually("slow handler finishes", Duration::from_secs(30), || {
         (slow.delivered() == 20).then_some(())
     })
