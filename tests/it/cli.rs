@@ -331,6 +331,14 @@ async fn a_forbidden_resource_exits_3_with_the_reason() {
     let err = stderr(&out);
     assert!(err.contains("403") || err.contains("forbidden"), "{err}");
     assert!(err.contains("configmaps"), "{err}");
+    // stderr is not a terminal here: the failure is a JSON line.
+    let line: Value = err
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON line in stderr: {err}"));
+    assert_eq!(line["synced"], false);
+    assert_eq!(line["resource"], "configmaps.v1");
+    assert!(line["reason"].as_str().unwrap().contains("403"), "{line}");
 }
 
 #[tokio::test]

@@ -12,6 +12,10 @@
 //! Exit codes: 0 success; 1 a failure talking to the cluster or running an
 //! informer; 2 invalid arguments or an invalid config file; 3 caches that
 //! did not sync within `--timeout` (each with its reason on stderr).
+//!
+//! On a terminal, stderr shows each informer's progress while caches sync.
+//! Otherwise nothing is printed while syncing, and a cache that did not sync
+//! is reported as one JSON line, `{"resource", "synced": false, "reason"}`.
 
 mod output;
 
@@ -381,8 +385,21 @@ async fn start_and_sync(
     }
     if !report.all_synced() {
         let mut message = String::from("caches did not sync:\n");
+        let terminal = std::io::stderr().is_terminal();
         for (resource, failure) in report.failures() {
-            message.push_str(&format!("  {resource}: {failure}\n"));
+            if terminal {
+                message.push_str(&format!("  {resource}: {failure}\n"));
+            } else {
+                // Not a terminal: one JSON line per resource, for programs.
+                eprintln!(
+                    "{}",
+                    serde_json::json!({
+                        "resource": resource.to_string(),
+                        "synced": false,
+                        "reason": failure.to_string(),
+                    })
+                );
+            }
         }
         configured.factory.shutdown().await;
         return Err(Failure { code: 3, message });
