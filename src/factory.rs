@@ -97,9 +97,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kube_client::api::{ListParams, ObjectList, VersionMatch, WatchEvent, WatchParams};
 use kube_client::{Api, Client};
-use kube_core::{
-    ApiResource, DynamicObject, GroupVersionResource, PartialObjectMeta, Status, TypeMeta,
-};
+use kube_core::{ApiResource, DynamicObject, GroupVersionResource, Status, TypeMeta};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -115,6 +113,7 @@ use crate::lister::Lister;
 use crate::reflector::{ListWatch, ReflectorConfig, ResourceAvailability, WatchStream};
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::selector::{Selector, SelectorError, validate_field_selector};
+use crate::wire::{self, UndecodableObject, Undecodables};
 
 /// Which namespaces an informer watches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -1206,6 +1205,8 @@ pub struct ResourceListWatch {
     /// With several namespaces: where each namespace's watch is, in
     /// namespace order; set by a complete list, advanced by events.
     positions: Arc<Mutex<Option<Vec<String>>>>,
+    /// Objects left out because they could not be decoded.
+    undecodable: Undecodables,
 }
 
 impl fmt::Debug for ResourceListWatch {
@@ -1242,6 +1243,7 @@ impl ResourceListWatch {
             strict_namespaces: true,
             metadata_only: false,
             positions: Arc::new(Mutex::new(None)),
+            undecodable: Undecodables::default(),
         }
     }
 
@@ -1302,16 +1304,15 @@ fn status_error(code: u16, reason: &str, message: String) -> kube_client::Error 
     kube_client::Error::Api(Status::failure(&message, reason).with_code(code).boxed())
 }
 
-/// A metadata-only object as a [`DynamicObject`] of `resource`.
-fn from_metadata(meta: PartialObjectMeta<DynamicObject>, resource: &ApiResource) -> DynamicObject {
-    DynamicObject {
-        types: Some(TypeMeta {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-        }),
-        metadata: meta.metadata,
-        data: serde_json::Value::Object(serde_json::Map::new()),
-    }
+/// A metadata-only object (decoded as `meta.k8s.io/v1
+/// PartialObjectMetadata`) as an object of `resource`.
+fn from_metadata(mut object: DynamicObject, resource: &ApiResource) -> DynamicObject {
+    object.types = Some(TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    object.data = serde_json::Value::Object(serde_json::Map::new());
+    object
 }
 
 async fn list_one(
@@ -1319,20 +1320,17 @@ async fn list_one(
     resource: &ApiResource,
     metadata_only: bool,
     params: &ListParams,
+    undecodable: &Undecodables,
 ) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
-    if !metadata_only {
-        return api.list(params).await;
-    }
-    let list = api.list_metadata(params).await?;
-    Ok(ObjectList {
-        types: list.types,
-        metadata: list.metadata,
-        items: list
+    let mut list = wire::list(api, params, metadata_only, undecodable).await?;
+    if metadata_only {
+        list.items = list
             .items
             .into_iter()
-            .map(|m| from_metadata(m, resource))
-            .collect(),
-    })
+            .map(|o| from_metadata(o, resource))
+            .collect();
+    }
+    Ok(list)
 }
 
 async fn watch_one(
@@ -1341,20 +1339,20 @@ async fn watch_one(
     metadata_only: bool,
     params: &WatchParams,
     rv: &str,
+    undecodable: &Undecodables,
 ) -> Result<WatchStream, kube_client::Error> {
+    let stream = wire::watch(api, params, rv, metadata_only, undecodable).await?;
     if !metadata_only {
-        return Ok(api.watch(params, rv).await?.boxed());
+        return Ok(stream);
     }
     let resource = resource.clone();
-    let stream = api.watch_metadata(params, rv).await?;
     Ok(stream
         .map(move |event| {
             event.map(|e| match e {
                 WatchEvent::Added(m) => WatchEvent::Added(from_metadata(m, &resource)),
                 WatchEvent::Modified(m) => WatchEvent::Modified(from_metadata(m, &resource)),
                 WatchEvent::Deleted(m) => WatchEvent::Deleted(from_metadata(m, &resource)),
-                WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b),
-                WatchEvent::Error(s) => WatchEvent::Error(s),
+                other => other,
             })
         })
         .boxed())
@@ -1410,7 +1408,14 @@ impl ResourceListWatch {
                 items: Vec::new(),
             };
             for api in &apis {
-                let page = list_one(api, &resource, metadata_only, &at(&rv, &params)).await?;
+                let page = list_one(
+                    api,
+                    &resource,
+                    metadata_only,
+                    &at(&rv, &params),
+                    &self.undecodable,
+                )
+                .await?;
                 if rv.is_none() {
                     rv = page.metadata.resource_version.clone();
                     all.types = page.types;
@@ -1446,7 +1451,14 @@ impl ResourceListWatch {
                 },
                 None => at(&rv, &params),
             };
-            let mut page = list_one(&apis[index], &resource, metadata_only, &page_params).await?;
+            let mut page = list_one(
+                &apis[index],
+                &resource,
+                metadata_only,
+                &page_params,
+                &self.undecodable,
+            )
+            .await?;
             if rv.is_none() {
                 rv = page.metadata.resource_version.clone();
             }
@@ -1501,7 +1513,15 @@ impl ResourceListWatch {
         };
         let mut streams = Vec::with_capacity(apis.len());
         for (i, (api, start)) in apis.iter().zip(&starts).enumerate() {
-            let stream = watch_one(api, &resource, self.metadata_only, &params, start).await?;
+            let stream = watch_one(
+                api,
+                &resource,
+                self.metadata_only,
+                &params,
+                start,
+                &self.undecodable,
+            )
+            .await?;
             let positions = self.positions.clone();
             let tracked = stream.map(move |event| {
                 if let Ok(e) = &event
@@ -1534,7 +1554,14 @@ impl ListWatch for ResourceListWatch {
         async move {
             let (resource, apis) = this.target()?;
             if apis.len() == 1 {
-                list_one(&apis[0], &resource, this.metadata_only, &params).await
+                list_one(
+                    &apis[0],
+                    &resource,
+                    this.metadata_only,
+                    &params,
+                    &this.undecodable,
+                )
+                .await
             } else {
                 this.list_several(apis, resource, params).await
             }
@@ -1553,12 +1580,24 @@ impl ListWatch for ResourceListWatch {
         async move {
             let (resource, apis) = this.target()?;
             if apis.len() == 1 {
-                watch_one(&apis[0], &resource, this.metadata_only, &params, &rv).await
+                watch_one(
+                    &apis[0],
+                    &resource,
+                    this.metadata_only,
+                    &params,
+                    &rv,
+                    &this.undecodable,
+                )
+                .await
             } else {
                 this.watch_several(apis, resource, params, rv).await
             }
         }
         .boxed()
+    }
+
+    fn take_undecodable(&self) -> Vec<UndecodableObject> {
+        self.undecodable.take()
     }
 }
 
@@ -1623,10 +1662,13 @@ mod tests {
             kind: "ConfigMap".into(),
             plural: "configmaps".into(),
         };
-        let meta: PartialObjectMeta<DynamicObject> = serde_json::from_value(serde_json::json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-            "metadata": { "name": "a", "namespace": "x", "labels": { "k": "v" } }
-        }))
+        let meta = crate::wire::decode_object(
+            &serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                "metadata": { "name": "a", "namespace": "x", "labels": { "k": "v" } }
+            })
+            .to_string(),
+        )
         .unwrap();
         let obj = from_metadata(meta, &resource);
         assert_eq!(obj.types.as_ref().unwrap().kind, "ConfigMap");

@@ -93,6 +93,7 @@ pub mod resource;
 pub mod resync;
 pub mod selector;
 pub mod store;
+pub mod wire;
 
 pub use discovery::DiscoveryCache;
 pub use factory::{GenericInformer, InformerFactory, InformerOptions};

@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::informer::Scope;
+use crate::wire::{self, UndecodableObject, Undecodables};
 
 /// Annotation on the bookmark that ends the initial events of a streaming
 /// list.
@@ -70,18 +71,36 @@ pub trait ListWatch: Send + Sync + 'static {
         params: &WatchParams,
         resource_version: &str,
     ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>>;
+
+    /// Objects left out of list pages and watch events since the last call
+    /// because they could not be decoded (see [`crate::wire`]). The
+    /// reflector takes them after every page and event, counts them in
+    /// [`ReflectorStats::skipped_objects`] and logs each by name. The
+    /// default reports none.
+    fn take_undecodable(&self) -> Vec<UndecodableObject> {
+        Vec::new()
+    }
 }
 
 /// [`ListWatch`] over a `kube_client::Api<DynamicObject>`.
+///
+/// Responses are decoded object by object ([`crate::wire`]): one object that
+/// cannot be decoded is left out and reported through
+/// [`ListWatch::take_undecodable`] instead of failing its whole page or
+/// stalling the watch.
 #[derive(Clone)]
 pub struct ApiListWatch {
     api: Api<DynamicObject>,
+    undecodable: Undecodables,
 }
 
 impl ApiListWatch {
     /// Wraps an `Api` (namespaced or all namespaces) for the resource.
     pub fn new(api: Api<DynamicObject>) -> Self {
-        Self { api }
+        Self {
+            api,
+            undecodable: Undecodables::default(),
+        }
     }
 }
 
@@ -96,9 +115,9 @@ impl ListWatch for ApiListWatch {
         &self,
         params: &ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
-        let api = self.api.clone();
+        let (api, undecodable) = (self.api.clone(), self.undecodable.clone());
         let params = params.clone();
-        async move { api.list(&params).await }.boxed()
+        async move { wire::list(&api, &params, false, &undecodable).await }.boxed()
     }
 
     fn watch(
@@ -106,10 +125,14 @@ impl ListWatch for ApiListWatch {
         params: &WatchParams,
         resource_version: &str,
     ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
-        let api = self.api.clone();
+        let (api, undecodable) = (self.api.clone(), self.undecodable.clone());
         let params = params.clone();
         let rv = resource_version.to_string();
-        async move { Ok(api.watch(&params, &rv).await?.boxed()) }.boxed()
+        async move { wire::watch(&api, &params, &rv, false, &undecodable).await }.boxed()
+    }
+
+    fn take_undecodable(&self) -> Vec<UndecodableObject> {
+        self.undecodable.take()
     }
 }
 
@@ -208,8 +231,8 @@ pub struct ReflectorStats {
     pub watch_events: AtomicU64,
     /// Errors (each one led to a backoff or a relist).
     pub errors: AtomicU64,
-    /// Objects skipped because their apiVersion or kind did not match, or they
-    /// had no name.
+    /// Objects skipped because their apiVersion or kind did not match, they
+    /// had no name, or they could not be decoded (see [`crate::wire`]).
     pub skipped_objects: AtomicU64,
 }
 
@@ -635,6 +658,7 @@ impl<L: ListWatch> Reflector<L> {
                     });
                 }
             };
+            self.note_undecodable();
             objects.extend(page.items.into_iter().filter_map(|o| self.admit(o)));
             self.status.send_replace(ReflectorStatus::Listing {
                 objects: objects.len(),
@@ -703,6 +727,7 @@ impl<L: ListWatch> Reflector<L> {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
+            self.note_undecodable();
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(o) = self.admit(o)
@@ -786,6 +811,7 @@ impl<L: ListWatch> Reflector<L> {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
+            self.note_undecodable();
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(rv) = &o.metadata.resource_version {
@@ -819,6 +845,18 @@ impl<L: ListWatch> Reflector<L> {
                     });
                 }
             }
+        }
+    }
+
+    /// Counts and logs the objects the [`ListWatch`] could not decode.
+    fn note_undecodable(&self) {
+        for object in self.lw.take_undecodable() {
+            ReflectorStats::inc(&self.stats.skipped_objects);
+            tracing::warn!(
+                resource = %self.resource_name(),
+                object = %object,
+                "skipping an object that cannot be decoded"
+            );
         }
     }
 

@@ -1,0 +1,501 @@
+//! Reading list and watch responses one object at a time.
+//!
+//! kube-client decodes a whole list page, or a whole watch line, in one go,
+//! so a single object it cannot decode fails all of it: a custom resource
+//! nested deeper than serde_json's default limit of 128 levels (the API server
+//! stores far deeper ones) made every list of its resource fail, forever, and
+//! made a watch meet the same event again on every resume. Here a response is
+//! split first — a list into its metadata and each item as raw JSON, a watch
+//! line into its `type` and raw `object` — and each object is decoded on its
+//! own:
+//!
+//! - an object up to [`MAX_OBJECT_DEPTH`] levels deep is decoded in full, deep
+//!   or not;
+//! - an object that cannot be decoded (deeper than that, or malformed) is left
+//!   out and reported as an [`UndecodableObject`], named by what can be read
+//!   of its envelope (`metadata.name`, `namespace`, `resourceVersion`, read
+//!   without any depth limit). In a watch it still moves the resourceVersion
+//!   on (as a bookmark), so the watch never meets it again, and a `DELETED`
+//!   event for it still deletes its key.
+//!
+//! Decoding objects here also avoids serde's buffering of `#[serde(flatten)]`
+//! fields — `ObjectList` and `DynamicObject` both have them — which would
+//! otherwise copy every page into an intermediate tree before building the
+//! objects.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::{AsyncBufReadExt, StreamExt};
+use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube_client::{Api, Client};
+use kube_core::watch::{Bookmark, BookmarkMeta};
+use kube_core::{DynamicObject, ListMeta, ObjectMeta, Status, TypeMeta};
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::reflector::WatchStream;
+
+/// The deepest object decoded in full, in levels of JSON objects and arrays
+/// (`{"spec": {"a": [1]}}` is 3 deep). Deeper objects are reported as
+/// [`UndecodableObject`]s instead: indexing, cloning, comparing, serialising
+/// and dropping a `serde_json::Value` all recurse once per level (about
+/// 1.3 KB of stack a level in an unoptimised build), and this bound keeps
+/// that well within a thread's 2 MiB stack. Real objects stay under a few
+/// dozen levels.
+pub const MAX_OBJECT_DEPTH: usize = 256;
+
+/// An object the server sent that could not be decoded, so it is not in the
+/// cache; see [`crate::reflector::ReflectorStats::skipped_objects`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndecodableObject {
+    /// `metadata.namespace`, when it could be read.
+    pub namespace: Option<String>,
+    /// `metadata.name`, when it could be read.
+    pub name: Option<String>,
+    /// `metadata.resourceVersion`, when it could be read.
+    pub resource_version: Option<String>,
+    /// Why it could not be decoded.
+    pub reason: String,
+}
+
+impl fmt::Display for UndecodableObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(name)) => write!(f, "{ns}/{name}")?,
+            (None, Some(name)) => f.write_str(name)?,
+            (_, None) => f.write_str("an object without a readable name")?,
+        }
+        if let Some(rv) = &self.resource_version {
+            write!(f, " (resourceVersion {rv})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// Where list and watch calls put the objects they could not decode, for the
+/// reflector to take (see [`crate::reflector::ListWatch::take_undecodable`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Undecodables(Arc<Mutex<Vec<UndecodableObject>>>);
+
+impl Undecodables {
+    fn push(&self, object: UndecodableObject) {
+        self.0.lock().push(object);
+    }
+
+    /// Everything reported since the last call.
+    pub(crate) fn take(&self) -> Vec<UndecodableObject> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+/// Lists one page (or everything, without a limit) of the resource `api`
+/// points at. With `metadata_only`, objects carry metadata only (and the
+/// `PartialObjectMetadata` kind the server gives them).
+pub(crate) async fn list(
+    api: &Api<DynamicObject>,
+    params: &ListParams,
+    metadata_only: bool,
+    undecodable: &Undecodables,
+) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
+    let request = kube_core::Request::new(api.resource_url());
+    let mut req = if metadata_only {
+        request.list_metadata(params)
+    } else {
+        request.list(params)
+    }
+    .map_err(kube_client::Error::BuildRequest)?;
+    req.extensions_mut().insert("list");
+    let text = client(api).request_text(req).await?;
+    decode_list(&text, undecodable).map_err(kube_client::Error::SerdeError)
+}
+
+/// Starts a watch of the resource `api` points at, from `resource_version`.
+pub(crate) async fn watch(
+    api: &Api<DynamicObject>,
+    params: &WatchParams,
+    resource_version: &str,
+    metadata_only: bool,
+    undecodable: &Undecodables,
+) -> Result<WatchStream, kube_client::Error> {
+    let request = kube_core::Request::new(api.resource_url());
+    let mut req = if metadata_only {
+        request.watch_metadata(params, resource_version)
+    } else {
+        request.watch(params, resource_version)
+    }
+    .map_err(kube_client::Error::BuildRequest)?;
+    req.extensions_mut().insert("watch");
+    // The API server compresses a watch one gzip member per event, and the
+    // client's decompression reads only the first member.
+    req.headers_mut()
+        .entry(http::header::ACCEPT_ENCODING)
+        .or_insert(http::HeaderValue::from_static("identity"));
+    let body = client(api).request_stream(req).await?;
+    let undecodable = undecodable.clone();
+    let lines = body.lines();
+    Ok(futures::stream::unfold(
+        (lines, undecodable),
+        |(mut lines, undecodable)| async move {
+            loop {
+                let line = match lines.next().await? {
+                    Ok(line) => line,
+                    Err(e) if ends_watch(&e) => {
+                        tracing::debug!(error = %e, "watch connection ended");
+                        return None;
+                    }
+                    Err(e) => {
+                        return Some((
+                            Err(kube_client::Error::ReadEvents(e)),
+                            (lines, undecodable),
+                        ));
+                    }
+                };
+                if let Some(event) = decode_watch_line(&line, &undecodable) {
+                    return Some((event, (lines, undecodable)));
+                }
+            }
+        },
+    )
+    .boxed())
+}
+
+fn client(api: &Api<DynamicObject>) -> Client {
+    api.clone().into_client()
+}
+
+/// Whether a read error is the end of the connection rather than a failure:
+/// the server or a proxy closed it mid-chunk, or the client timed out. The
+/// reflector resumes from the last resourceVersion after either.
+fn ends_watch(err: &std::io::Error) -> bool {
+    if matches!(
+        err.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::TimedOut
+    ) {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::TimedOut
+            )
+        {
+            return true;
+        }
+        if e.to_string().contains("unexpected EOF during chunk") {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+/// Decodes a list response item by item; items that cannot be decoded are
+/// reported to `undecodable` and left out.
+fn decode_list(
+    text: &str,
+    undecodable: &Undecodables,
+) -> Result<ObjectList<DynamicObject>, serde_json::Error> {
+    let list: RawList<'_> = serde_json::from_str(text)?;
+    let raw_items = list.items.unwrap_or_default();
+    let mut items = Vec::with_capacity(raw_items.len());
+    for raw in raw_items {
+        match decode_object(raw.get()) {
+            Ok(object) => items.push(object),
+            Err(reason) => undecodable.push(describe(raw.get(), reason)),
+        }
+    }
+    Ok(ObjectList {
+        types: TypeMeta {
+            api_version: list.api_version,
+            kind: list.kind,
+        },
+        metadata: list.metadata,
+        items,
+    })
+}
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// One watch line as an event; `None` for a line to pass over (empty, or cut
+/// short at the end of the connection).
+fn decode_watch_line(
+    line: &str,
+    undecodable: &Undecodables,
+) -> Option<Result<WatchEvent<DynamicObject>, kube_client::Error>> {
+    if line.trim().is_empty() {
+        return None;
+    }
+    let event: RawEvent<'_> = match serde_json::from_str(line) {
+        Ok(event) => event,
+        Err(e) if e.is_eof() => return None,
+        Err(e) => {
+            // A line that is no event at all may be a Status the server
+            // sent instead.
+            return Some(match serde_json::from_str::<Status>(line) {
+                Ok(status) if !status.message.is_empty() || status.code != 0 => {
+                    Err(kube_client::Error::Api(status.boxed()))
+                }
+                _ => Err(kube_client::Error::SerdeError(e)),
+            });
+        }
+    };
+    let raw = event.object.get();
+    let decoded = match event.kind {
+        "ADDED" | "MODIFIED" | "DELETED" => match decode_object(raw) {
+            Ok(object) => match event.kind {
+                "ADDED" => WatchEvent::Added(object),
+                "MODIFIED" => WatchEvent::Modified(object),
+                _ => WatchEvent::Deleted(object),
+            },
+            Err(reason) => {
+                let envelope = Envelope::read(raw);
+                let stand_in = envelope.stand_in(event.kind == "DELETED");
+                undecodable.push(envelope.describe(reason));
+                stand_in?
+            }
+        },
+        "BOOKMARK" => match serde_json::from_str::<Bookmark>(raw) {
+            Ok(bookmark) => WatchEvent::Bookmark(bookmark),
+            Err(e) => return Some(Err(kube_client::Error::SerdeError(e))),
+        },
+        "ERROR" => match serde_json::from_str::<Status>(raw) {
+            Ok(status) => WatchEvent::Error(Box::new(status)),
+            Err(e) => return Some(Err(kube_client::Error::SerdeError(e))),
+        },
+        other => {
+            return Some(Err(kube_client::Error::SerdeError(
+                serde::de::Error::custom(format!("unknown watch event type {other:?}")),
+            )));
+        }
+    };
+    Some(Ok(decoded))
+}
+
+/// Decodes one object, in full if it is at most [`MAX_OBJECT_DEPTH`] deep.
+pub(crate) fn decode_object(raw: &str) -> Result<DynamicObject, String> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    match ObjectSeed
+        .deserialize(&mut de)
+        .and_then(|object| de.end().map(|()| object))
+    {
+        Ok(object) => Ok(object),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            let depth = json_depth(raw.as_bytes());
+            if depth > MAX_OBJECT_DEPTH {
+                return Err(format!(
+                    "nested {depth} levels deep, more than the {MAX_OBJECT_DEPTH} decoded in full"
+                ));
+            }
+            decode_deep(raw)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Decodes an object deeper than serde_json's default limit, on a thread of
+/// its own with room for [`MAX_OBJECT_DEPTH`] levels of recursion (an
+/// unoptimised build needs about 2.5 KB a level, more than the caller's
+/// stack may have left). Such objects are rare, so the thread costs little.
+fn decode_deep(raw: &str) -> Result<DynamicObject, String> {
+    const STACK: usize = 16 << 20;
+    std::thread::scope(|scope| {
+        let decoder = std::thread::Builder::new()
+            .name("kdi-decode-deep".into())
+            .stack_size(STACK)
+            .spawn_scoped(scope, || {
+                let mut de = serde_json::Deserializer::from_str(raw);
+                de.disable_recursion_limit();
+                ObjectSeed
+                    .deserialize(&mut de)
+                    .and_then(|object| de.end().map(|()| object))
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| format!("could not start a thread to decode a deep object: {e}"))?;
+        decoder
+            .join()
+            .unwrap_or_else(|_| Err("decoding a deep object panicked".into()))
+    })
+}
+
+/// How deeply JSON objects and arrays nest in `json`, read without
+/// recursion. Brackets inside strings do not count.
+fn json_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn describe(raw: &str, reason: String) -> UndecodableObject {
+    Envelope::read(raw).describe(reason)
+}
+
+/// What can be read of an object that cannot be decoded: serde_json skips
+/// the other fields without recursing, so any depth is fine.
+#[derive(Default, Deserialize)]
+struct Envelope {
+    #[serde(default, rename = "apiVersion")]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<EnvelopeMeta>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvelopeMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    resource_version: Option<String>,
+    uid: Option<String>,
+}
+
+impl Envelope {
+    fn read(raw: &str) -> Self {
+        serde_json::from_str(raw).unwrap_or_default()
+    }
+
+    fn describe(&self, reason: String) -> UndecodableObject {
+        let meta = self.metadata.as_ref();
+        UndecodableObject {
+            namespace: meta.and_then(|m| m.namespace.clone()),
+            name: meta.and_then(|m| m.name.clone()),
+            resource_version: meta.and_then(|m| m.resource_version.clone()),
+            reason,
+        }
+    }
+
+    /// The event that stands in for an undecodable one: for a deletion, the
+    /// object with its metadata only, so the key is still deleted; otherwise
+    /// a bookmark at its resourceVersion, so a resumed watch starts after it.
+    fn stand_in(&self, deleted: bool) -> Option<WatchEvent<DynamicObject>> {
+        let meta = self.metadata.as_ref()?;
+        let types = TypeMeta {
+            api_version: self.api_version.clone().unwrap_or_default(),
+            kind: self.kind.clone().unwrap_or_default(),
+        };
+        if deleted {
+            meta.name.as_ref()?;
+            return Some(WatchEvent::Deleted(DynamicObject {
+                types: Some(types),
+                metadata: ObjectMeta {
+                    name: meta.name.clone(),
+                    namespace: meta.namespace.clone(),
+                    resource_version: meta.resource_version.clone(),
+                    uid: meta.uid.clone(),
+                    ..ObjectMeta::default()
+                },
+                data: serde_json::Value::Object(serde_json::Map::new()),
+            }));
+        }
+        Some(WatchEvent::Bookmark(Bookmark {
+            types,
+            metadata: BookmarkMeta {
+                resource_version: meta.resource_version.clone()?,
+                annotations: Default::default(),
+            },
+        }))
+    }
+}
+
+/// Decodes a [`DynamicObject`] field by field: `apiVersion`, `kind` and
+/// `metadata` into their types, everything else into `data`.
+struct ObjectSeed;
+
+impl<'de> DeserializeSeed<'de> for ObjectSeed {
+    type Value = DynamicObject;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<DynamicObject, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectSeed {
+    type Value = DynamicObject;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DynamicObject, A::Error> {
+        let mut api_version: Option<String> = None;
+        let mut kind: Option<String> = None;
+        let mut metadata: Option<ObjectMeta> = None;
+        let mut data = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "apiVersion" => api_version = Some(map.next_value()?),
+                "kind" => kind = Some(map.next_value()?),
+                "metadata" => metadata = map.next_value()?,
+                _ => {
+                    let value: serde_json::Value = map.next_value()?;
+                    data.insert(key, value);
+                }
+            }
+        }
+        let types = match (api_version, kind) {
+            (Some(api_version), Some(kind)) => Some(TypeMeta { api_version, kind }),
+            (api_version, kind) => {
+                // Half a TypeMeta is no TypeMeta; keep what there was.
+                if let Some(v) = api_version {
+                    data.insert("apiVersion".into(), v.into());
+                }
+                if let Some(k) = kind {
+                    data.insert("kind".into(), k.into());
+                }
+                None
+            }
+        };
+        Ok(DynamicObject {
+            types,
+            metadata: metadata.unwrap_or_default(),
+            data: serde_json::Value::Object(data),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+/// `{"a": {"a": ... {"leaf": "bottom"}}}`, `depth` levels of `a`.
+fn nested(depth: usize) -> Value {
+    let mut v = json!({ "leaf": "bottom" });
+    for _ in 0..depth {
+        v = json!({ "a": v });
+    }
+    v
+}
+
+/// Serialises without recursion limits (`serde_json::to_string` has none).
+fn widget(name: &str, rv: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": rv,
+            "uid": format!("uid-{name}"),
+            "labels": { "app": "x" },
+            "managedFields": [{
+                "manager": "m", "operation": "Update", "apiVersion": "example.com/v1",
+                "fieldsType": "FieldsV1", "fieldsV1": { "f:spec": { "f:color": {} } }
+            }]
+        },
+        "spec": spec,
+        "status": { "phase": "Ready" }
+    })
+}
+
+#[test]
+fn an_object_decodes_as_kube_core_decodes_it() {
+    let text = widget(
+        "w",
+        "7",
+        json!({ "color": "red", "list": [1, "two", null] }),
+    )
+    .to_string();
+    let ours = decode_object(&text).unwrap();
+    let theirs: DynamicObject = serde_json::from_str(&text).unwrap();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.types.as_ref().unwrap().kind, "Widget");
+    assert_eq!(ours.data["status"]["phase"], "Ready");
+}
+
+#[test]
+fn an_object_without_type_fields_or_metadata_decodes() {
+    let ours = decode_object(r#"{"spec":{"x":1}}"#).unwrap();
+    assert_eq!(ours.types, None);
+    assert_eq!(ours.metadata, ObjectMeta::default());
+    assert_eq!(ours.data, json!({ "spec": { "x": 1 } }));
+
+    // Half a TypeMeta is kept in data rather than lost.
+    let ours = decode_object(r#"{"kind":"Widget","metadata":null}"#).unwrap();
+    assert_eq!(ours.types, None);
+    assert_eq!(ours.data, json!({ "kind": "Widget" }));
+}
+
+#[test]
+fn malformed_objects_are_errors_not_panics() {
+    for text in [
+        "",
+        "[]",
+        "7",
+        r#"{"metadata": 5}"#,
+        r#"{"a": 1} trailing"#,
+        "{\"a\":",
+    ] {
+        assert!(decode_object(text).is_err(), "{text:?} decoded");
+    }
+}
+
+#[test]
+fn objects_deeper_than_serde_json_s_default_limit_decode_in_full() {
+    let object = widget("deep", "9", nested(MAX_OBJECT_DEPTH - 2));
+    let decoded = decode_object(&object.to_string()).unwrap();
+    let mut spec = &decoded.data["spec"];
+    for _ in 0..MAX_OBJECT_DEPTH - 2 {
+        spec = &spec["a"];
+    }
+    assert_eq!(spec["leaf"], "bottom");
+}
+
+#[test]
+fn objects_deeper_than_the_limit_are_refused_with_their_depth() {
+    let text = widget("deeper", "9", nested(MAX_OBJECT_DEPTH)).to_string();
+    let err = decode_object(&text).unwrap_err();
+    assert!(
+        err.contains(&format!("nested {} levels deep", MAX_OBJECT_DEPTH + 2)),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_object_at_the_limit_fits_a_small_thread_stack() {
+    // Cloning, comparing and dropping recurse once per level; the limit
+    // leaves room for them on half a thread's usual stack, in an
+    // unoptimised build too. (Decoding has a thread of its own.)
+    let text = nested(MAX_OBJECT_DEPTH - 1).to_string();
+    assert_eq!(json_depth(text.as_bytes()), MAX_OBJECT_DEPTH);
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            let object = decode_object(&text).unwrap();
+            let copy = object.clone();
+            assert_eq!(copy, object);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn depth_ignores_brackets_in_strings() {
+    assert_eq!(json_depth(br#"{"a":"{{[[\"]]"}"#), 1);
+    assert_eq!(json_depth(br#"[[],[[{}]]]"#), 4);
+    assert_eq!(json_depth(b"7"), 0);
+    assert_eq!(json_depth(b"}}}{"), 1);
+}
+
+#[test]
+fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
+    let list = json!({
+        "apiVersion": "example.com/v1",
+        "kind": "WidgetList",
+        "metadata": { "resourceVersion": "42", "continue": "next" },
+        "items": [
+            widget("a", "1", json!({})),
+            widget("too-deep", "2", nested(MAX_OBJECT_DEPTH + 10)),
+            widget("b", "3", nested(MAX_OBJECT_DEPTH - 2)),
+            json!({ "metadata": { "name": 7 } }),
+        ]
+    });
+    let undecodable = Undecodables::default();
+    let page = decode_list(&list.to_string(), &undecodable).unwrap();
+    let names: Vec<_> = page
+        .items
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(page.metadata.resource_version.as_deref(), Some("42"));
+    assert_eq!(page.metadata.continue_.as_deref(), Some("next"));
+    assert_eq!(page.types.kind, "WidgetList");
+    let skipped = undecodable.take();
+    assert_eq!(skipped.len(), 2);
+    assert_eq!(skipped[0].name.as_deref(), Some("too-deep"));
+    assert_eq!(skipped[0].namespace.as_deref(), Some("ns"));
+    assert_eq!(skipped[0].resource_version.as_deref(), Some("2"));
+    assert!(
+        skipped[0]
+            .to_string()
+            .starts_with("ns/too-deep (resourceVersion 2): nested")
+    );
+    assert_eq!(skipped[1].name, None);
+    assert!(undecodable.take().is_empty(), "take drains");
+}
+
+#[test]
+fn a_list_with_null_or_no_items_is_empty() {
+    let undecodable = Undecodables::default();
+    for text in [r#"{"metadata":{},"items":null}"#, r#"{"metadata":{}}"#] {
+        assert!(decode_list(text, &undecodable).unwrap().items.is_empty());
+    }
+    assert!(decode_list("{\"items\": [", &undecodable).is_err());
+}
+
+fn line(kind: &str, object: Value) -> String {
+    json!({ "type": kind, "object": object }).to_string()
+}
+
+#[test]
+fn watch_lines_decode_to_events() {
+    let undecodable = Undecodables::default();
+    let decode = |l: &str| decode_watch_line(l, &undecodable);
+    match decode(&line("ADDED", widget("a", "5", json!({})))) {
+        Some(Ok(WatchEvent::Added(o))) => assert_eq!(o.metadata.name.as_deref(), Some("a")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        decode(&line("MODIFIED", widget("a", "6", json!({})))),
+        Some(Ok(WatchEvent::Modified(_)))
+    ));
+    assert!(matches!(
+        decode(&line("DELETED", widget("a", "7", json!({})))),
+        Some(Ok(WatchEvent::Deleted(_)))
+    ));
+    let bookmark = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": { "resourceVersion": "8", "annotations": { "k8s.io/initial-events-end": "true" } }
+    });
+    match decode(&line("BOOKMARK", bookmark)) {
+        Some(Ok(WatchEvent::Bookmark(b))) => {
+            assert_eq!(b.metadata.resource_version, "8");
+            assert_eq!(b.metadata.annotations.len(), 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    let status = json!({ "kind": "Status", "status": "Failure", "code": 410, "reason": "Expired", "message": "too old" });
+    match decode(&line("ERROR", status.clone())) {
+        Some(Ok(WatchEvent::Error(s))) => assert_eq!(s.code, 410),
+        other => panic!("{other:?}"),
+    }
+    // A bare Status instead of an event is the server's error.
+    match decode(&status.to_string()) {
+        Some(Err(kube_client::Error::Api(s))) => assert_eq!(s.reason, "Expired"),
+        other => panic!("{other:?}"),
+    }
+    assert!(decode("").is_none());
+    assert!(
+        decode("{\"type\":\"ADD").is_none(),
+        "a line cut short is passed over"
+    );
+    assert!(matches!(
+        decode("nonsense"),
+        Some(Err(kube_client::Error::SerdeError(_)))
+    ));
+    assert!(matches!(
+        decode("{}"),
+        Some(Err(kube_client::Error::SerdeError(_)))
+    ));
+    assert!(matches!(
+        decode(&line("EXPLODED", json!({}))),
+        Some(Err(kube_client::Error::SerdeError(_)))
+    ));
+    assert!(undecodable.take().is_empty());
+}
+
+#[test]
+fn an_undecodable_watch_event_moves_the_resource_version_on() {
+    let undecodable = Undecodables::default();
+    let deep = widget("deep", "11", nested(MAX_OBJECT_DEPTH + 1));
+    for kind in ["ADDED", "MODIFIED"] {
+        match decode_watch_line(&line(kind, deep.clone()), &undecodable) {
+            Some(Ok(WatchEvent::Bookmark(b))) => {
+                assert_eq!(b.metadata.resource_version, "11");
+                assert!(b.metadata.annotations.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    match decode_watch_line(&line("DELETED", deep), &undecodable) {
+        Some(Ok(WatchEvent::Deleted(o))) => {
+            assert_eq!(o.metadata.name.as_deref(), Some("deep"));
+            assert_eq!(o.metadata.namespace.as_deref(), Some("ns"));
+            assert_eq!(o.metadata.resource_version.as_deref(), Some("11"));
+            assert_eq!(o.metadata.uid.as_deref(), Some("uid-deep"));
+            assert_eq!(o.types.unwrap().kind, "Widget");
+            assert_eq!(o.data, json!({}));
+        }
+        other => panic!("{other:?}"),
+    }
+    let skipped = undecodable.take();
+    assert_eq!(skipped.len(), 3);
+    assert!(skipped.iter().all(|s| s.name.as_deref() == Some("deep")));
+
+    // Without even a resourceVersion there is nothing to stand in for it.
+    let nameless = json!({ "spec": nested(MAX_OBJECT_DEPTH + 1) });
+    assert!(decode_watch_line(&line("ADDED", nameless), &undecodable).is_none());
+    assert_eq!(undecodable.take().len(), 1);
+}
