@@ -1278,11 +1278,14 @@ impl Informer {
     /// # Errors
     /// [`InformerError::AlreadyStarted`].
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
+        // Claim the run first, so that a second `run` adds no second handler.
+        let run = self.inner.prepare()?;
         let state = self
             .inner
             .register(Sink::Inline(self.handler.clone()), None);
         drop(state);
-        self.inner.run(cancel).await
+        self.inner.run_prepared(run, cancel).await;
+        Ok(())
     }
 }
 

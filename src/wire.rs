@@ -109,7 +109,7 @@ pub(crate) async fn list(
     .map_err(kube_client::Error::BuildRequest)?;
     req.extensions_mut().insert("list");
     let text = client(api).request_text(req).await?;
-    decode_list(&text, undecodable).map_err(kube_client::Error::SerdeError)
+    decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError)
 }
 
 /// Starts a watch of the resource `api` points at, from `resource_version`.
@@ -206,12 +206,74 @@ struct RawList<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
-/// Decodes a list response item by item; items that cannot be decoded are
-/// reported to `undecodable` and left out.
-fn decode_list(
+/// Decodes a list response (`{"kind": "WidgetList", "metadata": ...,
+/// "items": [...]}`) the way [`crate::reflector::ApiListWatch`] does: item
+/// by item, leaving out and returning the items that cannot be decoded. For
+/// a [`crate::reflector::ListWatch`] of one's own.
+///
+/// Fails only when the response as a whole is not a list.
+///
+/// ```
+/// let text = r#"{"kind": "ConfigMapList", "apiVersion": "v1",
+///     "metadata": {"resourceVersion": "7"},
+///     "items": [{"metadata": {"name": "a", "namespace": "x"}, "data": {"k": "v"}}]}"#;
+/// let (list, undecodable) = kube_dynamic_informer::wire::decode_list(text)?;
+/// assert_eq!(list.items[0].data["data"]["k"], "v");
+/// assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
+/// assert!(undecodable.is_empty());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn decode_list(
+    text: &str,
+) -> Result<(ObjectList<DynamicObject>, Vec<UndecodableObject>), serde_json::Error> {
+    let undecodable = Undecodables::default();
+    let list = decode_list_into(text, &undecodable)?;
+    Ok((list, undecodable.take()))
+}
+
+/// A list whose items all decode: the common case, read in one pass.
+#[derive(Deserialize)]
+struct WholeList {
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Option<Vec<Object>>,
+}
+
+/// A [`DynamicObject`] decoded by [`ObjectSeed`].
+struct Object(DynamicObject);
+
+impl<'de> Deserialize<'de> for Object {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ObjectSeed.deserialize(deserializer).map(Object)
+    }
+}
+
+/// [`decode_list`], reporting to `undecodable`.
+fn decode_list_into(
     text: &str,
     undecodable: &Undecodables,
 ) -> Result<ObjectList<DynamicObject>, serde_json::Error> {
+    // One pass when every item decodes; item by item when one does not.
+    if let Ok(list) = serde_json::from_str::<WholeList>(text) {
+        return Ok(ObjectList {
+            types: TypeMeta {
+                api_version: list.api_version,
+                kind: list.kind,
+            },
+            metadata: list.metadata,
+            items: list
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .map(|o| o.0)
+                .collect(),
+        });
+    }
     let list: RawList<'_> = serde_json::from_str(text)?;
     let raw_items = list.items.unwrap_or_default();
     let mut items = Vec::with_capacity(raw_items.len());

@@ -710,16 +710,24 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
         rec.handler(),
     )
     .unwrap();
+    let inf = Arc::new(inf);
     let cancel = CancellationToken::new();
     let run = {
-        let cancel = cancel.clone();
+        let (inf, cancel) = (inf.clone(), cancel.clone());
         async move { inf.run(cancel).await }
     };
     let task = tokio::spawn(run);
     eventually("watch open", || server.watches() == 1).await;
+    // A second run is refused and adds no second call per event.
+    assert!(matches!(
+        inf.run(cancel.clone()).await,
+        Err(InformerError::AlreadyStarted { .. })
+    ));
     server.send(WatchEvent::Added(obj("b", 2)));
-    eventually("2 events", || rec.len() == 2).await;
-    assert_eq!(rec.take(), ["add a (initial)", "add b"]);
+    eventually("2 events", || rec.len() >= 2).await;
+    server.send(WatchEvent::Added(obj("c", 3)));
+    eventually("3 events", || rec.len() >= 3).await;
+    assert_eq!(rec.take(), ["add a (initial)", "add b", "add c"]);
     cancel.cancel();
     task.await.unwrap().unwrap();
 }

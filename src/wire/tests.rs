@@ -136,7 +136,7 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
         ]
     });
     let undecodable = Undecodables::default();
-    let page = decode_list(&list.to_string(), &undecodable).unwrap();
+    let page = decode_list_into(&list.to_string(), &undecodable).unwrap();
     let names: Vec<_> = page
         .items
         .iter()
@@ -164,9 +164,14 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
 fn a_list_with_null_or_no_items_is_empty() {
     let undecodable = Undecodables::default();
     for text in [r#"{"metadata":{},"items":null}"#, r#"{"metadata":{}}"#] {
-        assert!(decode_list(text, &undecodable).unwrap().items.is_empty());
+        assert!(
+            decode_list_into(text, &undecodable)
+                .unwrap()
+                .items
+                .is_empty()
+        );
     }
-    assert!(decode_list("{\"items\": [", &undecodable).is_err());
+    assert!(decode_list("{\"items\": [").is_err());
 }
 
 fn line(kind: &str, object: Value) -> String {
