@@ -19,7 +19,13 @@
 //!
 //! `store_upsert` updates an existing object in a store of 1000 pods with the
 //! namespace index and 3 more (two field paths, one projection).
+//!
+//! `store_by_index` queries a store of 50,000 pods spread over 1000 nodes (50
+//! objects a call), one node after another: `Store::by_index` and, for
+//! comparison, `Store::index_keys`. The store is built once, and only when
+//! one of these two is selected (`cargo bench --bench index -- by_index`).
 
+use std::cell::OnceCell;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +33,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::index::{IndexFn, IndexInput};
-use kube_dynamic_informer::store::StoreWriter;
+use kube_dynamic_informer::store::{Store, StoreWriter};
 use serde_json::{Value, json};
 
 fn pod(namespace: &str, name: &str, resource_version: &str, node: &str) -> DynamicObject {
@@ -424,12 +430,62 @@ fn store_upsert(c: &mut Criterion) {
     assert_eq!(store.len(), 1000);
 }
 
+const BY_INDEX_PODS: u32 = 50_000;
+const BY_INDEX_NODES: u32 = 1000;
+
+/// A store of `BY_INDEX_PODS` pods with a `by-node` index, and the writer
+/// that must outlive the reads.
+fn by_index_store() -> (StoreWriter, Store) {
+    let mut writer = StoreWriter::new();
+    let store = writer.reader();
+    store
+        .add_index(
+            "by-node",
+            IndexFn::jmespath("by-node", "spec.nodeName").unwrap(),
+        )
+        .unwrap();
+    let template = pod("ns-0", "pod-0", "1", "node-0");
+    for i in 0..BY_INDEX_PODS {
+        let mut obj = template.clone();
+        obj.metadata.name = Some(format!("web-{i:06}"));
+        obj.metadata.namespace = Some(format!("ns-{}", i % 10));
+        obj.data["spec"]["nodeName"] = json!(format!("node-{}", i % BY_INDEX_NODES));
+        writer.upsert(Arc::new(obj));
+    }
+    assert_eq!(store.len(), BY_INDEX_PODS as usize);
+    (writer, store)
+}
+
+fn store_by_index(c: &mut Criterion) {
+    let built = OnceCell::new();
+    let nodes: Vec<String> = (0..BY_INDEX_NODES).map(|n| format!("node-{n}")).collect();
+    let per_node = (BY_INDEX_PODS / BY_INDEX_NODES) as usize;
+    let mut group = c.benchmark_group("store_by_index");
+    let mut i = 0;
+    group.bench_function("by_index_50k_50_per_call", |b| {
+        let (_, store) = built.get_or_init(by_index_store);
+        assert_eq!(store.by_index("by-node", "node-0").unwrap().len(), per_node);
+        b.iter(|| {
+            i = (i + 1) % nodes.len();
+            store.by_index("by-node", black_box(&nodes[i])).unwrap()
+        })
+    });
+    group.bench_function("index_keys_50k_50_per_call", |b| {
+        let (_, store) = built.get_or_init(by_index_store);
+        b.iter(|| {
+            i = (i + 1) % nodes.len();
+            store.index_keys("by-node", black_box(&nodes[i])).unwrap()
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .sample_size(50);
-    targets = index_one_object, store_upsert
+    targets = index_one_object, store_upsert, store_by_index
 }
 criterion_main!(benches);

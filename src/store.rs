@@ -39,7 +39,14 @@
 //! Each key is one `Arc<str>` allocation shared by the object map and every
 //! index entry that refers to it; each distinct index value is one `Arc<str>`
 //! shared by the value map and the objects filed under it. A value held by a
-//! single object costs no set allocation. Objects are never copied.
+//! single object costs no map allocation. Objects are never copied.
+//!
+//! An index entry holds the object's `Arc` next to its key, so
+//! [`Store::by_index`] clones pointers it already holds instead of looking
+//! each key up again in the object map. That pointer costs 8 bytes a bucket in
+//! the map of a value held by several objects, and nothing for a value held by
+//! one. Updates pay for it too: an update that leaves an object's index values
+//! alone still swaps the `Arc` in each index entry of that object.
 //!
 //! ## Locking
 //!
@@ -86,7 +93,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -229,14 +236,15 @@ struct IndexDef {
 
 #[derive(Default)]
 struct IndexData {
-    by_value: IndexMap<Arc<str>, KeySet>,
+    by_value: IndexMap<Arc<str>, Members>,
 }
 
-/// The keys filed under one value. Most values of selective indexes (by
-/// uid, by owner) hold one key, which needs no set.
-enum KeySet {
-    One(Key),
-    Many(HashSet<Key>),
+/// The objects filed under one value, by key: always the `Arc`s the object
+/// map holds. Most values of selective indexes (by uid, by owner) hold one
+/// object, which needs no map.
+enum Members {
+    One(Key, Arc<DynamicObject>),
+    Many(HashMap<Key, Arc<DynamicObject>>),
 }
 
 impl IndexDef {
@@ -268,70 +276,116 @@ fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Ve
     defs.iter().map(|def| def.values(key, &input)).collect()
 }
 
-impl KeySet {
-    fn insert(&mut self, key: &Key) {
+impl Members {
+    /// Files `object` under `key`, replacing what was filed under it.
+    fn insert(&mut self, key: &Key, object: &Arc<DynamicObject>) {
         match self {
-            KeySet::One(existing) if **existing == **key => {}
-            KeySet::One(existing) => {
-                let set = HashSet::from([existing.clone(), key.clone()]);
-                *self = KeySet::Many(set);
+            Members::One(existing, filed) if **existing == **key => *filed = object.clone(),
+            Members::One(existing, filed) => {
+                let map = HashMap::from([
+                    (existing.clone(), filed.clone()),
+                    (key.clone(), object.clone()),
+                ]);
+                *self = Members::Many(map);
             }
-            KeySet::Many(set) => {
-                set.insert(key.clone());
+            Members::Many(map) => {
+                map.insert(key.clone(), object.clone());
             }
         }
     }
 
-    /// Removes `key`; returns whether the set is now empty.
+    /// Replaces the object filed under `key`, if there is one.
+    fn refresh(&mut self, key: &str, object: &Arc<DynamicObject>) {
+        let filed = match self {
+            Members::One(existing, filed) if &**existing == key => Some(filed),
+            Members::One(..) => None,
+            Members::Many(map) => map.get_mut(key),
+        };
+        if let Some(filed) = filed {
+            *filed = object.clone();
+        }
+    }
+
+    /// Removes `key`; returns whether no object is left.
     fn remove(&mut self, key: &str) -> bool {
         match self {
-            KeySet::One(existing) => &**existing == key,
-            KeySet::Many(set) => {
-                set.remove(key);
-                if set.len() == 1
-                    && let Some(last) = set.iter().next()
+            Members::One(existing, _) => &**existing == key,
+            Members::Many(map) => {
+                map.remove(key);
+                if map.len() == 1
+                    && let Some((last, object)) = map.iter().next()
                 {
-                    *self = KeySet::One(last.clone());
+                    *self = Members::One(last.clone(), object.clone());
                     return false;
                 }
-                set.is_empty()
+                map.is_empty()
             }
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Key> {
+    fn len(&self) -> usize {
+        match self {
+            Members::One(..) => 1,
+            Members::Many(map) => map.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Key, &Arc<DynamicObject>)> {
         let (one, many) = match self {
-            KeySet::One(key) => (Some(key), None),
-            KeySet::Many(set) => (None, Some(set.iter())),
+            Members::One(key, object) => (Some((key, object)), None),
+            Members::Many(map) => (None, Some(map.iter())),
         };
         one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    /// `f` of every member, allocated once (the chained iterator does not
+    /// know its length up front).
+    fn collect<T>(&self, f: impl FnMut((&Key, &Arc<DynamicObject>)) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len());
+        out.extend(self.iter().map(f));
+        out
     }
 }
 
 impl IndexData {
-    /// Files `key` under each value and returns the stored (shared) values.
-    fn insert_all(&mut self, values: Vec<String>, key: &Key) -> Box<[Arc<str>]> {
+    /// Files `object` under each value and returns the stored (shared)
+    /// values.
+    fn insert_all(
+        &mut self,
+        values: Vec<String>,
+        key: &Key,
+        object: &Arc<DynamicObject>,
+    ) -> Box<[Arc<str>]> {
         values
             .into_iter()
             .map(|value| match self.by_value.get_full_mut(value.as_str()) {
-                Some((_, stored, keys)) => {
-                    keys.insert(key);
+                Some((_, stored, members)) => {
+                    members.insert(key, object);
                     stored.clone()
                 }
                 None => {
                     let stored: Arc<str> = value.into();
                     self.by_value
-                        .insert(stored.clone(), KeySet::One(key.clone()));
+                        .insert(stored.clone(), Members::One(key.clone(), object.clone()));
                     stored
                 }
             })
             .collect()
     }
 
+    /// Points the entries of `key` under `values` at `object`.
+    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &Arc<DynamicObject>) {
+        for value in values {
+            if let Some(members) = self.by_value.get_mut(&**value) {
+                members.refresh(key, object);
+            }
+        }
+    }
+
     fn remove_all(&mut self, values: &[Arc<str>], key: &str) {
         for value in values {
-            if let Some(keys) = self.by_value.get_mut(&**value)
-                && keys.remove(key)
+            if let Some(members) = self.by_value.get_mut(&**value)
+                && members.remove(key)
             {
                 self.by_value.swap_remove(&**value);
             }
@@ -366,12 +420,6 @@ impl State {
         self.defs.iter().map(|def| def.name.clone()).collect()
     }
 
-    fn objects_of(&self, keys: impl Iterator<Item = impl AsRef<str>>) -> Vec<Arc<DynamicObject>> {
-        keys.filter_map(|key| self.objects.get(key.as_ref()))
-            .map(|entry| entry.object.clone())
-            .collect()
-    }
-
     /// Inserts or replaces an object with values computed for the first
     /// `computed.len()` indexes (indexes added since are computed here).
     fn insert(
@@ -388,14 +436,16 @@ impl State {
             Some((_, stored_key, entry)) => {
                 for (slot, values) in computed.into_iter().enumerate() {
                     let old = &entry.values[slot];
-                    // Most updates (status changes) leave index values alone.
+                    let index = &mut self.indexes[slot];
+                    // Most updates (status changes) leave index values alone;
+                    // their entries only need the new `Arc`.
                     if old.len() == values.len() && old.iter().zip(&values).all(|(a, b)| **a == **b)
                     {
+                        index.refresh_all(old, stored_key, &object);
                         continue;
                     }
-                    let index = &mut self.indexes[slot];
                     index.remove_all(old, stored_key);
-                    entry.values[slot] = index.insert_all(values, stored_key);
+                    entry.values[slot] = index.insert_all(values, stored_key, &object);
                 }
                 Some(std::mem::replace(&mut entry.object, object))
             }
@@ -404,7 +454,7 @@ impl State {
                 let values = computed
                     .into_iter()
                     .zip(&mut self.indexes)
-                    .map(|(values, index)| index.insert_all(values, &stored_key))
+                    .map(|(values, index)| index.insert_all(values, &stored_key, &object))
                     .collect();
                 self.objects.insert(stored_key, Entry { object, values });
                 None
@@ -461,7 +511,7 @@ impl Store {
             .read()
             .objects
             .keys()
-            .map(|key| key.to_string())
+            .map(|key| String::from(&**key))
             .collect()
     }
 
@@ -488,7 +538,7 @@ impl Store {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
-            Some(keys) => state.objects_of(keys.iter()),
+            Some(members) => members.collect(|(_, object)| object.clone()),
             None => Vec::new(),
         })
     }
@@ -502,7 +552,7 @@ impl Store {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
-            Some(keys) => keys.iter().map(|key| key.to_string()).collect(),
+            Some(members) => members.collect(|(key, _)| String::from(&**key)),
             None => Vec::new(),
         })
     }
@@ -519,7 +569,7 @@ impl Store {
         Ok(state.indexes[slot]
             .by_value
             .keys()
-            .map(|value| value.to_string())
+            .map(|value| String::from(&**value))
             .collect())
     }
 
@@ -610,7 +660,7 @@ impl Store {
                 Some((seen, values)) if Arc::ptr_eq(&seen, &entry.object) => values,
                 _ => def.values(key, &IndexInput::new(&entry.object)),
             };
-            let stored = index.insert_all(values, key);
+            let stored = index.insert_all(values, key, &entry.object);
             let mut slots = std::mem::take(&mut entry.values).into_vec();
             slots.push(stored);
             entry.values = slots.into_boxed_slice();
@@ -806,7 +856,8 @@ mod tests {
     }
 
     /// Recomputes every index from scratch and compares with the
-    /// incrementally maintained maps, in both directions.
+    /// incrementally maintained maps, in both directions, and checks that
+    /// every index entry holds the very `Arc` the object map holds.
     fn check_invariants(store: &Store) {
         let state = store.shared.read();
         assert_eq!(state.defs.len(), state.indexes.len());
@@ -829,19 +880,27 @@ mod tests {
             let actual: BTreeMap<String, BTreeSet<String>> = index
                 .by_value
                 .iter()
-                .map(|(value, keys)| {
+                .map(|(value, members)| {
                     (
                         value.to_string(),
-                        keys.iter().map(|k| k.to_string()).collect(),
+                        members.iter().map(|(k, _)| k.to_string()).collect(),
                     )
                 })
                 .collect();
             assert_eq!(actual, expected, "index {}", def.name);
-            for keys in index.by_value.values() {
-                if let KeySet::Many(set) = keys {
+            for (value, members) in &index.by_value {
+                if let Members::Many(map) = members {
                     assert!(
-                        set.len() >= 2,
-                        "a set of fewer than two keys should be KeySet::One"
+                        map.len() >= 2,
+                        "a map of fewer than two objects should be Members::One"
+                    );
+                }
+                for (key, filed) in members.iter() {
+                    let cached = &state.objects[&**key].object;
+                    assert!(
+                        Arc::ptr_eq(filed, cached),
+                        "index {} holds a stale object for {key} under {value}",
+                        def.name
                     );
                 }
             }
@@ -1174,6 +1233,93 @@ mod tests {
             json!({"metadata": {"name": "c", "resourceVersion": "5"}, "data": {"k": "2"}}),
         )]);
         assert_eq!(outcome.updated.len(), 1);
+    }
+
+    /// The object filed under `value` in `index` with this name.
+    fn filed(store: &Store, index: &str, value: &str, name: &str) -> Arc<DynamicObject> {
+        store
+            .by_index(index, value)
+            .unwrap()
+            .into_iter()
+            .find(|o| o.metadata.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not under {index}={value}"))
+    }
+
+    #[test]
+    fn update_keeping_index_values_serves_the_new_object() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        // n1 holds two objects, n2 one.
+        writer.upsert(pod("shop", "web-0", "1", "n1", json!({"app": "web"})));
+        let web_1 = pod("shop", "web-1", "1", "n1", json!({"app": "web"}));
+        writer.upsert(web_1.clone());
+        writer.upsert(pod("shop", "db-0", "1", "n2", json!({"app": "db"})));
+        // An index declared after the objects arrived.
+        store.add_index("label-key", label_keys()).unwrap();
+
+        // Status-style updates: new resourceVersion, same index values.
+        let web_0 = pod("shop", "web-0", "2", "n1", json!({"app": "web"}));
+        let db_0 = pod("shop", "db-0", "2", "n2", json!({"app": "db"}));
+        writer.upsert(web_0.clone());
+        writer.upsert(db_0.clone());
+
+        for (index, value) in [
+            ("node", "n1"),
+            (NAMESPACE_INDEX, "shop"),
+            ("label-key", "app"),
+        ] {
+            assert!(Arc::ptr_eq(&filed(&store, index, value, "web-0"), &web_0));
+            assert!(Arc::ptr_eq(&filed(&store, index, value, "web-1"), &web_1));
+        }
+        for (index, value) in [
+            ("node", "n2"),
+            (NAMESPACE_INDEX, "shop"),
+            ("label-key", "app"),
+        ] {
+            assert!(Arc::ptr_eq(&filed(&store, index, value, "db-0"), &db_0));
+        }
+        assert_eq!(store.by_index("node", "n1").unwrap().len(), 2);
+        check_invariants(&store);
+    }
+
+    #[test]
+    fn replace_keeping_index_values_serves_the_new_objects() {
+        let mut writer = StoreWriter::new();
+        let store = writer.reader();
+        store
+            .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+            .unwrap();
+        let kept = pod("a", "kept", "1", "n1", json!({}));
+        writer.upsert(kept.clone());
+        writer.upsert(pod("a", "changed", "1", "n1", json!({})));
+        writer.upsert(pod("a", "alone", "1", "n2", json!({})));
+
+        let changed = pod("a", "changed", "2", "n1", json!({}));
+        let alone = pod("a", "alone", "2", "n2", json!({}));
+        let outcome = writer.replace(vec![
+            pod("a", "kept", "1", "n1", json!({})),
+            changed.clone(),
+            alone.clone(),
+        ]);
+        assert_eq!((outcome.updated.len(), outcome.unchanged), (2, 1));
+
+        assert!(Arc::ptr_eq(
+            &filed(&store, "node", "n1", "changed"),
+            &changed
+        ));
+        assert!(Arc::ptr_eq(&filed(&store, "node", "n2", "alone"), &alone));
+        // Unchanged: the index keeps serving the cached `Arc`.
+        assert!(Arc::ptr_eq(&filed(&store, "node", "n1", "kept"), &kept));
+        for (name, expected) in [("changed", &changed), ("alone", &alone), ("kept", &kept)] {
+            assert!(Arc::ptr_eq(
+                &filed(&store, NAMESPACE_INDEX, "a", name),
+                expected
+            ));
+        }
+        check_invariants(&store);
     }
 
     #[test]

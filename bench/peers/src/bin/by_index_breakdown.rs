@@ -3,10 +3,10 @@
 //! copy) with the benchmark's three indexes, then the `node` query timed
 //! three ways:
 //!
-//! - `by_index`: the library's call (index → keys → objects map → `Arc` clones);
-//! - `index_keys`: the index lookup alone (keys, no objects);
-//! - `arc_in_index`: a prototype index that files the `Arc<DynamicObject>`
-//!   itself under each value, as proposed in BENCHMARKS.md.
+//! - `by_index`: the library's call (value → index entries → `Arc` clones);
+//! - `index_keys`: the same entries as `String` keys, no objects;
+//! - `arc_in_index`: the floor, a plain `HashMap` of `Vec<Arc<DynamicObject>>`
+//!   by node, with no keys and nothing to keep up to date.
 //!
 //! `target/bench/cargo/release/by_index_breakdown [N] [QUERIES]`
 
