@@ -113,7 +113,7 @@ use crate::lister::Lister;
 use crate::reflector::{ListWatch, ReflectorConfig, ResourceAvailability, WatchStream};
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::selector::{Selector, SelectorError, validate_field_selector};
-use crate::wire::{self, UndecodableObject, Undecodables};
+use crate::wire::{self, PageAhead, UndecodableObject, Undecodables};
 
 /// Which namespaces an informer watches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -1207,6 +1207,8 @@ pub struct ResourceListWatch {
     positions: Arc<Mutex<Option<Vec<String>>>>,
     /// Objects left out because they could not be decoded.
     undecodable: Undecodables,
+    /// The next list page, requested ahead.
+    ahead: PageAhead,
 }
 
 impl fmt::Debug for ResourceListWatch {
@@ -1244,6 +1246,7 @@ impl ResourceListWatch {
             metadata_only: false,
             positions: Arc::new(Mutex::new(None)),
             undecodable: Undecodables::default(),
+            ahead: PageAhead::default(),
         }
     }
 
@@ -1321,8 +1324,9 @@ async fn list_one(
     metadata_only: bool,
     params: &ListParams,
     undecodable: &Undecodables,
+    ahead: &PageAhead,
 ) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
-    let mut list = wire::list(api, params, metadata_only, undecodable).await?;
+    let mut list = wire::list(api, params, metadata_only, undecodable, ahead).await?;
     if metadata_only {
         list.items = list
             .items
@@ -1414,6 +1418,7 @@ impl ResourceListWatch {
                     metadata_only,
                     &at(&rv, &params),
                     &self.undecodable,
+                    &self.ahead,
                 )
                 .await?;
                 if rv.is_none() {
@@ -1457,6 +1462,7 @@ impl ResourceListWatch {
                 metadata_only,
                 &page_params,
                 &self.undecodable,
+                &self.ahead,
             )
             .await?;
             if rv.is_none() {
@@ -1560,6 +1566,7 @@ impl ListWatch for ResourceListWatch {
                     this.metadata_only,
                     &params,
                     &this.undecodable,
+                    &this.ahead,
                 )
                 .await
             } else {

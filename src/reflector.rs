@@ -46,7 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::informer::Scope;
-use crate::wire::{self, UndecodableObject, Undecodables};
+use crate::wire::{self, PageAhead, UndecodableObject, Undecodables};
 
 /// Annotation on the bookmark that ends the initial events of a streaming
 /// list.
@@ -92,6 +92,7 @@ pub trait ListWatch: Send + Sync + 'static {
 pub struct ApiListWatch {
     api: Api<DynamicObject>,
     undecodable: Undecodables,
+    ahead: PageAhead,
 }
 
 impl ApiListWatch {
@@ -100,6 +101,7 @@ impl ApiListWatch {
         Self {
             api,
             undecodable: Undecodables::default(),
+            ahead: PageAhead::default(),
         }
     }
 }
@@ -115,9 +117,13 @@ impl ListWatch for ApiListWatch {
         &self,
         params: &ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
-        let (api, undecodable) = (self.api.clone(), self.undecodable.clone());
+        let (api, undecodable, ahead) = (
+            self.api.clone(),
+            self.undecodable.clone(),
+            self.ahead.clone(),
+        );
         let params = params.clone();
-        async move { wire::list(&api, &params, false, &undecodable).await }.boxed()
+        async move { wire::list(&api, &params, false, &undecodable, &ahead).await }.boxed()
     }
 
     fn watch(

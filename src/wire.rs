@@ -91,15 +91,49 @@ impl Undecodables {
     }
 }
 
-/// Lists one page (or everything, without a limit) of the resource `api`
-/// points at. With `metadata_only`, objects carry metadata only (and the
-/// `PartialObjectMetadata` kind the server gives them).
-pub(crate) async fn list(
+/// The next page of a paged list, requested while the current one is being
+/// decoded, so that the server prepares page *k + 1* while the client decodes
+/// page *k* instead of both taking turns. It answers the next list call whose
+/// request is the same (same URL, selectors and continue token); any other
+/// call drops it, which cancels it. Shared by the clones of one list-watch.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PageAhead(Arc<Mutex<Option<Ahead>>>);
+
+/// A page request in flight, by the URI it asked for.
+#[derive(Debug)]
+struct Ahead {
+    uri: String,
+    task: tokio::task::JoinHandle<Result<String, kube_client::Error>>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl PageAhead {
+    /// The page requested ahead for `uri`, if that is the one in flight;
+    /// whatever else is in flight is cancelled.
+    fn take(&self, uri: &str) -> Option<Ahead> {
+        let ahead = self.0.lock().take()?;
+        (ahead.uri == uri).then_some(ahead)
+    }
+
+    fn put(&self, ahead: Ahead) {
+        *self.0.lock() = Some(ahead);
+    }
+}
+
+/// Pages at least this large are decoded on a blocking thread, so that the
+/// runtime keeps driving the next page's request meanwhile.
+const DECODE_ASIDE_BYTES: usize = 64 * 1024;
+
+fn list_request(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
-    undecodable: &Undecodables,
-) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
+) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
     let request = kube_core::Request::new(api.resource_url());
     let mut req = if metadata_only {
         request.list_metadata(params)
@@ -108,8 +142,90 @@ pub(crate) async fn list(
     }
     .map_err(kube_client::Error::BuildRequest)?;
     req.extensions_mut().insert("list");
-    let text = client(api).request_text(req).await?;
-    decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError)
+    Ok(req)
+}
+
+/// Lists one page (or everything, without a limit) of the resource `api`
+/// points at. With `metadata_only`, objects carry metadata only (and the
+/// `PartialObjectMetadata` kind the server gives them).
+///
+/// When the page has a continue token, the next page is requested before
+/// this one is decoded, and kept in `ahead` for the call that asks for it.
+pub(crate) async fn list(
+    api: &Api<DynamicObject>,
+    params: &ListParams,
+    metadata_only: bool,
+    undecodable: &Undecodables,
+    ahead: &PageAhead,
+) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
+    let req = list_request(api, params, metadata_only)?;
+    let text = match ahead.take(&req.uri().to_string()) {
+        Some(mut prefetched) => match (&mut prefetched.task).await {
+            Ok(answer) => answer?,
+            // The request ahead panicked: ask again.
+            Err(_) => client(api).request_text(req).await?,
+        },
+        None => client(api).request_text(req).await?,
+    };
+    if let Some(token) = continue_token(&text) {
+        let next = ListParams {
+            continue_token: Some(token),
+            ..params.clone()
+        };
+        let req = list_request(api, &next, metadata_only)?;
+        let uri = req.uri().to_string();
+        let client = client(api);
+        let task = tokio::spawn(async move { client.request_text(req).await });
+        ahead.put(Ahead { uri, task });
+    }
+    if text.len() < DECODE_ASIDE_BYTES {
+        return decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError);
+    }
+    let undecodable = undecodable.clone();
+    tokio::task::spawn_blocking(move || decode_list_into(&text, &undecodable))
+        .await
+        .map_err(|e| kube_client::Error::Service(Box::new(e)))?
+        .map_err(kube_client::Error::SerdeError)
+}
+
+/// `metadata.continue` of a list response, read without decoding its items
+/// when the metadata comes first (as the API server writes it). `None` when
+/// there is none, or when the response cannot be read that way.
+pub(crate) fn continue_token(text: &str) -> Option<String> {
+    /// The list's metadata, as far as paging goes.
+    #[derive(Deserialize)]
+    struct Paging {
+        #[serde(default, rename = "continue")]
+        continue_: Option<String>,
+    }
+
+    /// Reads the top-level object up to `metadata`, then stops.
+    struct Head<'a>(&'a mut Option<Option<String>>);
+
+    impl<'de> Visitor<'de> for Head<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "metadata" {
+                    let paging: Paging = map.next_value()?;
+                    *self.0 = Some(paging.continue_);
+                    // Enough read: the rest is the items.
+                    return Err(serde::de::Error::custom("list metadata read"));
+                }
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut found = None;
+    let _ = serde_json::Deserializer::from_str(text).deserialize_map(Head(&mut found));
+    found.flatten().filter(|token| !token.is_empty())
 }
 
 /// Starts a watch of the resource `api` points at, from `resource_version`.

@@ -268,3 +268,45 @@ fn an_undecodable_watch_event_moves_the_resource_version_on() {
     assert!(decode_watch_line(&line("ADDED", nameless), &undecodable).is_none());
     assert_eq!(undecodable.take().len(), 1);
 }
+
+#[test]
+fn the_continue_token_is_read_from_the_list_metadata() {
+    let list = |metadata: Value, items: Vec<Value>| {
+        json!({ "kind": "WidgetList", "apiVersion": "example.com/v1",
+                "metadata": metadata, "items": items })
+        .to_string()
+    };
+    let page = list(
+        json!({ "resourceVersion": "9", "continue": "abc" }),
+        vec![widget("a", "8", json!({}))],
+    );
+    assert_eq!(continue_token(&page).as_deref(), Some("abc"));
+
+    let last = list(json!({ "resourceVersion": "9", "continue": "" }), vec![]);
+    assert_eq!(continue_token(&last), None);
+    let unpaged = list(json!({ "resourceVersion": "9" }), vec![]);
+    assert_eq!(continue_token(&unpaged), None);
+
+    // Items too deep to skip do not matter when the metadata comes first,
+    // as the API server writes it...
+    let deep = list(
+        json!({ "continue": "def" }),
+        vec![widget("deep", "8", nested(300))],
+    );
+    assert_eq!(continue_token(&deep).as_deref(), Some("def"));
+    // ...and items before the metadata are skipped.
+    let items_first =
+        r#"{"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "ghi"}}"#;
+    assert_eq!(continue_token(items_first).as_deref(), Some("ghi"));
+
+    for not_a_list in [
+        "",
+        "[]",
+        "null",
+        r#"{"metadata": 5}"#,
+        r#"{"metadata": {"continue": 5}}"#,
+        "{\"metadata\": {\"continue\": \"x\"",
+    ] {
+        assert_eq!(continue_token(not_a_list), None, "{not_a_list:?}");
+    }
+}

@@ -122,6 +122,7 @@ async fn wait_until_compacted(api: &Api<PodTemplate>, rv: &str) {
 #[derive(Clone)]
 struct Gated {
     inner: ApiListWatch,
+    api: Api<DynamicObject>,
     hold_pages: bool,
     hold_watches: bool,
     open: Arc<AtomicBool>,
@@ -134,8 +135,10 @@ struct Gated {
 impl Gated {
     /// Over the pod templates of namespace `ns`.
     fn pod_templates(client: &Client, ns: &str, hold_pages: bool, hold_watches: bool) -> Self {
+        let api = Api::namespaced_with(client.clone(), ns, &pod_templates());
         Self {
-            inner: ApiListWatch::new(Api::namespaced_with(client.clone(), ns, &pod_templates())),
+            inner: ApiListWatch::new(api.clone()),
+            api,
             hold_pages,
             hold_watches,
             open: Arc::default(),
@@ -174,7 +177,13 @@ impl ListWatch for Gated {
         self.list_limits.lock().unwrap().push(params.limit);
         let hold = self.hold_pages && params.continue_token.is_some();
         let gate = self.wait_open();
-        let call = self.inner.list(params);
+        // A held page is asked for afresh once the gate opens: the shared
+        // list-watch has requested it ahead already, before the hold.
+        let call = if hold {
+            ApiListWatch::new(self.api.clone()).list(params)
+        } else {
+            self.inner.list(params)
+        };
         let first_rv = self.first_rv.clone();
         async move {
             if hold {
@@ -324,6 +333,48 @@ async fn lists_in_pages_of_the_configured_size() {
         3
     );
     cancel.cancel();
+}
+
+/// `ApiListWatch` requests the next page while it decodes one; that page
+/// answers the request it was made for and no other.
+#[tokio::test]
+async fn a_page_requested_ahead_answers_only_its_own_request() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "inf-ahead").await;
+    let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+    create_pod_templates(&api, (0..5).map(|i| format!("pt{i}"))).await;
+    let lw = ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates()));
+    let pages = ListParams::default().limit(2);
+    let names = |page: &ObjectList<DynamicObject>| {
+        page.items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+
+    let first = lw.list(&pages).await.unwrap();
+    assert_eq!(names(&first), ["pt0", "pt1"]);
+    let token = first.metadata.continue_.clone().expect("a continue token");
+    // Another request in between gets its own answer...
+    let other = lw
+        .list(&pages.clone().fields("metadata.name=pt3"))
+        .await
+        .unwrap();
+    assert_eq!(names(&other), ["pt3"]);
+    // ...and the next page is still right, asked for twice over.
+    let next = pages.clone().continue_token(&token);
+    for _ in 0..2 {
+        let second = lw.list(&next).await.unwrap();
+        assert_eq!(names(&second), ["pt2", "pt3"]);
+    }
+    let second = lw.list(&next).await.unwrap();
+    let last_token = second.metadata.continue_.expect("a continue token");
+    let last = lw
+        .list(&pages.clone().continue_token(&last_token))
+        .await
+        .unwrap();
+    assert_eq!(names(&last), ["pt4"]);
+    assert_eq!(last.metadata.continue_.filter(|c| !c.is_empty()), None);
 }
 
 #[tokio::test]
