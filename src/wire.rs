@@ -125,10 +125,6 @@ impl PageAhead {
     }
 }
 
-/// Pages at least this large are decoded on a blocking thread, so that the
-/// runtime keeps driving the next page's request meanwhile.
-const DECODE_ASIDE_BYTES: usize = 64 * 1024;
-
 fn list_request(
     api: &Api<DynamicObject>,
     params: &ListParams,
@@ -177,15 +173,18 @@ pub(crate) async fn list(
         let client = client(api);
         let task = tokio::spawn(async move { client.request_text(req).await });
         ahead.put(Ahead { uri, task });
+        // Let the request ahead go out before this thread is busy decoding;
+        // another worker reads its answer meanwhile.
+        tokio::task::yield_now().await;
     }
-    if text.len() < DECODE_ASIDE_BYTES {
-        return decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError);
-    }
-    let undecodable = undecodable.clone();
-    tokio::task::spawn_blocking(move || decode_list_into(&text, &undecodable))
-        .await
-        .map_err(|e| kube_client::Error::Service(Box::new(e)))?
-        .map_err(kube_client::Error::SerdeError)
+    // Decoded here rather than on a blocking thread: the objects are then
+    // allocated by the runtime's threads, which decode watch events later
+    // and so reuse the memory that replaced objects free. Decoded on the
+    // short-lived blocking threads, a list's objects sat in allocator arenas
+    // that nothing allocated from again, and every update grew the process
+    // by the object it replaced (+466 MiB over 20,000 updates of 50,000
+    // Widgets).
+    decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError)
 }
 
 /// `metadata.continue` of a list response, read without decoding its items
