@@ -18,7 +18,7 @@ PEERS = ["floor", "kdi", "kdi-streaming-list", "kdi-strip-per-page", "client-go"
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
-    "kdi-strip-per-page": "kube-dynamic-informer, strip per page (proposed fix)",
+    "kdi-strip-per-page": "kube-dynamic-informer, strip in a wrapping ListWatch",
     "kdi-streaming-list": "kube-dynamic-informer, streaming list",
     "client-go": "client-go dynamicinformer",
     "kube-runtime": "kube-runtime watcher+reflector",
@@ -133,9 +133,7 @@ def targets(results):
     if kdi and fl:
         r = ratio(kdi["sync_s"], fl["sync_s"])
         row("Time to sync vs raw list", "≤ 1.5× floor", f"{fmt(r, 2)}× ({fmt(fl['sync_s'], 2)} s floor)", r <= 1.5)
-    kdi_p = find(ds, "kdi-strip-per-page", True)
-    for a, b, label in ((kdi, cg, "with managedFields"), (kdi_s, cg_s, "managedFields stripped"),
-                        (kdi_p, cg_s, "stripped per page (proposed fix)")):
+    for a, b, label in ((kdi, cg, "with managedFields"), (kdi_s, cg_s, "managedFields stripped")):
         if a and b:
             r = ratio(a["rss_peak_mb"], b["rss_peak_mb"])
             row(f"Peak RSS, {label}", "≤ 0.5× client-go",

@@ -235,14 +235,25 @@ impl InformerConfig {
         self
     }
 
-    /// Objects per list page (0: one unpaged list).
+    /// Objects per list page (0: one unpaged list; default 500, as
+    /// client-go). With [`ApiListWatch`] and
+    /// the factory's informers, page *k + 1* is requested as soon as page
+    /// *k* has arrived, so the server prepares it while page *k* is decoded.
     #[must_use]
     pub fn page_size(mut self, page_size: u32) -> Self {
         self.reflector.page_size = page_size;
         self
     }
 
-    /// Uses streaming lists (`sendInitialEvents`) where the server has them.
+    /// Uses streaming lists (`sendInitialEvents`) where the server has them
+    /// (off by default). The server then answers the initial list from its
+    /// watch cache as a stream of events, without building pages: less
+    /// memory on the server for very large lists. A server that refuses it
+    /// gets a paged list instead. Off by default because a paged list with
+    /// the next page requested ahead syncs at least as fast (see
+    /// BENCHMARKS.md), and because a server or proxy that ignores
+    /// `sendInitialEvents` would never send the bookmark that ends the
+    /// initial events.
     #[must_use]
     pub fn streaming_list(mut self, enabled: bool) -> Self {
         self.reflector.streaming_list = enabled;

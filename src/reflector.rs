@@ -87,7 +87,9 @@ pub trait ListWatch: Send + Sync + 'static {
 /// Responses are decoded object by object ([`crate::wire`]): one object that
 /// cannot be decoded is left out and reported through
 /// [`ListWatch::take_undecodable`] instead of failing its whole page or
-/// stalling the watch.
+/// stalling the watch. When a list page has a continue token, the next page
+/// is requested before this one is decoded and answers the next `list` call
+/// made with that token (any other call cancels it).
 #[derive(Clone)]
 pub struct ApiListWatch {
     api: Api<DynamicObject>,
