@@ -463,6 +463,22 @@ pub fn tempdir(prefix: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Bytes the allocator has handed out and not yet had back, in KiB: what the
+/// process holds, without the freed memory the allocator keeps (glibc only;
+/// `None` elsewhere).
+pub fn heap_in_use_kib() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let info = unsafe { libc::mallinfo2() };
+        Some(((info.uordblks + info.hblkhd) / 1024) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
 /// VmRSS of this process, in KiB.
 pub fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
