@@ -113,7 +113,7 @@ use crate::lister::Lister;
 use crate::reflector::{ListWatch, ReflectorConfig, ResourceAvailability, WatchStream};
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::selector::{Selector, SelectorError, validate_field_selector};
-use crate::wire::{self, PageAhead, UndecodableObject, Undecodables};
+use crate::wire::{self, ListWatchState, UndecodableObject};
 
 /// Which namespaces an informer watches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -1205,10 +1205,9 @@ pub struct ResourceListWatch {
     /// With several namespaces: where each namespace's watch is, in
     /// namespace order; set by a complete list, advanced by events.
     positions: Arc<Mutex<Option<Vec<String>>>>,
-    /// Objects left out because they could not be decoded.
-    undecodable: Undecodables,
-    /// The next list page, requested ahead.
-    ahead: PageAhead,
+    /// Objects left out because they could not be decoded, and the next
+    /// list page, requested ahead.
+    state: ListWatchState,
 }
 
 impl fmt::Debug for ResourceListWatch {
@@ -1245,8 +1244,7 @@ impl ResourceListWatch {
             strict_namespaces: true,
             metadata_only: false,
             positions: Arc::new(Mutex::new(None)),
-            undecodable: Undecodables::default(),
-            ahead: PageAhead::default(),
+            state: ListWatchState::default(),
         }
     }
 
@@ -1323,10 +1321,9 @@ async fn list_one(
     resource: &ApiResource,
     metadata_only: bool,
     params: &ListParams,
-    undecodable: &Undecodables,
-    ahead: &PageAhead,
+    state: &ListWatchState,
 ) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
-    let mut list = wire::list(api, params, metadata_only, undecodable, ahead).await?;
+    let mut list = wire::list(api, params, metadata_only, state).await?;
     if metadata_only {
         list.items = list
             .items
@@ -1343,9 +1340,9 @@ async fn watch_one(
     metadata_only: bool,
     params: &WatchParams,
     rv: &str,
-    undecodable: &Undecodables,
+    state: &ListWatchState,
 ) -> Result<WatchStream, kube_client::Error> {
-    let stream = wire::watch(api, params, rv, metadata_only, undecodable).await?;
+    let stream = wire::watch(api, params, rv, metadata_only, state).await?;
     if !metadata_only {
         return Ok(stream);
     }
@@ -1417,8 +1414,7 @@ impl ResourceListWatch {
                     &resource,
                     metadata_only,
                     &at(&rv, &params),
-                    &self.undecodable,
-                    &self.ahead,
+                    &self.state,
                 )
                 .await?;
                 if rv.is_none() {
@@ -1461,8 +1457,7 @@ impl ResourceListWatch {
                 &resource,
                 metadata_only,
                 &page_params,
-                &self.undecodable,
-                &self.ahead,
+                &self.state,
             )
             .await?;
             if rv.is_none() {
@@ -1525,7 +1520,7 @@ impl ResourceListWatch {
                 self.metadata_only,
                 &params,
                 start,
-                &self.undecodable,
+                &self.state,
             )
             .await?;
             let positions = self.positions.clone();
@@ -1565,8 +1560,7 @@ impl ListWatch for ResourceListWatch {
                     &resource,
                     this.metadata_only,
                     &params,
-                    &this.undecodable,
-                    &this.ahead,
+                    &this.state,
                 )
                 .await
             } else {
@@ -1593,7 +1587,7 @@ impl ListWatch for ResourceListWatch {
                     this.metadata_only,
                     &params,
                     &rv,
-                    &this.undecodable,
+                    &this.state,
                 )
                 .await
             } else {
@@ -1604,7 +1598,7 @@ impl ListWatch for ResourceListWatch {
     }
 
     fn take_undecodable(&self) -> Vec<UndecodableObject> {
-        self.undecodable.take()
+        self.state.take_undecodable()
     }
 }
 

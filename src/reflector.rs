@@ -46,7 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::informer::Scope;
-use crate::wire::{self, PageAhead, UndecodableObject, Undecodables};
+use crate::wire::{self, ListWatchState, UndecodableObject};
 
 /// Annotation on the bookmark that ends the initial events of a streaming
 /// list.
@@ -93,8 +93,7 @@ pub trait ListWatch: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct ApiListWatch {
     api: Api<DynamicObject>,
-    undecodable: Undecodables,
-    ahead: PageAhead,
+    state: ListWatchState,
 }
 
 impl ApiListWatch {
@@ -102,8 +101,7 @@ impl ApiListWatch {
     pub fn new(api: Api<DynamicObject>) -> Self {
         Self {
             api,
-            undecodable: Undecodables::default(),
-            ahead: PageAhead::default(),
+            state: ListWatchState::default(),
         }
     }
 }
@@ -119,13 +117,9 @@ impl ListWatch for ApiListWatch {
         &self,
         params: &ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
-        let (api, undecodable, ahead) = (
-            self.api.clone(),
-            self.undecodable.clone(),
-            self.ahead.clone(),
-        );
+        let (api, state) = (self.api.clone(), self.state.clone());
         let params = params.clone();
-        async move { wire::list(&api, &params, false, &undecodable, &ahead).await }.boxed()
+        async move { wire::list(&api, &params, false, &state).await }.boxed()
     }
 
     fn watch(
@@ -133,14 +127,14 @@ impl ListWatch for ApiListWatch {
         params: &WatchParams,
         resource_version: &str,
     ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
-        let (api, undecodable) = (self.api.clone(), self.undecodable.clone());
+        let (api, state) = (self.api.clone(), self.state.clone());
         let params = params.clone();
         let rv = resource_version.to_string();
-        async move { wire::watch(&api, &params, &rv, false, &undecodable).await }.boxed()
+        async move { wire::watch(&api, &params, &rv, false, &state).await }.boxed()
     }
 
     fn take_undecodable(&self) -> Vec<UndecodableObject> {
-        self.undecodable.take()
+        self.state.take_undecodable()
     }
 }
 

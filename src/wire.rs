@@ -75,10 +75,26 @@ impl fmt::Display for UndecodableObject {
     }
 }
 
-/// Where list and watch calls put the objects they could not decode, for the
-/// reflector to take (see [`crate::reflector::ListWatch::take_undecodable`]).
+/// What one list-watch keeps between its [`list`] and [`watch`] calls: the
+/// objects they could not decode, for the reflector to take, and the list
+/// page requested ahead. Clones share it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Undecodables(Arc<Mutex<Vec<UndecodableObject>>>);
+pub(crate) struct ListWatchState {
+    undecodable: Undecodables,
+    ahead: PageAhead,
+}
+
+impl ListWatchState {
+    /// The objects left out since the last call (see
+    /// [`crate::reflector::ListWatch::take_undecodable`]).
+    pub(crate) fn take_undecodable(&self) -> Vec<UndecodableObject> {
+        self.undecodable.take()
+    }
+}
+
+/// Where list and watch calls put the objects they could not decode.
+#[derive(Clone, Debug, Default)]
+struct Undecodables(Arc<Mutex<Vec<UndecodableObject>>>);
 
 impl Undecodables {
     fn push(&self, object: UndecodableObject) {
@@ -86,7 +102,7 @@ impl Undecodables {
     }
 
     /// Everything reported since the last call.
-    pub(crate) fn take(&self) -> Vec<UndecodableObject> {
+    fn take(&self) -> Vec<UndecodableObject> {
         std::mem::take(&mut *self.0.lock())
     }
 }
@@ -97,7 +113,7 @@ impl Undecodables {
 /// request is the same (same URL, selectors and continue token); any other
 /// call drops it, which cancels it. Shared by the clones of one list-watch.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct PageAhead(Arc<Mutex<Option<Ahead>>>);
+struct PageAhead(Arc<Mutex<Option<Ahead>>>);
 
 /// A page request in flight, by the URI it asked for.
 #[derive(Debug)]
@@ -146,16 +162,15 @@ fn list_request(
 /// `PartialObjectMetadata` kind the server gives them).
 ///
 /// When the page has a continue token, the next page is requested before
-/// this one is decoded, and kept in `ahead` for the call that asks for it.
+/// this one is decoded, and kept in `state` for the call that asks for it.
 pub(crate) async fn list(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
-    undecodable: &Undecodables,
-    ahead: &PageAhead,
+    state: &ListWatchState,
 ) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
     let req = list_request(api, params, metadata_only)?;
-    let text = match ahead.take(&req.uri().to_string()) {
+    let text = match state.ahead.take(&req.uri().to_string()) {
         Some(mut prefetched) => match (&mut prefetched.task).await {
             Ok(answer) => answer?,
             // The request ahead panicked: ask again.
@@ -172,7 +187,7 @@ pub(crate) async fn list(
         let uri = req.uri().to_string();
         let client = client(api);
         let task = tokio::spawn(async move { client.request_text(req).await });
-        ahead.put(Ahead { uri, task });
+        state.ahead.put(Ahead { uri, task });
         // Let the request ahead go out before this thread is busy decoding;
         // another worker reads its answer meanwhile.
         tokio::task::yield_now().await;
@@ -184,13 +199,13 @@ pub(crate) async fn list(
     // that nothing allocated from again, and every update grew the process
     // by the object it replaced (+466 MiB over 20,000 updates of 50,000
     // Widgets).
-    decode_list_into(&text, undecodable).map_err(kube_client::Error::SerdeError)
+    decode_list_into(&text, &state.undecodable).map_err(kube_client::Error::SerdeError)
 }
 
 /// `metadata.continue` of a list response, read without decoding its items
 /// when the metadata comes first (as the API server writes it). `None` when
 /// there is none, or when the response cannot be read that way.
-pub(crate) fn continue_token(text: &str) -> Option<String> {
+fn continue_token(text: &str) -> Option<String> {
     /// The list's metadata, as far as paging goes.
     #[derive(Deserialize)]
     struct Paging {
@@ -233,7 +248,7 @@ pub(crate) async fn watch(
     params: &WatchParams,
     resource_version: &str,
     metadata_only: bool,
-    undecodable: &Undecodables,
+    state: &ListWatchState,
 ) -> Result<WatchStream, kube_client::Error> {
     let request = kube_core::Request::new(api.resource_url());
     let mut req = if metadata_only {
@@ -249,7 +264,7 @@ pub(crate) async fn watch(
         .entry(http::header::ACCEPT_ENCODING)
         .or_insert(http::HeaderValue::from_static("identity"));
     let body = client(api).request_stream(req).await?;
-    let undecodable = undecodable.clone();
+    let undecodable = state.undecodable.clone();
     let lines = body.lines();
     Ok(futures::stream::unfold(
         (lines, undecodable),

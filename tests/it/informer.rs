@@ -363,11 +363,10 @@ async fn a_page_requested_ahead_answers_only_its_own_request() {
     assert_eq!(names(&other), ["pt3"]);
     // ...and the next page is still right, asked for twice over.
     let next = pages.clone().continue_token(&token);
-    for _ in 0..2 {
-        let second = lw.list(&next).await.unwrap();
-        assert_eq!(names(&second), ["pt2", "pt3"]);
-    }
-    let second = lw.list(&next).await.unwrap();
+    let mut second = lw.list(&next).await.unwrap();
+    assert_eq!(names(&second), ["pt2", "pt3"]);
+    second = lw.list(&next).await.unwrap();
+    assert_eq!(names(&second), ["pt2", "pt3"]);
     let last_token = second.metadata.continue_.expect("a continue token");
     let last = lw
         .list(&pages.clone().continue_token(&last_token))
