@@ -110,6 +110,12 @@ pub struct Settings {
     /// What to do when the resource is not served (a CRD not installed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_not_served: Option<WhenNotServed>,
+    /// The objects hold secrets: tools that print them (`kdi`) redact
+    /// everything but `apiVersion`, `kind` and `metadata`, the
+    /// `kubectl.kubernetes.io/last-applied-configuration` annotation and
+    /// index values. Core Secrets are always treated so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<bool>,
 }
 
 impl Settings {
@@ -139,6 +145,7 @@ impl Settings {
             streaming_list: self.streaming_list.or(defaults.streaming_list),
             page_size: self.page_size.or(defaults.page_size),
             when_not_served: self.when_not_served.or(defaults.when_not_served),
+            sensitive: self.sensitive.or(defaults.sensitive),
         }
     }
 

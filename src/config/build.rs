@@ -240,6 +240,7 @@ mod tests {
             streaming_list: Some(true),
             page_size: Some(50),
             when_not_served: None,
+            sensitive: Some(true),
         };
         let o = options_for(InformerOptions::default(), &settings);
         assert_eq!(o.namespaces, Namespaces::only(["a", "b"]));

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_client::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
@@ -245,73 +245,167 @@ async fn watch_prints_json_lines_with_index_values() {
     }
 }
 
+/// The annotation `kubectl apply` leaves on what it applies: the manifest as
+/// written, `stringData` in plain text included.
+fn last_applied(manifest: &Value) -> (String, String) {
+    (
+        "kubectl.kubernetes.io/last-applied-configuration".to_string(),
+        format!("{manifest}\n"),
+    )
+}
+
 #[tokio::test]
-async fn secret_values_are_printed_only_when_asked() {
+async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
+    const PLAIN: &str = "hunter2-very-secret";
+    const BASE64: &str = "aHVudGVyMi12ZXJ5LXNlY3JldA";
     let client = support::admin().await;
     let ns = support::namespace(&client, "cli-secret").await;
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "s" },
-        "stringData": { "password": "hunter2-very-secret" }
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(client, &ns)
+    let applied = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": { "annotations": {}, "name": "s", "namespace": ns },
+        "stringData": { "password": PLAIN },
+    });
+    let (key, value) = last_applied(&applied);
+    let mut secret: Secret = serde_json::from_value(applied).unwrap();
+    secret.metadata.annotations = Some([(key, value)].into());
+    Api::<Secret>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
+    // A ConfigMap that the user marks sensitive, also applied with kubectl.
+    let applied_cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "annotations": {}, "name": "c", "namespace": ns },
+        "data": { "token": PLAIN },
+    });
+    let (key, value) = last_applied(&applied_cm);
+    let mut cm: ConfigMap = serde_json::from_value(applied_cm).unwrap();
+    cm.metadata.annotations = Some([(key, value)].into());
+    Api::<ConfigMap>::namespaced(client, &ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
 
-    let out = kdi(
-        User::Admin,
-        &[
-            "watch",
-            "-r",
-            "secrets",
-            "-n",
-            &ns,
-            "--object",
-            "--max-events",
-            "1",
-        ],
-    )
-    .await;
-    assert_exit(&out, 0);
-    let text = stdout(&out);
+    let watch = |resource: &'static str, extra: &'static [&'static str]| {
+        let ns = ns.clone();
+        async move {
+            let mut args = vec!["watch", "-r", resource, "-n", &ns, "--max-events", "1"];
+            args.extend_from_slice(extra);
+            kdi(User::Admin, &args).await
+        }
+    };
+    let get = |resource: &'static str, extra: &'static [&'static str]| {
+        let ns = ns.clone();
+        async move {
+            let mut args = vec!["get", "-r", resource, "-n", &ns];
+            args.extend_from_slice(extra);
+            kdi(User::Admin, &args).await
+        }
+    };
+    let mut outputs = vec![
+        ("watch secret", watch("secrets", &[]).await),
+        (
+            "watch secret --object",
+            watch("secrets", &["--object"]).await,
+        ),
+        (
+            "watch secret --object --metadata-only",
+            watch("secrets", &["--object", "--metadata-only"]).await,
+        ),
+        (
+            "watch secret --index-values",
+            watch(
+                "secrets",
+                &[
+                    "--define-index",
+                    "pw=data.password",
+                    "--index-values",
+                    "all",
+                    "--object",
+                ],
+            )
+            .await,
+        ),
+        (
+            "watch configmap --sensitive",
+            watch(
+                "configmaps",
+                &[
+                    "--define-index",
+                    "t=data.token",
+                    "--index-values",
+                    "all",
+                    "--object",
+                    "--sensitive",
+                ],
+            )
+            .await,
+        ),
+    ];
+    for format in ["json", "yaml", "table", "name"] {
+        let format: &'static str = format;
+        let args: &'static [&'static str] = match format {
+            "json" => &["-o", "json"],
+            "yaml" => &["-o", "yaml"],
+            "table" => &["-o", "table"],
+            _ => &["-o", "name"],
+        };
+        outputs.push((format, get("secrets", args).await));
+    }
+    outputs.push((
+        "get secret -o json --metadata-only",
+        get("secrets", &["-o", "json", "--metadata-only"]).await,
+    ));
+    outputs.push((
+        "get configmap -o yaml --sensitive",
+        get("configmaps", &["-o", "yaml", "--sensitive"]).await,
+    ));
+    for (what, out) in &outputs {
+        assert_exit(out, 0);
+        let text = format!("{}{}", stdout(out), stderr(out));
+        assert!(!stdout(out).is_empty(), "{what}: printed nothing");
+        assert!(
+            !text.contains(PLAIN) && !text.contains(BASE64),
+            "{what}: secret leaked:\n{text}"
+        );
+    }
+    // The redacted modes still say what they left out.
+    let object_line: Value = serde_json::from_str(stdout(&outputs[1].1).trim()).unwrap();
     assert!(
-        !text.contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
-        "base64 value leaked: {text}"
+        object_line["object"]["data"]["password"]
+            .as_str()
+            .is_some_and(|v| v.contains("redacted")),
+        "{object_line}"
     );
-    assert!(text.contains("redacted"), "{text}");
-    let out = kdi(
-        User::Admin,
-        &["get", "-r", "secret", "-n", &ns, "-o", "json"],
-    )
-    .await;
-    assert_exit(&out, 0);
+    let index_line: Value = serde_json::from_str(stdout(&outputs[3].1).trim()).unwrap();
     assert!(
-        !stdout(&out).contains("aHVudGVyMi12ZXJ5LXNlY3JldA"),
-        "{}",
-        stdout(&out)
+        index_line["indexValues"]["pw"][0]
+            .as_str()
+            .is_some_and(|v| v.contains("redacted")),
+        "{index_line}"
     );
+    let cm_line: Value = serde_json::from_str(stdout(&outputs[4].1).trim()).unwrap();
+    assert_eq!(cm_line["object"]["metadata"]["name"], "c", "{cm_line}");
 
-    let out = kdi(
-        User::Admin,
+    // --show-secrets prints everything.
+    let out = get("secrets", &["-o", "json", "--show-secrets"]).await;
+    assert_exit(&out, 0);
+    let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(objects[0]["data"]["password"], format!("{BASE64}=="));
+    assert!(stdout(&out).contains(PLAIN), "{}", stdout(&out));
+    let out = watch(
+        "secrets",
         &[
-            "get",
-            "-r",
-            "secrets",
-            "-n",
-            &ns,
-            "-o",
-            "json",
+            "--define-index",
+            "pw=data.password",
+            "--index-values",
+            "all",
             "--show-secrets",
         ],
     )
     .await;
     assert_exit(&out, 0);
-    let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(
-        objects[0]["data"]["password"],
-        "aHVudGVyMi12ZXJ5LXNlY3JldA=="
-    );
+    assert!(stdout(&out).contains(BASE64), "{}", stdout(&out));
 }
 
 #[tokio::test]

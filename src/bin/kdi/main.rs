@@ -35,7 +35,7 @@ use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::{Event, InformerStatus};
 use tokio_util::sync::CancellationToken;
 
-use output::{Format, event_line, print_objects, redact};
+use output::{Format, Redaction, event_line, print_objects};
 
 /// Informers for any Kubernetes resource, from the command line.
 #[derive(Parser, Debug)]
@@ -94,6 +94,11 @@ struct Selection {
     /// Cache only metadata.
     #[arg(long)]
     metadata_only: bool,
+    /// Treat the objects as secrets: print only their `apiVersion`, `kind`
+    /// and `metadata`, without the last-applied annotation, and redact index
+    /// values (core Secrets always are; `--show-secrets` prints all).
+    #[arg(long)]
+    sensitive: bool,
     /// How long to wait for caches to sync.
     #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
     timeout: Duration,
@@ -110,7 +115,9 @@ struct WatchArgs {
     /// every index).
     #[arg(long = "index-values", value_name = "INDEX")]
     index_values: Vec<String>,
-    /// Print Secret `data`/`stringData` values instead of redacting them.
+    /// Print the content of Secrets and of resources the config marks
+    /// `sensitive` (values, the last-applied annotation, index values)
+    /// instead of redacting it.
     #[arg(long)]
     show_secrets: bool,
     /// Stop after this many events.
@@ -138,7 +145,9 @@ struct GetArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
-    /// Print Secret `data`/`stringData` values instead of redacting them.
+    /// Print the content of Secrets and of resources the config marks
+    /// `sensitive` (values, the last-applied annotation, index values)
+    /// instead of redacting it.
     #[arg(long)]
     show_secrets: bool,
 }
@@ -341,6 +350,9 @@ fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
         if sel.metadata_only {
             s.metadata_only = Some(true);
         }
+        if sel.sensitive {
+            s.sensitive = Some(true);
+        }
     };
     apply(over);
     for i in &mut set.informers {
@@ -349,18 +361,28 @@ fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
     Ok(set)
 }
 
+/// One informer of the command, as declared.
+struct Declared {
+    /// Its name in the config (or the resource as given).
+    name: String,
+    informer: GenericInformer,
+    indexes: BTreeMap<String, IndexFn>,
+    /// Marked `sensitive` in the config.
+    sensitive: bool,
+}
+
+impl Declared {
+    fn redaction(&self, show_secrets: bool) -> Redaction {
+        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
+    }
+}
+
 /// Starts the informers and waits for their caches, showing progress.
 async fn start_and_sync(
     client: Client,
     sel: &Selection,
-    before_start: impl FnOnce(&[(String, GenericInformer, BTreeMap<String, IndexFn>)]),
-) -> Result<
-    (
-        InformerFactory,
-        Vec<(String, GenericInformer, BTreeMap<String, IndexFn>)>,
-    ),
-    Failure,
-> {
+    before_start: impl FnOnce(&[Declared]),
+) -> Result<(InformerFactory, Vec<Declared>), Failure> {
     let set = informer_set(sel)?;
     let configured = set.build(client).await.map_err(Failure::usage)?;
     for s in &configured.skipped {
@@ -369,9 +391,11 @@ async fn start_and_sync(
     let informers: Vec<_> = configured
         .informers
         .into_iter()
-        .map(|c| {
-            let indexes = c.spec.index_functions().unwrap_or_default();
-            (c.name, c.informer, indexes)
+        .map(|c| Declared {
+            indexes: c.spec.index_functions().unwrap_or_default(),
+            sensitive: c.spec.options.sensitive.unwrap_or(false),
+            name: c.name,
+            informer: c.informer,
         })
         .collect();
     before_start(&informers);
@@ -409,11 +433,9 @@ async fn start_and_sync(
 
 /// Prints each informer's status changes on stderr (a terminal) until
 /// cancelled.
-fn spawn_progress(
-    informers: &[(String, GenericInformer, BTreeMap<String, IndexFn>)],
-) -> CancellationToken {
+fn spawn_progress(informers: &[Declared]) -> CancellationToken {
     let cancel = CancellationToken::new();
-    for (name, informer, _) in informers {
+    for Declared { name, informer, .. } in informers {
         let mut status = informer.informer().watch_status();
         let name = name.clone();
         let cancel = cancel.clone();
@@ -444,12 +466,18 @@ fn spawn_progress(
 async fn watch(client: Client, args: WatchArgs) -> Result<(), Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let object = args.object;
-    let show_secrets = args.show_secrets;
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
     let (factory, _informers) = start_and_sync(client, &args.selection, |informers| {
-        for (name, informer, indexes) in informers {
+        for declared in informers {
+            let Declared {
+                name,
+                informer,
+                indexes,
+                ..
+            } = declared;
+            let redaction = declared.redaction(args.show_secrets);
             let tx = tx.clone();
             let name = name.clone();
             let resource = informer.resource().to_string();
@@ -471,7 +499,7 @@ async fn watch(client: Client, args: WatchArgs) -> Result<(), Failure> {
                 {
                     return;
                 }
-                let line = event_line(&name, &resource, &e, object, show_secrets, &indexes);
+                let line = event_line(&name, &resource, &e, object, redaction, &indexes);
                 let _ = tx.send(line);
             });
             registrations
@@ -515,8 +543,9 @@ async fn watch(client: Client, args: WatchArgs) -> Result<(), Failure> {
 async fn get(client: Client, args: GetArgs) -> Result<(), Failure> {
     let (factory, informers) = start_and_sync(client, &args.selection, |_| {}).await?;
     let mut objects = Vec::new();
-    for (name, informer, _) in &informers {
-        let lister = informer.lister();
+    for declared in &informers {
+        let (name, lister) = (&declared.name, declared.informer.lister());
+        let redaction = declared.redaction(args.show_secrets);
         let found = match (&args.index, &args.by_labels) {
             (Some(index), _) => {
                 let (index, value) = index.split_once('=').ok_or_else(|| {
@@ -531,16 +560,13 @@ async fn get(client: Client, args: GetArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
             (None, None) => lister.list_all(),
         };
-        objects.extend(found);
+        objects.extend(found.into_iter().map(|o| (redaction, o)));
     }
-    objects.sort_by(|a, b| {
+    objects.sort_by(|(_, a), (_, b)| {
         (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
             .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
     });
-    let objects: Vec<_> = objects
-        .iter()
-        .map(|o| redact(o, args.show_secrets))
-        .collect();
+    let objects: Vec<_> = objects.iter().map(|(r, o)| r.object(o)).collect();
     let result = print_objects(&objects, args.output).map_err(Failure::runtime);
     factory.shutdown().await;
     result
