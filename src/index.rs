@@ -539,7 +539,7 @@ impl<'a> IndexInput<'a> {
     fn describe(&self) -> String {
         let meta = &self.object.metadata;
         match meta.name.as_deref() {
-            Some(name) => crate::store::key_from_parts(meta.namespace.as_deref(), name),
+            Some(name) => crate::object_key::key_from_parts(meta.namespace.as_deref(), name),
             None => "<unnamed>".to_owned(),
         }
     }

@@ -48,11 +48,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::index::IndexFn;
+use crate::object_key::object_key;
 use crate::reflector::{
     ApiListWatch, Delta, ListWatch, Reflector, ReflectorConfig, ReflectorStats, ReflectorStatus,
 };
 use crate::resync::ResyncClock;
-use crate::store::{Store, StoreError, StoreWriter, object_key};
+use crate::store::{Store, StoreError, StoreWriter};
 
 /// A change delivered to handlers.
 ///

@@ -88,6 +88,7 @@ pub mod factory;
 pub mod index;
 pub mod informer;
 pub mod lister;
+pub mod object_key;
 pub mod reflector;
 pub mod resource;
 pub mod resync;

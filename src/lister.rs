@@ -49,10 +49,11 @@ use tokio::sync::watch;
 
 use crate::index::NAMESPACE_INDEX;
 use crate::informer::Scope;
+use crate::object_key::key_from_parts;
 use crate::reflector::ResourceAvailability;
 use crate::resource::ResourceKey;
 use crate::selector::{Selector, SelectorError};
-use crate::store::{Store, StoreError, key_from_parts};
+use crate::store::{Store, StoreError};
 
 /// Errors of lister queries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

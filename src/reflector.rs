@@ -733,7 +733,7 @@ impl<L: ListWatch> Reflector<L> {
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(o) = self.admit(o)
-                        && let Some(key) = crate::store::object_key(&o)
+                        && let Some(key) = crate::object_key::object_key(&o)
                     {
                         objects.insert(key, o);
                     }
@@ -744,7 +744,7 @@ impl<L: ListWatch> Reflector<L> {
                     }
                 }
                 WatchEvent::Deleted(o) => {
-                    if let Some(key) = crate::store::object_key(&o) {
+                    if let Some(key) = crate::object_key::object_key(&o) {
                         objects.shift_remove(&key);
                     }
                 }

@@ -21,10 +21,11 @@ use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube_core::{ApiResource, DynamicObject, TypeMeta};
 use kube_dynamic_informer::index::{IndexFn, IndexInput};
 use kube_dynamic_informer::informer::{Event, InformerConfig, SharedInformer};
+use kube_dynamic_informer::object_key::object_key;
 use kube_dynamic_informer::reflector::{ListWatch, WatchStream};
 use kube_dynamic_informer::resource::ResourceName;
 use kube_dynamic_informer::selector::Selector;
-use kube_dynamic_informer::store::{Store, StoreWriter, object_key};
+use kube_dynamic_informer::store::{Store, StoreWriter};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -31,7 +31,7 @@ use kube_client::api::{
 };
 use kube_dynamic_informer::backoff::BackoffConfig;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::store::object_key;
+use kube_dynamic_informer::object_key::object_key;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
