@@ -22,7 +22,9 @@ use kube_client::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams,
 };
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, InformerConfig, Scope, SharedInformer};
+use kube_dynamic_informer::informer::{Event, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -44,11 +46,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => setup(&api, &widgets).await?,
     }
 
-    let config = InformerConfig::default()
+    let options = InformerOptions::default()
         .namespace(NAMESPACE)
-        .strip_managed_fields()
-        .index("color", IndexFn::jmespath("color", "spec.color")?);
-    let informer = SharedInformer::new(client.clone(), widgets.clone(), Scope::Namespaced, config)?;
+        .strip_managed_fields();
+    let informer =
+        SharedInformer::new(client.clone(), widgets.clone(), Scope::Namespaced, options)?;
+    informer.add_index("color", IndexFn::jmespath("color", "spec.color")?)?;
     informer.add_handler(|event: Event| {
         let o = event.object();
         println!(

@@ -12,19 +12,69 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Settings of the retry backoff.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct BackoffConfig {
     /// Wait after the first failure. client-go: 800 ms.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
     pub initial: Duration,
     /// Upper bound of the wait before jitter. client-go: 30 s.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
     pub max: Duration,
     /// Failure-free time after which the next failure starts again from
     /// `initial`. client-go: 2 minutes.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
     pub reset_after: Duration,
     /// Each wait is extended by a random fraction of itself up to this factor
     /// (0.0 = no jitter). client-go uses 1.0; the default here is 0.5, so
     /// the longest wait stays within 45 s.
+    #[cfg_attr(feature = "config", schemars(range(min = 0.0, max = 10.0)))]
     pub jitter: f64,
+}
+
+// Jitter compares by its bits, so that backoff settings can be part of what
+// makes two informer requests the same.
+impl PartialEq for BackoffConfig {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.initial,
+            self.max,
+            self.reset_after,
+            self.jitter.to_bits(),
+        ) == (
+            other.initial,
+            other.max,
+            other.reset_after,
+            other.jitter.to_bits(),
+        )
+    }
+}
+
+impl Eq for BackoffConfig {}
+
+impl std::hash::Hash for BackoffConfig {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (
+            self.initial,
+            self.max,
+            self.reset_after,
+            self.jitter.to_bits(),
+        )
+            .hash(state);
+    }
 }
 
 impl Default for BackoffConfig {
@@ -67,11 +117,15 @@ impl Backoff {
         self.last_failure = Some(now);
         let base = self.base_delay(self.failures);
         self.failures = self.failures.saturating_add(1);
-        let jitter = self.config.jitter.max(0.0);
-        if jitter == 0.0 {
+        // Settings come from config files too: a NaN, negative or huge jitter
+        // must not make the multiplication below panic.
+        let jitter = self.config.jitter;
+        if jitter.is_nan() || jitter <= 0.0 {
             return base;
         }
-        base.mul_f64(1.0 + rand::random::<f64>() * jitter)
+        base.checked_mul(11).map_or(base, |_| {
+            base.mul_f64(1.0 + rand::random::<f64>() * jitter.min(10.0))
+        })
     }
 
     /// The wait before jitter after `failures` earlier failures in a row.

@@ -37,12 +37,13 @@ pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInform
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::duration::parse_duration;
 use crate::index::{IndexFn, NAMESPACE_INDEX};
+pub use crate::options::{InformerOptions, WhenNotServed};
 use crate::resource::ResourceName;
 use crate::selector::{Selector, validate_field_selector};
 
@@ -68,94 +69,16 @@ pub struct InformerSet {
     /// Always `InformerSet`.
     #[schemars(schema_with = "kind_schema")]
     pub kind: String,
-    /// Settings every informer inherits unless it sets its own.
-    #[serde(default, skip_serializing_if = "Settings::is_empty")]
-    pub defaults: Settings,
+    /// Options every informer inherits unless it sets its own. They are
+    /// applied when the file is read: each entry of `informers` then holds
+    /// its complete options. [`InformerSet::build`] makes them the factory's
+    /// options too, so that a namespace restriction here is one that
+    /// cluster-scoped resources ignore.
+    #[serde(default)]
+    pub defaults: InformerOptions,
     /// The informers, at least one.
     #[schemars(length(min = 1))]
     pub informers: Vec<InformerSpec>,
-}
-
-/// Settings of an informer; in `defaults` they apply to every informer
-/// that does not set them itself.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Settings {
-    /// Watch only these namespaces (one informer per namespace); all
-    /// namespaces when absent. Not allowed for cluster-scoped resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespaces: Option<Vec<String>>,
-    /// Label selector, e.g. `app in (web, api), !canary`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<String>,
-    /// Field selector, e.g. `status.phase=Running`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field_selector: Option<String>,
-    /// Resync period, e.g. `30s`, `10m`, `1h30m`; `0` disables resync.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^(0|([0-9]+(\.[0-9]+)?(ms|s|m|h))+)$"))]
-    pub resync: Option<String>,
-    /// Remove `metadata.managedFields` before caching.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strip_managed_fields: Option<bool>,
-    /// Cache only metadata (PartialObjectMetadata requests).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata_only: Option<bool>,
-    /// Use streaming lists where the server has them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub streaming_list: Option<bool>,
-    /// Objects per list page; 0 lists everything in one response.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page_size: Option<u32>,
-    /// What to do when the resource is not served (a CRD not installed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when_not_served: Option<WhenNotServed>,
-    /// The objects hold secrets: tools that print them (`kdi`) redact
-    /// everything but `apiVersion`, `kind` and `metadata`, the
-    /// `kubectl.kubernetes.io/last-applied-configuration` annotation and
-    /// index values. Core Secrets are always treated so.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sensitive: Option<bool>,
-}
-
-impl Settings {
-    fn is_empty(&self) -> bool {
-        *self == Settings::default()
-    }
-
-    /// These options with every unset field taken from `defaults`.
-    #[must_use]
-    pub fn or(&self, defaults: &Settings) -> Settings {
-        Settings {
-            namespaces: self
-                .namespaces
-                .clone()
-                .or_else(|| defaults.namespaces.clone()),
-            label_selector: self
-                .label_selector
-                .clone()
-                .or_else(|| defaults.label_selector.clone()),
-            field_selector: self
-                .field_selector
-                .clone()
-                .or_else(|| defaults.field_selector.clone()),
-            resync: self.resync.clone().or_else(|| defaults.resync.clone()),
-            strip_managed_fields: self.strip_managed_fields.or(defaults.strip_managed_fields),
-            metadata_only: self.metadata_only.or(defaults.metadata_only),
-            streaming_list: self.streaming_list.or(defaults.streaming_list),
-            page_size: self.page_size.or(defaults.page_size),
-            when_not_served: self.when_not_served.or(defaults.when_not_served),
-            sensitive: self.sensitive.or(defaults.sensitive),
-        }
-    }
-
-    /// The resync period; zero when unset.
-    pub fn resync_period(&self) -> Duration {
-        self.resync
-            .as_deref()
-            .and_then(|s| parse_duration(s).ok())
-            .unwrap_or_default()
-    }
 }
 
 /// One informer of the file.
@@ -170,15 +93,26 @@ pub struct InformerSpec {
     /// (`Deployment`) or a short name (`deploy`).
     #[schemars(length(min = 1))]
     pub resource: String,
-    /// Settings for this informer (override `defaults`).
+    /// Options of this informer (over `defaults`).
     #[serde(flatten)]
-    pub options: Settings,
+    pub options: InformerOptions,
     /// Named indexes: index name → JMESPath expression.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub indexes: BTreeMap<String, String>,
 }
 
 impl InformerSpec {
+    /// An entry for `resource` with default options and no indexes.
+    #[must_use]
+    pub fn new(resource: impl Into<String>) -> Self {
+        Self {
+            name: None,
+            resource: resource.into(),
+            options: InformerOptions::default(),
+            indexes: BTreeMap::new(),
+        }
+    }
+
     /// The informer's name: `name`, or else `resource`.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.resource)
@@ -194,19 +128,6 @@ impl InformerSpec {
             .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
             .collect()
     }
-}
-
-/// What an informer does when its resource is not served.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum WhenNotServed {
-    /// Report pending and start as soon as the resource is served.
-    #[default]
-    Wait,
-    /// Leave this informer out and go on with the others.
-    Skip,
-    /// Fail: nothing starts.
-    Fail,
 }
 
 fn api_version_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -360,7 +281,7 @@ impl InformerSet {
             errors.dedup();
             return Err(ConfigErrors { errors });
         }
-        serde_json::from_value(doc.value.clone()).map_err(|e| ConfigErrors {
+        serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| ConfigErrors {
             errors: vec![ConfigError {
                 file: v.file.clone(),
                 position: Position { line: 1, column: 1 },
@@ -369,17 +290,22 @@ impl InformerSet {
             }],
         })
     }
+}
 
-    /// Each informer with `defaults` applied to its unset options.
-    pub fn resolved(&self) -> Vec<InformerSpec> {
-        self.informers
-            .iter()
-            .map(|i| InformerSpec {
-                options: i.options.or(&self.defaults),
-                ..i.clone()
-            })
-            .collect()
+/// The document with each informer's unset options taken from `defaults`:
+/// keys are merged, so every option is inherited the same way.
+fn with_defaults(mut doc: serde_json::Value) -> serde_json::Value {
+    let Some(defaults) = doc.get("defaults").and_then(|d| d.as_object()).cloned() else {
+        return doc;
+    };
+    if let Some(informers) = doc.get_mut("informers").and_then(|i| i.as_array_mut()) {
+        for informer in informers.iter_mut().filter_map(|i| i.as_object_mut()) {
+            for (key, value) in &defaults {
+                informer.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
     }
+    doc
 }
 
 struct Validation<'a> {
@@ -526,10 +452,21 @@ impl Validation<'_> {
         {
             self.error(&format!("{at}/fieldSelector"), e.to_string());
         }
-        if let Some(s) = value.get("resync").and_then(|s| s.as_str())
-            && let Err(e) = parse_duration(s)
-        {
-            self.error(&format!("{at}/resync"), e);
+        for field in ["resync", "minWatchTimeout"] {
+            if let Some(s) = value.get(field).and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(s)
+            {
+                self.error(&format!("{at}/{field}"), e);
+            }
+        }
+        if let Some(backoff) = value.get("backoff") {
+            for field in ["initial", "max", "resetAfter"] {
+                if let Some(s) = backoff.get(field).and_then(|s| s.as_str())
+                    && let Err(e) = parse_duration(s)
+                {
+                    self.error(&format!("{at}/backoff/{field}"), e);
+                }
+            }
         }
         if let Some(namespaces) = value.get("namespaces").and_then(|n| n.as_array()) {
             let mut seen = HashSet::new();
@@ -574,62 +511,6 @@ fn is_dns_label(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
-}
-
-/// Parses a Go-style duration: `0`, or a sequence of number+unit with units
-/// `ms`, `s`, `m`, `h` (e.g. `1h30m`, `1.5s`).
-///
-/// ```
-/// use std::time::Duration;
-/// use kube_dynamic_informer::config::parse_duration;
-/// assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-/// assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-/// assert!(parse_duration("10 minutes").is_err());
-/// ```
-///
-/// # Errors
-/// A message naming the text and what was expected.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!(
-            "invalid duration {text:?}: expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\""
-        )
-    };
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if text.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let (unit, len) = if rest.starts_with("ms") {
-            (0.001, 2)
-        } else if rest.starts_with('s') {
-            (1.0, 1)
-        } else if rest.starts_with('m') {
-            (60.0, 1)
-        } else if rest.starts_with('h') {
-            (3600.0, 1)
-        } else {
-            return Err(bad());
-        };
-        rest = &rest[len..];
-        total += number * unit;
-    }
-    if !total.is_finite() || total > 10.0 * 365.0 * 86400.0 {
-        return Err(format!("duration {text:?} is too long"));
-    }
-    Ok(Duration::from_secs_f64(total))
 }
 
 #[cfg(test)]

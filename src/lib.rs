@@ -84,18 +84,39 @@ pub mod backoff;
 #[cfg(feature = "config")]
 pub mod config;
 pub mod discovery;
+pub mod duration;
 pub mod factory;
 pub mod index;
 pub mod informer;
+pub mod list_watch;
 pub mod lister;
 pub mod object_key;
+pub mod options;
 pub mod reflector;
 pub mod resource;
-pub mod resync;
+pub(crate) mod resync;
+pub mod scope;
 pub mod selector;
+pub mod status;
 pub mod store;
-pub mod wire;
+pub mod transform;
 
 pub use discovery::DiscoveryCache;
-pub use factory::{GenericInformer, InformerFactory, InformerOptions};
+pub use factory::{GenericInformer, InformerFactory};
 pub use lister::Lister;
+pub use options::InformerOptions;
+
+/// The names most programs use, in one import:
+/// `use kube_dynamic_informer::prelude::*;`.
+pub mod prelude {
+    pub use crate::discovery::DiscoveryCache;
+    pub use crate::factory::{CacheSyncReport, GenericInformer, InformerFactory};
+    pub use crate::index::IndexFn;
+    pub use crate::informer::{Event, EventHandler, InformerStatus, SharedInformer};
+    pub use crate::lister::Lister;
+    pub use crate::options::InformerOptions;
+    pub use crate::resource::ResourceKey;
+    pub use crate::scope::{Namespaces, Scope};
+    pub use crate::transform::Transform;
+    pub use kube_core::{ApiResource, DynamicObject};
+}

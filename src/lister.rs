@@ -48,10 +48,9 @@ use kube_core::DynamicObject;
 use tokio::sync::watch;
 
 use crate::index::NAMESPACE_INDEX;
-use crate::informer::Scope;
 use crate::object_key::key_from_parts;
-use crate::reflector::ResourceAvailability;
 use crate::resource::ResourceKey;
+use crate::scope::{ResourceAvailability, Scope};
 use crate::selector::{Selector, SelectorError};
 use crate::store::{Store, StoreError};
 

@@ -20,7 +20,7 @@
 //!
 //! An object's key is `namespace/name`, or `name` for a cluster-scoped object
 //! (client-go's `MetaNamespaceKeyFunc`); see [`object_key`] and
-//! [`key_from_parts`](crate::object_key::key_from_parts).
+//! [`key_from_parts`].
 //!
 //! # Indexes
 //!

@@ -16,13 +16,16 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
-use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_client::api::{ListParams, WatchParams};
 use kube_core::{ApiResource, DynamicObject, TypeMeta};
 use kube_dynamic_informer::index::{IndexFn, IndexInput};
-use kube_dynamic_informer::informer::{Event, InformerConfig, SharedInformer};
+use kube_dynamic_informer::informer::{Event, SharedInformer};
+use kube_dynamic_informer::list_watch::{
+    ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
+};
 use kube_dynamic_informer::object_key::object_key;
-use kube_dynamic_informer::reflector::{ListWatch, WatchStream};
+use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::resource::ResourceName;
 use kube_dynamic_informer::selector::Selector;
 use kube_dynamic_informer::store::{Store, StoreWriter};
@@ -333,23 +336,17 @@ proptest! {
 #[derive(Clone)]
 struct Scripted {
     list: Vec<DynamicObject>,
-    events: Arc<Mutex<Option<Vec<WatchEvent<DynamicObject>>>>>,
+    events: Arc<Mutex<Option<Vec<WatchEvent>>>>,
 }
 
 impl ListWatch for Scripted {
-    fn list(
-        &self,
-        _params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
-        let items = self.list.clone();
+    fn list(&self, _params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let objects = self.list.clone();
         async move {
-            Ok(ObjectList {
-                types: TypeMeta::default(),
-                metadata: ListMeta {
-                    resource_version: Some("100".into()),
-                    ..ListMeta::default()
-                },
-                items,
+            Ok(ListPage {
+                objects,
+                resource_version: "100".into(),
+                ..ListPage::default()
             })
         }
         .boxed()
@@ -359,7 +356,7 @@ impl ListWatch for Scripted {
         &self,
         _params: &WatchParams,
         _resource_version: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         let events = self.events.lock().unwrap().take().unwrap_or_default();
         async move {
             Ok(futures::stream::iter(events.into_iter().map(Ok))
@@ -463,12 +460,10 @@ proptest! {
                     }
                     events.push(WatchEvent::Deleted(o.clone()));
                 }
-                Change::Bookmark => events.push(WatchEvent::Bookmark(
-                    serde_json::from_value(json!({
-                        "apiVersion": "kdi-test.example.com/v1", "kind": "Widget",
-                        "metadata": { "resourceVersion": "200" }
-                    })).unwrap(),
-                )),
+                Change::Bookmark => events.push(WatchEvent::Bookmark {
+                    resource_version: "200".into(),
+                    initial_events_end: false,
+                }),
             }
         }
         let want = state_of(want.values());
@@ -477,11 +472,11 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let (cache, view, store, stats) = runtime.block_on(async move {
             let lw = Scripted { list, events: Arc::new(Mutex::new(Some(events))) };
-            let mut config = InformerConfig::default();
+            let informer =
+                SharedInformer::with_list_watch(lw, resource(), InformerOptions::default());
             for (name, f) in indexes() {
-                config = config.index(name, f);
+                informer.add_index(name, f).unwrap();
             }
-            let informer = SharedInformer::with_list_watch(lw, resource(), config).unwrap();
             let view: Arc<Mutex<State>> = Arc::default();
             let v = view.clone();
             let reg = informer.add_handler(move |e: Event| {
@@ -497,7 +492,7 @@ proptest! {
             let cancel = tokio_util::sync::CancellationToken::new();
             let task = informer.start(cancel.clone()).unwrap();
             informer.wait_for_sync(Duration::from_secs(10)).await.unwrap();
-            let stats = informer.stats().unwrap();
+            let stats = informer.stats();
             let deadline = Instant::now() + Duration::from_secs(10);
             while stats.watch_events.load(std::sync::atomic::Ordering::SeqCst) < want_events
                 || reg.backlog() > 0

@@ -2,9 +2,10 @@
 
 use kube_client::Client;
 
-use super::{InformerSet, InformerSpec, Settings, WhenNotServed};
-use crate::factory::{FactoryError, GenericInformer, InformerFactory, InformerOptions, Namespaces};
+use super::{InformerSet, InformerSpec};
+use crate::factory::{FactoryError, GenericInformer, InformerFactory};
 use crate::informer::InformerError;
+use crate::options::WhenNotServed;
 
 /// The informers of a config file, in one factory (not started yet: add
 /// handlers, then call [`InformerFactory::start`]).
@@ -24,7 +25,7 @@ pub struct ConfiguredFactory {
 pub struct ConfiguredInformer {
     /// Its name in the file.
     pub name: String,
-    /// Its entry, with the file's defaults applied.
+    /// Its entry (with the file's defaults applied when it was read).
     pub spec: InformerSpec,
     /// The informer and its lister.
     pub informer: GenericInformer,
@@ -76,38 +77,6 @@ pub enum BuildError {
     },
 }
 
-/// The factory options an entry asks for, on top of `base`.
-pub(crate) fn options_for(base: InformerOptions, settings: &Settings) -> InformerOptions {
-    let mut o = base;
-    if let Some(ns) = &settings.namespaces {
-        o.namespaces = Namespaces::only(ns.iter().cloned());
-    }
-    if let Some(s) = &settings.label_selector {
-        o.label_selector = Some(s.clone());
-    }
-    if let Some(s) = &settings.field_selector {
-        o.field_selector = Some(s.clone());
-    }
-    if settings.resync.is_some() {
-        o.resync = settings.resync_period();
-    }
-    match settings.strip_managed_fields {
-        Some(true) => o = o.strip_managed_fields(),
-        Some(false) => o = o.no_transform(),
-        None => {}
-    }
-    if let Some(v) = settings.metadata_only {
-        o.metadata_only = v;
-    }
-    if let Some(v) = settings.streaming_list {
-        o.streaming_list = v;
-    }
-    if let Some(v) = settings.page_size {
-        o.page_size = v;
-    }
-    o
-}
-
 impl InformerSet {
     /// Creates a factory with every informer and index of the file, in one
     /// call. Nothing is started: add handlers, then start the factory.
@@ -132,12 +101,14 @@ impl InformerSet {
     /// The first informer that cannot be created, an index that cannot be
     /// added, or a resource not served under `whenNotServed: fail`.
     pub async fn build(&self, client: Client) -> Result<ConfiguredFactory, BuildError> {
-        let factory = InformerFactory::new(client);
+        let factory = InformerFactory::with_options(client, self.defaults.clone());
         self.build_in(factory).await
     }
 
-    /// As [`build`](Self::build), into an existing factory (its options are
-    /// the base the file's settings change).
+    /// As [`build`](Self::build), into an existing factory. Each informer
+    /// gets its entry's options; a namespace restriction equal to the
+    /// factory's own is the factory-wide one, which cluster-scoped resources
+    /// ignore.
     ///
     /// # Errors
     /// As [`build`](Self::build).
@@ -147,21 +118,33 @@ impl InformerSet {
     ) -> Result<ConfiguredFactory, BuildError> {
         let mut informers = Vec::new();
         let mut skipped = Vec::new();
-        for spec in self.resolved() {
+        for spec in &self.informers {
             let name = spec.name().to_string();
-            let when = spec.options.when_not_served.unwrap_or_default();
-            let settings = spec.options.clone();
+            let options = spec.options.clone();
             let result = factory
-                .for_resource_with(spec.resource.as_str(), |base| options_for(base, &settings))
+                .for_resource_with(spec.resource.as_str(), |_| options)
                 .await;
             let informer = match result {
                 Ok(informer) => informer,
-                Err(FactoryError::Discovery(e)) if when == WhenNotServed::Skip => {
+                Err(FactoryError::Discovery(e))
+                    if spec.options.when_not_served == WhenNotServed::Skip =>
+                {
                     skipped.push(SkippedInformer {
                         name,
                         reason: e.to_string(),
                     });
                     continue;
+                }
+                Err(FactoryError::NotServed {
+                    reason,
+                    when: WhenNotServed::Skip,
+                    ..
+                }) => {
+                    skipped.push(SkippedInformer { name, reason });
+                    continue;
+                }
+                Err(FactoryError::NotServed { reason, .. }) => {
+                    return Err(BuildError::NotServed { name, reason });
                 }
                 Err(source) => {
                     return Err(BuildError::Informer {
@@ -171,22 +154,6 @@ impl InformerSet {
                     });
                 }
             };
-            let availability = informer.availability();
-            if !availability.is_served() {
-                let reason = match &availability {
-                    crate::reflector::ResourceAvailability::NotServed { reason } => reason.clone(),
-                    crate::reflector::ResourceAvailability::Served { .. } => String::new(),
-                };
-                match when {
-                    WhenNotServed::Wait => {}
-                    WhenNotServed::Skip => {
-                        let _ = factory.remove(informer.resource().clone()).await;
-                        skipped.push(SkippedInformer { name, reason });
-                        continue;
-                    }
-                    WhenNotServed::Fail => return Err(BuildError::NotServed { name, reason }),
-                }
-            }
             for (index, func) in spec.index_functions().map_err(|e| BuildError::Index {
                 name: name.clone(),
                 index: String::new(),
@@ -212,7 +179,7 @@ impl InformerSet {
             }
             informers.push(ConfiguredInformer {
                 name,
-                spec,
+                spec: spec.clone(),
                 informer,
             });
         }
@@ -221,37 +188,5 @@ impl InformerSet {
             informers,
             skipped,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_map_onto_factory_options() {
-        let settings = Settings {
-            namespaces: Some(vec!["a".into(), "b".into()]),
-            label_selector: Some("app=web".into()),
-            field_selector: Some("metadata.name=x".into()),
-            resync: Some("30s".into()),
-            strip_managed_fields: Some(true),
-            metadata_only: Some(true),
-            streaming_list: Some(true),
-            page_size: Some(50),
-            when_not_served: None,
-            sensitive: Some(true),
-        };
-        let o = options_for(InformerOptions::default(), &settings);
-        assert_eq!(o.namespaces, Namespaces::only(["a", "b"]));
-        assert_eq!(o.label_selector.as_deref(), Some("app=web"));
-        assert_eq!(o.field_selector.as_deref(), Some("metadata.name=x"));
-        assert_eq!(o.resync, std::time::Duration::from_secs(30));
-        assert!(o.transform.is_some());
-        assert!(o.metadata_only && o.streaming_list);
-        assert_eq!(o.page_size, 50);
-        let untouched = options_for(InformerOptions::default(), &Settings::default());
-        assert_eq!(untouched.page_size, InformerOptions::default().page_size);
-        assert!(untouched.label_selector.is_none());
     }
 }

@@ -46,21 +46,19 @@ informers:
     )
     .unwrap();
     assert_eq!(set.informers.len(), 2);
-    let resolved = set.resolved();
-    assert_eq!(resolved[0].options.strip_managed_fields, Some(true));
+    let resolved = &set.informers;
+    assert!(resolved[0].options.strip_managed_fields);
+    assert_eq!(resolved[0].options.resync, Duration::from_secs(600));
+    assert_eq!(resolved[0].options.when_not_served, WhenNotServed::Skip);
     assert_eq!(
-        resolved[0].options.resync_period(),
-        Duration::from_secs(600)
+        resolved[0].options.namespaces,
+        crate::scope::Namespaces::only(["ops", "shop"])
     );
-    assert_eq!(
-        resolved[0].options.when_not_served,
-        Some(WhenNotServed::Skip)
-    );
-    assert_eq!(resolved[1].options.resync_period(), Duration::ZERO);
-    assert_eq!(
-        resolved[1].options.when_not_served,
-        Some(WhenNotServed::Wait)
-    );
+    assert_eq!(resolved[1].options.resync, Duration::ZERO);
+    assert!(resolved[1].options.strip_managed_fields, "inherited");
+    assert!(resolved[1].options.metadata_only && resolved[1].options.streaming_list);
+    assert_eq!(resolved[1].options.page_size, 100);
+    assert_eq!(resolved[1].options.when_not_served, WhenNotServed::Wait);
     assert_eq!(resolved[1].name(), "widgets-meta");
     assert_eq!(resolved[0].name(), "pods");
     assert_eq!(resolved[0].index_functions().unwrap().len(), 2);
@@ -171,6 +169,7 @@ fn bad_resource_names_are_rejected_at_load() {
 
 #[test]
 fn durations() {
+    use crate::duration::parse_duration;
     assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
     assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
     assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));

@@ -8,12 +8,13 @@ use std::sync::atomic::AtomicU64;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
-use kube_core::{ListMeta, TypeMeta};
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::DynamicObject;
 use serde_json::json;
 
 use super::*;
-use crate::reflector::WatchStream;
+use crate::index::IndexFn;
+use crate::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
 
 fn resource() -> ApiResource {
     ApiResource {
@@ -40,7 +41,7 @@ fn obj(name: &str, rv: u64) -> DynamicObject {
 #[derive(Clone, Default)]
 struct FakeServer {
     lists: Arc<StdMutex<VecDeque<Vec<DynamicObject>>>>,
-    watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<WatchEvent<DynamicObject>>>>>,
+    watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<Result<WatchEvent, ListWatchError>>>>>,
     list_calls: Arc<AtomicU64>,
     watch_calls: Arc<AtomicU64>,
     rv: Arc<AtomicU64>,
@@ -58,18 +59,23 @@ impl FakeServer {
     }
 
     /// Sends an event on the newest watch.
-    fn send(&self, ev: WatchEvent<DynamicObject>) {
-        let senders = self.watch_senders.lock().unwrap();
-        senders.last().expect("a watch is open").send(ev).unwrap();
+    fn send(&self, ev: WatchEvent) {
+        self.send_result(Ok(ev));
     }
 
-    /// Ends the newest watch with 410 Gone, forcing a relist.
+    fn send_result(&self, item: Result<WatchEvent, ListWatchError>) {
+        let senders = self.watch_senders.lock().unwrap();
+        senders.last().expect("a watch is open").send(item).unwrap();
+    }
+
+    /// Ends the newest watch with 410 Gone (a watch ERROR event), forcing a
+    /// relist.
     fn expire(&self) {
-        self.send(WatchEvent::Error(
-            kube_core::Status::failure("too old", "Expired")
-                .with_code(410)
-                .boxed(),
-        ));
+        self.send_result(Err(ListWatchError::Status {
+            code: 410,
+            reason: "Expired".into(),
+            message: "too old".into(),
+        }));
     }
 
     fn watches(&self) -> usize {
@@ -82,10 +88,7 @@ impl FakeServer {
 }
 
 impl ListWatch for FakeServer {
-    fn list(
-        &self,
-        _params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+    fn list(&self, _params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.list_calls.fetch_add(1, Ordering::SeqCst);
         let next = self.lists.lock().unwrap().pop_front();
         let rv = self.rv.fetch_add(1, Ordering::SeqCst).to_string();
@@ -93,13 +96,11 @@ impl ListWatch for FakeServer {
             let Some(items) = next else {
                 return futures::future::pending().await;
             };
-            Ok(ObjectList {
-                types: TypeMeta::default(),
-                metadata: ListMeta {
-                    resource_version: Some(rv),
-                    ..ListMeta::default()
-                },
-                items,
+            Ok(ListPage {
+                objects: items,
+                resource_version: rv,
+                continue_token: None,
+                skipped: Vec::new(),
             })
         }
         .boxed()
@@ -109,16 +110,11 @@ impl ListWatch for FakeServer {
         &self,
         _params: &WatchParams,
         _rv: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         self.watch_calls.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::unbounded_channel();
         self.watch_senders.lock().unwrap().push(tx);
-        async move {
-            Ok(tokio_stream_from(rx)
-                .map(Ok::<_, kube_client::Error>)
-                .boxed())
-        }
-        .boxed()
+        async move { Ok(tokio_stream_from(rx).boxed()) }.boxed()
     }
 }
 
@@ -200,14 +196,14 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn informer(server: &FakeServer, config: InformerConfig) -> SharedInformer {
-    SharedInformer::with_list_watch(server.clone(), resource(), config).unwrap()
+fn informer(server: &FakeServer, options: InformerOptions) -> SharedInformer {
+    SharedInformer::with_list_watch(server.clone(), resource(), options)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_before_start_get_initial_adds_then_live_events() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let rec = Recorder::default();
     let reg = inf.add_handler(rec.handler());
     assert!(!reg.has_synced());
@@ -240,7 +236,7 @@ async fn handlers_before_start_get_initial_adds_then_live_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_handler_gets_the_same_arc_as_the_store() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let seen: Arc<StdMutex<Vec<Arc<DynamicObject>>>> = Arc::default();
     for _ in 0..3 {
         let seen = seen.clone();
@@ -262,7 +258,7 @@ async fn every_handler_gets_the_same_arc_as_the_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
     let server = FakeServer::with_list((0..100).map(|i| obj(&format!("o{i}"), i)).collect());
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -369,7 +365,7 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
     let server = FakeServer::with_list(vec![]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let slow = inf.add_handler(|_e: Event| std::thread::sleep(Duration::from_millis(100)));
     let fast = Recorder::default();
     let fast_reg = inf.add_handler(fast.handler());
@@ -391,7 +387,7 @@ async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let seen = Recorder::default();
     let seen_events = seen.events.clone();
     let panicky = inf.add_handler(move |e: Event| {
@@ -425,7 +421,7 @@ async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
 async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     let server = FakeServer::with_list(vec![obj("keep", 1), obj("change", 2), obj("vanish", 3)]);
     server.queue_list(vec![obj("keep", 1), obj("change", 5), obj("new", 6)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let rec = Recorder::default();
     inf.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -444,20 +440,14 @@ async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     let mut keys = inf.store().keys();
     keys.sort();
     assert_eq!(keys, ["ns/change", "ns/keep", "ns/new"]);
-    assert_eq!(
-        inf.stats()
-            .unwrap()
-            .relists_after_gone
-            .load(Ordering::Relaxed),
-        1
-    );
+    assert_eq!(inf.stats().relists_after_gone.load(Ordering::Relaxed), 1);
     cancel.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_stream_replays_then_follows() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -480,7 +470,7 @@ async fn the_event_stream_replays_then_follows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_handlers_get_nothing_more() {
     let server = FakeServer::with_list(vec![]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let rec = Recorder::default();
     let reg = inf.add_handler(rec.handler());
     let keep = Recorder::default();
@@ -504,7 +494,7 @@ async fn transform_runs_before_the_cache() {
         o.metadata.managed_fields = Some(vec![Default::default()]);
         o
     }]);
-    let inf = informer(&server, InformerConfig::default().strip_managed_fields());
+    let inf = informer(&server, InformerOptions::default().strip_managed_fields());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -520,13 +510,14 @@ async fn transform_runs_before_the_cache() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn indexes_from_config_and_added_later_are_queryable() {
+async fn indexes_added_before_start_and_later_are_queryable() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
-    let config = InformerConfig::default().index(
+    let inf = informer(&server, InformerOptions::default());
+    inf.add_index(
         "app",
         IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
-    );
-    let inf = informer(&server, config);
+    )
+    .unwrap();
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -544,7 +535,7 @@ async fn indexes_from_config_and_added_later_are_queryable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_ends_every_handler_thread() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerConfig::default());
+    let inf = informer(&server, InformerOptions::default());
     let regs: Vec<_> = (0..3).map(|_| inf.add_handler(|_e: Event| {})).collect();
     let cancel = CancellationToken::new();
     let task = inf.start(cancel.clone()).unwrap();
@@ -566,19 +557,13 @@ async fn wait_for_sync_reports_what_blocks_it() {
     #[derive(Clone)]
     struct Forbidden;
     impl ListWatch for Forbidden {
-        fn list(
-            &self,
-            _: &ListParams,
-        ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+        fn list(&self, _: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
             async {
-                Err(kube_client::Error::Api(
-                    kube_core::Status::failure(
-                        "widgets is forbidden: User \"alice\" cannot list",
-                        "Forbidden",
-                    )
-                    .with_code(403)
-                    .boxed(),
-                ))
+                Err(ListWatchError::Status {
+                    code: 403,
+                    reason: "Forbidden".into(),
+                    message: "widgets is forbidden: User \"alice\" cannot list".into(),
+                })
             }
             .boxed()
         }
@@ -586,12 +571,11 @@ async fn wait_for_sync_reports_what_blocks_it() {
             &self,
             _: &WatchParams,
             _: &str,
-        ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+        ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
             futures::future::pending().boxed()
         }
     }
-    let inf =
-        SharedInformer::with_list_watch(Forbidden, resource(), InformerConfig::default()).unwrap();
+    let inf = SharedInformer::with_list_watch(Forbidden, resource(), InformerOptions::default());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     let err = inf
@@ -629,7 +613,7 @@ async fn resync_redelivers_from_memory_on_each_handlers_period() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
     let inf = informer(
         &server,
-        InformerConfig::default().resync(Duration::from_secs(10)),
+        InformerOptions::default().resync(Duration::from_secs(10)),
     );
     let mut default = inf.events();
     let mut slow = inf.events_with(HandlerOptions {
@@ -663,7 +647,7 @@ async fn a_handler_added_before_start_lowers_the_check_period() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
     let inf = informer(
         &server,
-        InformerConfig::default().resync(Duration::from_secs(30)),
+        InformerOptions::default().resync(Duration::from_secs(30)),
     );
     let fast = Recorder::default();
     inf.add_handler_with(
@@ -706,10 +690,9 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
     let inf = Informer::with_list_watch(
         server.clone(),
         resource(),
-        InformerConfig::default(),
+        InformerOptions::default(),
         rec.handler(),
-    )
-    .unwrap();
+    );
     let inf = Arc::new(inf);
     let cancel = CancellationToken::new();
     let run = {

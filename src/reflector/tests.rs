@@ -5,12 +5,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
-use kube_core::{ApiResource, DynamicObject, ListMeta, Status, TypeMeta};
+use futures::future::BoxFuture;
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::backoff::BackoffConfig;
+use crate::list_watch::{ListPage, WatchStream};
+use crate::scope::Scope;
 
 fn resource() -> ApiResource {
     ApiResource {
@@ -37,43 +41,37 @@ fn item(name: &str, rv: &str) -> DynamicObject {
     o
 }
 
-fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ObjectList<DynamicObject> {
-    ObjectList {
-        types: TypeMeta::default(),
-        metadata: ListMeta {
-            resource_version: Some(rv.into()),
-            continue_: cont.map(Into::into),
-            ..ListMeta::default()
-        },
-        items,
+fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ListPage {
+    ListPage {
+        objects: items,
+        resource_version: rv.into(),
+        continue_token: cont.map(Into::into),
+        skipped: Vec::new(),
     }
 }
 
-fn api_error(code: u16, reason: &str) -> kube_client::Error {
-    kube_client::Error::Api(Status::failure(reason, reason).with_code(code).boxed())
+/// An error status from the server, as a response or a watch ERROR event.
+fn api_error(code: u16, reason: &str) -> ListWatchError {
+    ListWatchError::Status {
+        code,
+        reason: reason.into(),
+        message: reason.into(),
+    }
 }
 
-fn bookmark(rv: &str, initial_end: bool) -> WatchEvent<DynamicObject> {
-    let annotations = if initial_end {
-        json!({ INITIAL_EVENTS_END_ANNOTATION: "true" })
-    } else {
-        json!({})
-    };
-    WatchEvent::Bookmark(
-        serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": { "resourceVersion": rv, "annotations": annotations }
-        }))
-        .unwrap(),
-    )
+fn bookmark(rv: &str, initial_end: bool) -> WatchEvent {
+    WatchEvent::Bookmark {
+        resource_version: rv.into(),
+        initial_events_end: initial_end,
+    }
 }
 
 enum WatchAnswer {
-    Refuse(kube_client::Error),
+    Refuse(ListWatchError),
     /// These events, then the stream ends.
-    Events(Vec<Result<WatchEvent<DynamicObject>, kube_client::Error>>),
+    Events(Vec<Result<WatchEvent, ListWatchError>>),
     /// These events, then the stream stays open.
-    EventsThenHang(Vec<Result<WatchEvent<DynamicObject>, kube_client::Error>>),
+    EventsThenHang(Vec<Result<WatchEvent, ListWatchError>>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -90,17 +88,19 @@ enum Call {
     },
 }
 
-type ListAnswer = Result<ObjectList<DynamicObject>, kube_client::Error>;
+type ListAnswer = Result<ListPage, ListWatchError>;
 
 #[derive(Clone, Default)]
 struct Script {
     lists: Arc<Mutex<VecDeque<ListAnswer>>>,
     watches: Arc<Mutex<VecDeque<WatchAnswer>>>,
     calls: Arc<Mutex<Vec<Call>>>,
+    /// Returned by `availability()`: gates the reflector when set.
+    availability: Option<watch::Receiver<ResourceAvailability>>,
 }
 
 impl Script {
-    fn list(self, answer: Result<ObjectList<DynamicObject>, kube_client::Error>) -> Self {
+    fn list(self, answer: ListAnswer) -> Self {
         self.lists.lock().unwrap().push_back(answer);
         self
     }
@@ -114,10 +114,7 @@ impl Script {
 }
 
 impl ListWatch for Script {
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.calls.lock().unwrap().push(Call::List {
             limit: params.limit,
             continue_token: params.continue_token.clone(),
@@ -138,7 +135,7 @@ impl ListWatch for Script {
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         self.calls.lock().unwrap().push(Call::Watch {
             rv: resource_version.into(),
             initial_events: params.send_initial_events,
@@ -157,6 +154,30 @@ impl ListWatch for Script {
         }
         .boxed()
     }
+
+    fn availability(&self) -> Option<watch::Receiver<ResourceAvailability>> {
+        self.availability.clone()
+    }
+}
+
+/// A reflector over `script`, reporting to a fresh status channel (whose
+/// receiver comes back with it) and calling `error_hook`.
+fn reflector(
+    script: &Script,
+    resource: ApiResource,
+    options: &InformerOptions,
+    error_hook: Option<ErrorHook>,
+) -> (Reflector, watch::Receiver<InformerStatus>) {
+    let status = watch::Sender::new(InformerStatus::NotStarted);
+    let receiver = status.subscribe();
+    let reflector = Reflector::new(
+        Arc::new(script.clone()) as Arc<dyn ListWatch>,
+        resource,
+        options,
+        status,
+        Arc::new(parking_lot::Mutex::new(error_hook)),
+    );
+    (reflector, receiver)
 }
 
 /// What the sink received, as short strings.
@@ -176,10 +197,10 @@ fn describe(d: &Delta) -> String {
 /// paused time pass), then stops it.
 async fn run_until(
     script: &Script,
-    config: ReflectorConfig,
+    options: InformerOptions,
     until: usize,
 ) -> (Vec<String>, Arc<ReflectorStats>, Vec<Delta>) {
-    let reflector = Reflector::new(script.clone(), resource(), config);
+    let (reflector, _status) = reflector(script, resource(), &options, None);
     let stats = reflector.stats();
     let cancel = CancellationToken::new();
     let deltas = Arc::new(Mutex::new(Vec::new()));
@@ -213,11 +234,8 @@ async fn lists_in_pages_then_watches_from_the_list_version() {
             Ok(WatchEvent::Modified(obj("a", "12"))),
             Ok(WatchEvent::Deleted(obj("b", "13"))),
         ]));
-    let config = ReflectorConfig {
-        label_selector: Some("app=x".into()),
-        ..ReflectorConfig::default()
-    };
-    let (seen, stats, deltas) = run_until(&script, config, 4).await;
+    let options = InformerOptions::default().label_selector("app=x");
+    let (seen, stats, deltas) = run_until(&script, options, 4).await;
     assert_eq!(seen, ["replace[a,b,c]", "upsert d", "upsert a", "delete b"]);
     // List items get apiVersion and kind from the resource.
     let Delta::Replace(items) = &deltas[0] else {
@@ -272,7 +290,7 @@ async fn a_normal_end_of_stream_resumes_from_the_last_version_without_listing() 
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
             obj("c", "16"),
         ))]));
-    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 3).await;
+    let (seen, stats, _) = run_until(&script, InformerOptions::default(), 3).await;
     assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
     let watches: Vec<_> = script
         .calls()
@@ -291,14 +309,14 @@ async fn a_normal_end_of_stream_resumes_from_the_last_version_without_listing() 
 async fn gone_in_the_stream_forces_a_relist() {
     let script = Script::default()
         .list(Ok(page(vec![item("a", "1"), item("b", "2")], "10", None)))
-        .watch(WatchAnswer::Events(vec![Ok(WatchEvent::Error(
-            Status::failure("too old resource version", "Expired")
-                .with_code(410)
-                .boxed(),
-        ))]))
+        .watch(WatchAnswer::Events(vec![Err(ListWatchError::Status {
+            code: 410,
+            reason: "Expired".into(),
+            message: "too old resource version".into(),
+        })]))
         .list(Ok(page(vec![item("a", "5")], "20", None)))
         .watch(WatchAnswer::EventsThenHang(vec![]));
-    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    let (seen, stats, _) = run_until(&script, InformerOptions::default(), 2).await;
     assert_eq!(seen, ["replace[a,b]", "replace[a]"]);
     assert_eq!(stats.relists_after_gone.load(Ordering::Relaxed), 1);
 }
@@ -309,7 +327,7 @@ async fn gone_when_the_watch_starts_forces_a_relist() {
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::Refuse(api_error(410, "Gone")))
         .list(Ok(page(vec![item("b", "2")], "20", None)));
-    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    let (seen, stats, _) = run_until(&script, InformerOptions::default(), 2).await;
     assert_eq!(seen, ["replace[a]", "replace[b]"]);
     assert_eq!(stats.relists_after_gone.load(Ordering::Relaxed), 1);
     assert_eq!(
@@ -326,7 +344,7 @@ async fn an_expired_continue_token_falls_back_to_one_full_list() {
         .list(Err(api_error(410, "Expired")))
         .list(Ok(page(vec![item("a", "1"), item("b", "2")], "12", None)))
         .watch(WatchAnswer::EventsThenHang(vec![]));
-    let (seen, _, _) = run_until(&script, ReflectorConfig::default(), 1).await;
+    let (seen, _, _) = run_until(&script, InformerOptions::default(), 1).await;
     assert_eq!(seen, ["replace[a,b]"], "the partial first page is not kept");
     let calls = script.calls();
     assert_eq!(
@@ -343,24 +361,20 @@ async fn an_expired_continue_token_falls_back_to_one_full_list() {
 async fn errors_back_off_and_are_reported() {
     let hook_seen = Arc::new(Mutex::new(Vec::new()));
     let hook_log = hook_seen.clone();
-    let config = ReflectorConfig {
-        error_hook: Some(Arc::new(move |e: &ReflectorError| {
-            hook_log.lock().unwrap().push(e.code());
-        })),
-        backoff: BackoffConfig {
-            jitter: 0.0,
-            ..BackoffConfig::default()
-        },
-        ..ReflectorConfig::default()
-    };
+    let error_hook: ErrorHook = Arc::new(move |e: &ReflectorError| {
+        hook_log.lock().unwrap().push(e.code());
+    });
+    let options = InformerOptions::default().backoff(BackoffConfig {
+        jitter: 0.0,
+        ..BackoffConfig::default()
+    });
     let script = Script::default()
         .list(Err(api_error(403, "Forbidden")))
         .list(Err(api_error(403, "Forbidden")))
         .list(Err(api_error(500, "InternalError")))
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![]));
-    let reflector = Reflector::new(script.clone(), resource(), config);
-    let mut status = reflector.status();
+    let (reflector, mut status) = reflector(&script, resource(), &options, Some(error_hook));
     let cancel = CancellationToken::new();
     let start = tokio::time::Instant::now();
     let task = tokio::spawn(reflector.run(cancel.clone(), |_| {}));
@@ -370,15 +384,17 @@ async fn errors_back_off_and_are_reported() {
         status.changed().await.unwrap();
         let s = status.borrow_and_update().clone();
         match s {
-            ReflectorStatus::BackingOff {
+            InformerStatus::BackingOff {
                 code,
                 attempt,
                 retry_in,
+                synced_before,
                 ..
             } => {
+                assert!(!synced_before, "nothing was listed yet");
                 backoffs.push((code, attempt, retry_in.as_millis()));
             }
-            ReflectorStatus::Watching => break,
+            InformerStatus::Synced => break,
             _ => {}
         }
     }
@@ -396,9 +412,16 @@ async fn errors_back_off_and_are_reported() {
         *hook_seen.lock().unwrap(),
         [Some(403), Some(403), Some(500)]
     );
+    // Cancelled, the run ends at once. The reflector does not report
+    // `Stopped` (its informer does): the status stays what it was, and the
+    // channel closes as the reflector goes.
     cancel.cancel();
-    task.await.unwrap();
-    assert_eq!(*status.borrow(), ReflectorStatus::Stopped);
+    tokio::time::timeout(Duration::from_millis(1), task)
+        .await
+        .expect("the reflector stops when cancelled")
+        .unwrap();
+    assert_eq!(*status.borrow_and_update(), InformerStatus::Synced);
+    assert!(status.changed().await.is_err(), "the reflector is gone");
 }
 
 #[tokio::test(start_paused = true)]
@@ -425,7 +448,7 @@ async fn objects_of_another_kind_or_without_a_name_are_skipped() {
             Ok(WatchEvent::Added(other_version)),
             Ok(WatchEvent::Added(obj("b", "13"))),
         ]));
-    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 2).await;
+    let (seen, stats, _) = run_until(&script, InformerOptions::default(), 2).await;
     assert_eq!(seen, ["replace[a]", "upsert b"]);
     assert_eq!(stats.skipped_objects.load(Ordering::Relaxed), 3);
 }
@@ -443,11 +466,8 @@ async fn streaming_list_collects_initial_events_until_the_end_bookmark() {
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
             obj("d", "11"),
         ))]));
-    let config = ReflectorConfig {
-        streaming_list: true,
-        ..ReflectorConfig::default()
-    };
-    let (seen, stats, _) = run_until(&script, config, 2).await;
+    let options = InformerOptions::default().streaming_list(true);
+    let (seen, stats, _) = run_until(&script, options, 2).await;
     assert_eq!(seen, ["replace[a,b,c]", "upsert d"]);
     let calls = script.calls();
     assert!(matches!(&calls[0], Call::Watch { rv, initial_events: true, .. } if rv.is_empty()));
@@ -463,11 +483,8 @@ async fn a_refused_streaming_list_falls_back_to_list_then_watch() {
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
             obj("b", "11"),
         ))]));
-    let config = ReflectorConfig {
-        streaming_list: true,
-        ..ReflectorConfig::default()
-    };
-    let (seen, stats, _) = run_until(&script, config, 2).await;
+    let options = InformerOptions::default().streaming_list(true);
+    let (seen, stats, _) = run_until(&script, options, 2).await;
     assert_eq!(seen, ["replace[a]", "upsert b"]);
     assert_eq!(stats.errors.load(Ordering::Relaxed), 0);
 }
@@ -483,7 +500,7 @@ async fn a_failed_watch_resumes_from_the_last_version_after_backoff() {
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
             obj("c", "12"),
         ))]));
-    let (seen, stats, _) = run_until(&script, ReflectorConfig::default(), 3).await;
+    let (seen, stats, _) = run_until(&script, InformerOptions::default(), 3).await;
     assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
     let watch_rvs: Vec<_> = script
         .calls()
@@ -515,7 +532,7 @@ fn not_served(reason: &str) -> ResourceAvailability {
 /// deltas and statuses recorded.
 struct Gated {
     availability: watch::Sender<ResourceAvailability>,
-    status: watch::Receiver<ReflectorStatus>,
+    status: watch::Receiver<InformerStatus>,
     deltas: Arc<Mutex<Vec<String>>>,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<()>,
@@ -524,12 +541,12 @@ struct Gated {
 impl Gated {
     fn start(script: &Script, resource: ApiResource, initial: ResourceAvailability) -> Self {
         let (availability, rx) = watch::channel(initial);
-        let config = ReflectorConfig {
+        // The list-watch follows discovery: it hands out the channel.
+        let script = Script {
             availability: Some(rx),
-            ..ReflectorConfig::default()
+            ..script.clone()
         };
-        let reflector = Reflector::new(script.clone(), resource, config);
-        let status = reflector.status();
+        let (reflector, status) = reflector(&script, resource, &InformerOptions::default(), None);
         let deltas = Arc::new(Mutex::new(Vec::new()));
         let sink_deltas = deltas.clone();
         let cancel = CancellationToken::new();
@@ -545,7 +562,7 @@ impl Gated {
         }
     }
 
-    async fn wait_status(&mut self, want: impl Fn(&ReflectorStatus) -> bool) {
+    async fn wait_status(&mut self, want: impl Fn(&InformerStatus) -> bool) {
         tokio::time::timeout(Duration::from_secs(60), self.status.wait_for(|s| want(s)))
             .await
             .expect("status reached in time")
@@ -570,7 +587,7 @@ async fn a_resource_not_served_waits_without_requests_then_lists() {
     let mut gated = Gated::start(&script, resource(), not_served("CRD not installed"));
     gated
         .wait_status(|s| {
-            *s == ReflectorStatus::Pending {
+            *s == InformerStatus::Pending {
                 reason: "CRD not installed".into(),
             }
         })
@@ -580,7 +597,7 @@ async fn a_resource_not_served_waits_without_requests_then_lists() {
     assert!(gated.deltas().is_empty());
 
     gated.availability.send_replace(served());
-    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    gated.wait_status(|s| *s == InformerStatus::Synced).await;
     assert_eq!(gated.deltas(), ["replace[a]"]);
     gated.stop().await;
 }
@@ -598,7 +615,7 @@ async fn a_resource_that_goes_away_empties_the_cache_and_resumes_when_back() {
         .wait_status(|s| {
             matches!(
                 s,
-                ReflectorStatus::BackingOff {
+                InformerStatus::BackingOff {
                     code: Some(404),
                     ..
                 }
@@ -608,7 +625,7 @@ async fn a_resource_that_goes_away_empties_the_cache_and_resumes_when_back() {
     gated.availability.send_replace(not_served("CRD deleted"));
     gated
         .wait_status(|s| {
-            *s == ReflectorStatus::Gone {
+            *s == InformerStatus::Gone {
                 reason: "CRD deleted".into(),
             }
         })
@@ -625,7 +642,7 @@ async fn a_resource_that_goes_away_empties_the_cache_and_resumes_when_back() {
     gated.availability.send_replace(not_served("still deleted"));
     gated
         .wait_status(|s| {
-            *s == ReflectorStatus::Gone {
+            *s == InformerStatus::Gone {
                 reason: "still deleted".into(),
             }
         })
@@ -633,7 +650,7 @@ async fn a_resource_that_goes_away_empties_the_cache_and_resumes_when_back() {
     assert_eq!(gated.deltas(), ["replace[a,b]", "replace[]"]);
 
     gated.availability.send_replace(served());
-    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    gated.wait_status(|s| *s == InformerStatus::Synced).await;
     assert_eq!(gated.deltas(), ["replace[a,b]", "replace[]", "replace[c]"]);
     let lists = script
         .calls()
@@ -657,10 +674,10 @@ async fn the_kind_comes_from_discovery_when_it_was_not_known() {
     };
     let mut gated = Gated::start(&script, unknown_kind, not_served("pending"));
     gated
-        .wait_status(|s| matches!(s, ReflectorStatus::Pending { .. }))
+        .wait_status(|s| matches!(s, InformerStatus::Pending { .. }))
         .await;
     gated.availability.send_replace(served());
-    gated.wait_status(|s| *s == ReflectorStatus::Watching).await;
+    gated.wait_status(|s| *s == InformerStatus::Synced).await;
     tokio::time::timeout(Duration::from_secs(60), async {
         while gated.deltas().len() < 2 {
             tokio::time::sleep(Duration::from_millis(10)).await;

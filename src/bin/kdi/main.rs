@@ -29,10 +29,13 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
-use kube_dynamic_informer::config::{InformerSet, InformerSpec, Settings, parse_duration};
+use kube_dynamic_informer::config::{InformerSet, InformerSpec};
+use kube_dynamic_informer::duration::parse_duration;
 use kube_dynamic_informer::factory::{GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::{Event, InformerStatus};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Namespaces;
 use tokio_util::sync::CancellationToken;
 
 use output::{Format, Redaction, event_line, print_objects};
@@ -308,15 +311,13 @@ fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             InformerSet {
                 api_version: kube_dynamic_informer::config::API_VERSION.into(),
                 kind: kube_dynamic_informer::config::KIND.into(),
-                defaults: Settings::default(),
+                defaults: InformerOptions::default(),
                 informers: sel
                     .resources
                     .iter()
                     .map(|r| InformerSpec {
-                        name: None,
-                        resource: r.clone(),
-                        options: Settings::default(),
                         indexes: indexes.clone(),
+                        ..InformerSpec::new(r.clone())
                     })
                     .collect(),
             }
@@ -337,21 +338,21 @@ fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
     }
     // Command-line settings override the file's.
     let over = &mut set.defaults;
-    let apply = |s: &mut Settings| {
+    let apply = |o: &mut InformerOptions| {
         if !sel.namespaces.is_empty() {
-            s.namespaces = Some(sel.namespaces.clone());
+            o.namespaces = Namespaces::only(sel.namespaces.iter().cloned());
         }
         if sel.label_selector.is_some() {
-            s.label_selector.clone_from(&sel.label_selector);
+            o.label_selector.clone_from(&sel.label_selector);
         }
         if sel.field_selector.is_some() {
-            s.field_selector.clone_from(&sel.field_selector);
+            o.field_selector.clone_from(&sel.field_selector);
         }
         if sel.metadata_only {
-            s.metadata_only = Some(true);
+            o.metadata_only = true;
         }
         if sel.sensitive {
-            s.sensitive = Some(true);
+            o.sensitive = true;
         }
     };
     apply(over);
@@ -393,7 +394,7 @@ async fn start_and_sync(
         .into_iter()
         .map(|c| Declared {
             indexes: c.spec.index_functions().unwrap_or_default(),
-            sensitive: c.spec.options.sensitive.unwrap_or(false),
+            sensitive: c.spec.options.sensitive,
             name: c.name,
             informer: c.informer,
         })

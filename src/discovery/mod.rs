@@ -51,18 +51,26 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use kube_client::Client;
-use kube_core::discovery::v2::APIGroupDiscoveryList;
-use kube_core::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{InformerConfig, Scope, SharedInformer};
-use crate::reflector::ResourceAvailability;
+use crate::informer::SharedInformer;
+use crate::options::InformerOptions;
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
+use crate::scope::{ResourceAvailability, Scope};
+use crate::transform::Transform;
+
+mod fetch;
+mod follow;
+
+use fetch::fetch;
+use follow::{
+    CrdExpectation, api_service_resource, crd_resource, drain, next_or_pending, slim_crd,
+};
 
 /// Errors of discovery.
 #[derive(Debug, thiserror::Error)]
@@ -470,7 +478,7 @@ impl DiscoveryCache {
 
     /// A channel that says whether `key` is served, updated on every refresh
     /// (only changes are sent). Informers given it wait while the resource
-    /// is not served; see [`crate::reflector::ReflectorConfig::availability`].
+    /// is not served; see [`crate::list_watch::ListWatch::availability`].
     #[must_use]
     pub fn availability(&self, key: &ResourceKey) -> watch::Receiver<ResourceAvailability> {
         let mut watchers = self.inner.watchers.lock();
@@ -499,16 +507,16 @@ impl DiscoveryCache {
             client.clone(),
             crd_resource(),
             Scope::Cluster,
-            InformerConfig::default().transform(Arc::new(slim_crd)),
+            InformerOptions::default().transform(Transform::new("slim-crd", slim_crd)),
         );
         let services = SharedInformer::new(
             client,
             api_service_resource(),
             Scope::Cluster,
-            InformerConfig::default().strip_managed_fields(),
+            InformerOptions::default().strip_managed_fields(),
         );
         let (Ok(crds), Ok(services)) = (crds, services) else {
-            // Only a namespace or an index can make construction fail.
+            // Only a namespace restriction can make construction fail.
             return;
         };
         let mut crd_events = Some(crds.events());
@@ -591,512 +599,5 @@ impl DiscoveryCache {
     }
 }
 
-/// The next event of a stream, or never once it ended. True for an event.
-async fn next_or_pending(stream: &mut Option<crate::informer::EventStream>) -> bool {
-    let Some(s) = stream else {
-        return futures::future::pending().await;
-    };
-    match s.next().await {
-        Some(_) => true,
-        None => {
-            *stream = None;
-            futures::future::pending().await
-        }
-    }
-}
-
-/// Takes every event queued now; true if there was one.
-fn drain(stream: &mut Option<crate::informer::EventStream>) -> bool {
-    let Some(s) = stream else {
-        return false;
-    };
-    let mut any = false;
-    while let Some(Some(_)) = s.next().now_or_never() {
-        any = true;
-    }
-    any
-}
-
-/// What the CRDs say discovery should hold.
-struct CrdExpectation {
-    /// Served versions of established CRDs.
-    served: HashSet<ResourceKey>,
-    /// Versions of CRDs that are not established, or not served.
-    not_served: HashSet<ResourceKey>,
-    /// Versions of CRDs being deleted: either way is fine.
-    terminating: HashSet<ResourceKey>,
-}
-
-impl CrdExpectation {
-    fn from_store(crds: &[Arc<DynamicObject>]) -> Self {
-        let mut this = CrdExpectation {
-            served: HashSet::new(),
-            not_served: HashSet::new(),
-            terminating: HashSet::new(),
-        };
-        for crd in crds {
-            let spec = &crd.data["spec"];
-            let (Some(group), Some(plural)) =
-                (spec["group"].as_str(), spec["names"]["plural"].as_str())
-            else {
-                continue;
-            };
-            let established = crd.data["status"]["conditions"]
-                .as_array()
-                .is_some_and(|conds| {
-                    conds
-                        .iter()
-                        .any(|c| c["type"] == "Established" && c["status"] == "True")
-                });
-            let terminating = crd.metadata.deletion_timestamp.is_some();
-            for version in spec["versions"].as_array().into_iter().flatten() {
-                let Some(name) = version["name"].as_str() else {
-                    continue;
-                };
-                let key = ResourceKey::new(group, name, plural);
-                if terminating {
-                    this.terminating.insert(key);
-                } else if established && version["served"].as_bool() == Some(true) {
-                    this.served.insert(key);
-                } else {
-                    this.not_served.insert(key);
-                }
-            }
-        }
-        this
-    }
-
-    /// A description of the first disagreement with `snapshot`, if any.
-    /// `seen` holds every key any CRD ever had: those of CRDs now gone must
-    /// have left discovery.
-    fn mismatch(
-        &self,
-        snapshot: &DiscoverySnapshot,
-        seen: &HashSet<ResourceKey>,
-    ) -> Option<String> {
-        if let Some(missing) = self.served.iter().find(|k| snapshot.get(k).is_none()) {
-            return Some(format!("{missing} is established but not in discovery yet"));
-        }
-        seen.iter()
-            .filter(|k| !self.served.contains(*k) && !self.terminating.contains(*k))
-            .find(|k| snapshot.get(k).is_some())
-            .map(|stale| {
-                format!("{stale} is still in discovery although its CRD no longer serves it")
-            })
-    }
-}
-
-/// Drops what discovery does not need from a CRD: schemas and managed fields
-/// are most of its size.
-fn slim_crd(mut crd: DynamicObject) -> DynamicObject {
-    crd.metadata.managed_fields = None;
-    if let Some(versions) = crd.data["spec"]["versions"].as_array_mut() {
-        for v in versions {
-            if let Some(v) = v.as_object_mut() {
-                v.remove("schema");
-                v.remove("additionalPrinterColumns");
-            }
-        }
-    }
-    crd
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiextensions.k8s.io/v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-    }
-}
-
-fn api_service_resource() -> ApiResource {
-    ApiResource {
-        group: "apiregistration.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiregistration.k8s.io/v1".into(),
-        kind: "APIService".into(),
-        plural: "apiservices".into(),
-    }
-}
-
-/// One discovery pass.
-async fn fetch(
-    client: &Client,
-    config: &DiscoveryConfig,
-) -> Result<DiscoverySnapshot, DiscoveryError> {
-    if config.aggregated {
-        match fetch_aggregated(client).await {
-            Ok(Some(snapshot)) => return Ok(snapshot),
-            Ok(None) => {
-                tracing::debug!(
-                    "the server does not offer aggregated discovery; reading each group version"
-                );
-            }
-            Err(err) => {
-                tracing::debug!(error = %err, "aggregated discovery failed; reading each group version");
-            }
-        }
-    }
-    fetch_per_group(client, config.concurrency.max(1), config.group_timeout).await
-}
-
-fn request_error(path: &str) -> impl FnOnce(kube_client::Error) -> DiscoveryError + '_ {
-    move |source| DiscoveryError::Request {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-/// Aggregated discovery (`apidiscovery.k8s.io/v2`); `None` when the server
-/// answered with the plain documents instead (which parse as an empty list:
-/// the aggregated `/api` always holds the core group).
-async fn fetch_aggregated(client: &Client) -> Result<Option<DiscoverySnapshot>, DiscoveryError> {
-    let core = client
-        .list_core_api_versions_aggregated()
-        .await
-        .map_err(request_error("/api"))?;
-    if core.items.is_empty() {
-        return Ok(None);
-    }
-    let groups = client
-        .list_api_groups_aggregated()
-        .await
-        .map_err(request_error("/apis"))?;
-    let mut snapshot = DiscoverySnapshot {
-        aggregated: true,
-        ..DiscoverySnapshot::default()
-    };
-    add_aggregated(&mut snapshot, core);
-    add_aggregated(&mut snapshot, groups);
-    Ok(Some(snapshot))
-}
-
-fn add_aggregated(snapshot: &mut DiscoverySnapshot, list: APIGroupDiscoveryList) {
-    for group in list.items {
-        let group_name = group.metadata.and_then(|m| m.name).unwrap_or_default();
-        for (position, version) in group.versions.into_iter().enumerate() {
-            let version_name = version.version.unwrap_or_default();
-            if version.freshness.as_deref() == Some("Stale") {
-                snapshot.unavailable.push(UnavailableGroupVersion {
-                    group: group_name.clone(),
-                    version: version_name,
-                    reason: "its API server did not answer discovery (freshness Stale)".into(),
-                });
-                continue;
-            }
-            for r in version.resources {
-                let Some(plural) = r.resource.filter(|p| !p.is_empty() && !p.contains('/')) else {
-                    continue;
-                };
-                let known = KnownResource {
-                    group: group_name.clone(),
-                    version: version_name.clone(),
-                    plural,
-                    singular: r.singular_resource.unwrap_or_default(),
-                    kind: r.response_kind.and_then(|k| k.kind).unwrap_or_default(),
-                    short_names: r.short_names,
-                    namespaced: r.scope.as_deref() == Some("Namespaced"),
-                    // Versions come in order of preference.
-                    preferred_version: position == 0,
-                };
-                snapshot.verbs.insert(known.key(), r.verbs);
-                snapshot.resources.push(known);
-            }
-        }
-    }
-}
-
-/// The per-group-version documents: `/api`, `/apis`, then each
-/// `/api/<v>` and `/apis/<g>/<v>`.
-async fn fetch_per_group(
-    client: &Client,
-    concurrency: usize,
-    timeout: Duration,
-) -> Result<DiscoverySnapshot, DiscoveryError> {
-    let core = client
-        .list_core_api_versions()
-        .await
-        .map_err(request_error("/api"))?;
-    let groups = client
-        .list_api_groups()
-        .await
-        .map_err(request_error("/apis"))?;
-    // (group, version, preferred)
-    let mut targets: Vec<(String, String, bool)> = Vec::new();
-    for (i, v) in core.versions.iter().enumerate() {
-        targets.push((String::new(), v.clone(), i == 0));
-    }
-    for g in &groups.groups {
-        let preferred = g.preferred_version.as_ref().map(|p| p.version.as_str());
-        for v in &g.versions {
-            targets.push((
-                g.name.clone(),
-                v.version.clone(),
-                preferred == Some(v.version.as_str()),
-            ));
-        }
-    }
-    let results: Vec<_> = futures::stream::iter(targets.into_iter().map(
-        |(group, version, preferred)| async move {
-            let request = async {
-                if group.is_empty() {
-                    client.list_core_api_resources(&version).await
-                } else {
-                    client
-                        .list_api_group_resources(&format!("{group}/{version}"))
-                        .await
-                }
-            };
-            let list = match tokio::time::timeout(timeout, request).await {
-                Ok(Ok(list)) => Ok(list),
-                Ok(Err(err)) => Err(err.to_string()),
-                Err(_) => Err(format!(
-                    "no answer within {timeout:?} (an aggregated API server that is down answers 503, which the client retries)"
-                )),
-            };
-            (group, version, preferred, list)
-        },
-    ))
-    .buffered(concurrency)
-    .collect()
-    .await;
-
-    let mut snapshot = DiscoverySnapshot::default();
-    for (group, version, preferred, list) in results {
-        let list = match list {
-            Ok(list) => list,
-            Err(reason) => {
-                snapshot.unavailable.push(UnavailableGroupVersion {
-                    group,
-                    version,
-                    reason,
-                });
-                continue;
-            }
-        };
-        for r in list.resources {
-            if r.name.is_empty() || r.name.contains('/') {
-                continue;
-            }
-            let known = KnownResource {
-                group: group.clone(),
-                version: version.clone(),
-                plural: r.name,
-                singular: r.singular_name,
-                kind: r.kind,
-                short_names: r.short_names.unwrap_or_default(),
-                namespaced: r.namespaced,
-                preferred_version: preferred,
-            };
-            snapshot.verbs.insert(known.key(), r.verbs);
-            snapshot.resources.push(known);
-        }
-    }
-    Ok(snapshot)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn aggregated(doc: serde_json::Value) -> DiscoverySnapshot {
-        let mut snapshot = DiscoverySnapshot {
-            generation: 1,
-            ..DiscoverySnapshot::default()
-        };
-        add_aggregated(&mut snapshot, serde_json::from_value(doc).unwrap());
-        snapshot
-    }
-
-    fn sample() -> DiscoverySnapshot {
-        aggregated(json!({
-            "kind": "APIGroupDiscoveryList",
-            "apiVersion": "apidiscovery.k8s.io/v2",
-            "items": [
-                { "metadata": { "name": "apps" }, "versions": [
-                    { "version": "v1", "resources": [{
-                        "resource": "deployments",
-                        "responseKind": { "group": "", "version": "", "kind": "Deployment" },
-                        "scope": "Namespaced", "singularResource": "deployment",
-                        "verbs": ["get", "list", "watch"], "shortNames": ["deploy"],
-                        "subresources": [{ "subresource": "scale", "verbs": ["get"] }]
-                    }]},
-                    { "version": "v1beta1", "resources": [{
-                        "resource": "deployments",
-                        "responseKind": { "kind": "Deployment" },
-                        "scope": "Namespaced", "singularResource": "deployment",
-                        "verbs": ["list", "watch"]
-                    }]}
-                ]},
-                { "metadata": { "name": "authentication.k8s.io" }, "versions": [
-                    { "version": "v1", "resources": [{
-                        "resource": "tokenreviews", "responseKind": { "kind": "TokenReview" },
-                        "scope": "Cluster", "singularResource": "tokenreview", "verbs": ["create"]
-                    }]}
-                ]},
-                { "metadata": { "name": "metrics.k8s.io" }, "versions": [
-                    { "version": "v1beta1", "freshness": "Stale" }
-                ]}
-            ]
-        }))
-    }
-
-    #[test]
-    fn aggregated_documents_become_known_resources() {
-        let s = sample();
-        let keys: Vec<String> = s.resources().iter().map(|r| r.key().to_string()).collect();
-        assert_eq!(
-            keys,
-            [
-                "deployments.v1.apps",
-                "deployments.v1beta1.apps",
-                "tokenreviews.v1.authentication.k8s.io"
-            ]
-        );
-        let d = &s.resources()[0];
-        assert_eq!(d.kind, "Deployment");
-        assert_eq!(d.singular, "deployment");
-        assert_eq!(d.short_names, ["deploy"]);
-        assert!(d.namespaced && d.preferred_version);
-        assert!(!s.resources()[1].preferred_version);
-        assert!(!s.resources()[2].namespaced);
-        assert_eq!(
-            s.unavailable(),
-            [UnavailableGroupVersion {
-                group: "metrics.k8s.io".into(),
-                version: "v1beta1".into(),
-                reason: "its API server did not answer discovery (freshness Stale)".into()
-            }]
-        );
-    }
-
-    #[test]
-    fn availability_says_why() {
-        let s = sample();
-        let deploy = ResourceKey::new("apps", "v1", "deployments");
-        match s.availability(&deploy) {
-            ResourceAvailability::Served { resource, scope } => {
-                assert_eq!(resource.kind, "Deployment");
-                assert_eq!(resource.api_version, "apps/v1");
-                assert_eq!(scope, Scope::Namespaced);
-            }
-            other => panic!("{other:?}"),
-        }
-        let reason = |key: ResourceKey| match s.availability(&key) {
-            ResourceAvailability::NotServed { reason } => reason,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(
-            reason(ResourceKey::new("example.com", "v1", "widgets")),
-            "widgets.v1.example.com is not served by the API server (not in discovery)"
-        );
-        assert_eq!(
-            reason(ResourceKey::new("metrics.k8s.io", "v1beta1", "pods")),
-            "pods.v1beta1.metrics.k8s.io is not served: API group version metrics.k8s.io/v1beta1 \
-             could not be discovered: its API server did not answer discovery (freshness Stale)"
-        );
-        assert_eq!(
-            reason(ResourceKey::new(
-                "authentication.k8s.io",
-                "v1",
-                "tokenreviews"
-            )),
-            "tokenreviews.v1.authentication.k8s.io is served but cannot be listed and watched (verbs: create)"
-        );
-        assert!(
-            !DiscoverySnapshot::default()
-                .availability(&deploy)
-                .is_served()
-        );
-    }
-
-    #[test]
-    fn unavailable_groups_are_named_in_resolution_errors() {
-        let s = sample();
-        let name = ResourceName::parse("pods.metrics.k8s.io").unwrap();
-        assert_eq!(s.unavailable_for(&name).len(), 1);
-        let name = ResourceName::parse("deployments.apps").unwrap();
-        assert!(s.unavailable_for(&name).is_empty());
-        let err = DiscoveryError::Resolve {
-            source: ResourceError::NotFound {
-                input: "podmetrics".into(),
-                suggestions: vec![],
-            },
-            unavailable: s.unavailable_for(&ResourceName::parse("podmetrics").unwrap()),
-        };
-        assert_eq!(
-            err.to_string(),
-            "no resource matches \"podmetrics\" (not discovered, so not searched: \
-             metrics.k8s.io/v1beta1: its API server did not answer discovery (freshness Stale))"
-        );
-    }
-
-    fn crd(
-        group: &str,
-        plural: &str,
-        versions: &[(&str, bool)],
-        established: bool,
-    ) -> Arc<DynamicObject> {
-        let versions: Vec<_> = versions
-            .iter()
-            .map(|(v, served)| json!({ "name": v, "served": served, "schema": { "big": true } }))
-            .collect();
-        Arc::new(
-            serde_json::from_value(json!({
-                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                "metadata": { "name": format!("{plural}.{group}") },
-                "spec": { "group": group, "names": { "plural": plural }, "versions": versions },
-                "status": { "conditions": [{ "type": "Established", "status": if established { "True" } else { "False" } }] }
-            }))
-            .unwrap(),
-        )
-    }
-
-    #[test]
-    fn crd_expectations_detect_lagging_discovery() {
-        let mut snapshot = sample();
-        let widgets = crd(
-            "example.com",
-            "widgets",
-            &[("v1", true), ("v2", false)],
-            true,
-        );
-        let e = CrdExpectation::from_store(std::slice::from_ref(&widgets));
-        let mut seen: HashSet<ResourceKey> =
-            e.served.iter().chain(&e.not_served).cloned().collect();
-        assert_eq!(
-            e.mismatch(&snapshot, &seen).unwrap(),
-            "widgets.v1.example.com is established but not in discovery yet"
-        );
-        snapshot.resources.push(KnownResource {
-            group: "example.com".into(),
-            version: "v1".into(),
-            plural: "widgets".into(),
-            ..KnownResource::default()
-        });
-        assert_eq!(e.mismatch(&snapshot, &seen), None);
-        // The CRD is deleted; discovery still has it.
-        let none = CrdExpectation::from_store(&[]);
-        assert!(
-            none.mismatch(&snapshot, &seen)
-                .unwrap()
-                .contains("still in discovery")
-        );
-        seen.clear();
-        assert_eq!(none.mismatch(&snapshot, &seen), None);
-        // Not established yet: not expected.
-        let pending =
-            CrdExpectation::from_store(&[crd("example.org", "gadgets", &[("v1", true)], false)]);
-        assert!(pending.served.is_empty());
-    }
-
-    #[test]
-    fn slim_crd_drops_schemas() {
-        let slim = slim_crd((*crd("example.com", "widgets", &[("v1", true)], true)).clone());
-        assert!(slim.data["spec"]["versions"][0].get("schema").is_none());
-        assert_eq!(slim.data["spec"]["versions"][0]["name"], "v1");
-    }
-}
+mod tests;

@@ -27,16 +27,19 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::{AsyncBufReadExt, StreamExt};
-use kube_client::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube_client::api::{ListParams, WatchParams};
 use kube_client::{Api, Client};
-use kube_core::watch::{Bookmark, BookmarkMeta};
+use kube_core::watch::Bookmark;
 use kube_core::{DynamicObject, ListMeta, ObjectMeta, Status, TypeMeta};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::reflector::WatchStream;
+use super::{
+    INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatchError, UndecodableObject, WatchEvent,
+    WatchStream,
+};
 
 /// The deepest object decoded in full, in levels of JSON objects and arrays
 /// (`{"spec": {"a": [1]}}` is 3 deep). Deeper objects are reported as
@@ -47,73 +50,13 @@ use crate::reflector::WatchStream;
 /// dozen levels.
 pub const MAX_OBJECT_DEPTH: usize = 256;
 
-/// An object the server sent that could not be decoded, so it is not in the
-/// cache; see [`crate::reflector::ReflectorStats::skipped_objects`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UndecodableObject {
-    /// `metadata.namespace`, when it could be read.
-    pub namespace: Option<String>,
-    /// `metadata.name`, when it could be read.
-    pub name: Option<String>,
-    /// `metadata.resourceVersion`, when it could be read.
-    pub resource_version: Option<String>,
-    /// Why it could not be decoded.
-    pub reason: String,
-}
-
-impl fmt::Display for UndecodableObject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.namespace, &self.name) {
-            (Some(ns), Some(name)) => write!(f, "{ns}/{name}")?,
-            (None, Some(name)) => f.write_str(name)?,
-            (_, None) => f.write_str("an object without a readable name")?,
-        }
-        if let Some(rv) = &self.resource_version {
-            write!(f, " (resourceVersion {rv})")?;
-        }
-        write!(f, ": {}", self.reason)
-    }
-}
-
-/// What one list-watch keeps between its [`list`] and [`watch`] calls: the
-/// objects they could not decode, for the reflector to take, and the list
-/// page requested ahead. Clones share it.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ListWatchState {
-    undecodable: Undecodables,
-    ahead: PageAhead,
-}
-
-impl ListWatchState {
-    /// The objects left out since the last call (see
-    /// [`crate::reflector::ListWatch::take_undecodable`]).
-    pub(crate) fn take_undecodable(&self) -> Vec<UndecodableObject> {
-        self.undecodable.take()
-    }
-}
-
-/// Where list and watch calls put the objects they could not decode.
-#[derive(Clone, Debug, Default)]
-struct Undecodables(Arc<Mutex<Vec<UndecodableObject>>>);
-
-impl Undecodables {
-    fn push(&self, object: UndecodableObject) {
-        self.0.lock().push(object);
-    }
-
-    /// Everything reported since the last call.
-    fn take(&self) -> Vec<UndecodableObject> {
-        std::mem::take(&mut *self.0.lock())
-    }
-}
-
 /// The next page of a paged list, requested while the current one is being
 /// decoded, so that the server prepares page *k + 1* while the client decodes
 /// page *k* instead of both taking turns. It answers the next list call whose
 /// request is the same (same URL, selectors and continue token); any other
 /// call drops it, which cancels it. Shared by the clones of one list-watch.
 #[derive(Clone, Debug, Default)]
-struct PageAhead(Arc<Mutex<Option<Ahead>>>);
+pub(super) struct PageAhead(Arc<Mutex<Option<Ahead>>>);
 
 /// A page request in flight, by the URI it asked for.
 #[derive(Debug)]
@@ -162,15 +105,15 @@ fn list_request(
 /// `PartialObjectMetadata` kind the server gives them).
 ///
 /// When the page has a continue token, the next page is requested before
-/// this one is decoded, and kept in `state` for the call that asks for it.
-pub(crate) async fn list(
+/// this one is decoded, and kept in `ahead` for the call that asks for it.
+pub(super) async fn list(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
-    state: &ListWatchState,
-) -> Result<ObjectList<DynamicObject>, kube_client::Error> {
+    ahead: &PageAhead,
+) -> Result<ListPage, ListWatchError> {
     let req = list_request(api, params, metadata_only)?;
-    let text = match state.ahead.take(&req.uri().to_string()) {
+    let text = match ahead.take(&req.uri().to_string()) {
         Some(mut prefetched) => match (&mut prefetched.task).await {
             Ok(answer) => answer?,
             // The request ahead panicked: ask again.
@@ -187,7 +130,7 @@ pub(crate) async fn list(
         let uri = req.uri().to_string();
         let client = client(api);
         let task = tokio::spawn(async move { client.request_text(req).await });
-        state.ahead.put(Ahead { uri, task });
+        ahead.put(Ahead { uri, task });
         // Let the request ahead go out before this thread is busy decoding;
         // another worker reads its answer meanwhile.
         tokio::task::yield_now().await;
@@ -199,7 +142,7 @@ pub(crate) async fn list(
     // that nothing allocated from again, and every update grew the process
     // by the object it replaced (+466 MiB over 20,000 updates of 50,000
     // Widgets).
-    decode_list_into(&text, &state.undecodable).map_err(kube_client::Error::SerdeError)
+    decode_list(&text).map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))
 }
 
 /// `metadata.continue` of a list response, read without decoding its items
@@ -243,13 +186,12 @@ fn continue_token(text: &str) -> Option<String> {
 }
 
 /// Starts a watch of the resource `api` points at, from `resource_version`.
-pub(crate) async fn watch(
+pub(super) async fn watch(
     api: &Api<DynamicObject>,
     params: &WatchParams,
     resource_version: &str,
     metadata_only: bool,
-    state: &ListWatchState,
-) -> Result<WatchStream, kube_client::Error> {
+) -> Result<WatchStream, ListWatchError> {
     let request = kube_core::Request::new(api.resource_url());
     let mut req = if metadata_only {
         request.watch_metadata(params, resource_version)
@@ -264,31 +206,27 @@ pub(crate) async fn watch(
         .entry(http::header::ACCEPT_ENCODING)
         .or_insert(http::HeaderValue::from_static("identity"));
     let body = client(api).request_stream(req).await?;
-    let undecodable = state.undecodable.clone();
     let lines = body.lines();
-    Ok(futures::stream::unfold(
-        (lines, undecodable),
-        |(mut lines, undecodable)| async move {
-            loop {
-                let line = match lines.next().await? {
-                    Ok(line) => line,
-                    Err(e) if ends_watch(&e) => {
-                        tracing::debug!(error = %e, "watch connection ended");
-                        return None;
-                    }
-                    Err(e) => {
-                        return Some((
-                            Err(kube_client::Error::ReadEvents(e)),
-                            (lines, undecodable),
-                        ));
-                    }
-                };
-                if let Some(event) = decode_watch_line(&line, &undecodable) {
-                    return Some((event, (lines, undecodable)));
+    Ok(futures::stream::unfold(lines, |mut lines| async move {
+        loop {
+            let line = match lines.next().await? {
+                Ok(line) => line,
+                Err(e) if ends_watch(&e) => {
+                    tracing::debug!(error = %e, "watch connection ended");
+                    return None;
                 }
+                Err(e) => {
+                    return Some((
+                        Err(ListWatchError::Client(kube_client::Error::ReadEvents(e))),
+                        lines,
+                    ));
+                }
+            };
+            if let Some(event) = decode_watch_line(&line) {
+                return Some((event, lines));
             }
-        },
-    )
+        }
+    })
     .boxed())
 }
 
@@ -326,10 +264,6 @@ fn ends_watch(err: &std::io::Error) -> bool {
 
 #[derive(Deserialize)]
 struct RawList<'a> {
-    #[serde(default, rename = "apiVersion")]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
     #[serde(default)]
     metadata: ListMeta,
     #[serde(borrow, default)]
@@ -337,9 +271,9 @@ struct RawList<'a> {
 }
 
 /// Decodes a list response (`{"kind": "WidgetList", "metadata": ...,
-/// "items": [...]}`) the way [`crate::reflector::ApiListWatch`] does: item
-/// by item, leaving out and returning the items that cannot be decoded. For
-/// a [`crate::reflector::ListWatch`] of one's own.
+/// "items": [...]}`) the way [`ApiListWatch`](super::ApiListWatch) does: item
+/// by item, leaving out (in [`ListPage::skipped`]) the items that cannot be
+/// decoded. For a [`ListWatch`](super::ListWatch) of one's own.
 ///
 /// Fails only when the response as a whole is not a list.
 ///
@@ -347,27 +281,53 @@ struct RawList<'a> {
 /// let text = r#"{"kind": "ConfigMapList", "apiVersion": "v1",
 ///     "metadata": {"resourceVersion": "7"},
 ///     "items": [{"metadata": {"name": "a", "namespace": "x"}, "data": {"k": "v"}}]}"#;
-/// let (list, undecodable) = kube_dynamic_informer::wire::decode_list(text)?;
-/// assert_eq!(list.items[0].data["data"]["k"], "v");
-/// assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
-/// assert!(undecodable.is_empty());
+/// let page = kube_dynamic_informer::list_watch::decode_list(text)?;
+/// assert_eq!(page.objects[0].data["data"]["k"], "v");
+/// assert_eq!(page.resource_version, "7");
+/// assert!(page.skipped.is_empty());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-pub fn decode_list(
-    text: &str,
-) -> Result<(ObjectList<DynamicObject>, Vec<UndecodableObject>), serde_json::Error> {
-    let undecodable = Undecodables::default();
-    let list = decode_list_into(text, &undecodable)?;
-    Ok((list, undecodable.take()))
+///
+/// # Errors
+/// The response is not a JSON list.
+pub fn decode_list(text: &str) -> Result<ListPage, serde_json::Error> {
+    // One pass when every item decodes; item by item when one does not.
+    if let Ok(list) = serde_json::from_str::<WholeList>(text) {
+        return Ok(page(
+            list.metadata,
+            list.items
+                .unwrap_or_default()
+                .into_iter()
+                .map(|o| o.0)
+                .collect(),
+            Vec::new(),
+        ));
+    }
+    let list: RawList<'_> = serde_json::from_str(text)?;
+    let raw_items = list.items.unwrap_or_default();
+    let mut items = Vec::with_capacity(raw_items.len());
+    let mut skipped = Vec::new();
+    for raw in raw_items {
+        match decode_object(raw.get()) {
+            Ok(object) => items.push(object),
+            Err(reason) => skipped.push(describe(raw.get(), reason)),
+        }
+    }
+    Ok(page(list.metadata, items, skipped))
+}
+
+fn page(meta: ListMeta, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObject>) -> ListPage {
+    ListPage {
+        objects,
+        resource_version: meta.resource_version.unwrap_or_default(),
+        continue_token: meta.continue_.filter(|c| !c.is_empty()),
+        skipped,
+    }
 }
 
 /// A list whose items all decode: the common case, read in one pass.
 #[derive(Deserialize)]
 struct WholeList {
-    #[serde(default, rename = "apiVersion")]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
     #[serde(default)]
     metadata: ListMeta,
     #[serde(default)]
@@ -383,46 +343,6 @@ impl<'de> Deserialize<'de> for Object {
     }
 }
 
-/// [`decode_list`], reporting to `undecodable`.
-fn decode_list_into(
-    text: &str,
-    undecodable: &Undecodables,
-) -> Result<ObjectList<DynamicObject>, serde_json::Error> {
-    // One pass when every item decodes; item by item when one does not.
-    if let Ok(list) = serde_json::from_str::<WholeList>(text) {
-        return Ok(ObjectList {
-            types: TypeMeta {
-                api_version: list.api_version,
-                kind: list.kind,
-            },
-            metadata: list.metadata,
-            items: list
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .map(|o| o.0)
-                .collect(),
-        });
-    }
-    let list: RawList<'_> = serde_json::from_str(text)?;
-    let raw_items = list.items.unwrap_or_default();
-    let mut items = Vec::with_capacity(raw_items.len());
-    for raw in raw_items {
-        match decode_object(raw.get()) {
-            Ok(object) => items.push(object),
-            Err(reason) => undecodable.push(describe(raw.get(), reason)),
-        }
-    }
-    Ok(ObjectList {
-        types: TypeMeta {
-            api_version: list.api_version,
-            kind: list.kind,
-        },
-        metadata: list.metadata,
-        items,
-    })
-}
-
 #[derive(Deserialize)]
 struct RawEvent<'a> {
     #[serde(rename = "type")]
@@ -433,10 +353,12 @@ struct RawEvent<'a> {
 
 /// One watch line as an event; `None` for a line to pass over (empty, or cut
 /// short at the end of the connection).
-fn decode_watch_line(
-    line: &str,
-    undecodable: &Undecodables,
-) -> Option<Result<WatchEvent<DynamicObject>, kube_client::Error>> {
+fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
+    let not_an_event = |e: serde_json::Error| {
+        Some(Err(ListWatchError::Client(kube_client::Error::SerdeError(
+            e,
+        ))))
+    };
     if line.trim().is_empty() {
         return None;
     }
@@ -446,12 +368,12 @@ fn decode_watch_line(
         Err(e) => {
             // A line that is no event at all may be a Status the server
             // sent instead.
-            return Some(match serde_json::from_str::<Status>(line) {
+            return match serde_json::from_str::<Status>(line) {
                 Ok(status) if !status.message.is_empty() || status.code != 0 => {
-                    Err(kube_client::Error::Api(status.boxed()))
+                    Some(Err(status_error(status)))
                 }
-                _ => Err(kube_client::Error::SerdeError(e)),
-            });
+                _ => not_an_event(e),
+            };
         }
     };
     let raw = event.object.get();
@@ -462,32 +384,45 @@ fn decode_watch_line(
                 "MODIFIED" => WatchEvent::Modified(object),
                 _ => WatchEvent::Deleted(object),
             },
-            Err(reason) => {
-                let envelope = Envelope::read(raw);
-                let stand_in = envelope.stand_in(event.kind == "DELETED");
-                undecodable.push(envelope.describe(reason));
-                stand_in?
-            }
+            Err(reason) => WatchEvent::Skipped {
+                object: describe(raw, reason),
+                deleted: event.kind == "DELETED",
+            },
         },
         "BOOKMARK" => match serde_json::from_str::<Bookmark>(raw) {
-            Ok(bookmark) => WatchEvent::Bookmark(bookmark),
-            Err(e) => return Some(Err(kube_client::Error::SerdeError(e))),
+            Ok(bookmark) => WatchEvent::Bookmark {
+                initial_events_end: bookmark
+                    .metadata
+                    .annotations
+                    .get(INITIAL_EVENTS_END_ANNOTATION)
+                    .is_some_and(|v| v == "true"),
+                resource_version: bookmark.metadata.resource_version,
+            },
+            Err(e) => return not_an_event(e),
         },
         "ERROR" => match serde_json::from_str::<Status>(raw) {
-            Ok(status) => WatchEvent::Error(Box::new(status)),
-            Err(e) => return Some(Err(kube_client::Error::SerdeError(e))),
+            Ok(status) => return Some(Err(status_error(status))),
+            Err(e) => return not_an_event(e),
         },
         other => {
-            return Some(Err(kube_client::Error::SerdeError(
-                serde::de::Error::custom(format!("unknown watch event type {other:?}")),
+            return not_an_event(serde::de::Error::custom(format!(
+                "unknown watch event type {other:?}"
             )));
         }
     };
     Some(Ok(decoded))
 }
 
+fn status_error(status: Status) -> ListWatchError {
+    ListWatchError::Status {
+        code: status.code,
+        reason: status.reason,
+        message: status.message,
+    }
+}
+
 /// Decodes one object, in full if it is at most [`MAX_OBJECT_DEPTH`] deep.
-pub(crate) fn decode_object(raw: &str) -> Result<DynamicObject, String> {
+pub(super) fn decode_object(raw: &str) -> Result<DynamicObject, String> {
     let mut de = serde_json::Deserializer::from_str(raw);
     match ObjectSeed
         .deserialize(&mut de)
@@ -568,10 +503,6 @@ fn describe(raw: &str, reason: String) -> UndecodableObject {
 /// the other fields without recursing, so any depth is fine.
 #[derive(Default, Deserialize)]
 struct Envelope {
-    #[serde(default, rename = "apiVersion")]
-    api_version: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
     #[serde(default)]
     metadata: Option<EnvelopeMeta>,
 }
@@ -582,7 +513,6 @@ struct EnvelopeMeta {
     name: Option<String>,
     namespace: Option<String>,
     resource_version: Option<String>,
-    uid: Option<String>,
 }
 
 impl Envelope {
@@ -598,38 +528,6 @@ impl Envelope {
             resource_version: meta.and_then(|m| m.resource_version.clone()),
             reason,
         }
-    }
-
-    /// The event that stands in for an undecodable one: for a deletion, the
-    /// object with its metadata only, so the key is still deleted; otherwise
-    /// a bookmark at its resourceVersion, so a resumed watch starts after it.
-    fn stand_in(&self, deleted: bool) -> Option<WatchEvent<DynamicObject>> {
-        let meta = self.metadata.as_ref()?;
-        let types = TypeMeta {
-            api_version: self.api_version.clone().unwrap_or_default(),
-            kind: self.kind.clone().unwrap_or_default(),
-        };
-        if deleted {
-            meta.name.as_ref()?;
-            return Some(WatchEvent::Deleted(DynamicObject {
-                types: Some(types),
-                metadata: ObjectMeta {
-                    name: meta.name.clone(),
-                    namespace: meta.namespace.clone(),
-                    resource_version: meta.resource_version.clone(),
-                    uid: meta.uid.clone(),
-                    ..ObjectMeta::default()
-                },
-                data: serde_json::Value::Object(serde_json::Map::new()),
-            }));
-        }
-        Some(WatchEvent::Bookmark(Bookmark {
-            types,
-            metadata: BookmarkMeta {
-                resource_version: meta.resource_version.clone()?,
-                annotations: Default::default(),
-            },
-        }))
     }
 }
 

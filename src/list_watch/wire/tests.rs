@@ -135,18 +135,16 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
             json!({ "metadata": { "name": 7 } }),
         ]
     });
-    let undecodable = Undecodables::default();
-    let page = decode_list_into(&list.to_string(), &undecodable).unwrap();
+    let page = decode_list(&list.to_string()).unwrap();
     let names: Vec<_> = page
-        .items
+        .objects
         .iter()
         .map(|o| o.metadata.name.clone().unwrap())
         .collect();
     assert_eq!(names, ["a", "b"]);
-    assert_eq!(page.metadata.resource_version.as_deref(), Some("42"));
-    assert_eq!(page.metadata.continue_.as_deref(), Some("next"));
-    assert_eq!(page.types.kind, "WidgetList");
-    let skipped = undecodable.take();
+    assert_eq!(page.resource_version, "42");
+    assert_eq!(page.continue_token.as_deref(), Some("next"));
+    let skipped = page.skipped;
     assert_eq!(skipped.len(), 2);
     assert_eq!(skipped[0].name.as_deref(), Some("too-deep"));
     assert_eq!(skipped[0].namespace.as_deref(), Some("ns"));
@@ -157,31 +155,36 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
             .starts_with("ns/too-deep (resourceVersion 2): nested")
     );
     assert_eq!(skipped[1].name, None);
-    assert!(undecodable.take().is_empty(), "take drains");
 }
 
 #[test]
 fn a_list_with_null_or_no_items_is_empty() {
-    let undecodable = Undecodables::default();
     for text in [r#"{"metadata":{},"items":null}"#, r#"{"metadata":{}}"#] {
-        assert!(
-            decode_list_into(text, &undecodable)
-                .unwrap()
-                .items
-                .is_empty()
-        );
+        let page = decode_list(text).unwrap();
+        assert!(page.objects.is_empty() && page.skipped.is_empty());
+        assert_eq!(page.continue_token, None);
     }
     assert!(decode_list("{\"items\": [").is_err());
+    let last = decode_list(r#"{"metadata":{"continue":""}}"#).unwrap();
+    assert_eq!(last.continue_token, None, "an empty token ends the list");
 }
 
 fn line(kind: &str, object: Value) -> String {
     json!({ "type": kind, "object": object }).to_string()
 }
 
+fn is_client_error(event: Option<Result<WatchEvent, ListWatchError>>) -> bool {
+    matches!(
+        event,
+        Some(Err(ListWatchError::Client(kube_client::Error::SerdeError(
+            _
+        ))))
+    )
+}
+
 #[test]
 fn watch_lines_decode_to_events() {
-    let undecodable = Undecodables::default();
-    let decode = |l: &str| decode_watch_line(l, &undecodable);
+    let decode = decode_watch_line;
     match decode(&line("ADDED", widget("a", "5", json!({})))) {
         Some(Ok(WatchEvent::Added(o))) => assert_eq!(o.metadata.name.as_deref(), Some("a")),
         other => panic!("{other:?}"),
@@ -194,25 +197,39 @@ fn watch_lines_decode_to_events() {
         decode(&line("DELETED", widget("a", "7", json!({})))),
         Some(Ok(WatchEvent::Deleted(_)))
     ));
-    let bookmark = json!({
-        "apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": { "resourceVersion": "8", "annotations": { "k8s.io/initial-events-end": "true" } }
-    });
-    match decode(&line("BOOKMARK", bookmark)) {
-        Some(Ok(WatchEvent::Bookmark(b))) => {
-            assert_eq!(b.metadata.resource_version, "8");
-            assert_eq!(b.metadata.annotations.len(), 1);
-        }
+    let bookmark = |annotations: Value| {
+        json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": { "resourceVersion": "8", "annotations": annotations }
+        })
+    };
+    match decode(&line(
+        "BOOKMARK",
+        bookmark(json!({ "k8s.io/initial-events-end": "true" })),
+    )) {
+        Some(Ok(WatchEvent::Bookmark {
+            resource_version,
+            initial_events_end: true,
+        })) => assert_eq!(resource_version, "8"),
         other => panic!("{other:?}"),
     }
+    assert!(matches!(
+        decode(&line("BOOKMARK", bookmark(json!({})))),
+        Some(Ok(WatchEvent::Bookmark {
+            initial_events_end: false,
+            ..
+        }))
+    ));
     let status = json!({ "kind": "Status", "status": "Failure", "code": 410, "reason": "Expired", "message": "too old" });
     match decode(&line("ERROR", status.clone())) {
-        Some(Ok(WatchEvent::Error(s))) => assert_eq!(s.code, 410),
+        Some(Err(e)) => assert!(e.is_gone(), "{e}"),
         other => panic!("{other:?}"),
     }
     // A bare Status instead of an event is the server's error.
     match decode(&status.to_string()) {
-        Some(Err(kube_client::Error::Api(s))) => assert_eq!(s.reason, "Expired"),
+        Some(Err(ListWatchError::Status { reason, code, .. })) => {
+            assert_eq!((reason.as_str(), code), ("Expired", 410));
+        }
         other => panic!("{other:?}"),
     }
     assert!(decode("").is_none());
@@ -220,53 +237,37 @@ fn watch_lines_decode_to_events() {
         decode("{\"type\":\"ADD").is_none(),
         "a line cut short is passed over"
     );
-    assert!(matches!(
-        decode("nonsense"),
-        Some(Err(kube_client::Error::SerdeError(_)))
-    ));
-    assert!(matches!(
-        decode("{}"),
-        Some(Err(kube_client::Error::SerdeError(_)))
-    ));
-    assert!(matches!(
-        decode(&line("EXPLODED", json!({}))),
-        Some(Err(kube_client::Error::SerdeError(_)))
-    ));
-    assert!(undecodable.take().is_empty());
+    assert!(is_client_error(decode("nonsense")));
+    assert!(is_client_error(decode("{}")));
+    assert!(is_client_error(decode(&line("EXPLODED", json!({})))));
 }
 
 #[test]
-fn an_undecodable_watch_event_moves_the_resource_version_on() {
-    let undecodable = Undecodables::default();
+fn an_undecodable_watch_event_comes_as_skipped_in_its_place() {
     let deep = widget("deep", "11", nested(MAX_OBJECT_DEPTH + 1));
-    for kind in ["ADDED", "MODIFIED"] {
-        match decode_watch_line(&line(kind, deep.clone()), &undecodable) {
-            Some(Ok(WatchEvent::Bookmark(b))) => {
-                assert_eq!(b.metadata.resource_version, "11");
-                assert!(b.metadata.annotations.is_empty());
+    for (kind, deleted) in [("ADDED", false), ("MODIFIED", false), ("DELETED", true)] {
+        match decode_watch_line(&line(kind, deep.clone())) {
+            Some(Ok(WatchEvent::Skipped {
+                object,
+                deleted: was_deleted,
+            })) => {
+                assert_eq!(was_deleted, deleted, "{kind}");
+                assert_eq!(object.name.as_deref(), Some("deep"));
+                assert_eq!(object.namespace.as_deref(), Some("ns"));
+                assert_eq!(object.resource_version.as_deref(), Some("11"));
             }
             other => panic!("{other:?}"),
         }
     }
-    match decode_watch_line(&line("DELETED", deep), &undecodable) {
-        Some(Ok(WatchEvent::Deleted(o))) => {
-            assert_eq!(o.metadata.name.as_deref(), Some("deep"));
-            assert_eq!(o.metadata.namespace.as_deref(), Some("ns"));
-            assert_eq!(o.metadata.resource_version.as_deref(), Some("11"));
-            assert_eq!(o.metadata.uid.as_deref(), Some("uid-deep"));
-            assert_eq!(o.types.unwrap().kind, "Widget");
-            assert_eq!(o.data, json!({}));
+    // Without even a name it is still reported.
+    let nameless = json!({ "spec": nested(MAX_OBJECT_DEPTH + 1) });
+    match decode_watch_line(&line("ADDED", nameless)) {
+        Some(Ok(WatchEvent::Skipped { object, .. })) => {
+            assert_eq!(object.name, None);
+            assert_eq!(object.resource_version, None);
         }
         other => panic!("{other:?}"),
     }
-    let skipped = undecodable.take();
-    assert_eq!(skipped.len(), 3);
-    assert!(skipped.iter().all(|s| s.name.as_deref() == Some("deep")));
-
-    // Without even a resourceVersion there is nothing to stand in for it.
-    let nameless = json!({ "spec": nested(MAX_OBJECT_DEPTH + 1) });
-    assert!(decode_watch_line(&line("ADDED", nameless), &undecodable).is_none());
-    assert_eq!(undecodable.take().len(), 1);
 }
 
 #[test]

@@ -1,0 +1,583 @@
+//! The informer factory: one shared informer per resource and options, for
+//! any resource named at run time.
+//!
+//! An [`InformerFactory`] hands out [`GenericInformer`]s — an informer and
+//! its [`Lister`] together — for resources named the way kubectl names them
+//! (`deploy`, `Deployment`, `deployments.apps`, `apps/v1/deployments`,
+//! `widgets.v1.example.com`) or by [`ResourceKey`] / GroupVersionResource.
+//! Asking twice for the same resource with the same options gives the same
+//! informer: one cache and one watch serve the whole process.
+//!
+//! # Lifecycle
+//!
+//! [`start`](InformerFactory::start) starts every informer asked for so far
+//! and every one asked for later; calling it again does nothing.
+//! [`wait_for_cache_sync`](InformerFactory::wait_for_cache_sync) answers per
+//! resource, with the reason for each failure (403 forbidden, not served,
+//! timed out). [`remove`](InformerFactory::remove) stops the informers of
+//! one resource and drops the factory's hold on their caches;
+//! [`shutdown`](InformerFactory::shutdown) stops everything and waits for it.
+//!
+//! # Resources that come and go
+//!
+//! The factory's [`DiscoveryCache`] watches CRDs and APIServices (see
+//! [`DiscoveryCache::keep_current`]), and every informer follows whether its
+//! resource is served ([`ResourceAvailability`]):
+//!
+//! - An informer asked for a CRD that is not installed — named fully, as
+//!   `widgets.v1.example.com`, `example.com/v1/widgets` or a key, since a
+//!   short name or kind cannot be known before the CRD exists — reports
+//!   [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) with the reason, sends no request, and
+//!   starts within moments of the CRD being served.
+//! - When a watched CRD is deleted, handlers get the deletes, the informer
+//!   reports [`InformerStatus::Gone`](crate::informer::InformerStatus::Gone) and stops requesting — no endless 404
+//!   loop. When the CRD is created again, it lists again and carries on.
+//! - A resource the client may not list reports the 403 (in the status and
+//!   in [`CacheSyncError::Forbidden`]) and keeps retrying with backoff, so it
+//!   syncs by itself once access is granted.
+//!
+//! # Options
+//!
+//! [`InformerOptions`] hold namespaces, label and field selectors, transform,
+//! resync period, streaming lists, page size and metadata-only mode. The
+//! factory's options apply to every informer;
+//! [`for_resource_with`](InformerFactory::for_resource_with) changes any of
+//! them for one resource.
+//!
+//! ## Metadata-only mode
+//!
+//! With [`InformerOptions::metadata_only`] the informer asks the server for
+//! `PartialObjectMetadata` (list and watch with
+//! `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`):
+//! the server sends, and the cache keeps, only `metadata`. Cached objects
+//! keep the resource's own `apiVersion` and `kind` (not
+//! `meta.k8s.io/v1 PartialObjectMetadata`), so that handlers, indexes and
+//! listers treat them like any other object of the resource; their body
+//! (`data`) is an empty JSON object. For objects whose weight is in their
+//! spec or data (ConfigMaps, Secrets, CRDs with large specs) this cuts both
+//! traffic and memory to a fraction; see the crate's closing notes for
+//! figures.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use kube_dynamic_informer::factory::{InformerFactory, InformerOptions};
+//! use kube_dynamic_informer::informer::Event;
+//!
+//! let factory = InformerFactory::with_options(
+//!     client,
+//!     InformerOptions::default().strip_managed_fields(),
+//! );
+//! let deployments = factory.for_resource("deploy").await?;
+//! let config_maps = factory
+//!     .for_resource_with("configmaps", |o| o.namespace("shop").metadata_only(true))
+//!     .await?;
+//! deployments.informer().add_handler(|e: Event| println!("{} {:?}", e.kind(), e.object().metadata.name));
+//!
+//! factory.start()?;
+//! let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+//! for (resource, failure) in report.failures() {
+//!     eprintln!("{resource}: {failure}");
+//! }
+//! let web = deployments.lister().namespace("shop")?.list("app=web")?;
+//! println!("{} web deployments, {} config maps", web.len(), config_maps.lister().list_all().len());
+//! factory.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod generic;
+mod resource_ref;
+mod sync;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use kube_client::Client;
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use generic::GenericInformer;
+pub use resource_ref::ResourceRef;
+pub use sync::{CacheSyncError, CacheSyncReport};
+
+use crate::discovery::{DiscoveryCache, DiscoveryError};
+use crate::informer::{InformerError, SharedInformer};
+use crate::list_watch::ApiListWatch;
+use crate::lister::Lister;
+use crate::options::{InformerOptions, WhenNotServed};
+use crate::resource::{KnownResource, ResourceError, ResourceKey};
+use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
+use crate::selector::{Selector, SelectorError, validate_field_selector};
+use resource_ref::fully_qualified;
+
+/// Errors of the factory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FactoryError {
+    /// The resource name does not parse.
+    #[error(transparent)]
+    Name(#[from] ResourceError),
+    /// Discovery failed, or the name matches no served resource (or
+    /// several).
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// The resource is served but cannot be listed and watched.
+    #[error("{resource} cannot be watched: it supports only {}", .verbs.join(", "))]
+    NotWatchable {
+        /// The resource.
+        resource: ResourceKey,
+        /// What it supports.
+        verbs: Vec<String>,
+    },
+    /// A per-resource namespace restriction on a cluster-scoped resource.
+    #[error(transparent)]
+    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    /// The resource is not served and the options say
+    /// [`WhenNotServed::Skip`] or [`WhenNotServed::Fail`].
+    #[error("{reason}")]
+    NotServed {
+        /// The resource.
+        resource: ResourceKey,
+        /// Why, as discovery put it.
+        reason: String,
+        /// What the options asked for.
+        when: WhenNotServed,
+    },
+    /// A label or field selector does not parse.
+    #[error("{resource}: {source}")]
+    Selector {
+        /// The resource.
+        resource: ResourceKey,
+        /// What is wrong with the selector.
+        #[source]
+        source: Box<SelectorError>,
+    },
+    /// The informer could not be built.
+    #[error(transparent)]
+    Informer(#[from] InformerError),
+    /// [`InformerFactory::shutdown`] was called.
+    #[error("the informer factory was shut down")]
+    ShutDown,
+    /// [`InformerFactory::start`] was called outside a tokio runtime.
+    #[error("starting informers needs a tokio runtime")]
+    NoRuntime,
+}
+
+struct Entry {
+    informer: GenericInformer,
+    /// What resolution knew of the resource (a placeholder when pending).
+    known: KnownResource,
+    cancel: CancellationToken,
+    handle: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct FactoryState {
+    started: bool,
+    shut_down: bool,
+    entries: HashMap<(ResourceKey, InformerOptions), Entry>,
+    discovery_task: Option<JoinHandle<()>>,
+}
+
+struct FactoryInner {
+    client: Client,
+    discovery: DiscoveryCache,
+    defaults: InformerOptions,
+    cancel: CancellationToken,
+    next_id: AtomicU64,
+    state: Mutex<FactoryState>,
+}
+
+impl Drop for FactoryInner {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Hands out one shared informer per resource and options; see the
+/// [module docs](self). Cheap to clone; clones share everything. Dropping
+/// the last clone stops every informer.
+#[derive(Clone)]
+pub struct InformerFactory {
+    inner: Arc<FactoryInner>,
+}
+
+impl fmt::Debug for InformerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.lock();
+        f.debug_struct("InformerFactory")
+            .field("defaults", &self.inner.defaults)
+            .field("started", &state.started)
+            .field("informers", &state.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InformerFactory {
+    /// A factory with default options.
+    #[must_use]
+    pub fn new(client: Client) -> Self {
+        Self::with_options(client, InformerOptions::default())
+    }
+
+    /// A factory whose informers use `options` unless told otherwise.
+    #[must_use]
+    pub fn with_options(client: Client, options: InformerOptions) -> Self {
+        let discovery = DiscoveryCache::new(client.clone());
+        Self::with_discovery(client, discovery, options)
+    }
+
+    /// A factory over an existing discovery cache (for instance one
+    /// configured with [`crate::discovery::DiscoveryConfig`]). The factory
+    /// keeps it current while it runs.
+    #[must_use]
+    pub fn with_discovery(
+        client: Client,
+        discovery: DiscoveryCache,
+        options: InformerOptions,
+    ) -> Self {
+        Self {
+            inner: Arc::new(FactoryInner {
+                client,
+                discovery,
+                defaults: options,
+                cancel: CancellationToken::new(),
+                next_id: AtomicU64::new(1),
+                state: Mutex::new(FactoryState::default()),
+            }),
+        }
+    }
+
+    /// The factory's discovery cache.
+    #[must_use]
+    pub fn discovery(&self) -> &DiscoveryCache {
+        &self.inner.discovery
+    }
+
+    /// The options every informer starts from.
+    #[must_use]
+    pub fn options(&self) -> &InformerOptions {
+        &self.inner.defaults
+    }
+
+    /// Every informer handed out and not removed.
+    #[must_use]
+    pub fn informers(&self) -> Vec<GenericInformer> {
+        let mut all: Vec<GenericInformer> = self
+            .inner
+            .state
+            .lock()
+            .entries
+            .values()
+            .map(|e| e.informer.clone())
+            .collect();
+        all.sort_by(|a, b| a.resource.cmp(&b.resource).then(a.id.cmp(&b.id)));
+        all
+    }
+
+    /// The informer for `resource` with the factory's options; the same one
+    /// every time. Started at once if the factory is.
+    ///
+    /// `resource` is a name in any form [`ResourceName`](crate::resource::ResourceName) accepts, resolved
+    /// through discovery (read again if the name is unknown), or a
+    /// [`ResourceKey`] / `GroupVersionResource`. A resource that is not
+    /// served yet — a CRD about to be installed — can be asked for by key or
+    /// by a fully qualified name (`widgets.v1.example.com`,
+    /// `example.com/v1/widgets`): its informer reports
+    /// [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) until the resource is served.
+    ///
+    /// # Errors
+    /// [`FactoryError::Name`], [`FactoryError::Discovery`] (unknown or
+    /// ambiguous names, with suggestions or choices),
+    /// [`FactoryError::NotWatchable`], [`FactoryError::Selector`],
+    /// [`FactoryError::ShutDown`].
+    pub async fn for_resource(
+        &self,
+        resource: impl Into<ResourceRef>,
+    ) -> Result<GenericInformer, FactoryError> {
+        self.for_resource_with(resource, |options| options).await
+    }
+
+    /// As [`for_resource`](Self::for_resource), with the factory's options
+    /// changed for this resource by `customize`, which receives them and
+    /// returns the ones to use. Asking again with equal options returns the
+    /// same informer; different options make a different informer.
+    ///
+    /// ```no_run
+    /// # async fn demo(factory: kube_dynamic_informer::factory::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+    /// let web_pods = factory
+    ///     .for_resource_with("pods", |o| o.namespace("shop").label_selector("app=web"))
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`for_resource`](Self::for_resource), and
+    /// [`FactoryError::ClusterScoped`] when `customize` restricts
+    /// namespaces of a cluster-scoped resource.
+    pub async fn for_resource_with(
+        &self,
+        resource: impl Into<ResourceRef>,
+        customize: impl FnOnce(InformerOptions) -> InformerOptions,
+    ) -> Result<GenericInformer, FactoryError> {
+        if self.inner.state.lock().shut_down {
+            return Err(FactoryError::ShutDown);
+        }
+        let (key, known) = self.resolve(resource.into()).await?;
+        if let Some(known) = &known {
+            let snapshot = self.inner.discovery.snapshot();
+            if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
+                return Err(FactoryError::NotWatchable {
+                    resource: key,
+                    verbs: snapshot.verbs(&known.key()).to_vec(),
+                });
+            }
+        }
+        let mut options = customize(self.inner.defaults.clone()).normalized();
+        let per_resource_namespaces = options.namespaces != self.inner.defaults.namespaces;
+        if let Some(known) = &known {
+            let scope = if known.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            };
+            if per_resource_namespaces {
+                scope.check(&key, &options.namespaces)?;
+            } else if scope == Scope::Cluster {
+                // A factory-wide restriction does not apply to cluster-scoped
+                // resources.
+                options.namespaces = Namespaces::All;
+            }
+        }
+        let selector_error = |source| FactoryError::Selector {
+            resource: key.clone(),
+            source: Box::new(source),
+        };
+        if let Some(s) = &options.label_selector {
+            Selector::parse(s).map_err(selector_error)?;
+        }
+        if let Some(s) = &options.field_selector {
+            validate_field_selector(s).map_err(selector_error)?;
+        }
+        let availability = self.inner.discovery.availability(&key);
+        if let ResourceAvailability::NotServed { reason } = &*availability.borrow()
+            && options.when_not_served != WhenNotServed::Wait
+        {
+            return Err(FactoryError::NotServed {
+                resource: key,
+                reason: reason.clone(),
+                when: options.when_not_served,
+            });
+        }
+
+        let mut state = self.inner.state.lock();
+        if state.shut_down {
+            return Err(FactoryError::ShutDown);
+        }
+        let map_key = (key.clone(), options.clone());
+        if let Some(entry) = state.entries.get(&map_key) {
+            return Ok(entry.informer.clone());
+        }
+        let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
+            .namespaces(options.namespaces.clone())
+            .namespaces_inherited(!per_resource_namespaces)
+            .metadata_only(options.metadata_only);
+        let known = known.unwrap_or_else(|| KnownResource {
+            group: key.group.clone(),
+            version: key.version.clone(),
+            plural: key.resource.clone(),
+            preferred_version: true,
+            ..KnownResource::default()
+        });
+        let api_resource = match &*availability.borrow() {
+            ResourceAvailability::Served { resource, .. } => resource.clone(),
+            ResourceAvailability::NotServed { .. } => known.api_resource(),
+        };
+        let watched = match &options.namespaces {
+            Namespaces::Only(set) => Some(set.clone()),
+            Namespaces::All => None,
+        };
+        let informer = SharedInformer::with_list_watch(lw, api_resource, options);
+        let mut lister = Lister::discovered(informer.store(), key.clone(), availability.clone());
+        if let Some(set) = watched {
+            lister = lister.watching_namespaces(set);
+        }
+        let generic = GenericInformer {
+            id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
+            resource: key,
+            lister,
+            informer,
+            availability,
+        };
+        let mut entry = Entry {
+            informer: generic.clone(),
+            known,
+            cancel: self.inner.cancel.child_token(),
+            handle: None,
+        };
+        if state.started {
+            start_entry(&mut entry);
+        }
+        state.entries.insert(map_key, entry);
+        Ok(generic)
+    }
+
+    /// The key and (when served) discovery's entry for a resource.
+    async fn resolve(
+        &self,
+        resource: ResourceRef,
+    ) -> Result<(ResourceKey, Option<KnownResource>), FactoryError> {
+        let discovery = &self.inner.discovery;
+        match resource.parse()? {
+            Err(key) => {
+                let known = discovery.lookup(&key).await?;
+                Ok((key, known))
+            }
+            Ok(name) => match discovery.resolve(&name).await {
+                Ok(known) => Ok((known.key(), Some(known))),
+                Err(DiscoveryError::Resolve {
+                    source: ResourceError::NotFound { .. },
+                    ..
+                }) if fully_qualified(&name).is_some() => {
+                    let key = fully_qualified(&name).unwrap_or_else(|| unreachable!());
+                    Ok((key, None))
+                }
+                Err(err) => Err(err.into()),
+            },
+        }
+    }
+
+    /// Starts every informer asked for so far; those asked for later start
+    /// at once. Also starts keeping discovery current (watching CRDs and
+    /// APIServices). Calling it again does nothing.
+    ///
+    /// # Errors
+    /// [`FactoryError::NoRuntime`] outside a tokio runtime;
+    /// [`FactoryError::ShutDown`].
+    pub fn start(&self) -> Result<(), FactoryError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(FactoryError::NoRuntime);
+        }
+        let mut state = self.inner.state.lock();
+        if state.shut_down {
+            return Err(FactoryError::ShutDown);
+        }
+        if !state.started {
+            state.started = true;
+            let discovery = self.inner.discovery.clone();
+            let cancel = self.inner.cancel.child_token();
+            state.discovery_task = Some(tokio::spawn(async move {
+                discovery.keep_current(cancel).await;
+            }));
+        }
+        for entry in state.entries.values_mut() {
+            start_entry(entry);
+        }
+        Ok(())
+    }
+
+    /// Waits until every informer's cache has synced, or `timeout` passes,
+    /// and says for each why it did not: [`CacheSyncError::Forbidden`]
+    /// (403), [`CacheSyncError::NotServed`] or [`CacheSyncError::Gone`],
+    /// [`CacheSyncError::TimedOut`] with the last status, and so on.
+    pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
+        let informers = self.informers();
+        let results = futures::future::join_all(informers.into_iter().map(|gi| async move {
+            let result = sync::wait_one(&gi, timeout).await;
+            (gi.resource.clone(), result)
+        }))
+        .await;
+        CacheSyncReport { results }
+    }
+
+    /// Stops the informers of `resource` (all option sets) and waits until
+    /// they have stopped; their caches are freed once no
+    /// [`GenericInformer`] handle refers to them. Returns how many were
+    /// removed. Names are matched against the factory's informers first, so
+    /// a resource that is no longer served can still be removed by name.
+    ///
+    /// # Errors
+    /// [`FactoryError::Name`] or [`FactoryError::Discovery`] when the name
+    /// designates nothing.
+    pub async fn remove(&self, resource: impl Into<ResourceRef>) -> Result<usize, FactoryError> {
+        let key = match resource.into().parse()? {
+            Err(key) => key,
+            Ok(name) => {
+                let known: Vec<KnownResource> = self
+                    .inner
+                    .state
+                    .lock()
+                    .entries
+                    .values()
+                    .map(|e| e.known.clone())
+                    .collect();
+                match name.resolve(&known) {
+                    Ok(found) => found.key(),
+                    Err(_) => self.inner.discovery.resolve(&name).await?.key(),
+                }
+            }
+        };
+        let removed: Vec<Entry> = {
+            let mut state = self.inner.state.lock();
+            let keys: Vec<_> = state
+                .entries
+                .keys()
+                .filter(|(k, _)| *k == key)
+                .cloned()
+                .collect();
+            keys.iter()
+                .filter_map(|k| state.entries.remove(k))
+                .collect()
+        };
+        let count = removed.len();
+        stop_entries(removed).await;
+        Ok(count)
+    }
+
+    /// Stops every informer and the discovery watch, and waits until they
+    /// have stopped. The factory hands out nothing afterwards.
+    pub async fn shutdown(&self) {
+        let (entries, discovery_task) = {
+            let mut state = self.inner.state.lock();
+            state.shut_down = true;
+            (
+                state.entries.drain().map(|(_, e)| e).collect::<Vec<_>>(),
+                state.discovery_task.take(),
+            )
+        };
+        self.inner.cancel.cancel();
+        stop_entries(entries).await;
+        if let Some(task) = discovery_task {
+            let _ = task.await;
+        }
+    }
+}
+
+fn start_entry(entry: &mut Entry) {
+    if entry.handle.is_some() {
+        return;
+    }
+    match entry.informer.informer.start(entry.cancel.clone()) {
+        Ok(handle) => entry.handle = Some(handle),
+        Err(err) => {
+            tracing::warn!(resource = %entry.informer.resource, error = %err, "could not start an informer")
+        }
+    }
+}
+
+async fn stop_entries(entries: Vec<Entry>) {
+    for entry in &entries {
+        entry.cancel.cancel();
+    }
+    for entry in entries {
+        if let Some(handle) = entry.handle {
+            let _ = handle.await;
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! [`ResourceRef`]: every way a caller can name a resource to the factory.
+
+use std::fmt;
+
+use kube_core::GroupVersionResource;
+
+use crate::resource::{ResourceError, ResourceKey, ResourceName};
+
+/// A resource as the factory's callers name it: a string in any form
+/// [`ResourceName`] accepts, a parsed name, a [`ResourceKey`] or a
+/// `GroupVersionResource`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourceRef {
+    /// A name, not yet parsed.
+    Text(String),
+    /// A parsed name.
+    Name(ResourceName),
+    /// An exact group, version and resource.
+    Key(ResourceKey),
+}
+
+impl From<&str> for ResourceRef {
+    fn from(s: &str) -> Self {
+        ResourceRef::Text(s.to_owned())
+    }
+}
+
+impl From<String> for ResourceRef {
+    fn from(s: String) -> Self {
+        ResourceRef::Text(s)
+    }
+}
+
+impl From<&String> for ResourceRef {
+    fn from(s: &String) -> Self {
+        ResourceRef::Text(s.clone())
+    }
+}
+
+impl From<ResourceName> for ResourceRef {
+    fn from(n: ResourceName) -> Self {
+        ResourceRef::Name(n)
+    }
+}
+
+impl From<&ResourceName> for ResourceRef {
+    fn from(n: &ResourceName) -> Self {
+        ResourceRef::Name(n.clone())
+    }
+}
+
+impl From<ResourceKey> for ResourceRef {
+    fn from(k: ResourceKey) -> Self {
+        ResourceRef::Key(k)
+    }
+}
+
+impl From<&ResourceKey> for ResourceRef {
+    fn from(k: &ResourceKey) -> Self {
+        ResourceRef::Key(k.clone())
+    }
+}
+
+impl From<GroupVersionResource> for ResourceRef {
+    fn from(gvr: GroupVersionResource) -> Self {
+        ResourceRef::Key(gvr.into())
+    }
+}
+
+impl From<&GroupVersionResource> for ResourceRef {
+    fn from(gvr: &GroupVersionResource) -> Self {
+        ResourceRef::Key(gvr.into())
+    }
+}
+
+impl fmt::Display for ResourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResourceRef::Text(s) => f.write_str(s),
+            ResourceRef::Name(n) => write!(f, "{n}"),
+            ResourceRef::Key(k) => write!(f, "{k}"),
+        }
+    }
+}
+
+impl ResourceRef {
+    pub(super) fn parse(self) -> Result<Result<ResourceName, ResourceKey>, ResourceError> {
+        Ok(match self {
+            ResourceRef::Text(s) => Ok(ResourceName::parse(&s)?),
+            ResourceRef::Name(n) => Ok(n),
+            ResourceRef::Key(k) => Err(k),
+        })
+    }
+}
+
+/// The key a name designates on its own, without discovery: when its first
+/// reading names group, version and a lower-case plural. This is how a CRD
+/// that is not installed yet can be asked for.
+pub(super) fn fully_qualified(name: &ResourceName) -> Option<ResourceKey> {
+    let first = name.candidates().first()?;
+    let (group, version) = (first.group.as_ref()?, first.version.as_ref()?);
+    if first.name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    Some(ResourceKey::new(
+        group.as_str(),
+        version.as_str(),
+        first.name.as_str(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fully_qualified_names_can_wait_for_their_resource() {
+        let fq = |s: &str| fully_qualified(&ResourceName::parse(s).unwrap()).map(|k| k.to_string());
+        assert_eq!(
+            fq("widgets.v1.example.com").as_deref(),
+            Some("widgets.v1.example.com")
+        );
+        assert_eq!(
+            fq("example.com/v1/widgets").as_deref(),
+            Some("widgets.v1.example.com")
+        );
+        assert_eq!(fq("pods.v1").as_deref(), Some("pods.v1"));
+        assert_eq!(fq("v1/pods").as_deref(), Some("pods.v1"));
+        assert_eq!(fq("widgets.example.com"), None, "no version");
+        assert_eq!(fq("wdg"), None);
+        assert_eq!(fq("Widget.v1.example.com"), None, "a kind is no plural");
+    }
+}

@@ -1,0 +1,89 @@
+//! What handlers receive: [`Event`]s, through an [`EventHandler`].
+
+use std::sync::Arc;
+
+use kube_core::DynamicObject;
+
+/// A change delivered to handlers.
+///
+/// Objects are shared: every handler gets the same `Arc` the cache holds.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// An object appeared in the cache.
+    Add {
+        /// The object.
+        object: Arc<DynamicObject>,
+        /// True when the object was part of the cache's first list, or of the
+        /// replay a late handler receives when it is added.
+        in_initial_list: bool,
+    },
+    /// An object changed, or a resync re-delivered it.
+    Update {
+        /// The cached state before the change (for a resync: the same object
+        /// as `new`).
+        old: Arc<DynamicObject>,
+        /// The new state.
+        new: Arc<DynamicObject>,
+        /// True for a resync: nothing changed on the server.
+        is_resync: bool,
+    },
+    /// An object left the cache.
+    Delete {
+        /// The object's final state, or, when `final_state_unknown`, the
+        /// last state the cache knew.
+        object: Arc<DynamicObject>,
+        /// True when the deletion was inferred from a relist (the watch missed
+        /// it), so `object` may be stale — client-go's
+        /// `DeletedFinalStateUnknown`.
+        final_state_unknown: bool,
+    },
+}
+
+impl Event {
+    /// The object the event is about (the new state for an update).
+    pub fn object(&self) -> &Arc<DynamicObject> {
+        match self {
+            Event::Add { object, .. } | Event::Delete { object, .. } => object,
+            Event::Update { new, .. } => new,
+        }
+    }
+
+    /// A short name of the event type: `Add`, `Update`, `Resync` or `Delete`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Add { .. } => "Add",
+            Event::Update {
+                is_resync: true, ..
+            } => "Resync",
+            Event::Update { .. } => "Update",
+            Event::Delete { .. } => "Delete",
+        }
+    }
+}
+
+/// Receives an informer's events, one at a time, on the handler's own thread.
+///
+/// Closures `Fn(Event)` implement it.
+///
+/// ```
+/// use kube_dynamic_informer::informer::{Event, EventHandler};
+///
+/// struct Printer;
+/// impl EventHandler for Printer {
+///     fn on_event(&self, event: Event) {
+///         println!("{} {:?}", event.kind(), event.object().metadata.name);
+///     }
+/// }
+/// let _closure_handler = |event: Event| println!("{}", event.kind());
+/// ```
+pub trait EventHandler: Send + Sync + 'static {
+    /// Handles one event. A panic is caught, logged and counted; the handler
+    /// then receives the next event.
+    fn on_event(&self, event: Event);
+}
+
+impl<F: Fn(Event) + Send + Sync + 'static> EventHandler for F {
+    fn on_event(&self, event: Event) {
+        self(event)
+    }
+}

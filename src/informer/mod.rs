@@ -1,0 +1,761 @@
+//! Shared informers: one cache and one watch per resource, any number of
+//! event handlers.
+//!
+//! Data flows one way: [`Reflector`] → transform → [`StoreWriter`] (with its
+//! indexes) → dispatcher → one queue per handler → handler. Every handler
+//! receives the very `Arc<DynamicObject>` the store holds; nothing is deep
+//! cloned on fan-out.
+//!
+//! # Guarantees
+//!
+//! - **Replay**: a handler added at any time — before start, during the
+//!   initial list, or long after — first receives an
+//!   [`Event::Add`] with `in_initial_list = true` for every object already
+//!   cached, then the live events, with no gap and no duplicate. Store updates
+//!   and the enqueueing of their events happen under one lock, and a new
+//!   handler takes its snapshot under the same lock.
+//! - **Isolation**: each handler has its own unbounded queue and its own
+//!   thread. A slow handler delays neither the others nor the cache; its
+//!   backlog is visible through [`Registration::backlog`]. A handler that
+//!   panics is caught, logged and counted ([`Registration::panics`]), and
+//!   receives the next event as usual.
+//! - **Relists reconcile**: after a relist the cache equals the server;
+//!   objects that vanished are delivered as [`Event::Delete`] with
+//!   `final_state_unknown = true` and their last known state (client-go's
+//!   tombstone); changed objects as updates; unchanged ones produce nothing.
+//! - **Resync** re-delivers the cache from memory as
+//!   `Update { is_resync: true }`; it never contacts the API server. The
+//!   period rules are client-go's: an informer period of 0 disables resync
+//!   for every handler; a handler may ask for its own period (0: none);
+//!   periods under 1 s become 1 s; before start a smaller handler period
+//!   lowers the informer's check period, after start it is raised to it;
+//!   the effective period is rounded up to a multiple of the check period.
+//!
+//! [`Reflector`]: crate::reflector
+//! [`StoreWriter`]: crate::store::StoreWriter
+
+mod event;
+mod listener;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use kube_client::Client;
+use kube_core::ApiResource;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use event::{Event, EventHandler};
+pub use listener::{EventStream, HandlerOptions, Registration};
+use listener::{Item, Listener, ListenerState, Sink, deliver};
+
+pub use crate::status::InformerStatus;
+
+use crate::index::IndexFn;
+use crate::list_watch::{ApiListWatch, ListWatch};
+use crate::object_key::object_key;
+use crate::options::InformerOptions;
+use crate::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
+use crate::resource::ResourceKey;
+use crate::resync::ResyncClock;
+use crate::scope::{NamespaceOnClusterScoped, Scope};
+use crate::store::{Store, StoreError, StoreWriter};
+
+/// Errors of informer construction and use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InformerError {
+    /// A namespace restriction on a cluster-scoped resource.
+    #[error(transparent)]
+    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    /// An index could not be added.
+    #[error("{resource}: {source}")]
+    Index {
+        /// The resource.
+        resource: ResourceKey,
+        /// The store's error.
+        #[source]
+        source: StoreError,
+    },
+    /// `run` or `start` was called on an informer that already ran.
+    #[error("informer for {resource} was already started")]
+    AlreadyStarted {
+        /// The resource.
+        resource: ResourceKey,
+    },
+    /// The cache did not sync in time.
+    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
+    SyncTimeout {
+        /// The resource.
+        resource: ResourceKey,
+        /// How long was waited.
+        timeout: Duration,
+        /// What the informer was doing then (e.g. backing off after a 403).
+        status: InformerStatus,
+    },
+    /// The resource was synced and is no longer served (its CRD was
+    /// deleted), so the cache cannot sync until it is served again.
+    #[error("{resource} is gone: {reason}")]
+    Gone {
+        /// The resource.
+        resource: ResourceKey,
+        /// Why it is not served.
+        reason: String,
+    },
+    /// The informer stopped before its cache synced.
+    #[error("{resource} stopped before its cache synced")]
+    StoppedBeforeSync {
+        /// The resource.
+        resource: ResourceKey,
+    },
+}
+
+/// Everything guarded by the dispatch lock.
+struct Dispatch {
+    listeners: Vec<Listener>,
+    clock: ResyncClock,
+    started: bool,
+    synced: bool,
+    next_id: u64,
+}
+
+struct Shared {
+    resource: ApiResource,
+    key: ResourceKey,
+    options: InformerOptions,
+    /// The list/watch loop and the cache's writer, until `run` takes them.
+    reflector: Mutex<Option<(Reflector, StoreWriter)>>,
+    stats: Arc<ReflectorStats>,
+    error_hook: Arc<Mutex<Option<ErrorHook>>>,
+    store: Store,
+    dispatch: Mutex<Dispatch>,
+    status: watch::Sender<InformerStatus>,
+    /// Handler threads, joined on stop.
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Resync ticks wake up when the check period changes.
+    resync_changed: tokio::sync::Notify,
+}
+
+/// One cache and one watch for a resource, shared by any number of handlers.
+///
+/// Cheap to clone; clones share everything.
+///
+/// ```no_run
+/// # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use kube_core::ApiResource;
+/// use kube_dynamic_informer::prelude::*;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let pods = ApiResource {
+///     group: "".into(), version: "v1".into(), api_version: "v1".into(),
+///     kind: "Pod".into(), plural: "pods".into(),
+/// };
+/// let options = InformerOptions::default().strip_managed_fields();
+/// let informer = SharedInformer::new(client, pods, Scope::Namespaced, options)?;
+/// informer.add_index("node", IndexFn::jmespath("node", "spec.nodeName")?)?;
+/// informer.add_handler(|event: Event| println!("{} {:?}", event.kind(), event.object().metadata.name));
+///
+/// let cancel = CancellationToken::new();
+/// informer.start(cancel.clone())?;
+/// informer.wait_for_sync(std::time::Duration::from_secs(30)).await?;
+/// let on_node = informer.store().by_index("node", "node-1")?;
+/// println!("{} pods on node-1", on_node.len());
+/// cancel.cancel();
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SharedInformer {
+    shared: Arc<Shared>,
+}
+
+impl SharedInformer {
+    /// An informer for `resource` through `client`.
+    ///
+    /// # Errors
+    /// A namespace restriction on a cluster-scoped resource.
+    pub fn new(
+        client: Client,
+        resource: ApiResource,
+        scope: Scope,
+        options: InformerOptions,
+    ) -> Result<Self, InformerError> {
+        scope.check(ResourceKey::from(&resource), &options.namespaces)?;
+        let lw = ApiListWatch::new(client, resource.clone(), scope)
+            .namespaces(options.namespaces.clone())
+            .metadata_only(options.metadata_only);
+        Ok(Self::with_list_watch(lw, resource, options))
+    }
+
+    /// An informer over any [`ListWatch`] (for instance one that counts or
+    /// rewrites requests). The namespaces and metadata-only mode of
+    /// `options` are the `ListWatch`'s business here; the rest applies.
+    #[must_use]
+    pub fn with_list_watch(
+        lw: impl ListWatch,
+        resource: ApiResource,
+        options: InformerOptions,
+    ) -> Self {
+        let options = options.normalized();
+        let writer = StoreWriter::new();
+        let store = writer.reader();
+        let status = watch::Sender::new(InformerStatus::NotStarted);
+        let error_hook = Arc::new(Mutex::new(None));
+        let reflector = Reflector::new(
+            Arc::new(lw),
+            resource.clone(),
+            &options,
+            status.clone(),
+            error_hook.clone(),
+        );
+        Self {
+            shared: Arc::new(Shared {
+                key: ResourceKey::from(&resource),
+                resource,
+                dispatch: Mutex::new(Dispatch {
+                    listeners: Vec::new(),
+                    clock: ResyncClock::new(options.resync),
+                    started: false,
+                    synced: false,
+                    next_id: 1,
+                }),
+                options,
+                stats: reflector.stats(),
+                reflector: Mutex::new(Some((reflector, writer))),
+                error_hook,
+                store,
+                status,
+                threads: Mutex::new(Vec::new()),
+                resync_changed: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// Calls `hook` with every list or watch error (they also show in
+    /// [`status`](Self::status) and the logs). Replaces an earlier hook.
+    pub fn on_error(
+        &self,
+        hook: impl Fn(&crate::reflector::ReflectorError) + Send + Sync + 'static,
+    ) {
+        *self.shared.error_hook.lock() = Some(Arc::new(hook));
+    }
+
+    /// The options this informer runs with.
+    #[must_use]
+    pub fn options(&self) -> &InformerOptions {
+        &self.shared.options
+    }
+
+    /// The resource this informer caches.
+    pub fn resource(&self) -> &ApiResource {
+        &self.shared.resource
+    }
+
+    /// The read-only cache, with its indexes.
+    pub fn store(&self) -> Store {
+        self.shared.store.clone()
+    }
+
+    /// Adds an index, at any time; existing objects are indexed at once.
+    ///
+    /// # Errors
+    /// A duplicate name.
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), InformerError> {
+        self.shared
+            .store
+            .add_index(name, func)
+            .map_err(|source| InformerError::Index {
+                resource: self.shared.key.clone(),
+                source,
+            })
+    }
+
+    /// Adds a handler with the informer's default resync period. See
+    /// [`add_handler_with`](Self::add_handler_with).
+    pub fn add_handler(&self, handler: impl EventHandler) -> Registration {
+        self.add_handler_with(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler, before or after start. It first receives an Add (with
+    /// `in_initial_list = true`) for every cached object, then live events.
+    /// It runs on a thread of its own until [`Registration::remove`] or the
+    /// informer stops.
+    pub fn add_handler_with(
+        &self,
+        handler: impl EventHandler,
+        options: HandlerOptions,
+    ) -> Registration {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let state = self.register(Sink::Queue(tx), options.resync);
+        let thread_state = state.clone();
+        let resource = self.shared.key.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("kdi-handler-{}", state.id))
+            .spawn(move || {
+                while let Some(item) = rx.blocking_recv() {
+                    if thread_state.removed.load(Ordering::Acquire) {
+                        break;
+                    }
+                    match item {
+                        Item::Event(event) => {
+                            deliver(&handler, event, &thread_state, &resource);
+                            thread_state.backlog.fetch_sub(1, Ordering::Relaxed);
+                        }
+                        Item::Synced => thread_state.synced.store(true, Ordering::Release),
+                    }
+                }
+            });
+        match spawned {
+            Ok(handle) => self.shared.threads.lock().push(handle),
+            Err(e) => {
+                tracing::error!(resource = %self.shared.key, error = %e, "could not start a handler thread");
+                state.removed.store(true, Ordering::Release);
+            }
+        }
+        Registration {
+            state,
+            informer: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// A stream of events with the same replay guarantee as a handler: first
+    /// an Add for every cached object, then live events. Dropping the stream
+    /// unregisters it.
+    pub fn events(&self) -> EventStream {
+        self.events_with(HandlerOptions::default())
+    }
+
+    /// [`events`](Self::events) with handler options (its own resync period).
+    pub fn events_with(&self, options: HandlerOptions) -> EventStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let state = self.register(Sink::Queue(tx), options.resync);
+        EventStream {
+            rx,
+            state,
+            informer: Arc::downgrade(&self.shared),
+        }
+    }
+
+    fn register(&self, sink: Sink, requested_resync: Option<Duration>) -> Arc<ListenerState> {
+        let mut d = self.shared.dispatch.lock();
+        let id = d.next_id;
+        d.next_id += 1;
+        let state = Arc::new(ListenerState {
+            id,
+            ..ListenerState::default()
+        });
+        let started = d.started;
+        let requested = requested_resync.unwrap_or(self.shared.options.resync);
+        let r = d.clock.add_handler(requested, started);
+        if r.check_period_lowered {
+            let clock = d.clock;
+            let default = self.shared.options.resync;
+            for l in &mut d.listeners {
+                l.resync = clock.effective(l.requested_resync.unwrap_or(default));
+            }
+            self.shared.resync_changed.notify_one();
+        }
+        let mut listener = Listener {
+            state: state.clone(),
+            sink,
+            requested_resync,
+            resync: r.period,
+            next_resync: (!r.period.is_zero()).then(|| Instant::now() + r.period),
+            sync_marked: false,
+        };
+        // Replay under the dispatch lock: no event can slip between the
+        // snapshot and the registration.
+        for object in self.shared.store.list() {
+            listener.push(
+                Event::Add {
+                    object,
+                    in_initial_list: true,
+                },
+                &self.shared.key,
+            );
+        }
+        if d.synced {
+            listener.mark_synced();
+        }
+        d.listeners.push(listener);
+        state
+    }
+
+    /// Whether the cache holds a complete list (it stays true through later
+    /// relists and backoffs).
+    pub fn has_synced(&self) -> bool {
+        self.shared.dispatch.lock().synced
+    }
+
+    /// The current status.
+    pub fn status(&self) -> InformerStatus {
+        self.shared.status.borrow().clone()
+    }
+
+    /// A receiver that sees every status change.
+    pub fn watch_status(&self) -> watch::Receiver<InformerStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// The reflector's counters (lists, relists, watches, errors).
+    #[must_use]
+    pub fn stats(&self) -> Arc<ReflectorStats> {
+        self.shared.stats.clone()
+    }
+
+    /// Waits until the cache has synced.
+    ///
+    /// # Errors
+    /// [`InformerError::SyncTimeout`] with the last status (which names a
+    /// 403 or a 404 when that is what is happening),
+    /// [`InformerError::Gone`] at once when the resource is no longer
+    /// served, or [`InformerError::StoppedBeforeSync`].
+    pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), InformerError> {
+        let resource = || self.shared.key.clone();
+        let mut rx = self.shared.status.subscribe();
+        let outcome = tokio::time::timeout(timeout, async {
+            loop {
+                let status = rx.borrow_and_update().clone();
+                match status {
+                    InformerStatus::Gone { reason } => {
+                        return Err(InformerError::Gone {
+                            resource: resource(),
+                            reason,
+                        });
+                    }
+                    _ if self.has_synced() => return Ok(()),
+                    InformerStatus::Stopped => {
+                        return Err(InformerError::StoppedBeforeSync {
+                            resource: resource(),
+                        });
+                    }
+                    _ => {}
+                }
+                if rx.changed().await.is_err() && !self.has_synced() {
+                    return Err(InformerError::StoppedBeforeSync {
+                        resource: resource(),
+                    });
+                }
+            }
+        })
+        .await;
+        match outcome {
+            Ok(result) => result,
+            Err(_) if self.has_synced() => Ok(()),
+            Err(_) => Err(InformerError::SyncTimeout {
+                resource: resource(),
+                timeout,
+                status: self.status(),
+            }),
+        }
+    }
+
+    /// Spawns [`run`](Self::run) on the current tokio runtime.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`].
+    pub fn start(
+        &self,
+        cancel: CancellationToken,
+    ) -> Result<tokio::task::JoinHandle<()>, InformerError> {
+        let run = self.prepare()?;
+        let this = self.clone();
+        Ok(tokio::spawn(
+            async move { this.run_prepared(run, cancel).await },
+        ))
+    }
+
+    /// Lists, watches and dispatches until `cancel` fires, then stops every
+    /// handler thread (waiting up to 5 s for handlers still running) and
+    /// returns.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`].
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
+        let run = self.prepare()?;
+        self.run_prepared(run, cancel).await;
+        Ok(())
+    }
+
+    fn prepare(&self) -> Result<(Reflector, StoreWriter), InformerError> {
+        let (reflector, writer) =
+            self.shared
+                .reflector
+                .lock()
+                .take()
+                .ok_or_else(|| InformerError::AlreadyStarted {
+                    resource: self.shared.key.clone(),
+                })?;
+        self.shared.dispatch.lock().started = true;
+        self.shared
+            .status
+            .send_replace(InformerStatus::Syncing { listed: 0 });
+        Ok((reflector, writer))
+    }
+
+    async fn run_prepared(&self, prepared: (Reflector, StoreWriter), cancel: CancellationToken) {
+        let (reflector, mut writer) = prepared;
+        let shared = self.shared.clone();
+        let reflect = reflector.run(cancel.clone(), move |delta| {
+            shared.process(&mut writer, delta);
+        });
+        let resync = self.shared.resync_loop(cancel.clone());
+        tokio::select! {
+            () = reflect => {}
+            () = resync => {}
+        }
+        self.shared.stop_listeners().await;
+        self.shared.status.send_replace(InformerStatus::Stopped);
+    }
+}
+
+impl Shared {
+    /// Applies one delta to the store and queues its events, under the
+    /// dispatch lock.
+    fn process(&self, writer: &mut StoreWriter, delta: Delta) {
+        // Objects arrive transformed (see ReflectorConfig::transform).
+        let mut d = self.dispatch.lock();
+        let mut events = Vec::new();
+        let mut first_sync = false;
+        match delta {
+            Delta::Replace(objects) => {
+                let objects = objects.into_iter().map(Arc::new).collect();
+                let outcome = writer.replace(objects);
+                let initial = !d.synced;
+                events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
+                events.extend(outcome.added.into_iter().map(|object| Event::Add {
+                    object,
+                    in_initial_list: initial,
+                }));
+                events.extend(outcome.updated.into_iter().map(|(old, new)| Event::Update {
+                    old,
+                    new,
+                    is_resync: false,
+                }));
+                events.extend(outcome.deleted.into_iter().map(|object| Event::Delete {
+                    object,
+                    final_state_unknown: true,
+                }));
+                if !d.synced {
+                    d.synced = true;
+                    first_sync = true;
+                }
+            }
+            Delta::Upsert(object) => {
+                let new = Arc::new(object);
+                events.push(match writer.upsert(new.clone()) {
+                    Some(old) => Event::Update {
+                        old,
+                        new,
+                        is_resync: false,
+                    },
+                    None => Event::Add {
+                        object: new,
+                        in_initial_list: false,
+                    },
+                });
+            }
+            Delta::Delete(object) => {
+                if let Some(key) = object_key(&object)
+                    && writer.delete(&key).is_some()
+                {
+                    events.push(Event::Delete {
+                        object: Arc::new(object),
+                        final_state_unknown: false,
+                    });
+                }
+            }
+        }
+        let resource = &self.key;
+        d.listeners.retain_mut(|l| {
+            if l.is_closed() {
+                return false;
+            }
+            for e in &events {
+                if !l.push(e.clone(), resource) {
+                    return false;
+                }
+            }
+            if first_sync {
+                l.mark_synced();
+            }
+            true
+        });
+    }
+
+    /// Delivers due resyncs every check period.
+    async fn resync_loop(&self, cancel: CancellationToken) {
+        loop {
+            let check = self.dispatch.lock().clock.check_period();
+            if check.is_zero() {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = self.resync_changed.notified() => continue,
+                }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = self.resync_changed.notified() => continue,
+                _ = tokio::time::sleep(check) => {}
+            }
+            self.resync_due(Instant::now());
+        }
+    }
+
+    fn resync_due(&self, now: Instant) {
+        let mut d = self.dispatch.lock();
+        if !d.synced {
+            return;
+        }
+        let due: Vec<usize> = d
+            .listeners
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.next_resync.is_some_and(|t| t <= now))
+            .map(|(i, _)| i)
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let objects = self.store.list();
+        for i in due {
+            let l = &mut d.listeners[i];
+            for o in &objects {
+                l.push(
+                    Event::Update {
+                        old: o.clone(),
+                        new: o.clone(),
+                        is_resync: true,
+                    },
+                    &self.key,
+                );
+            }
+            l.next_resync = Some(now + l.resync);
+        }
+    }
+
+    /// Closes every queue and waits (up to 5 s) for handler threads to end.
+    async fn stop_listeners(&self) {
+        {
+            let mut d = self.dispatch.lock();
+            for l in &d.listeners {
+                l.state.removed.store(true, Ordering::Release);
+            }
+            d.listeners.clear();
+        }
+        let handles = std::mem::take(&mut *self.threads.lock());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for h in handles {
+            while !h.is_finished() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                tracing::warn!(resource = %self.key, "an event handler is still running after stop; its thread is left to finish");
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SharedInformer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedInformer")
+            .field("resource", &self.shared.key)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An informer with one fixed handler, called in place by the dispatch loop:
+/// no queues, no threads, no fan-out — cheaper when sharing is not needed.
+/// A slow handler here slows the cache's updates.
+pub struct Informer {
+    inner: SharedInformer,
+    handler: Arc<dyn EventHandler>,
+}
+
+impl Informer {
+    /// A non-shared informer for `resource` with `handler`.
+    ///
+    /// # Errors
+    /// As [`SharedInformer::new`].
+    pub fn new(
+        client: Client,
+        resource: ApiResource,
+        scope: Scope,
+        options: InformerOptions,
+        handler: impl EventHandler,
+    ) -> Result<Self, InformerError> {
+        Ok(Self {
+            inner: SharedInformer::new(client, resource, scope, options)?,
+            handler: Arc::new(handler),
+        })
+    }
+
+    /// A non-shared informer over any [`ListWatch`].
+    #[must_use]
+    pub fn with_list_watch(
+        lw: impl ListWatch,
+        resource: ApiResource,
+        options: InformerOptions,
+        handler: impl EventHandler,
+    ) -> Self {
+        Self {
+            inner: SharedInformer::with_list_watch(lw, resource, options),
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// Adds an index; see [`SharedInformer::add_index`].
+    ///
+    /// # Errors
+    /// A duplicate name.
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), InformerError> {
+        self.inner.add_index(name, func)
+    }
+
+    /// The read-only cache.
+    pub fn store(&self) -> Store {
+        self.inner.store()
+    }
+
+    /// The current status.
+    pub fn status(&self) -> InformerStatus {
+        self.inner.status()
+    }
+
+    /// Whether the cache holds a complete list.
+    pub fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+
+    /// Runs until `cancel` fires, calling the handler for every event.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`].
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
+        // Claim the run first, so that a second `run` adds no second handler.
+        let run = self.inner.prepare()?;
+        let state = self
+            .inner
+            .register(Sink::Inline(self.handler.clone()), None);
+        drop(state);
+        self.inner.run_prepared(run, cancel).await;
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Informer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Informer")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

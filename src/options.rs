@@ -1,0 +1,335 @@
+//! [`InformerOptions`]: how an informer lists, watches and caches — the one
+//! options type of the crate.
+//!
+//! The same type configures a lone [`SharedInformer`](crate::informer::SharedInformer),
+//! the [factory](crate::factory) (its defaults, and any resource's own), and
+//! each informer of a [config file](crate::config), which deserialises into
+//! it (`labelSelector`, `resync: 10m`, `stripManagedFields: true`, ...).
+//!
+//! Two requests for the same resource with equal options share one informer
+//! in a factory; options are `Eq` and `Hash` for that. Everything in them is
+//! a value: selectors are strings, durations are durations, the built-in
+//! `managedFields` stripping is a flag, and a custom
+//! [`Transform`] compares by its name.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backoff::BackoffConfig;
+use crate::scope::Namespaces;
+use crate::transform::{Transform, TransformFn};
+
+/// What a [factory](crate::factory) does when a resource is not served (a
+/// CRD not installed yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum WhenNotServed {
+    /// Hand out an informer that reports pending and starts as soon as the
+    /// resource is served.
+    #[default]
+    Wait,
+    /// Refuse ([`FactoryError::NotServed`](crate::factory::FactoryError::NotServed));
+    /// a config file leaves this informer out and goes on with the others.
+    Skip,
+    /// Refuse ([`FactoryError::NotServed`](crate::factory::FactoryError::NotServed));
+    /// a config file fails as a whole.
+    Fail,
+}
+
+/// How an informer lists, watches and caches; see the [module docs](self).
+///
+/// Build with the `#[must_use]` methods, or set the public fields:
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_dynamic_informer::options::InformerOptions;
+///
+/// let options = InformerOptions::default()
+///     .namespace("shop")
+///     .label_selector("app in (web, api)")
+///     .strip_managed_fields()
+///     .resync(Duration::from_secs(600));
+/// assert_eq!(options.page_size, 500);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase")]
+pub struct InformerOptions {
+    /// Watch only these namespaces; all namespaces when absent or empty.
+    /// Several namespaces are listed at one resourceVersion and watched into
+    /// one cache (no cluster-wide permission needed). A restriction on a
+    /// cluster-scoped resource is an error, except in a factory's defaults,
+    /// which cluster-scoped resources ignore.
+    #[serde(skip_serializing_if = "Namespaces::is_all")]
+    pub namespaces: Namespaces,
+    /// Label selector for list and watch (server-side), e.g.
+    /// `app in (web, api), !canary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// Field selector for list and watch (server-side), e.g.
+    /// `status.phase=Running`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
+    /// Default resync period of handlers, e.g. `30s`, `10m`; `0` (the
+    /// default, as client-go's `NewSharedIndexInformer(..., 0, ...)`)
+    /// disables resync. Resync re-delivers the cache from memory; it never
+    /// contacts the server.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
+    pub resync: Duration,
+    /// Remove `metadata.managedFields` before caching (often the largest
+    /// part of an object, rarely read).
+    pub strip_managed_fields: bool,
+    /// A transform applied to each object before caching, after
+    /// `stripManagedFields`. Not available in config files.
+    #[serde(skip)]
+    pub transform: Option<Transform>,
+    /// Ask for and cache metadata only (`PartialObjectMetadata`): cuts both
+    /// traffic and memory for objects whose weight is in their spec or data.
+    pub metadata_only: bool,
+    /// Use streaming lists (`sendInitialEvents`) where the server has them.
+    /// Off by default: a paged list with the next page requested ahead
+    /// syncs at least as fast (see BENCHMARKS.md), and a server or proxy that
+    /// ignores `sendInitialEvents` would never end the initial events.
+    pub streaming_list: bool,
+    /// Objects per list page; `0` lists everything in one response.
+    /// client-go: 500.
+    pub page_size: u32,
+    /// Shortest server-side watch timeout; each watch asks for a random
+    /// timeout between this and twice this. client-go: 5 minutes.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
+    pub min_watch_timeout: Duration,
+    /// Retry backoff after list and watch errors.
+    pub backoff: BackoffConfig,
+    /// What a factory does when the resource is not served.
+    pub when_not_served: WhenNotServed,
+    /// The objects hold secrets: tools that print them (`kdi`) show only
+    /// their `apiVersion`, `kind` and `metadata`, without the
+    /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
+    /// redact index values. Core Secrets are always treated so.
+    pub sensitive: bool,
+}
+
+impl Default for InformerOptions {
+    /// As client-go's informers: all namespaces, no selectors, no transform,
+    /// no resync, pages of 500, list-then-watch, watch timeouts of 5–10
+    /// minutes, client-go's backoff (with half its jitter), full objects;
+    /// wait for resources that are not served.
+    fn default() -> Self {
+        Self {
+            namespaces: Namespaces::All,
+            label_selector: None,
+            field_selector: None,
+            resync: Duration::ZERO,
+            strip_managed_fields: false,
+            transform: None,
+            metadata_only: false,
+            streaming_list: false,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            backoff: BackoffConfig::default(),
+            when_not_served: WhenNotServed::Wait,
+            sensitive: false,
+        }
+    }
+}
+
+impl InformerOptions {
+    /// Watches only this namespace.
+    #[must_use]
+    pub fn namespace(self, namespace: impl Into<String>) -> Self {
+        self.namespaces(Namespaces::only([namespace.into()]))
+    }
+
+    /// Sets the namespaces to watch.
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Watches all namespaces.
+    #[must_use]
+    pub fn all_namespaces(self) -> Self {
+        self.namespaces(Namespaces::All)
+    }
+
+    /// Sets the label selector (`""`: everything).
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets the field selector (`""`: everything).
+    #[must_use]
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets the default resync period (zero disables resync).
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = period;
+        self
+    }
+
+    /// Strips `metadata.managedFields` before caching.
+    #[must_use]
+    pub fn strip_managed_fields(mut self) -> Self {
+        self.strip_managed_fields = true;
+        self
+    }
+
+    /// Sets the transform applied before caching (after managedFields
+    /// stripping, when that is on).
+    #[must_use]
+    pub fn transform(mut self, transform: Transform) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Removes the transform and turns managedFields stripping off.
+    #[must_use]
+    pub fn no_transform(mut self) -> Self {
+        self.transform = None;
+        self.strip_managed_fields = false;
+        self
+    }
+
+    /// Turns metadata-only mode on or off.
+    #[must_use]
+    pub fn metadata_only(mut self, enabled: bool) -> Self {
+        self.metadata_only = enabled;
+        self
+    }
+
+    /// Turns streaming lists on or off.
+    #[must_use]
+    pub fn streaming_list(mut self, enabled: bool) -> Self {
+        self.streaming_list = enabled;
+        self
+    }
+
+    /// Sets the list page size (0: unpaged). Page *k + 1* is requested as
+    /// soon as page *k* has arrived, so the server prepares it while page *k*
+    /// is decoded.
+    #[must_use]
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Sets the shortest server-side watch timeout.
+    #[must_use]
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry backoff.
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets what a factory does when the resource is not served.
+    #[must_use]
+    pub fn when_not_served(mut self, when: WhenNotServed) -> Self {
+        self.when_not_served = when;
+        self
+    }
+
+    /// Marks the objects as holding secrets (see the field).
+    #[must_use]
+    pub fn sensitive(mut self, sensitive: bool) -> Self {
+        self.sensitive = sensitive;
+        self
+    }
+
+    /// These options with empty selectors as none and selectors trimmed, so
+    /// that equal requests compare equal.
+    #[must_use]
+    pub(crate) fn normalized(mut self) -> Self {
+        let clean = |s: Option<String>| {
+            s.map(|s| s.trim().to_owned())
+                .filter(|s: &String| !s.is_empty())
+        };
+        self.label_selector = clean(self.label_selector);
+        self.field_selector = clean(self.field_selector);
+        self
+    }
+
+    /// The transform steps these options ask for, as one function.
+    pub(crate) fn transform_fn(&self) -> Option<TransformFn> {
+        crate::transform::pipeline(self.strip_managed_fields, self.transform.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_requests_are_equal_options() {
+        let a = InformerOptions::default()
+            .strip_managed_fields()
+            .label_selector(" app=x ");
+        let b = InformerOptions::default()
+            .label_selector("app=x")
+            .strip_managed_fields();
+        assert_eq!(a.clone().normalized(), b.clone().normalized());
+        let t = |name: &str| Transform::new(name.to_string(), |o| o);
+        assert_eq!(
+            InformerOptions::default().transform(t("x")),
+            InformerOptions::default().transform(t("x"))
+        );
+        assert_ne!(
+            InformerOptions::default().transform(t("x")),
+            InformerOptions::default().transform(t("y"))
+        );
+        assert_eq!(
+            InformerOptions::default().label_selector("  ").normalized(),
+            InformerOptions::default()
+        );
+    }
+
+    #[test]
+    fn options_read_from_json_with_go_durations() {
+        let o: InformerOptions = serde_json::from_value(serde_json::json!({
+            "namespaces": ["b", "a"],
+            "resync": "1m30s",
+            "stripManagedFields": true,
+            "minWatchTimeout": "2s",
+            "backoff": { "initial": "100ms", "max": "1s" },
+            "whenNotServed": "skip",
+        }))
+        .unwrap();
+        assert_eq!(o.namespaces, Namespaces::only(["a", "b"]));
+        assert_eq!(o.resync, Duration::from_secs(90));
+        assert!(o.strip_managed_fields);
+        assert_eq!(o.min_watch_timeout, Duration::from_secs(2));
+        assert_eq!(o.backoff.initial, Duration::from_millis(100));
+        assert_eq!(o.backoff.reset_after, BackoffConfig::default().reset_after);
+        assert_eq!(o.when_not_served, WhenNotServed::Skip);
+        assert_eq!(o.page_size, 500);
+        let back: InformerOptions =
+            serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        let err =
+            serde_json::from_value::<InformerOptions>(serde_json::json!({ "resync": "1e400h" }))
+                .unwrap_err();
+        assert!(err.to_string().contains("1e400h"), "{err}");
+    }
+}

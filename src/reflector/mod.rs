@@ -1,0 +1,756 @@
+//! The list/watch loop that keeps a cache in step with the API server.
+//!
+//! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
+//! the complete list on as one [`Delta::Replace`], then watches from the
+//! list's resourceVersion and hands on each change. It owns every recovery
+//! decision so that callers never have to:
+//!
+//! - a watch that ends normally (server timeout, randomised between 5 and 10
+//!   minutes) is resumed from the last resourceVersion seen, without a new
+//!   list;
+//! - 410 Gone / Expired — when the watch starts or inside the stream — means
+//!   the resourceVersion is compacted away: the reflector lists again, and
+//!   the consumer reconciles (see [`crate::store::StoreWriter::replace`]);
+//! - an expired continue token in the middle of a paged list falls back to
+//!   one full, unpaged list;
+//! - any other error backs off (800 ms doubling to 30 s, with jitter, see
+//!   [`BackoffConfig`](crate::backoff::BackoffConfig)) and is reported in the
+//!   informer's [`InformerStatus`] and to the optional [`ErrorHook`], so a
+//!   403 or a 404 is visible at once instead of as a silent wait.
+//!
+//! When its [`ListWatch`] follows discovery
+//! ([`ListWatch::availability`]), the reflector also knows whether its
+//! resource is served at all: while it is not — a CRD not installed yet, or
+//! deleted — it sends no request and reports [`InformerStatus::Pending`];
+//! when a resource it had listed goes away it hands on an empty
+//! [`Delta::Replace`] (so the cache empties and handlers get the deletes) and
+//! reports [`InformerStatus::Gone`] instead of retrying a 404 forever; once
+//! the resource is served again it lists anew.
+//!
+//! The server side is the small [`ListWatch`] trait, so that the state
+//! machine can be tested with scripted responses.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::{ApiResource, DynamicObject, ObjectMeta, TypeMeta};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
+use crate::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent};
+use crate::object_key::object_key;
+use crate::options::InformerOptions;
+use crate::resource::ResourceKey;
+use crate::scope::ResourceAvailability;
+use crate::status::InformerStatus;
+use crate::transform::TransformFn;
+
+/// A change for the cache, in the order the server reported it.
+#[derive(Debug)]
+pub enum Delta {
+    /// The complete current list: after it, the cache must hold exactly these
+    /// objects. Sent after the first list and after every relist.
+    Replace(Vec<DynamicObject>),
+    /// An object was added or modified.
+    Upsert(DynamicObject),
+    /// An object was deleted; this is its final state.
+    Delete(DynamicObject),
+}
+
+/// Counters of what a reflector did, for observability and tests.
+#[derive(Debug, Default)]
+pub struct ReflectorStats {
+    /// List requests (pages count one each).
+    pub list_requests: AtomicU64,
+    /// Complete lists delivered (first list and relists).
+    pub lists: AtomicU64,
+    /// Lists forced by 410 Gone / Expired.
+    pub relists_after_gone: AtomicU64,
+    /// Watch requests.
+    pub watch_requests: AtomicU64,
+    /// Watch events received (bookmarks included).
+    pub watch_events: AtomicU64,
+    /// Errors (each one led to a backoff or a relist).
+    pub errors: AtomicU64,
+    /// Objects skipped because their apiVersion or kind did not match, they
+    /// had no name, or they could not be decoded (see
+    /// [`crate::list_watch::MAX_OBJECT_DEPTH`]).
+    pub skipped_objects: AtomicU64,
+}
+
+impl ReflectorStats {
+    fn inc(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A list or watch failure, as handed to the [`ErrorHook`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError {
+    /// A list request failed.
+    #[error("listing {resource}: {source}")]
+    List {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: ListWatchError,
+    },
+    /// A watch request failed, or its stream reported an error.
+    #[error("watching {resource}: {source}")]
+    Watch {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: ListWatchError,
+    },
+    /// A streaming list ended before its initial events did.
+    #[error("watching {resource}: the streaming list ended before its initial-events-end bookmark")]
+    StreamingListCut {
+        /// The resource.
+        resource: ResourceKey,
+    },
+}
+
+impl ReflectorError {
+    /// The HTTP status code behind the error, when the server sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ReflectorError::List { source, .. } | ReflectorError::Watch { source, .. } => {
+                source.code()
+            }
+            ReflectorError::StreamingListCut { .. } => None,
+        }
+    }
+
+    /// True for 410 Gone / Expired: the resourceVersion is too old, relist.
+    #[must_use]
+    pub fn is_gone(&self) -> bool {
+        self.code() == Some(410)
+    }
+}
+
+/// A callback for list and watch errors; see
+/// [`SharedInformer::on_error`](crate::informer::SharedInformer::on_error).
+pub type ErrorHook = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// The list/watch loop for one resource.
+pub struct Reflector {
+    lw: Arc<dyn ListWatch>,
+    resource: ApiResource,
+    key: ResourceKey,
+    options: InformerOptions,
+    transform: Option<TransformFn>,
+    status: watch::Sender<InformerStatus>,
+    stats: Arc<ReflectorStats>,
+    error_hook: Arc<Mutex<Option<ErrorHook>>>,
+    /// The server refused a streaming list once; use list-then-watch.
+    streaming_unsupported: bool,
+}
+
+/// Why a watch ended.
+enum WatchEnd {
+    /// The stream ended normally: resume from the last resourceVersion.
+    Resume,
+    /// 410: list again.
+    Relist,
+    /// Another error: back off, then resume (or relist if never listed).
+    Failed(ReflectorError),
+    /// Cancelled.
+    Cancelled,
+}
+
+/// What a reflector carries across list/watch rounds.
+struct Progress {
+    backoff: Backoff,
+    /// resourceVersion to resume the watch from; `None` = list first.
+    resume_rv: Option<String>,
+    /// A complete list was handed on at least once.
+    listed: bool,
+}
+
+/// Result of one list attempt.
+enum ListOutcome {
+    Listed(Vec<DynamicObject>, String),
+    Failed(ReflectorError),
+    Cancelled,
+}
+
+impl Reflector {
+    /// A reflector for `resource` (its `ApiResource` gives the apiVersion and
+    /// kind that every object must carry), listing and watching as `options`
+    /// say, reporting to `status`. `error_hook` is read at every error, so
+    /// it can be set after the reflector is built.
+    pub(crate) fn new(
+        lw: Arc<dyn ListWatch>,
+        resource: ApiResource,
+        options: &InformerOptions,
+        status: watch::Sender<InformerStatus>,
+        error_hook: Arc<Mutex<Option<ErrorHook>>>,
+    ) -> Self {
+        Self {
+            lw,
+            key: ResourceKey::from(&resource),
+            resource,
+            transform: options.transform_fn(),
+            options: options.clone(),
+            status,
+            stats: Arc::new(ReflectorStats::default()),
+            error_hook,
+            streaming_unsupported: false,
+        }
+    }
+
+    /// The reflector's counters.
+    pub fn stats(&self) -> Arc<ReflectorStats> {
+        self.stats.clone()
+    }
+
+    /// Sets the status, notifying only on a change.
+    fn set_status(&self, status: InformerStatus) {
+        self.status.send_if_modified(|current| {
+            if *current == status {
+                false
+            } else {
+                *current = status;
+                true
+            }
+        });
+    }
+
+    /// Runs until `cancel` fires, handing every change to `sink` in order.
+    pub async fn run(mut self, cancel: CancellationToken, mut sink: impl FnMut(Delta) + Send) {
+        let mut progress = Progress {
+            backoff: Backoff::new(self.options.backoff.clone()),
+            resume_rv: None,
+            listed: false,
+        };
+        match self.lw.availability() {
+            None => self.run_served(&cancel, &mut sink, &mut progress).await,
+            Some(availability) => {
+                self.run_gated(availability, &cancel, &mut sink, &mut progress)
+                    .await;
+            }
+        }
+    }
+
+    /// Alternates between waiting while the resource is not served and
+    /// list/watch while it is.
+    async fn run_gated(
+        &mut self,
+        mut availability: watch::Receiver<ResourceAvailability>,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
+        // Whether the empty Replace for the current absence was handed on.
+        let mut emptied = false;
+        while !cancel.is_cancelled() {
+            let current = availability.borrow_and_update().clone();
+            match current {
+                ResourceAvailability::NotServed { reason } => {
+                    progress.resume_rv = None;
+                    if progress.listed {
+                        if !emptied {
+                            tracing::info!(resource = %self.key, %reason, "resource no longer served; emptying the cache until it is served again");
+                            sink(Delta::Replace(Vec::new()));
+                            emptied = true;
+                        }
+                        self.set_status(InformerStatus::Gone { reason });
+                    } else {
+                        self.set_status(InformerStatus::Pending { reason });
+                    }
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        changed = availability.changed() => {
+                            if changed.is_err() {
+                                // Nobody will say it is served again.
+                                cancel.cancelled().await;
+                                return;
+                            }
+                        }
+                    }
+                }
+                ResourceAvailability::Served { resource, .. } => {
+                    if !resource.kind.is_empty() {
+                        self.key = ResourceKey::from(&resource);
+                        self.resource = resource;
+                    }
+                    emptied = false;
+                    if !progress.listed {
+                        self.set_status(InformerStatus::Syncing { listed: 0 });
+                    }
+                    let mut watcher = availability.clone();
+                    let no_longer_served = async move {
+                        loop {
+                            if watcher.changed().await.is_err() {
+                                futures::future::pending::<()>().await;
+                            }
+                            if !watcher.borrow_and_update().is_served() {
+                                return;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = self.run_served(cancel, sink, progress) => return,
+                        _ = no_longer_served => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists and watches until `cancel` fires.
+    async fn run_served(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
+        loop {
+            if cancel.is_cancelled() {
+                break;
+            }
+            let rv = match progress.resume_rv.clone() {
+                Some(rv) => rv,
+                None => {
+                    let streaming = self.options.streaming_list
+                        && self.lw.capabilities().streaming_list
+                        && !self.streaming_unsupported;
+                    let outcome = if streaming {
+                        self.streaming_list(cancel, progress.listed).await
+                    } else {
+                        self.paged_list(cancel, progress.listed).await
+                    };
+                    match outcome {
+                        ListOutcome::Cancelled => break,
+                        ListOutcome::Failed(err) => {
+                            if !self.wait_after(&err, progress, cancel).await {
+                                break;
+                            }
+                            continue;
+                        }
+                        ListOutcome::Listed(objects, rv) => {
+                            ReflectorStats::inc(&self.stats.lists);
+                            sink(Delta::Replace(objects));
+                            progress.listed = true;
+                            rv
+                        }
+                    }
+                }
+            };
+            self.set_status(InformerStatus::Synced);
+            let mut last_rv = rv;
+            match self
+                .watch(&last_rv.clone(), &mut last_rv, cancel, sink)
+                .await
+            {
+                WatchEnd::Cancelled => break,
+                WatchEnd::Resume => progress.resume_rv = Some(last_rv),
+                WatchEnd::Relist => {
+                    ReflectorStats::inc(&self.stats.relists_after_gone);
+                    progress.resume_rv = None;
+                }
+                WatchEnd::Failed(err) => {
+                    progress.resume_rv = Some(last_rv);
+                    if !self.wait_after(&err, progress, cancel).await {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reports `err`, then waits out the backoff. False when cancelled.
+    async fn wait_after(
+        &self,
+        err: &ReflectorError,
+        progress: &mut Progress,
+        cancel: &CancellationToken,
+    ) -> bool {
+        ReflectorStats::inc(&self.stats.errors);
+        let delay = progress.backoff.next_delay();
+        let error = error_chain(err);
+        tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
+        let hook = self.error_hook.lock().clone();
+        if let Some(hook) = hook {
+            hook(err);
+        }
+        self.set_status(InformerStatus::BackingOff {
+            error,
+            code: err.code(),
+            attempt: progress.backoff.failures(),
+            retry_in: delay,
+            synced_before: progress.listed,
+        });
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            _ = tokio::time::sleep(delay) => true,
+        }
+    }
+
+    fn list_params(&self) -> ListParams {
+        ListParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            limit: (self.options.page_size > 0).then_some(self.options.page_size),
+            ..ListParams::default()
+        }
+    }
+
+    fn watch_params(&self) -> WatchParams {
+        let min = self.options.min_watch_timeout.as_secs().max(1);
+        let timeout = min + rand::random_range(0..=min);
+        WatchParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            timeout: Some(u32::try_from(timeout).unwrap_or(u32::MAX)),
+            bookmarks: true,
+            send_initial_events: false,
+        }
+    }
+
+    /// Reports listing progress: objects listed so far, while the cache has
+    /// not synced yet (a relist of a synced cache stays "synced").
+    fn listing(&self, objects: usize, listed_before: bool) {
+        if !listed_before {
+            self.set_status(InformerStatus::Syncing { listed: objects });
+        }
+    }
+
+    /// A complete list, page by page. An expired continue token (410) falls
+    /// back to one unpaged list.
+    async fn paged_list(&mut self, cancel: &CancellationToken, listed_before: bool) -> ListOutcome {
+        let mut params = self.list_params();
+        let mut objects = Vec::new();
+        self.listing(0, listed_before);
+        loop {
+            ReflectorStats::inc(&self.stats.list_requests);
+            let page = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                page = self.lw.list(&params) => page,
+            };
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if e.is_gone() && params.continue_token.is_some() => {
+                    tracing::info!(resource = %self.key, "continue token expired during a paged list; listing again in one request");
+                    objects.clear();
+                    params = ListParams {
+                        limit: None,
+                        continue_token: None,
+                        ..params
+                    };
+                    continue;
+                }
+                Err(source) => {
+                    return ListOutcome::Failed(ReflectorError::List {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+            };
+            for skipped in &page.skipped {
+                self.note_skipped(skipped);
+            }
+            objects.extend(page.objects.into_iter().filter_map(|o| self.admit(o)));
+            self.listing(objects.len(), listed_before);
+            match page.continue_token {
+                Some(token) => params.continue_token = Some(token),
+                None => return ListOutcome::Listed(objects, page.resource_version),
+            }
+        }
+    }
+
+    /// A streaming list: a watch with `sendInitialEvents=true` whose initial
+    /// events end with a bookmark annotated `k8s.io/initial-events-end`.
+    async fn streaming_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+    ) -> ListOutcome {
+        self.listing(0, listed_before);
+        let mut params = self.watch_params();
+        params.send_initial_events = true;
+        ReflectorStats::inc(&self.stats.watch_requests);
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return ListOutcome::Cancelled,
+            s = self.lw.watch(&params, "") => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if refuses_streaming(&e) => {
+                tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
+                self.streaming_unsupported = true;
+                return self.paged_list(cancel, listed_before).await;
+            }
+            Err(source) => {
+                return ListOutcome::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        // Keyed so that a Modified or Deleted during the initial events (not
+        // expected, but allowed) leaves the right final set.
+        let mut objects: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => {
+                    // Ended before the initial events did: start over.
+                    return ListOutcome::Failed(ReflectorError::StreamingListCut {
+                        resource: self.key.clone(),
+                    });
+                }
+                Some(Err(source)) => {
+                    return ListOutcome::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(o) = self.admit(o)
+                        && let Some(key) = object_key(&o)
+                    {
+                        objects.insert(key, o);
+                    }
+                    if objects.len().is_multiple_of(500) {
+                        self.listing(objects.len(), listed_before);
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Some(key) = object_key(&o) {
+                        objects.shift_remove(&key);
+                    }
+                }
+                WatchEvent::Skipped { object, deleted } => {
+                    self.note_skipped(&object);
+                    if deleted && let Some(key) = stand_in_key(&object) {
+                        objects.shift_remove(&key);
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version,
+                    initial_events_end: true,
+                } => {
+                    return ListOutcome::Listed(objects.into_values().collect(), resource_version);
+                }
+                WatchEvent::Bookmark { .. } => {}
+            }
+        }
+    }
+
+    /// Watches from `from`; updates `last_rv` as events arrive.
+    async fn watch(
+        &mut self,
+        from: &str,
+        last_rv: &mut String,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> WatchEnd {
+        ReflectorStats::inc(&self.stats.watch_requests);
+        let params = self.watch_params();
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return WatchEnd::Cancelled,
+            s = self.lw.watch(&params, from) => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if e.is_gone() => {
+                tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
+                return WatchEnd::Relist;
+            }
+            Err(source) => {
+                return WatchEnd::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => return WatchEnd::Resume,
+                Some(Err(e)) if e.is_gone() => {
+                    tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
+                    return WatchEnd::Relist;
+                }
+                Some(Err(source)) => {
+                    return WatchEnd::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Upsert(o));
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Delete(o));
+                    }
+                }
+                WatchEvent::Skipped { object, deleted } => {
+                    // Past it, so a resumed watch does not meet it again.
+                    if let Some(rv) = &object.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    self.note_skipped(&object);
+                    if deleted && let Some(stub) = self.stub(&object) {
+                        sink(Delta::Delete(stub));
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version, ..
+                } => *last_rv = resource_version,
+            }
+        }
+    }
+
+    /// Counts and logs an object that could not be decoded.
+    fn note_skipped(&self, object: &UndecodableObject) {
+        ReflectorStats::inc(&self.stats.skipped_objects);
+        tracing::warn!(
+            resource = %self.key,
+            object = %object,
+            "skipping an object that cannot be decoded"
+        );
+    }
+
+    /// The object that stands in for an undecodable deleted one: its
+    /// metadata as far as it could be read, so its key leaves the cache.
+    fn stub(&self, object: &UndecodableObject) -> Option<DynamicObject> {
+        object.name.as_ref()?;
+        Some(DynamicObject {
+            types: Some(TypeMeta {
+                api_version: self.resource.api_version.clone(),
+                kind: self.resource.kind.clone(),
+            }),
+            metadata: ObjectMeta {
+                name: object.name.clone(),
+                namespace: object.namespace.clone(),
+                resource_version: object.resource_version.clone(),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Value::Object(serde_json::Map::new()),
+        })
+    }
+
+    /// Fills in apiVersion and kind when missing (list items carry none) and
+    /// skips objects that belong to another resource or have no name.
+    fn admit(&self, mut obj: DynamicObject) -> Option<DynamicObject> {
+        let want_api_version = &self.resource.api_version;
+        let want_kind = &self.resource.kind;
+        match &obj.types {
+            None => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if t.api_version.is_empty() && t.kind.is_empty() => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if &t.api_version != want_api_version || &t.kind != want_kind => {
+                ReflectorStats::inc(&self.stats.skipped_objects);
+                tracing::warn!(
+                    resource = %self.key,
+                    got_api_version = %t.api_version,
+                    got_kind = %t.kind,
+                    name = obj.metadata.name.as_deref().unwrap_or(""),
+                    "skipping an object of another apiVersion/kind"
+                );
+                return None;
+            }
+            Some(_) => {}
+        }
+        if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
+            ReflectorStats::inc(&self.stats.skipped_objects);
+            tracing::warn!(resource = %self.key, "skipping an object without a name");
+            return None;
+        }
+        Some(match &self.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
+    }
+}
+
+/// The cache key of an undecodable object, when its name could be read.
+fn stand_in_key(object: &UndecodableObject) -> Option<String> {
+    let name = object.name.as_deref().filter(|n| !n.is_empty())?;
+    Some(crate::object_key::key_from_parts(
+        object.namespace.as_deref(),
+        name,
+    ))
+}
+
+/// `err` followed by each of its sources that adds something, joined by
+/// `: `. kube-client's transport errors say only "client error (Connect)" at
+/// the top; the cause that tells a refused connection from an untrusted
+/// certificate is further down the chain.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Whether a streaming-list request was refused as such: the list-watch
+/// cannot serve one, or the server does not know `sendInitialEvents`
+/// (400/422, unknown or invalid parameter; 501).
+fn refuses_streaming(err: &ListWatchError) -> bool {
+    matches!(err, ListWatchError::StreamingListUnsupported(_))
+        || matches!(err.code(), Some(400 | 422 | 501))
+}
+
+impl fmt::Debug for Reflector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("resource", &self.key)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
