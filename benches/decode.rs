@@ -38,10 +38,9 @@ fn decode(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("wire_decode_list", |b| {
         b.iter(|| {
-            let (list, undecodable) =
-                kube_dynamic_informer::wire::decode_list(&text).expect("a list");
-            assert!(undecodable.is_empty());
-            list.items.len()
+            let page = kube_dynamic_informer::list_watch::decode_list(&text).expect("a list");
+            assert!(page.skipped.is_empty());
+            page.objects.len()
         })
     });
     group.bench_function("kube_core_object_list", |b| {

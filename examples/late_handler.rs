@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kube_client::Client;
-use kube_dynamic_informer::factory::{InformerFactory, InformerOptions};
+use kube_dynamic_informer::factory::InformerFactory;
+use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::informer::Event;
 
 #[tokio::main]

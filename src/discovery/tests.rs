@@ -1,6 +1,7 @@
 use super::fetch::add_aggregated;
 use super::follow::*;
 use super::*;
+use kube_core::DynamicObject;
 use serde_json::json;
 
 fn aggregated(doc: serde_json::Value) -> DiscoverySnapshot {

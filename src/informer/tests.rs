@@ -36,12 +36,15 @@ fn obj(name: &str, rv: u64) -> DynamicObject {
     .unwrap()
 }
 
+/// What a watch stream yields.
+type WatchItem = Result<WatchEvent, ListWatchError>;
+
 /// A server the test drives: lists come from a queue, each watch is a
 /// channel whose sender the test holds.
 #[derive(Clone, Default)]
 struct FakeServer {
     lists: Arc<StdMutex<VecDeque<Vec<DynamicObject>>>>,
-    watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<Result<WatchEvent, ListWatchError>>>>>,
+    watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<WatchItem>>>>,
     list_calls: Arc<AtomicU64>,
     watch_calls: Arc<AtomicU64>,
     rv: Arc<AtomicU64>,
@@ -63,7 +66,7 @@ impl FakeServer {
         self.send_result(Ok(ev));
     }
 
-    fn send_result(&self, item: Result<WatchEvent, ListWatchError>) {
+    fn send_result(&self, item: WatchItem) {
         let senders = self.watch_senders.lock().unwrap();
         senders.last().expect("a watch is open").send(item).unwrap();
     }

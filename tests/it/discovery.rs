@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::core::ApiResource;
 use kube_dynamic_informer::discovery::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
-use kube_dynamic_informer::reflector::ResourceAvailability;
+use kube_dynamic_informer::scope::ResourceAvailability;
 use kube_dynamic_informer::resource::{ResourceError, ResourceKey, ResourceName};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -369,7 +369,7 @@ async fn availability_follows_a_crd_as_it_comes_and_goes() {
     match served {
         ResourceAvailability::Served { resource, scope } => {
             assert_eq!(resource.kind, format!("Gizmo{marker}"));
-            assert_eq!(scope, kube_dynamic_informer::informer::Scope::Cluster);
+            assert_eq!(scope, kube_dynamic_informer::scope::Scope::Cluster);
         }
         other => panic!("{other:?}"),
     }

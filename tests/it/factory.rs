@@ -14,11 +14,13 @@ use kube_client::api::{
 };
 use kube_dynamic_informer::backoff::BackoffConfig;
 use kube_dynamic_informer::factory::{
-    CacheSyncError, FactoryError, GenericInformer, InformerFactory, InformerOptions, Namespaces,
+    CacheSyncError, FactoryError, GenericInformer, InformerFactory,
 };
 use kube_dynamic_informer::informer::{Event, InformerStatus};
 use kube_dynamic_informer::lister::ListerError;
+use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::resource::ResourceKey;
+use kube_dynamic_informer::scope::Namespaces;
 use serde_json::json;
 
 use crate::support::{self, User};
@@ -213,11 +215,14 @@ async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
             .contains(&format!("widgets.v1.{group} is not served")),
         "{failure}"
     );
-    let requests_while_pending = widgets.informer().stats().map(|s| {
-        s.list_requests.load(std::sync::atomic::Ordering::Relaxed)
-            + s.watch_requests.load(std::sync::atomic::Ordering::Relaxed)
-    });
-    assert_eq!(requests_while_pending, Some(0), "no request while pending");
+    let stats = widgets.informer().stats();
+    let requests_while_pending = stats
+        .list_requests
+        .load(std::sync::atomic::Ordering::Relaxed)
+        + stats
+            .watch_requests
+            .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(requests_while_pending, 0, "no request while pending");
 
     let ar = support::install_crd(&client, &support::widget_crd(&group)).await;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
@@ -311,7 +316,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     );
     // That nothing is requested can only be shown over time: 3 s span
     // several retries of the (quick) backoff a 404 loop would go through.
-    let stats = widgets.informer().stats().unwrap();
+    let stats = widgets.informer().stats();
     let requests = || {
         stats
             .list_requests
@@ -549,7 +554,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
         .await
         .unwrap_err();
     assert!(
-        matches!(err, FactoryError::NamespaceOnClusterScoped { .. }),
+        matches!(err, FactoryError::ClusterScoped(_)),
         "{err:?}"
     );
     assert_eq!(

@@ -12,14 +12,17 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube_client::Client;
 use kube_client::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
-    PostParams, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    WatchParams,
 };
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{
-    Event, InformerConfig, InformerError, InformerStatus, Scope, SharedInformer,
+use kube_dynamic_informer::informer::{Event, InformerError, InformerStatus, SharedInformer};
+use kube_dynamic_informer::list_watch::{
+    ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
 };
-use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::{Namespaces, Scope};
+use kube_dynamic_informer::transform::Transform;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -117,12 +120,19 @@ async fn wait_until_compacted(api: &Api<PodTemplate>, rv: &str) {
     .await
 }
 
+/// A list-watch of the pod templates of namespace `ns`.
+fn pod_template_list_watch(client: &Client, ns: &str) -> ApiListWatch {
+    ApiListWatch::new(client.clone(), pod_templates(), Scope::Namespaced)
+        .namespaces(Namespaces::only([ns]))
+}
+
 /// A `ListWatch` that can hold back continue-token pages or watch requests
 /// until the test opens the gate, and that records what it was asked.
 #[derive(Clone)]
 struct Gated {
     inner: ApiListWatch,
-    api: Api<DynamicObject>,
+    client: Client,
+    ns: String,
     hold_pages: bool,
     hold_watches: bool,
     open: Arc<AtomicBool>,
@@ -135,10 +145,10 @@ struct Gated {
 impl Gated {
     /// Over the pod templates of namespace `ns`.
     fn pod_templates(client: &Client, ns: &str, hold_pages: bool, hold_watches: bool) -> Self {
-        let api = Api::namespaced_with(client.clone(), ns, &pod_templates());
         Self {
-            inner: ApiListWatch::new(api.clone()),
-            api,
+            inner: pod_template_list_watch(client, ns),
+            client: client.clone(),
+            ns: ns.to_owned(),
             hold_pages,
             hold_watches,
             open: Arc::default(),
@@ -173,14 +183,14 @@ impl ListWatch for Gated {
     fn list(
         &self,
         params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.list_limits.lock().unwrap().push(params.limit);
         let hold = self.hold_pages && params.continue_token.is_some();
         let gate = self.wait_open();
         // A held page is asked for afresh once the gate opens: the shared
         // list-watch has requested it ahead already, before the hold.
         let call = if hold {
-            ApiListWatch::new(self.api.clone()).list(params)
+            pod_template_list_watch(&self.client, &self.ns).list(params)
         } else {
             self.inner.list(params)
         };
@@ -193,7 +203,7 @@ impl ListWatch for Gated {
             first_rv
                 .lock()
                 .unwrap()
-                .get_or_insert_with(|| page.metadata.resource_version.clone().unwrap_or_default());
+                .get_or_insert_with(|| page.resource_version.clone());
             Ok(page)
         }
         .boxed()
@@ -203,7 +213,7 @@ impl ListWatch for Gated {
         &self,
         params: &WatchParams,
         rv: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         self.watches.fetch_add(1, Ordering::SeqCst);
         let hold = self.hold_watches;
         let gate = self.wait_open();
@@ -235,11 +245,12 @@ async fn a_crd_informer_follows_creates_updates_and_deletes() {
     )
     .await;
 
-    let config = InformerConfig::default()
-        .namespace(&ns)
-        .index("color", IndexFn::jmespath("color", "spec.color").unwrap());
+    let options = InformerOptions::default().namespace(&ns);
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
+    informer
+        .add_index("color", IndexFn::jmespath("color", "spec.color").unwrap())
+        .unwrap();
     let rec = Recorder::default();
     let reg = informer.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -310,9 +321,8 @@ async fn lists_in_pages_of_the_configured_size() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerConfig::default().page_size(10),
-    )
-    .unwrap();
+        InformerOptions::default().page_size(10),
+    );
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     informer
@@ -324,14 +334,7 @@ async fn lists_in_pages_of_the_configured_size() {
         *lw.list_limits.lock().unwrap(),
         [Some(10), Some(10), Some(10)]
     );
-    assert_eq!(
-        informer
-            .stats()
-            .unwrap()
-            .list_requests
-            .load(Ordering::Relaxed),
-        3
-    );
+    assert_eq!(informer.stats().list_requests.load(Ordering::Relaxed), 3);
     cancel.cancel();
 }
 
@@ -343,10 +346,10 @@ async fn a_page_requested_ahead_answers_only_its_own_request() {
     let ns = support::namespace(&client, "inf-ahead").await;
     let api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
     create_pod_templates(&api, (0..5).map(|i| format!("pt{i}"))).await;
-    let lw = ApiListWatch::new(Api::namespaced_with(client.clone(), &ns, &pod_templates()));
+    let lw = pod_template_list_watch(&client, &ns);
     let pages = ListParams::default().limit(2);
-    let names = |page: &ObjectList<DynamicObject>| {
-        page.items
+    let names = |page: &ListPage| {
+        page.objects
             .iter()
             .map(|o| o.metadata.name.clone().unwrap_or_default())
             .collect::<Vec<_>>()
@@ -354,7 +357,7 @@ async fn a_page_requested_ahead_answers_only_its_own_request() {
 
     let first = lw.list(&pages).await.unwrap();
     assert_eq!(names(&first), ["pt0", "pt1"]);
-    let token = first.metadata.continue_.clone().expect("a continue token");
+    let token = first.continue_token.clone().expect("a continue token");
     // Another request in between gets its own answer...
     let other = lw
         .list(&pages.clone().fields("metadata.name=pt3"))
@@ -367,13 +370,13 @@ async fn a_page_requested_ahead_answers_only_its_own_request() {
     assert_eq!(names(&second), ["pt2", "pt3"]);
     second = lw.list(&next).await.unwrap();
     assert_eq!(names(&second), ["pt2", "pt3"]);
-    let last_token = second.metadata.continue_.expect("a continue token");
+    let last_token = second.continue_token.expect("a continue token");
     let last = lw
         .list(&pages.clone().continue_token(&last_token))
         .await
         .unwrap();
     assert_eq!(names(&last), ["pt4"]);
-    assert_eq!(last.metadata.continue_.filter(|c| !c.is_empty()), None);
+    assert_eq!(last.continue_token.filter(|c| !c.is_empty()), None);
 }
 
 #[tokio::test]
@@ -390,9 +393,8 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerConfig::default().page_size(5),
-    )
-    .unwrap();
+        InformerOptions::default().page_size(5),
+    );
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     let first_rv = eventually("first page", Duration::from_secs(30), || {
@@ -427,8 +429,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
     .await;
     let lw = Gated::pod_templates(&client, &ns, false, true);
     let informer =
-        SharedInformer::with_list_watch(lw.clone(), pod_templates(), InformerConfig::default())
-            .unwrap();
+        SharedInformer::with_list_watch(lw.clone(), pod_templates(), InformerOptions::default());
     let rec = Recorder::default();
     informer.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -457,12 +458,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
     lw.open_gate();
 
     eventually("relist", Duration::from_secs(30), || {
-        (informer
-            .stats()
-            .unwrap()
-            .relists_after_gone
-            .load(Ordering::Relaxed)
-            >= 1
+        (informer.stats().relists_after_gone.load(Ordering::Relaxed) >= 1
             && informer.store().get(&format!("{ns}/new")).is_some())
         .then_some(())
     })
@@ -530,11 +526,11 @@ async fn streaming_lists_sync_without_a_list_request() {
         8,
     )
     .await;
-    let config = InformerConfig::default()
+    let options = InformerOptions::default()
         .namespace(&ns)
         .streaming_list(true);
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     informer
@@ -542,7 +538,7 @@ async fn streaming_lists_sync_without_a_list_request() {
         .await
         .unwrap();
     assert_eq!(informer.store().len(), 30);
-    let stats = informer.stats().unwrap();
+    let stats = informer.stats();
     assert_eq!(
         stats.list_requests.load(Ordering::Relaxed),
         0,
@@ -581,10 +577,10 @@ async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
         kind: "ConfigMap".into(),
         plural: "configmaps".into(),
     };
-    let mut config = InformerConfig::default().namespace(&ns);
+    let mut options = InformerOptions::default().namespace(&ns);
     // Retry quickly so the test does not wait out a long backoff.
-    config.reflector.backoff.max = Duration::from_secs(2);
-    let informer = SharedInformer::new(alice, configmaps, Scope::Namespaced, config).unwrap();
+    options.backoff.max = Duration::from_secs(2);
+    let informer = SharedInformer::new(alice, configmaps, Scope::Namespaced, options).unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     let err = informer
@@ -622,9 +618,8 @@ async fn resync_comes_from_memory_without_server_requests() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerConfig::default().resync(Duration::from_secs(1)),
-    )
-    .unwrap();
+        InformerOptions::default().resync(Duration::from_secs(1)),
+    );
     let rec = Recorder::default();
     informer.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -677,7 +672,7 @@ async fn late_handlers_on_a_live_server_see_no_gap_and_no_duplicate() {
         client.clone(),
         ar.clone(),
         Scope::Namespaced,
-        InformerConfig::default().namespace(&ns),
+        InformerOptions::default().namespace(&ns),
     )
     .unwrap();
     let cancel = CancellationToken::new();
@@ -750,18 +745,17 @@ async fn a_slow_handler_does_not_hold_back_another() {
     // the moment.
     let cached_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let stamps = cached_at.clone();
-    let config =
-        InformerConfig::default()
-            .namespace(&ns)
-            .transform(Arc::new(move |o: DynamicObject| {
-                stamps
-                    .lock()
-                    .unwrap()
-                    .insert(o.metadata.name.clone().unwrap_or_default(), Instant::now());
-                o
-            }));
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .transform(Transform::new("stamp", move |o: DynamicObject| {
+            stamps
+                .lock()
+                .unwrap()
+                .insert(o.metadata.name.clone().unwrap_or_default(), Instant::now());
+            o
+        }));
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     let slow_done = Arc::new(AtomicU64::new(0));
     let slow_count = slow_done.clone();
     let slow = informer.add_handler(move |_e: Event| {
@@ -844,12 +838,12 @@ async fn cluster_scoped_resources_are_keyed_by_name() {
             client.clone(),
             namespaces.clone(),
             Scope::Cluster,
-            InformerConfig::default().namespace("x")
+            InformerOptions::default().namespace("x")
         ),
-        Err(InformerError::NamespaceOnClusterScoped { .. })
+        Err(InformerError::ClusterScoped(_))
     ));
-    let config = InformerConfig::default().label_selector(format!("marker={marker}"));
-    let informer = SharedInformer::new(client, namespaces, Scope::Cluster, config).unwrap();
+    let options = InformerOptions::default().label_selector(format!("marker={marker}"));
+    let informer = SharedInformer::new(client, namespaces, Scope::Cluster, options).unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     informer

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use kube_client::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{InformerConfig, Scope, SharedInformer};
-use kube_dynamic_informer::wire::MAX_OBJECT_DEPTH;
+use kube_dynamic_informer::informer::SharedInformer;
+use kube_dynamic_informer::list_watch::MAX_OBJECT_DEPTH;
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -77,22 +79,24 @@ async fn odd_but_valid_objects_are_cached_and_indexed() {
     support::create_many(&api, objects, 2).await;
 
     let index = |name: &str, expr: &str| IndexFn::jmespath(name, expr).unwrap();
-    let config = InformerConfig::default()
-        .namespace(&ns)
-        .page_size(2)
-        .index("label-keys", index("label-keys", "keys(metadata.labels)"))
-        .index("list", index("list", "spec.list"))
-        .index(
+    let options = InformerOptions::default().namespace(&ns).page_size(2);
+    let informer =
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
+    for (name, func) in [
+        ("label-keys", index("label-keys", "keys(metadata.labels)")),
+        ("list", index("list", "spec.list")),
+        (
             "deep",
             index("deep", &format!("spec{} && 'deep'", ".a".repeat(40))),
-        )
-        .index("spec", index("spec", "spec"))
-        .index(
+        ),
+        ("spec", index("spec", "spec")),
+        (
             "note",
             index("note", "metadata.annotations.\"example.com/note\""),
-        );
-    let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        ),
+    ] {
+        informer.add_index(name, func).unwrap();
+    }
     let tracker = Tracker::default();
     informer.add_handler(tracker.handler());
     let cancel = CancellationToken::new();
@@ -159,13 +163,11 @@ async fn create_deep(api: &Api<DynamicObject>, ar: &ApiResource, name: &str, dep
 }
 
 fn skipped(informer: &SharedInformer) -> u64 {
-    informer
-        .stats()
-        .map_or(0, |s| s.skipped_objects.load(Ordering::SeqCst))
+    informer.stats().skipped_objects.load(Ordering::SeqCst)
 }
 
 /// Objects nested deeper than serde_json's default limit of 128 levels are
-/// cached in full up to `wire::MAX_OBJECT_DEPTH`; one deeper still is left
+/// cached in full up to `list_watch::MAX_OBJECT_DEPTH`; one deeper still is left
 /// out and counted, and does not keep the rest from syncing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_with_objects_nested_200_and_300_deep_still_syncs() {
@@ -182,13 +184,18 @@ async fn a_list_with_objects_nested_200_and_300_deep_still_syncs() {
     create_deep(&api, &ar, "deep-200", 200).await;
     create_deep(&api, &ar, "deep-300", 300).await;
     const { assert!(300 > MAX_OBJECT_DEPTH && 200 < MAX_OBJECT_DEPTH) };
-    let mut config = InformerConfig::default().namespace(&ns).page_size(1).index(
-        "spec-keys",
-        IndexFn::jmespath("spec-keys", "keys(spec)").unwrap(),
-    );
-    config.reflector.backoff = super::quick_backoff();
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .page_size(1)
+        .backoff(super::quick_backoff());
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
+    informer
+        .add_index(
+            "spec-keys",
+            IndexFn::jmespath("spec-keys", "keys(spec)").unwrap(),
+        )
+        .unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     let synced = informer.wait_for_sync(Duration::from_secs(30)).await;
@@ -218,10 +225,11 @@ async fn a_watch_event_with_an_object_nested_300_deep_does_not_stall_the_watch()
     let ns = support::namespace(&client, "rel-deep-watch").await;
     let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
-    let mut config = InformerConfig::default().namespace(&ns);
-    config.reflector.backoff = super::quick_backoff();
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .backoff(super::quick_backoff());
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     let tracker = Tracker::default();
     informer.add_handler(tracker.handler());
     let cancel = CancellationToken::new();

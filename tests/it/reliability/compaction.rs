@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube_client::api::{
-    Api, DeleteParams, DynamicObject, ListParams, ObjectList, WatchEvent, WatchParams,
+use kube_client::api::{Api, DeleteParams, DynamicObject, ListParams, WatchEvent, WatchParams};
+use kube_dynamic_informer::informer::SharedInformer;
+use kube_dynamic_informer::list_watch::{
+    ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
 };
-use kube_dynamic_informer::informer::{InformerConfig, SharedInformer};
-use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::{Namespaces, Scope};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -69,7 +71,7 @@ impl ListWatch for Holding {
     fn list(
         &self,
         params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.inner.list(params)
     }
 
@@ -77,7 +79,7 @@ impl ListWatch for Holding {
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube_client::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         let this = self.clone();
         let params = params.clone();
         let rv = resource_version.to_string();
@@ -147,10 +149,14 @@ async fn a_watch_held_past_compaction_relists_under_writes_and_converges() {
         2,
     )
     .await;
-    let lw = Holding::new(ApiListWatch::new(api.clone()));
-    let mut config = InformerConfig::default().page_size(10);
-    config.reflector.backoff = super::quick_backoff();
-    let informer = SharedInformer::with_list_watch(lw.clone(), ar.clone(), config).unwrap();
+    let lw = Holding::new(
+        ApiListWatch::new(client.clone(), ar.clone(), Scope::Namespaced)
+            .namespaces(Namespaces::only([ns.as_str()])),
+    );
+    let options = InformerOptions::default()
+        .page_size(10)
+        .backoff(super::quick_backoff());
+    let informer = SharedInformer::with_list_watch(lw.clone(), ar.clone(), options);
     let tracker = Tracker::default();
     informer.add_handler(tracker.handler());
     let cancel = CancellationToken::new();
@@ -159,7 +165,7 @@ async fn a_watch_held_past_compaction_relists_under_writes_and_converges() {
         .wait_for_sync(Duration::from_secs(30))
         .await
         .unwrap();
-    let stats = informer.stats().unwrap();
+    let stats = informer.stats();
 
     let stop = CancellationToken::new();
     let (writes, writers) = churn(

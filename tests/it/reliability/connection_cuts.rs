@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
-use kube_dynamic_informer::informer::{InformerConfig, Scope, SharedInformer};
+use kube_dynamic_informer::informer::SharedInformer;
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{Tracker, churn, churn_until, config_map_maker, configmaps, converge, quick_backoff};
@@ -48,15 +50,12 @@ async fn connections_cut_mid_list_page_and_mid_watch_lose_no_event() {
     let proxy = Proxy::start(super::server_addr(&config)).await;
     config.cluster_url = proxy.url().parse().unwrap();
     let through_proxy = kube_client::Client::try_from(config).unwrap();
-    let mut informer_config = InformerConfig::default().namespace(&ns).page_size(PAGE);
-    informer_config.reflector.backoff = quick_backoff();
-    let informer = SharedInformer::new(
-        through_proxy,
-        ar.clone(),
-        Scope::Namespaced,
-        informer_config,
-    )
-    .unwrap();
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .page_size(PAGE)
+        .backoff(quick_backoff());
+    let informer =
+        SharedInformer::new(through_proxy, ar.clone(), Scope::Namespaced, options).unwrap();
     let tracker = Tracker::default();
     let reg = informer.add_handler(tracker.handler());
 
@@ -69,7 +68,7 @@ async fn connections_cut_mid_list_page_and_mid_watch_lose_no_event() {
         .wait_for_sync(Duration::from_secs(60))
         .await
         .unwrap();
-    let stats = informer.stats().unwrap();
+    let stats = informer.stats();
     assert_eq!(proxy.cuts(), 1, "the armed cut fired during the list");
     assert_eq!(informer.store().len(), OBJECTS);
     let pages = OBJECTS as u64 / PAGE as u64;

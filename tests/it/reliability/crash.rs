@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube_client::api::{Api, DeleteParams, DynamicObject};
-use kube_dynamic_informer::informer::{InformerConfig, InformerStatus, SharedInformer};
+use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{Tracker, churn, churn_until, config_map_maker, configmaps, converge, quick_backoff};
@@ -71,15 +73,12 @@ async fn a_control_plane_crash_mid_churn_converges_and_delivers_every_delete() {
     )
     .await;
 
-    let mut config = InformerConfig::default().namespace(&ns).page_size(50);
-    config.reflector.backoff = quick_backoff();
-    let informer = SharedInformer::new(
-        informer_client,
-        ar.clone(),
-        kube_dynamic_informer::informer::Scope::Namespaced,
-        config,
-    )
-    .unwrap();
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .page_size(50)
+        .backoff(quick_backoff());
+    let informer =
+        SharedInformer::new(informer_client, ar.clone(), Scope::Namespaced, options).unwrap();
     let tracker = Tracker::default();
     let reg = informer.add_handler(tracker.handler());
     let cancel = CancellationToken::new();
@@ -180,7 +179,7 @@ async fn a_control_plane_crash_mid_churn_converges_and_delivers_every_delete() {
     }
     assert_eq!(tracker.problems(), Vec::<String>::new());
     assert_eq!(tracker.second_adds(), Vec::<String>::new());
-    let s = informer.stats().unwrap();
+    let s = informer.stats();
     eprintln!(
         "crash: writers {stats}; {} objects at the end; informer: {} lists ({} after 410), {} watches, {} errors; {} tombstones",
         server.len(),

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube_client::api::{Api, DynamicObject};
-use kube_dynamic_informer::informer::{
-    Event, InformerConfig, InformerStatus, Scope, SharedInformer,
-};
+use kube_dynamic_informer::informer::{Event, InformerStatus, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::transform::Transform;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -55,20 +56,19 @@ async fn panicking_slow_and_stuck_handlers_do_not_hold_back_the_others() {
     // before), to measure each handler's lag behind the cache.
     let cached_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let stamps = cached_at.clone();
-    let config =
-        InformerConfig::default()
-            .namespace(&ns)
-            .transform(Arc::new(move |o: DynamicObject| {
-                let key = format!(
-                    "{}@{}",
-                    o.metadata.name.clone().unwrap_or_default(),
-                    o.metadata.resource_version.clone().unwrap_or_default()
-                );
-                stamps.lock().unwrap().insert(key, Instant::now());
-                o
-            }));
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .transform(Transform::new("stamp", move |o: DynamicObject| {
+            let key = format!(
+                "{}@{}",
+                o.metadata.name.clone().unwrap_or_default(),
+                o.metadata.resource_version.clone().unwrap_or_default()
+            );
+            stamps.lock().unwrap().insert(key, Instant::now());
+            o
+        }));
     let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
 
     // Panics on every fifth event.
     let panicking = informer.add_handler({

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, InformerConfig, Scope, SharedInformer};
+use kube_dynamic_informer::informer::{Event, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -99,17 +101,21 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
     assert_eq!(failed, 0, "creating {objects} objects");
 
     let index = |name: &str, expr: &str| IndexFn::jmespath(name, expr).unwrap();
-    let config = InformerConfig::default()
+    let options = InformerOptions::default()
         .namespace(&ns)
-        .strip_managed_fields()
-        .index("shard", index("shard", "metadata.labels.shard"))
-        .index("label-keys", index("label-keys", "keys(metadata.labels)"))
-        .index(
+        .strip_managed_fields();
+    let informer =
+        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
+    for (name, func) in [
+        ("shard", index("shard", "metadata.labels.shard")),
+        ("label-keys", index("label-keys", "keys(metadata.labels)")),
+        (
             "bucket-round",
             index("bucket-round", "[data.bucket, data.round]"),
-        );
-    let informer =
-        SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, config).unwrap();
+        ),
+    ] {
+        informer.add_index(name, func).unwrap();
+    }
     let tracker = Tracker::default();
     let checker = informer.add_handler(tracker.handler());
     let counted = Arc::new(AtomicU64::new(0));
@@ -268,7 +274,7 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
         diff("cache", &cache_state(&informer), &server)
     );
     assert_eq!(tracker.problems(), Vec::<String>::new());
-    let stats = informer.stats().unwrap();
+    let stats = informer.stats();
     let lists = stats.lists.load(Ordering::Relaxed);
     if lists == 1 {
         // No relist: each update was one watch event, none coalesced.

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube_dynamic_informer::informer::{
-    InformerConfig, InformerError, InformerStatus, Scope, SharedInformer,
-};
+use kube_dynamic_informer::informer::{InformerError, InformerStatus, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::reflector::ReflectorError;
+use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -68,14 +68,15 @@ async fn access_denied_granted_revoked_and_granted_again_is_reported_and_recover
 
     let hook_codes: Arc<Mutex<Vec<Option<u16>>>> = Arc::default();
     let codes = hook_codes.clone();
-    let mut config = InformerConfig::default().namespace(&ns);
-    config.reflector.backoff = super::quick_backoff();
-    config.reflector.min_watch_timeout = Duration::from_secs(2);
-    config.reflector.error_hook = Some(Arc::new(move |e: &ReflectorError| {
-        codes.lock().unwrap().push(e.code());
-    }));
+    let options = InformerOptions::default()
+        .namespace(&ns)
+        .backoff(super::quick_backoff())
+        .min_watch_timeout(Duration::from_secs(2));
     let alice = support::client(User::Alice).await;
-    let informer = SharedInformer::new(alice, ar.clone(), Scope::Namespaced, config).unwrap();
+    let informer = SharedInformer::new(alice, ar.clone(), Scope::Namespaced, options).unwrap();
+    informer.on_error(move |e: &ReflectorError| {
+        codes.lock().unwrap().push(e.code());
+    });
     let tracker = Tracker::default();
     informer.add_handler(tracker.handler());
     let cancel = CancellationToken::new();

@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
-use kube_dynamic_informer::informer::{InformerConfig, InformerStatus, Scope, SharedInformer};
+use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
+use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::reflector::ReflectorError;
+use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{config_map_maker, configmaps};
@@ -111,9 +113,12 @@ async fn run_scenario(kubeconfig: &Path, ns: &str) -> Outcome {
     let client = kube_client::Client::try_from(config).expect("client");
     let hooked: Arc<Mutex<Vec<String>>> = Arc::default();
     let h = hooked.clone();
-    let mut config = InformerConfig::default().namespace(ns);
-    config.reflector.backoff = super::quick_backoff();
-    config.reflector.error_hook = Some(Arc::new(move |e: &ReflectorError| {
+    let options = InformerOptions::default()
+        .namespace(ns)
+        .backoff(super::quick_backoff());
+    let informer =
+        SharedInformer::new(client, configmaps(), Scope::Namespaced, options.clone()).unwrap();
+    informer.on_error(move |e: &ReflectorError| {
         let mut texts = vec![e.to_string(), format!("{e:?}")];
         let mut source = std::error::Error::source(e);
         while let Some(s) = source {
@@ -122,9 +127,7 @@ async fn run_scenario(kubeconfig: &Path, ns: &str) -> Outcome {
             source = s.source();
         }
         h.lock().unwrap().extend(texts);
-    }));
-    let informer =
-        SharedInformer::new(client, configmaps(), Scope::Namespaced, config.clone()).unwrap();
+    });
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
     let synced = wait_for("sync or two failures", Duration::from_secs(30), || async {
@@ -140,7 +143,7 @@ async fn run_scenario(kubeconfig: &Path, ns: &str) -> Outcome {
     texts.push(status.to_string());
     texts.push(format!("{status:?}"));
     texts.push(format!("{informer:?}"));
-    texts.push(format!("{config:?}"));
+    texts.push(format!("{options:?}"));
     if let Err(e) = informer.wait_for_sync(Duration::from_millis(200)).await {
         texts.push(e.to_string());
         texts.push(format!("{e:?}"));

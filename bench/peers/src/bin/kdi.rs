@@ -13,12 +13,15 @@ use futures::{FutureExt, StreamExt};
 use kdi_bench_peers::{
     Args, Handlers, cpu_seconds, emit, finish_run, percentile, proc_status_mb, query_values, round,
 };
-use kube::Api;
-use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, InformerConfig, Scope, SharedInformer};
-use kube_dynamic_informer::reflector::{ApiListWatch, ListWatch, WatchStream};
+use kube_dynamic_informer::informer::{Event, SharedInformer};
+use kube_dynamic_informer::list_watch::{
+    ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
+};
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -34,11 +37,11 @@ impl ListWatch for StripPerPage {
     fn list(
         &self,
         params: &ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<DynamicObject>, kube::Error>> {
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         let page = self.0.list(params);
         async move {
             let mut page = page.await?;
-            page.items.iter_mut().for_each(strip);
+            page.objects.iter_mut().for_each(strip);
             Ok(page)
         }
         .boxed()
@@ -48,7 +51,7 @@ impl ListWatch for StripPerPage {
         &self,
         params: &WatchParams,
         resource_version: &str,
-    ) -> BoxFuture<'static, Result<WatchStream, kube::Error>> {
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
         let stream = self.0.watch(params, resource_version);
         async move {
             let stream = stream.await?.map(|event| {
@@ -65,6 +68,10 @@ impl ListWatch for StripPerPage {
         }
         .boxed()
     }
+
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
 }
 
 #[tokio::main]
@@ -75,28 +82,32 @@ async fn main() {
     let args = Args::parse();
     let client = args.client().await;
 
-    let mut config = InformerConfig::default();
-    for (name, expression) in args.indexes() {
-        config = config.index(
-            name,
-            IndexFn::jmespath(name, expression).expect("index expression"),
-        );
-    }
-    config = config.streaming_list(streaming_list);
+    let mut options = InformerOptions::default().streaming_list(streaming_list);
     let informer = if strip_per_page {
-        let api = Api::<DynamicObject>::all_with(client, &args.resource());
         SharedInformer::with_list_watch(
-            StripPerPage(ApiListWatch::new(api)),
+            StripPerPage(ApiListWatch::new(
+                client,
+                args.resource(),
+                Scope::Namespaced,
+            )),
             args.resource(),
-            config,
+            options,
         )
     } else {
         if args.strip_managed_fields {
-            config = config.strip_managed_fields();
+            options = options.strip_managed_fields();
         }
-        SharedInformer::new(client, args.resource(), Scope::Namespaced, config)
+        SharedInformer::new(client, args.resource(), Scope::Namespaced, options)
+            .expect("building the informer")
+    };
+    for (name, expression) in args.indexes() {
+        informer
+            .add_index(
+                name,
+                IndexFn::jmespath(name, expression).expect("index expression"),
+            )
+            .expect("adding an index");
     }
-    .expect("building the informer");
 
     let handlers = Handlers::new(&args);
     let h1 = handlers.clone();
