@@ -1,8 +1,10 @@
 //! The structured label selector of object specs (`matchLabels` and
-//! `matchExpressions`), and its conversion into a [`Selector`].
+//! `matchExpressions`), ours and k8s-openapi's, and their conversion into a
+//! [`Selector`].
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Operator, Requirement, Selector, SelectorError};
@@ -81,38 +83,53 @@ impl Selector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_label_selector(selector: &LabelSelector) -> Result<Self, SelectorError> {
-        let mut requirements =
-            Vec::with_capacity(selector.match_labels.len() + selector.match_expressions.len());
-        for (key, value) in &selector.match_labels {
-            requirements.push(Requirement::new(
-                key.as_str(),
-                Operator::Equals,
-                [value.as_str()],
-            )?);
-        }
-        for expr in &selector.match_expressions {
-            let operator = match expr.operator.as_str() {
-                "In" => Operator::In,
-                "NotIn" => Operator::NotIn,
-                "Exists" => Operator::Exists,
-                "DoesNotExist" => Operator::DoesNotExist,
-                other => {
-                    return Err(SelectorError::InvalidRequirement {
-                        key: expr.key.clone(),
-                        reason: format!(
-                            "{other:?} is not a valid label selector operator (expected In, NotIn, Exists or DoesNotExist)"
-                        ),
-                    });
-                }
-            };
-            requirements.push(Requirement::new(
-                expr.key.as_str(),
-                operator,
-                expr.values.iter().map(String::as_str),
-            )?);
-        }
-        Ok(Selector::new(requirements))
+        from_spec(
+            &selector.match_labels,
+            selector
+                .match_expressions
+                .iter()
+                .map(|e| (e.key.as_str(), e.operator.as_str(), e.values.as_slice())),
+        )
     }
+}
+
+/// apimachinery's `LabelSelectorAsSelector`: `matchLabels` entries are
+/// equalities, `matchExpressions` take the four set-based operators, and
+/// every key and value is validated as in a selector string.
+fn from_spec<'a>(
+    match_labels: &BTreeMap<String, String>,
+    match_expressions: impl Iterator<Item = (&'a str, &'a str, &'a [String])>,
+) -> Result<Selector, SelectorError> {
+    let mut requirements = Vec::with_capacity(match_labels.len());
+    for (key, value) in match_labels {
+        requirements.push(Requirement::new(
+            key.as_str(),
+            Operator::Equals,
+            [value.as_str()],
+        )?);
+    }
+    for (key, operator, values) in match_expressions {
+        let operator = match operator {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            other => {
+                return Err(SelectorError::InvalidRequirement {
+                    key: key.to_owned(),
+                    reason: format!(
+                        "{other:?} is not a valid label selector operator (expected In, NotIn, Exists or DoesNotExist)"
+                    ),
+                });
+            }
+        };
+        requirements.push(Requirement::new(
+            key,
+            operator,
+            values.iter().map(String::as_str),
+        )?);
+    }
+    Ok(Selector::new(requirements))
 }
 
 impl TryFrom<&LabelSelector> for Selector {
@@ -120,5 +137,59 @@ impl TryFrom<&LabelSelector> for Selector {
 
     fn try_from(value: &LabelSelector) -> Result<Self, Self::Error> {
         Selector::from_label_selector(value)
+    }
+}
+
+/// k8s-openapi's `LabelSelector`, as found in typed objects (a Deployment's
+/// `spec.selector`, a NetworkPolicy's `podSelector`), converted as
+/// [`Selector::from_label_selector`] converts ours: absent fields are empty,
+/// and an empty selector matches everything.
+///
+/// # Errors
+///
+/// [`SelectorError::InvalidRequirement`], naming the key and the operator or
+/// value at fault, for the same reasons as
+/// [`Selector::from_label_selector`].
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+/// use kube_dynamic_informer::selector::Selector;
+///
+/// let spec = LabelSelector {
+///     match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+///     match_expressions: Some(vec![LabelSelectorRequirement {
+///         key: "tier".to_owned(),
+///         operator: "In".to_owned(),
+///         values: Some(vec!["front".to_owned(), "edge".to_owned()]),
+///     }]),
+/// };
+/// let selector = Selector::try_from(&spec)?;
+/// assert_eq!(selector.to_string(), "app=web,tier in (edge,front)");
+/// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+/// ```
+impl TryFrom<&metav1::LabelSelector> for Selector {
+    type Error = SelectorError;
+
+    fn try_from(value: &metav1::LabelSelector) -> Result<Self, Self::Error> {
+        let no_labels = BTreeMap::new();
+        from_spec(
+            value.match_labels.as_ref().unwrap_or(&no_labels),
+            value.match_expressions.iter().flatten().map(|e| {
+                (
+                    e.key.as_str(),
+                    e.operator.as_str(),
+                    e.values.as_deref().unwrap_or_default(),
+                )
+            }),
+        )
+    }
+}
+
+/// See the conversion from `&LabelSelector`.
+impl TryFrom<metav1::LabelSelector> for Selector {
+    type Error = SelectorError;
+
+    fn try_from(value: metav1::LabelSelector) -> Result<Self, Self::Error> {
+        Selector::try_from(&value)
     }
 }

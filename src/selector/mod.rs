@@ -39,6 +39,29 @@
 //! Field selectors are evaluated by the server only (the set of selectable
 //! fields depends on the resource), so there is no field selector type here;
 //! [`validate_field_selector`] checks their syntax early instead.
+//!
+//! # k8s-openapi
+//!
+//! The structured selectors of object specs convert into a
+//! [`Selector`] with `TryFrom` (or [`Selector::from_label_selector`]): our
+//! [`LabelSelector`], read from JSON without a Kubernetes version feature, and
+//! k8s-openapi's `LabelSelector` from typed objects. `matchLabels` entries
+//! become `key=value`, `matchExpressions` take `In`, `NotIn`, `Exists` and
+//! `DoesNotExist`, and anything else is an error naming the key and the
+//! operator or value at fault.
+//!
+//! ```
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+//! use kube_dynamic_informer::selector::Selector;
+//!
+//! let spec = LabelSelector {
+//!     match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+//!     ..LabelSelector::default()
+//! };
+//! let ours = Selector::try_from(&spec)?;
+//! assert_eq!(ours.to_string(), "app=web");
+//! # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+//! ```
 
 mod error;
 mod field;

@@ -1,3 +1,4 @@
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use proptest::prelude::*;
 
 use super::parse::{
@@ -416,6 +417,81 @@ fn from_label_selector() {
         bad(serde_json::json!({"key": "a b", "operator": "Exists"})),
         SelectorError::InvalidRequirement { .. }
     ));
+}
+
+#[test]
+fn from_k8s_openapi_label_selector() {
+    let json = serde_json::json!({
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["b", "a"]},
+            {"key": "env", "operator": "NotIn", "values": ["prod"]},
+            {"key": "canary", "operator": "DoesNotExist"},
+            {"key": "zone", "operator": "Exists", "values": []},
+        ]
+    });
+    let spec: metav1::LabelSelector = serde_json::from_value(json.clone()).unwrap();
+    let s = Selector::try_from(&spec).unwrap();
+    assert_eq!(
+        s,
+        sel("app=web,tier in (a,b),env notin (prod),!canary,zone")
+    );
+    // The same spec read into our own type gives the same selector.
+    let ours: LabelSelector = serde_json::from_value(json).unwrap();
+    assert_eq!(Selector::from_label_selector(&ours).unwrap(), s);
+    // Through the string form and back.
+    assert_eq!(Selector::parse(&s.to_string()).unwrap(), s);
+    assert_eq!(Selector::try_from(spec).unwrap(), s);
+
+    for empty in [
+        metav1::LabelSelector::default(),
+        metav1::LabelSelector {
+            match_labels: Some(BTreeMap::new()),
+            match_expressions: Some(vec![]),
+        },
+    ] {
+        assert!(Selector::try_from(&empty).unwrap().is_everything());
+    }
+}
+
+#[test]
+fn k8s_openapi_label_selector_errors_name_the_culprit() {
+    let expr = |key: &str, operator: &str, values: Option<&[&str]>| metav1::LabelSelector {
+        match_labels: None,
+        match_expressions: Some(vec![metav1::LabelSelectorRequirement {
+            key: key.to_owned(),
+            operator: operator.to_owned(),
+            values: values.map(|v| v.iter().map(|s| (*s).to_owned()).collect()),
+        }]),
+    };
+    let message = |spec: metav1::LabelSelector| match Selector::try_from(&spec) {
+        Err(e @ SelectorError::InvalidRequirement { .. }) => e.to_string(),
+        other => panic!("{spec:?}: {other:?}"),
+    };
+    assert_eq!(
+        message(expr("a", "Gt", Some(&["1"]))),
+        r#"invalid label selector requirement for key "a": "Gt" is not a valid label selector operator (expected In, NotIn, Exists or DoesNotExist)"#
+    );
+    assert!(
+        message(expr("a", "in", Some(&["x"]))).contains(r#""in" is not a valid"#),
+        "operators are case-sensitive, as in apimachinery"
+    );
+    let bad_value = message(expr("tier", "In", Some(&["web", "-x"])));
+    assert!(
+        bad_value.starts_with(
+            r#"invalid label selector requirement for key "tier": invalid value "-x""#
+        ),
+        "{bad_value}"
+    );
+    assert!(message(expr("a", "In", None)).contains("can't be empty"));
+    assert!(message(expr("a", "NotIn", Some(&[]))).contains("can't be empty"));
+    assert!(message(expr("a", "Exists", Some(&["x"]))).contains("must be empty"));
+    assert!(message(expr("a b", "Exists", None)).contains(r#"key "a b": invalid key"#));
+    let bad_label = metav1::LabelSelector {
+        match_labels: Some([("app".to_owned(), "not ok".to_owned())].into()),
+        match_expressions: None,
+    };
+    assert!(message(bad_label).contains(r#"invalid value "not ok""#));
 }
 
 #[test]
