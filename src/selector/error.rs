@@ -77,6 +77,21 @@ pub enum SelectorError {
         reason: String,
     },
 
+    /// A requirement has no counterpart in the selector type converted to:
+    /// `kube_core::Selector` has no `>` or `<` expression. The selector's
+    /// string form still says it, for APIs that take a string (kube-client's
+    /// `ListParams::labels`, kube-runtime's `watcher::Config::labels`).
+    #[error(
+        "label selector requirement {requirement:?} cannot be expressed as a {target}, which has no \
+         '>' or '<' operator; pass the selector as a string instead"
+    )]
+    Inexpressible {
+        /// The requirement as written in a selector string, such as `n>3`.
+        requirement: String,
+        /// The type converted to, such as `kube_core::Selector`.
+        target: &'static str,
+    },
+
     /// A field selector string is malformed.
     #[error("field selector {input:?}: {reason} at column {column}")]
     FieldSyntax {

@@ -40,9 +40,28 @@
 //! fields depends on the resource), so there is no field selector type here;
 //! [`validate_field_selector`] checks their syntax early instead.
 //!
-//! # k8s-openapi
+//! # kube-core and k8s-openapi
 //!
-//! The structured selectors of object specs convert into a
+//! A [`Selector`] converts into the `kube_core::Selector` that kube-client
+//! and kube-runtime take (`ListParams::labels_from`,
+//! `watcher::Config::labels_from`) with `TryFrom`, one requirement per
+//! `kube_core::Expression`:
+//!
+//! | Requirement | `kube_core::Expression` |
+//! |---|---|
+//! | `key=value`, `key==value` | `Equal(key, value)` |
+//! | `key!=value` | `NotEqual(key, value)` |
+//! | `key in (a,b)` | `In(key, {a, b})` |
+//! | `key notin (a,b)` | `NotIn(key, {a, b})` |
+//! | `key` | `Exists(key)` |
+//! | `!key` | `DoesNotExist(key)` |
+//! | `key>N`, `key<N` | none: [`SelectorError::Inexpressible`] |
+//!
+//! Both types display the same string, so nothing is lost on the way; a
+//! selector with `>` or `<` can still go to the server as a string
+//! (`ListParams::labels`).
+//!
+//! The other way, the structured selectors of object specs convert into a
 //! [`Selector`] with `TryFrom` (or [`Selector::from_label_selector`]): our
 //! [`LabelSelector`], read from JSON without a Kubernetes version feature, and
 //! k8s-openapi's `LabelSelector` from typed objects. `matchLabels` entries
@@ -59,12 +78,14 @@
 //!     ..LabelSelector::default()
 //! };
 //! let ours = Selector::try_from(&spec)?;
-//! assert_eq!(ours.to_string(), "app=web");
+//! let for_kube_client = kube_core::Selector::try_from(&ours)?;
+//! assert_eq!(for_kube_client.to_string(), "app=web");
 //! # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
 //! ```
 
 mod error;
 mod field;
+mod kube_core_selector;
 mod label_selector;
 mod parse;
 mod requirement;

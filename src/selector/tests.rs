@@ -1,4 +1,7 @@
+use std::collections::BTreeSet;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
+use kube_core::{Expression, SelectorExt};
 use proptest::prelude::*;
 
 use super::parse::{
@@ -495,6 +498,99 @@ fn k8s_openapi_label_selector_errors_name_the_culprit() {
 }
 
 #[test]
+fn into_kube_core_selector() {
+    let s = sel("a=1, b!=2, c in (x,y), d notin (z), e, !f");
+    let converted = kube_core::Selector::try_from(&s).unwrap();
+    let set = |values: &[&str]| values.iter().map(|v| (*v).to_owned()).collect();
+    let expected: kube_core::Selector = [
+        Expression::Equal("a".into(), "1".into()),
+        Expression::NotEqual("b".into(), "2".into()),
+        Expression::In("c".into(), set(&["x", "y"])),
+        Expression::NotIn("d".into(), set(&["z"])),
+        Expression::Exists("e".into()),
+        Expression::DoesNotExist("f".into()),
+    ]
+    .into_iter()
+    .collect();
+    // Our canonical order puts !f first; kube-core keeps the order given.
+    assert_eq!(converted.to_string(), s.to_string());
+    assert_eq!(
+        converted.clone().into_iter().collect::<BTreeSet<_>>(),
+        expected.into_iter().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(Selector::parse(&converted.to_string()).unwrap(), s);
+    assert_eq!(kube_core::Selector::try_from(s.clone()).unwrap(), converted);
+
+    for pairs in [
+        &[][..],
+        &[("a", "1"), ("c", "x"), ("e", "")],
+        &[("a", "1"), ("b", "2"), ("c", "y"), ("e", "v")],
+        &[("a", "1"), ("c", "x"), ("d", "z"), ("e", "")],
+        &[("a", "1"), ("c", "x"), ("e", ""), ("f", "")],
+    ] {
+        let labels = labels(pairs);
+        assert_eq!(converted.matches(&labels), s.matches(&labels), "{pairs:?}");
+    }
+
+    let everything = kube_core::Selector::try_from(&Selector::everything()).unwrap();
+    assert!(everything.selects_all());
+    let empty_value = kube_core::Selector::try_from(&sel("a=,b in ()")).unwrap();
+    assert_eq!(empty_value.to_string(), "a=,b in ()");
+    assert_eq!(sel(&empty_value.to_string()), sel("a=,b in ()"));
+}
+
+#[test]
+fn greater_and_less_than_have_no_kube_core_expression() {
+    for (s, requirement) in [("a=1,n>3", "n>3"), ("n<10", "n<10")] {
+        match kube_core::Selector::try_from(&sel(s)) {
+            Err(SelectorError::Inexpressible {
+                requirement: r,
+                target,
+            }) => assert_eq!((r.as_str(), target), (requirement, "kube_core::Selector")),
+            other => panic!("{s:?}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        kube_core::Selector::try_from(sel("n>3"))
+            .unwrap_err()
+            .to_string(),
+        r#"label selector requirement "n>3" cannot be expressed as a kube_core::Selector, which has no '>' or '<' operator; pass the selector as a string instead"#
+    );
+}
+
+#[test]
+fn round_trip_through_k8s_openapi_via_kube_core() {
+    // kube-core turns a selector into a k8s-openapi LabelSelector; reading it
+    // back gives the same selector, except that `!=` comes back as a
+    // one-value `notin`, which selects the same objects.
+    let s = sel("app=web,tier in (a,b),env notin (prod),zone,!canary,track!=beta");
+    let spec = metav1::LabelSelector::from(kube_core::Selector::try_from(&s).unwrap());
+    let back = Selector::try_from(&spec).unwrap();
+    assert_eq!(
+        back,
+        sel("app=web,tier in (a,b),env notin (prod),zone,!canary,track notin (beta)")
+    );
+    for pairs in [
+        &[("app", "web"), ("tier", "a"), ("zone", "z")][..],
+        &[
+            ("app", "web"),
+            ("tier", "a"),
+            ("zone", "z"),
+            ("track", "beta"),
+        ],
+        &[
+            ("app", "web"),
+            ("tier", "b"),
+            ("zone", "z"),
+            ("track", "ga"),
+        ],
+    ] {
+        let labels = labels(pairs);
+        assert_eq!(back.matches(&labels), s.matches(&labels), "{pairs:?}");
+    }
+}
+
+#[test]
 fn matches_object_reads_metadata_labels() {
     let mut object: DynamicObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -619,6 +715,27 @@ proptest! {
         if let Ok(parsed) = Selector::parse(&s) {
             let shown = parsed.to_string();
             prop_assert_eq!(Selector::parse(&shown), Ok(parsed), "{:?} -> {:?}", s, shown);
+        }
+    }
+
+    #[test]
+    fn kube_core_conversion_keeps_the_string_form(
+        requirements in prop::collection::vec(requirement_strategy(), 0..5)
+    ) {
+        let selector = Selector::new(requirements);
+        match kube_core::Selector::try_from(&selector) {
+            Ok(converted) => {
+                let shown = converted.to_string();
+                prop_assert_eq!(&shown, &selector.to_string());
+                prop_assert_eq!(Selector::parse(&shown), Ok(selector));
+            }
+            Err(SelectorError::Inexpressible { .. }) => prop_assert!(
+                selector.requirements().iter().any(|r| matches!(
+                    r.operator(),
+                    Operator::GreaterThan | Operator::LessThan
+                ))
+            ),
+            Err(other) => prop_assert!(false, "{:?}", other),
         }
     }
 
