@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::ResourceError;
 use super::key::ResourceKey;
 use super::name::{NameCandidate, ResourceName};
-use super::version::{VersionPriority, cmp_versions};
+use super::version::{cmp_versions, version_priority};
 
 /// One resource as API discovery reports it, for [`ResourceName::resolve`].
 ///
@@ -247,8 +247,8 @@ fn one_per_resource(resources: &[&KnownResource]) -> Vec<ResourceKey> {
 /// Whether `a` is a better version of a resource than `b`: the preferred
 /// version first, then Kubernetes version priority.
 fn prefer(a: &KnownResource, b: &KnownResource) -> bool {
-    (a.preferred_version, VersionPriority::of(&a.version))
-        > (b.preferred_version, VersionPriority::of(&b.version))
+    (a.preferred_version, version_priority(&a.version))
+        > (b.preferred_version, version_priority(&b.version))
 }
 
 pub(super) const MAX_SUGGESTIONS: usize = 5;

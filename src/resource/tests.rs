@@ -1,3 +1,5 @@
+use std::cmp::Ordering;
+
 use kube_core::GroupVersionResource;
 use kube_core::discovery::ApiResource;
 use proptest::prelude::*;
@@ -754,6 +756,51 @@ fn version_priority_order() {
     assert!(!looks_like_version("v"));
     assert!(!looks_like_version("v1gamma1"));
     assert!(!looks_like_version("v99999999999999999999999"));
+    assert!(looks_like_version("v4294967295"));
+}
+
+#[test]
+fn version_priority_follows_kubernetes_not_just_kube_core() {
+    // The example of the CustomResourceDefinition versioning docs.
+    let mut versions = vec![
+        "v12alpha1",
+        "foo10",
+        "v10",
+        "v3beta1",
+        "v2",
+        "v11alpha2",
+        "v1",
+        "foo1",
+        "v10beta3",
+        "v11beta2",
+    ];
+    versions.sort_by(|a, b| cmp_versions(b, a));
+    assert_eq!(
+        versions,
+        [
+            "v10",
+            "v2",
+            "v1",
+            "v11beta2",
+            "v10beta3",
+            "v3beta1",
+            "v12alpha1",
+            "v11alpha2",
+            "foo1",
+            "foo10"
+        ]
+    );
+    // kube_core::Version reads these as beta versions; apimachinery's
+    // `v\d+((alpha|beta)\d+)?` does not, so they rank with other strings.
+    for odd in ["v1beta", "v2alpha", "v1beta+2"] {
+        assert!(!looks_like_version(odd), "{odd}");
+        assert_eq!(cmp_versions(odd, "v1alpha1"), Ordering::Less, "{odd}");
+        assert_eq!(cmp_versions(odd, "zzz"), Ordering::Greater, "{odd}");
+    }
+    assert_eq!(
+        candidates("widgets.v1beta.example.com")[0],
+        cand(Some("v1beta.example.com"), None, "widgets")
+    );
 }
 
 #[test]

@@ -2,65 +2,41 @@
 
 use std::cmp::Ordering;
 
-pub(super) fn cmp_versions(a: &str, b: &str) -> Ordering {
-    VersionPriority::of(a).cmp(&VersionPriority::of(b))
-}
+use kube_core::Version;
 
-/// Kubernetes version priority, greatest first: GA (`v2` > `v1`), then beta
-/// (`v2beta1` > `v1beta2` > `v1beta1`), then alpha, then anything else in
-/// reverse alphabetical order (so that the greatest is alphabetically first,
-/// as in apimachinery's `CompareKubeAwareVersionStrings`).
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum VersionPriority<'a> {
-    Other(std::cmp::Reverse<&'a str>),
-    Kube {
-        stability: u8,
-        major: u64,
-        minor: u64,
-    },
-}
-
-impl<'a> VersionPriority<'a> {
-    pub(super) fn of(version: &'a str) -> Self {
-        let other = VersionPriority::Other(std::cmp::Reverse(version));
-        let Some((major, stability, minor)) = parse_kube_version(version) else {
-            return other;
-        };
-        VersionPriority::Kube {
-            stability,
-            major,
-            minor,
+/// A version as apimachinery reads it, `v\d+((alpha|beta)\d+)?`, else
+/// `Nonconformant`. kube-core alone is more lenient and takes `v1beta` and
+/// `v1beta+2` for beta versions, which Kubernetes orders as plain strings.
+///
+/// Numbers go up to 2^32 - 1 (kube-core's `u32`) where apimachinery takes
+/// 2^63 - 1; larger ones make the version `Nonconformant`.
+fn kube_version(version: &str) -> Version {
+    match Version::parse(version) {
+        // kube-core reads the number after alpha/beta with `u32::from_str`,
+        // which accepts a leading '+'; the major version is digits only.
+        parsed @ (Version::Stable(_) | Version::Beta(_, Some(_)) | Version::Alpha(_, Some(_)))
+            if !version.contains('+') =>
+        {
+            parsed
         }
+        _ => Version::Nonconformant(version.to_owned()),
     }
 }
 
-/// Splits `v<major>[(alpha|beta)<minor>]`; stability 2 = GA, 1 = beta, 0 = alpha.
-fn parse_kube_version(version: &str) -> Option<(u64, u8, u64)> {
-    let rest = version.strip_prefix('v')?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let major: u64 = rest[..digits].parse().ok()?;
-    let rest = &rest[digits..];
-    if rest.is_empty() {
-        return Some((major, 2, 0));
-    }
-    let (stability, minor) = if let Some(minor) = rest.strip_prefix("beta") {
-        (1, minor)
-    } else if let Some(minor) = rest.strip_prefix("alpha") {
-        (0, minor)
-    } else {
-        return None;
-    };
-    if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some((major, stability, minor.parse().ok()?))
+/// Kubernetes version priority, as kubectl and apimachinery's
+/// `CompareKubeAwareVersionStrings` order versions: GA (`v2` > `v1`), then
+/// beta (`v2beta1` > `v1beta2` > `v1beta1`), then alpha, then anything else,
+/// the alphabetically first greatest.
+pub(super) fn version_priority(version: &str) -> impl Ord + use<> {
+    kube_version(version).priority()
+}
+
+pub(super) fn cmp_versions(a: &str, b: &str) -> Ordering {
+    version_priority(a).cmp(&version_priority(b))
 }
 
 /// Whether a segment looks like a Kubernetes API version,
 /// `v\d+((alpha|beta)\d+)?`.
 pub(super) fn looks_like_version(segment: &str) -> bool {
-    parse_kube_version(segment).is_some()
+    !matches!(kube_version(segment), Version::Nonconformant(_))
 }
