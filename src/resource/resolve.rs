@@ -101,6 +101,8 @@ impl From<&KnownResource> for ResourceKey {
 }
 
 impl NameCandidate {
+    /// Whether `resource` is in the group and version this reading names
+    /// (any, where it names none), compared case-insensitively.
     fn admits(&self, resource: &KnownResource) -> bool {
         self.group
             .as_ref()
