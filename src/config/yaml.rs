@@ -285,6 +285,15 @@ mod tests {
     }
 
     #[test]
+    fn comments_between_keys_and_values_are_ignored() {
+        let doc = parse("# head\na: # after the key\n  # own line\n  1\nb: [1, # in flow\n 2]\n")
+            .unwrap();
+        assert_eq!(doc.value, json!({ "a": 1, "b": [1, 2] }));
+        assert_eq!(doc.values["/a"], Position { line: 4, column: 3 });
+        assert!(doc.problems.is_empty(), "{:?}", doc.problems);
+    }
+
+    #[test]
     fn syntax_errors_have_a_position() {
         let err = parse("a: [1, 2\nb: 3\n").unwrap_err();
         assert!(err.position.line >= 1, "{err:?}");
