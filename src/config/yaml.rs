@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
+use serde_saphyr::granit_parser::{Event, Options, Parser, ScalarStyle, Span};
 
 /// A 1-based line and column in the file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -73,7 +73,10 @@ const MAX_DEPTH: usize = 64;
 /// Reads the first document of `text`.
 pub(crate) fn parse(text: &str) -> Result<Spanned, SyntaxError> {
     let mut events = Vec::new();
-    for item in Parser::new_from_str(text) {
+    // Comments would arrive as events between a key and its value.
+    let mut options = Options::default();
+    options.set_emit_comments(false);
+    for item in Parser::new_from_str_with_options(text, options) {
         match item {
             Ok((event, span)) => events.push((event, span)),
             Err(e) => {
@@ -92,7 +95,7 @@ pub(crate) fn parse(text: &str) -> Result<Spanned, SyntaxError> {
     // Skip to the first node of the first document.
     while i < events.len() {
         match events[i].0 {
-            Event::StreamStart | Event::DocumentStart(_) | Event::Nothing => i += 1,
+            Event::StreamStart | Event::DocumentStart(..) => i += 1,
             _ => break,
         }
     }
@@ -279,6 +282,15 @@ mod tests {
         assert_eq!(doc.problems.len(), 1);
         assert_eq!(doc.problems[0].1, Position { line: 3, column: 1 });
         assert!(doc.problems[0].2.contains("duplicate key \"a\""));
+    }
+
+    #[test]
+    fn comments_between_keys_and_values_are_ignored() {
+        let doc = parse("# head\na: # after the key\n  # own line\n  1\nb: [1, # in flow\n 2]\n")
+            .unwrap();
+        assert_eq!(doc.value, json!({ "a": 1, "b": [1, 2] }));
+        assert_eq!(doc.values["/a"], Position { line: 4, column: 3 });
+        assert!(doc.problems.is_empty(), "{:?}", doc.problems);
     }
 
     #[test]

@@ -185,7 +185,7 @@ async fn get_by_index_and_by_selector_in_every_format() {
     )
     .await;
     assert_exit(&out, 0);
-    let objects: Vec<Value> = serde_yaml::from_str(&stdout(&out)).unwrap();
+    let objects: Vec<Value> = serde_saphyr::from_str(&stdout(&out)).unwrap();
     assert_eq!(objects.len(), 2);
 
     let out = kdi(User::Admin, &["get", "-r", &full, "-n", &ns]).await;

@@ -187,12 +187,7 @@ pub fn print_objects(objects: &[Value], format: Format) -> Result<(), String> {
                 serde_json::to_string_pretty(objects).map_err(|e| e.to_string())?
             );
         }
-        Format::Yaml => {
-            print!(
-                "{}",
-                serde_yaml_ng::to_string(objects).map_err(|e| e.to_string())?
-            );
-        }
+        Format::Yaml => print!("{}", yaml(objects)?),
         Format::Name => {
             for o in objects {
                 println!("{}", namespaced_name(o));
@@ -219,6 +214,13 @@ pub fn print_objects(objects: &[Value], format: Format) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Objects as a YAML list. Strings that a YAML 1.1 reader (kubectl's, PyYAML)
+/// would take for a boolean, a number or null, such as `yes`, `on`, `0123`
+/// or `~`, are quoted, as are those YAML 1.2 reads that way.
+fn yaml(objects: &[Value]) -> Result<String, String> {
+    serde_saphyr::to_string(&objects).map_err(|e| e.to_string())
 }
 
 fn namespaced_name(o: &Value) -> String {
@@ -252,5 +254,108 @@ pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
     line(header.to_vec());
     for row in rows {
         line(row.iter().map(String::as_str).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Strings that YAML 1.2 or YAML 1.1 reads as something else when they
+    /// are not quoted.
+    const LOOKALIKES: &[&str] = &[
+        "0123",
+        "123",
+        "-1",
+        "+1",
+        "1e3",
+        "1.5",
+        ".5",
+        "1_000",
+        "0x1F",
+        "0o17",
+        "0b101",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        "true",
+        "False",
+        "TRUE",
+        "null",
+        "Null",
+        "~",
+        "",
+        "yes",
+        "No",
+        "on",
+        "OFF",
+        "y",
+        "n",
+        "1:20",
+        "2001-12-14",
+    ];
+
+    #[test]
+    fn yaml_output_reads_back_as_the_same_json() {
+        let lookalikes: serde_json::Map<String, Value> = LOOKALIKES
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("k{i}"), json!(s)))
+            .collect();
+        let objects = vec![
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "odd",
+                    "namespace": "default",
+                    "labels": { "app.kubernetes.io/name": "0123", "on": "yes", "true": "null" },
+                    "annotations": {
+                        "kubectl.kubernetes.io/last-applied-configuration": "{\"a\":1}\n",
+                    },
+                },
+                "data": {
+                    "lookalikes": lookalikes,
+                    "lines": "first\nsecond\n",
+                    "no final break": "a\n\nb",
+                    "kept breaks": "end\n\n\n",
+                    "leading break": "\nafter",
+                    "indented": "  two spaces\nnone",
+                    "crlf": "a\r\nb",
+                    "tab": "a\tb",
+                    "trailing space": "x ",
+                    "leading space": " x",
+                    "indicators": ["- a", "? b", ": c", "# d", "&e", "*f", "!g", "%h", "@i", "`j", "{k}", "[l]", "'", "\"", "a: b", "a #b", "---", "..."],
+                    "unicode": "héllo, 世界, 😀, עברית, zero\u{200b}width",
+                    "controls": "nul\u{0}bel\u{7}esc\u{1b}del\u{7f}",
+                    "breaks": "nel\u{85}ls\u{2028}ps\u{2029}bom\u{feff}",
+                    "long": "word ".repeat(60),
+                    "": "empty key",
+                },
+                "numbers": [0, -1, 1.5, 0.1, 1e-7, 1e300, i64::MIN, u64::MAX],
+                "other": { "null": null, "false": false, "empty map": {}, "empty list": [], "nested": [[1, [2]], { "k": [{}] }] },
+            }),
+            json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "s" }, "data": { "k": "<redacted: 3 bytes; --show-secrets prints it>" } }),
+        ];
+        let text = yaml(&objects).unwrap();
+        let back: Vec<Value> = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, objects, "{text}");
+
+        let empty = yaml(&[]).unwrap();
+        assert_eq!(
+            serde_saphyr::from_str::<Vec<Value>>(&empty).unwrap(),
+            Vec::<Value>::new()
+        );
+    }
+
+    #[test]
+    fn strings_that_read_as_other_types_are_quoted() {
+        for s in LOOKALIKES {
+            let text = yaml(&[json!({ "v": s })]).unwrap();
+            assert!(
+                !text.contains(&format!("v: {s}\n")),
+                "{s:?} printed plain:\n{text}"
+            );
+        }
     }
 }
