@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 #[test]
-#[ignore = "fails until the list-watch restructuring lands: informer <-> reflector <-> wire"]
 fn src_modules_import_without_cycles() {
     let graph = crate_graph(&src_dir());
     let found = cycles(&graph);
