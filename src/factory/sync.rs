@@ -120,7 +120,7 @@ pub(super) async fn wait_one(
         .await
         .map_err(|e| match e {
             InformerError::Gone { reason, .. } => CacheSyncError::Gone { resource, reason },
-            InformerError::SyncTimeout { status, .. } => match status {
+            InformerError::SyncTimeout { status, .. } => match *status {
                 InformerStatus::BackingOff {
                     code: Some(403),
                     error,

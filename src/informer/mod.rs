@@ -95,7 +95,7 @@ pub enum InformerError {
         /// How long was waited.
         timeout: Duration,
         /// What the informer was doing then (e.g. backing off after a 403).
-        status: InformerStatus,
+        status: Box<InformerStatus>,
     },
     /// The resource was synced and is no longer served (its CRD was
     /// deleted), so the cache cannot sync until it is served again.
@@ -448,7 +448,7 @@ impl SharedInformer {
             Err(_) => Err(InformerError::SyncTimeout {
                 resource: resource(),
                 timeout,
-                status: self.status(),
+                status: Box::new(self.status()),
             }),
         }
     }

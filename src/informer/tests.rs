@@ -586,12 +586,14 @@ async fn wait_for_sync_reports_what_blocks_it() {
         .await
         .unwrap_err();
     match &err {
-        InformerError::SyncTimeout {
-            status: InformerStatus::BackingOff {
-                code: Some(403), ..
-            },
-            ..
-        } => {}
+        InformerError::SyncTimeout { status, .. }
+            if matches!(
+                **status,
+                InformerStatus::BackingOff {
+                    code: Some(403),
+                    ..
+                }
+            ) => {}
         other => panic!("unexpected {other:?}"),
     }
     let text = err.to_string();

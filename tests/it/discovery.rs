@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::core::ApiResource;
 use kube_dynamic_informer::discovery::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
-use kube_dynamic_informer::scope::ResourceAvailability;
 use kube_dynamic_informer::resource::{ResourceError, ResourceKey, ResourceName};
+use kube_dynamic_informer::scope::ResourceAvailability;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -553,10 +553,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
         .for_resource_with("ns", |o| o.namespace(&b))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, FactoryError::ClusterScoped(_)),
-        "{err:?}"
-    );
+    assert!(matches!(err, FactoryError::ClusterScoped(_)), "{err:?}");
     assert_eq!(
         err.to_string(),
         format!("namespaces.v1 is cluster-scoped: it cannot be restricted to namespaces ({b})")

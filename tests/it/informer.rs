@@ -180,10 +180,7 @@ impl Gated {
 }
 
 impl ListWatch for Gated {
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.list_limits.lock().unwrap().push(params.limit);
         let hold = self.hold_pages && params.continue_token.is_some();
         let gate = self.wait_open();
@@ -588,12 +585,14 @@ async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
         .await
         .unwrap_err();
     match &err {
-        InformerError::SyncTimeout {
-            status: InformerStatus::BackingOff {
-                code: Some(403), ..
-            },
-            ..
-        } => {}
+        InformerError::SyncTimeout { status, .. }
+            if matches!(
+                **status,
+                InformerStatus::BackingOff {
+                    code: Some(403),
+                    ..
+                }
+            ) => {}
         other => panic!("expected a 403 in the sync error, got {other:?}"),
     }
     assert!(err.to_string().contains("forbidden"), "{err}");

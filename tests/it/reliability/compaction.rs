@@ -68,10 +68,7 @@ impl Holding {
 }
 
 impl ListWatch for Holding {
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         self.inner.list(params)
     }
 

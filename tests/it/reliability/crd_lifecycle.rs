@@ -6,8 +6,8 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, DynamicObject};
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::informer::InformerStatus;
+use kube_dynamic_informer::options::InformerOptions;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

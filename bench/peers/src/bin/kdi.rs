@@ -34,10 +34,7 @@ fn strip(obj: &mut DynamicObject) {
 }
 
 impl ListWatch for StripPerPage {
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
         let page = self.0.list(params);
         async move {
             let mut page = page.await?;
