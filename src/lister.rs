@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use kube_dynamic_informer::informer::Scope;
+//! use kube_dynamic_informer::scope::Scope;
 //! use kube_dynamic_informer::lister::Lister;
 //! use kube_dynamic_informer::resource::ResourceKey;
 //! use kube_dynamic_informer::store::StoreWriter;

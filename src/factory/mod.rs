@@ -63,7 +63,8 @@
 //! ```no_run
 //! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use kube_dynamic_informer::factory::{InformerFactory, InformerOptions};
+//! use kube_dynamic_informer::factory::InformerFactory;
+//! use kube_dynamic_informer::options::InformerOptions;
 //! use kube_dynamic_informer::informer::Event;
 //!
 //! let factory = InformerFactory::with_options(

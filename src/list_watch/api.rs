@@ -51,7 +51,7 @@ use crate::scope::{Namespaces, ResourceAvailability, Scope};
 /// let lw = ApiListWatch::new(client, secrets.clone(), Scope::Namespaced)
 ///     .namespaces(Namespaces::only(["shop", "blog"]))
 ///     .metadata_only(true);
-/// let informer = SharedInformer::with_list_watch(lw, secrets, InformerOptions::default())?;
+/// let informer = SharedInformer::with_list_watch(lw, secrets, InformerOptions::default());
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
