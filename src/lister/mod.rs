@@ -50,7 +50,7 @@ use tokio::sync::watch;
 use crate::index::NAMESPACE_INDEX;
 use crate::object_key::key_from_parts;
 use crate::resource::ResourceKey;
-use crate::scope::{ResourceAvailability, Scope};
+use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
 use crate::selector::{Selector, SelectorError};
 use crate::store::{Store, StoreError};
 
@@ -77,15 +77,8 @@ pub enum ListerError {
         source: StoreError,
     },
     /// A namespace was asked of a cluster-scoped resource.
-    #[error(
-        "{resource} is cluster-scoped: its objects are in no namespace, so not in {namespace:?}"
-    )]
-    ClusterScoped {
-        /// The resource.
-        resource: ResourceKey,
-        /// The namespace asked for.
-        namespace: String,
-    },
+    #[error(transparent)]
+    ClusterScoped(#[from] NamespaceOnClusterScoped),
     /// The informer watches only some namespaces, and not this one: its cache
     /// cannot answer for it.
     #[error("{resource}: namespace {namespace:?} is not watched by this informer (it watches {})", .watched.join(", "))]
@@ -267,11 +260,8 @@ impl Lister {
     /// does not watch.
     pub fn namespace(&self, namespace: impl Into<String>) -> Result<NamespaceLister, ListerError> {
         let namespace = namespace.into();
-        if self.scope() == Some(Scope::Cluster) {
-            return Err(ListerError::ClusterScoped {
-                resource: self.resource.clone(),
-                namespace,
-            });
+        if let Some(scope) = self.scope() {
+            scope.check(&self.resource, &Namespaces::only([namespace.as_str()]))?;
         }
         if let Some(watched) = &self.watched
             && !watched.contains(&namespace)

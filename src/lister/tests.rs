@@ -130,7 +130,7 @@ fn cluster_scoped_and_unwatched_namespaces_are_errors() {
     let err = nodes.namespace("default").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "nodes.v1 is cluster-scoped: its objects are in no namespace, so not in \"default\""
+        "nodes.v1 is cluster-scoped: it cannot be restricted to namespaces (default)"
     );
 
     let (_w, pods) = pods();
