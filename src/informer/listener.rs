@@ -153,14 +153,20 @@ impl Registration {
     /// Stops delivering events to this handler. Queued events are dropped;
     /// an event being handled finishes.
     pub fn remove(self) {
-        self.state.removed.store(true, Ordering::Release);
-        if let Some(shared) = self.informer.upgrade() {
-            shared
-                .dispatch
-                .lock()
-                .listeners
-                .retain(|l| l.state.id != self.state.id);
-        }
+        unregister(&self.informer, &self.state);
+    }
+}
+
+/// Marks a registration removed (its consumer stops at the next event) and
+/// takes it out of the informer's listeners.
+fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
+    state.removed.store(true, Ordering::Release);
+    if let Some(shared) = informer.upgrade() {
+        shared
+            .dispatch
+            .lock()
+            .listeners
+            .retain(|l| l.state.id != state.id);
     }
 }
 
@@ -218,14 +224,7 @@ impl Stream for EventStream {
 
 impl Drop for EventStream {
     fn drop(&mut self) {
-        self.state.removed.store(true, Ordering::Release);
-        if let Some(shared) = self.informer.upgrade() {
-            shared
-                .dispatch
-                .lock()
-                .listeners
-                .retain(|l| l.state.id != self.state.id);
-        }
+        unregister(&self.informer, &self.state);
     }
 }
 
