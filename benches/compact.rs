@@ -82,7 +82,10 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
         }
         p
     }
@@ -162,13 +165,15 @@ fn timestamp(i: usize) -> String {
 }
 
 fn labels(i: usize) -> Value {
+    let tier = ["frontend", "backend", "cache"][i % 3];
+    let release = ["stable", "canary"][i % 7 / 6];
     json!({
         "app": format!("app-{}", i % 100),
         "app.kubernetes.io/name": "widget",
         "app.kubernetes.io/part-of": format!("shop-{}", i % 20),
         "app.kubernetes.io/managed-by": "bench-operator",
-        "tier": ["frontend", "backend", "cache"][i % 3],
-        "release": ["stable", "canary"][i % 7 / 6],
+        "tier": tier,
+        "release": release,
     })
 }
 
@@ -227,7 +232,10 @@ fn widget(i: usize, last_applied: bool) -> String {
         ("bench-loader", "Apply")
     };
     let cond = |t: &str| {
-        (format!("k:{{\"type\":\"{t}\"}}"), json!({".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}))
+        (
+            format!("k:{{\"type\":\"{t}\"}}"),
+            json!({".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}),
+        )
     };
     let (ready, ready_fields) = cond("Ready");
     let (progressing, progressing_fields) = cond("Progressing");
@@ -276,8 +284,9 @@ fn widget(i: usize, last_applied: bool) -> String {
 }
 
 fn config_map(i: usize) -> String {
-    let props: Vec<String> =
-        (0..24).map(|k| format!("service.component{k:02}.setting = value-{i}-{k}")).collect();
+    let props: Vec<String> = (0..24)
+        .map(|k| format!("service.component{k:02}.setting = value-{i}-{k}"))
+        .collect();
     let ts = timestamp(i);
     json!({
         "apiVersion": "v1",
@@ -322,7 +331,13 @@ trait Candidate: Sized {
     const NAME: &'static str;
     type Ctx;
     fn ctx(samples: &[DynamicObject]) -> Self::Ctx;
-    fn build(object: DynamicObject, ctx: &mut Self::Ctx) -> Self;
+    /// Builds from the decoded object (`None`: the candidate keeps it as it is).
+    fn build(object: &DynamicObject, ctx: &mut Self::Ctx) -> Option<Self>;
+    /// Keeps the decoded object itself (today's store).
+    fn keep(object: DynamicObject) -> Option<Self> {
+        let _ = object;
+        None
+    }
     fn full(&self, ctx: &Self::Ctx) -> Arc<DynamicObject>;
     fn name(&self) -> Option<&str>;
     fn namespace(&self) -> Option<&str>;
@@ -339,8 +354,11 @@ impl Candidate for Today {
     const NAME: &'static str = "DynamicObject (today)";
     type Ctx = ();
     fn ctx(_: &[DynamicObject]) {}
-    fn build(object: DynamicObject, _: &mut ()) -> Self {
-        Today(Arc::new(object))
+    fn build(_: &DynamicObject, _: &mut ()) -> Option<Self> {
+        None
+    }
+    fn keep(object: DynamicObject) -> Option<Self> {
+        Some(Today(Arc::new(object)))
     }
     fn full(&self, _: &()) -> Arc<DynamicObject> {
         Arc::clone(&self.0)
@@ -352,13 +370,18 @@ impl Candidate for Today {
         self.0.metadata.namespace.as_deref()
     }
     fn label(&self, key: &str) -> Option<&str> {
-        self.0.metadata.labels.as_ref()?.get(key).map(String::as_str)
+        self.0
+            .metadata
+            .labels
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
     }
     fn resource_version(&self) -> Option<&str> {
         self.0.metadata.resource_version.as_deref()
     }
     fn pointer_len(&self, _: &(), pointer: &str) -> Option<usize> {
-        self.0.data.pointer(pointer)?.as_str().map(str::len)
+        self.0.data.pointer(pointer)?.as_str().map(touch)
     }
     fn write_json(&self, _: &(), out: &mut Vec<u8>) {
         serde_json::to_writer(out, &*self.0).expect("serialises");
@@ -392,8 +415,11 @@ impl<S: Sharing> Candidate for Tree<S> {
     fn ctx(_: &[DynamicObject]) -> Interner {
         S::interner()
     }
-    fn build(object: DynamicObject, interner: &mut Interner) -> Self {
-        Tree(CompactObject::from_object(&object, interner), std::marker::PhantomData)
+    fn build(object: &DynamicObject, interner: &mut Interner) -> Option<Self> {
+        Some(Tree(
+            CompactObject::from_object(object, interner),
+            std::marker::PhantomData,
+        ))
     }
     fn full(&self, _: &Interner) -> Arc<DynamicObject> {
         Arc::new(self.0.to_object())
@@ -411,7 +437,7 @@ impl<S: Sharing> Candidate for Tree<S> {
         self.0.resource_version()
     }
     fn pointer_len(&self, _: &Interner, pointer: &str) -> Option<usize> {
-        self.0.pointer(pointer)?.as_str().map(str::len)
+        self.0.pointer(pointer)?.as_str().map(touch)
     }
     fn write_json(&self, _: &Interner, out: &mut Vec<u8>) {
         self.0.write_json(out).expect("serialises");
@@ -446,6 +472,7 @@ impl SmallStr {
 struct Extracted {
     name: Option<SmallStr>,
     namespace: Option<SmallStr>,
+    #[allow(dead_code)] // kept as the store would keep it; no read of it is timed
     uid: Option<SmallStr>,
     resource_version: Option<SmallStr>,
     labels: Box<[(Arc<str>, SmallStr)]>,
@@ -494,7 +521,11 @@ fn raw_pointer<'t>(
     tokens: &[&str],
 ) -> Option<&'t RawValue> {
     let found = Cell::new(None);
-    let _ = Walk { tokens, found: &found }.deserialize(de);
+    let _ = Walk {
+        tokens,
+        found: &found,
+    }
+    .deserialize(de);
     found.get()
 }
 
@@ -544,10 +575,15 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         f.write_str("a container")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.tokens.split_first() else { return Err(stop()) };
+        let Some((first, rest)) = self.tokens.split_first() else {
+            return Err(stop());
+        };
         while let Some(hit) = map.next_key_seed(KeyIs(first))? {
             if hit {
-                map.next_value_seed(Walk { tokens: rest, found: self.found })?;
+                map.next_value_seed(Walk {
+                    tokens: rest,
+                    found: self.found,
+                })?;
                 return Err(stop());
             }
             map.next_value::<IgnoredAny>()?;
@@ -555,22 +591,31 @@ impl<'de> Visitor<'de> for Walk<'_, 'de> {
         Err(stop())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.tokens.split_first() else { return Err(stop()) };
-        let Ok(index) = first.parse::<usize>() else { return Err(stop()) };
+        let Some((first, rest)) = self.tokens.split_first() else {
+            return Err(stop());
+        };
+        let Ok(index) = first.parse::<usize>() else {
+            return Err(stop());
+        };
         for _ in 0..index {
             if seq.next_element::<IgnoredAny>()?.is_none() {
                 return Err(stop());
             }
         }
-        seq.next_element_seed(Walk { tokens: rest, found: self.found })?;
+        seq.next_element_seed(Walk {
+            tokens: rest,
+            found: self.found,
+        })?;
         Err(stop())
     }
 }
 
 fn raw_str_len(raw: &RawValue) -> Option<usize> {
     match serde_json::from_str::<&str>(raw.get()) {
-        Ok(s) => Some(s.len()),
-        Err(_) => serde_json::from_str::<String>(raw.get()).ok().map(|s| s.len()),
+        Ok(s) => Some(touch(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(|s| touch(&s)),
     }
 }
 
@@ -589,11 +634,13 @@ impl Candidate for JsonText {
     fn ctx(_: &[DynamicObject]) -> Self::Ctx {
         HashSet::new()
     }
-    fn build(object: DynamicObject, keys: &mut Self::Ctx) -> Self {
-        JsonText {
-            meta: Extracted::new(&object, keys),
-            text: serde_json::to_string(&object).expect("serialises").into_boxed_str(),
-        }
+    fn build(object: &DynamicObject, keys: &mut Self::Ctx) -> Option<Self> {
+        Some(JsonText {
+            meta: Extracted::new(object, keys),
+            text: serde_json::to_string(object)
+                .expect("serialises")
+                .into_boxed_str(),
+        })
     }
     fn full(&self, _: &Self::Ctx) -> Arc<DynamicObject> {
         Arc::new(decode(&self.text))
@@ -619,7 +666,8 @@ impl Candidate for JsonText {
     }
 }
 
-struct Zstd {
+struct Zstd<D> {
+    dictionary: std::marker::PhantomData<D>,
     meta: Extracted,
     len: u32,
     compressed: Box<[u8]>,
@@ -633,7 +681,22 @@ struct ZstdCtx {
     scratch: RefCell<Vec<u8>>,
 }
 
-impl Zstd {
+trait Dictionary {
+    const NAME: &'static str;
+    const TRAINED: bool;
+}
+struct Trained;
+impl Dictionary for Trained {
+    const NAME: &'static str = "json+zstd (dictionary per store)";
+    const TRAINED: bool = true;
+}
+struct NoDictionary;
+impl Dictionary for NoDictionary {
+    const NAME: &'static str = "json+zstd (no dictionary)";
+    const TRAINED: bool = false;
+}
+
+impl<D> Zstd<D> {
     fn decompress<R>(&self, ctx: &ZstdCtx, f: impl FnOnce(&[u8]) -> R) -> R {
         let mut buf = ctx.scratch.borrow_mut();
         buf.clear();
@@ -646,13 +709,19 @@ impl Zstd {
     }
 }
 
-impl Candidate for Zstd {
-    const NAME: &'static str = "json+zstd (dictionary per store)";
+impl<D: Dictionary> Candidate for Zstd<D> {
+    const NAME: &'static str = D::NAME;
     type Ctx = ZstdCtx;
     fn ctx(samples: &[DynamicObject]) -> ZstdCtx {
-        let texts: Vec<Vec<u8>> =
-            samples.iter().map(|o| serde_json::to_vec(o).expect("serialises")).collect();
-        let dictionary = zstd::dict::from_samples(&texts, 32 * 1024).expect("a dictionary");
+        let texts: Vec<Vec<u8>> = samples
+            .iter()
+            .map(|o| serde_json::to_vec(o).expect("serialises"))
+            .collect();
+        let dictionary = if D::TRAINED {
+            zstd::dict::from_samples(&texts, 32 * 1024).expect("a dictionary")
+        } else {
+            Vec::new()
+        };
         ZstdCtx {
             keys: HashSet::new(),
             dictionary_bytes: dictionary.len(),
@@ -665,8 +734,8 @@ impl Candidate for Zstd {
             scratch: RefCell::new(Vec::new()),
         }
     }
-    fn build(object: DynamicObject, ctx: &mut ZstdCtx) -> Self {
-        let text = serde_json::to_vec(&object).expect("serialises");
+    fn build(object: &DynamicObject, ctx: &mut ZstdCtx) -> Option<Self> {
+        let text = serde_json::to_vec(object).expect("serialises");
         let mut scratch = ctx.scratch.borrow_mut();
         scratch.clear();
         scratch.reserve(zstd::zstd_safe::compress_bound(text.len()));
@@ -674,14 +743,17 @@ impl Candidate for Zstd {
             .borrow_mut()
             .compress_to_buffer(&text, &mut *scratch)
             .expect("compresses");
-        Zstd {
-            meta: Extracted::new(&object, &mut ctx.keys),
+        Some(Zstd {
+            dictionary: std::marker::PhantomData,
+            meta: Extracted::new(object, &mut ctx.keys),
             len: text.len() as u32,
             compressed: scratch.as_slice().into(),
-        }
+        })
     }
     fn full(&self, ctx: &ZstdCtx) -> Arc<DynamicObject> {
-        self.decompress(ctx, |text| Arc::new(serde_json::from_slice(text).expect("decodes")))
+        self.decompress(ctx, |text| {
+            Arc::new(serde_json::from_slice(text).expect("decodes"))
+        })
     }
     fn name(&self) -> Option<&str> {
         self.meta.name.as_ref().map(SmallStr::as_str)
@@ -729,6 +801,18 @@ struct Row {
     note: String,
 }
 
+/// Uses a string read: its length and its last byte (so that the bytes are
+/// read, as any use of the string would).
+fn touch(s: &str) -> usize {
+    s.len() + usize::from(s.as_bytes().last().copied().unwrap_or(0))
+}
+
+/// The median, robust to the time slices other processes take on a shared machine.
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 fn per_op(d: Duration, n: usize) -> f64 {
     d.as_secs_f64() * 1e9 / n as f64
 }
@@ -763,7 +847,8 @@ const CHECKED: usize = 2000;
 
 fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) -> Row {
     let checked = n.min(CHECKED);
-    let mut build = Duration::ZERO;
+    // Allocated before the first count: it holds one time per object.
+    let mut builds: Vec<f64> = Vec::with_capacity(n);
     let (live0, glibc0) = (live(), glibc_in_use());
     let mut ctx = C::ctx(samples);
     let mut store: Vec<C> = Vec::with_capacity(n);
@@ -771,23 +856,31 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
     let mut mismatches = 0usize;
     for first in (0..n).step_by(BATCH) {
         let last = (first + BATCH).min(n);
-        let decoded: Vec<DynamicObject> =
-            (first..last).map(|i| decode(&dataset.json(i))).collect();
-        // Kept aside, outside of the timing, to check the first objects.
-        let originals: Vec<DynamicObject> =
-            decoded.iter().take(checked.saturating_sub(first)).cloned().collect();
-        let start = Instant::now();
-        for object in decoded {
-            store.push(C::build(object, &mut ctx));
-        }
-        build += start.elapsed();
-        for (k, original) in originals.iter().enumerate() {
-            let c = &store[first + k];
-            out.clear();
-            c.write_json(&ctx, &mut out);
-            if *c.full(&ctx) != *original || out != serde_json::to_vec(original).expect("JSON") {
-                mismatches += 1;
+        let texts: Vec<String> = (first..last).map(|i| dataset.json(i)).collect();
+        for (k, text) in texts.iter().enumerate() {
+            // Built right after decoding, as the informer would (the decoded
+            // object is still in cache); its drop is not timed.
+            let object = decode(text);
+            let original = (first + k < checked).then(|| object.clone());
+            let c = match C::keep(object.clone()) {
+                Some(kept) => kept,
+                None => {
+                    let start = Instant::now();
+                    let built = C::build(&object, &mut ctx);
+                    builds.push(start.elapsed().as_secs_f64() * 1e6);
+                    built.expect("built")
+                }
+            };
+            drop(object);
+            if let Some(original) = original {
+                out.clear();
+                c.write_json(&ctx, &mut out);
+                if *c.full(&ctx) != original || out != serde_json::to_vec(&original).expect("JSON")
+                {
+                    mismatches += 1;
+                }
             }
+            store.push(c);
         }
     }
     let (live1, glibc1) = (live(), glibc_in_use());
@@ -800,30 +893,36 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
     let pointer = dataset.pointer();
     let s = &store;
     let ctx = &ctx;
-    let name_ns = time_reads(&order, rounds, |i| s[i].name().map_or(0, str::len));
-    let namespace_ns = time_reads(&order, rounds, |i| s[i].namespace().map_or(0, str::len));
-    let label_ns = time_reads(&order, rounds, |i| s[i].label("app").map_or(0, str::len));
-    let rv_ns = time_reads(&order, rounds, |i| s[i].resource_version().map_or(0, str::len));
-    let pointer_ns = time_reads(&order, rounds, |i| s[i].pointer_len(ctx, pointer).unwrap_or(0));
+    let name_ns = time_reads(&order, rounds, |i| s[i].name().map_or(0, touch));
+    let namespace_ns = time_reads(&order, rounds, |i| s[i].namespace().map_or(0, touch));
+    let label_ns = time_reads(&order, rounds, |i| s[i].label("app").map_or(0, touch));
+    let rv_ns = time_reads(&order, rounds, |i| s[i].resource_version().map_or(0, touch));
+    let pointer_ns = time_reads(&order, rounds, |i| {
+        s[i].pointer_len(ctx, pointer).unwrap_or(0)
+    });
     let json_us = time_reads(&order, rounds, |i| {
         out.clear();
         s[i].write_json(ctx, &mut out);
         out.len()
     }) / 1000.0;
-    // Whole objects: made in chunks and dropped outside of the timing.
-    let mut full = Duration::ZERO;
+    // Whole objects, one by one, dropped outside of the timing.
+    let mut fulls: Vec<f64> = Vec::with_capacity(n);
+    let mut made = Vec::with_capacity(256);
     for chunk in order.chunks(256) {
-        let start = Instant::now();
-        let made: Vec<Arc<DynamicObject>> = chunk.iter().map(|&i| s[i].full(ctx)).collect();
-        full += start.elapsed();
-        drop(black_box(made));
+        for &i in chunk {
+            let start = Instant::now();
+            let object = s[i].full(ctx);
+            fulls.push(start.elapsed().as_secs_f64() * 1e6);
+            made.push(object);
+        }
+        made.clear();
     }
-    let full_us = per_op(full, n) / 1000.0;
+    let full_us = median(&mut fulls);
     Row {
         candidate: C::NAME,
         heap,
         glibc,
-        build_us: (C::NAME != Today::NAME).then(|| per_op(build, n) / 1000.0),
+        build_us: (!builds.is_empty()).then(|| median(&mut builds)),
         full_us,
         name_ns,
         namespace_ns,
@@ -837,7 +936,7 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| candidate | heap B/obj (counted) | glibc B/obj (mallinfo2) | vs today | build µs | full object µs | name ns | namespace ns | label `app` ns | resourceVersion ns | pointer ns | JSON µs | |"
+        "| candidate | heap B/obj (counted) | glibc B/obj (mallinfo2) | vs today | build µs (median) | full object µs (median) | name ns | namespace ns | label `app` ns | resourceVersion ns | pointer ns | JSON µs | |"
     );
     println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     let today = rows.first().map_or(1.0, |r| r.glibc);
@@ -859,6 +958,22 @@ fn print_table(rows: &[Row]) {
             r.note,
         );
     }
+}
+
+fn zstd_row<D: Dictionary>(dataset: Dataset, n: usize, samples: &[DynamicObject]) -> Row {
+    let mut row = measure::<Zstd<D>>(dataset, n, samples);
+    let mut ctx = Zstd::<D>::ctx(samples);
+    // Compressed size of objects the dictionary was not trained on.
+    let sizes: Vec<usize> = (n.saturating_sub(1000)..n)
+        .filter_map(|i| Zstd::<D>::build(&decode(&dataset.json(i)), &mut ctx))
+        .map(|z| z.compressed.len())
+        .collect();
+    row.note = format!(
+        "{} B compressed on average; {} B dictionary",
+        sizes.iter().sum::<usize>() / sizes.len().max(1),
+        ctx.dictionary_bytes
+    );
+    row
 }
 
 fn run(dataset: Dataset, n: usize) {
@@ -883,8 +998,10 @@ fn run(dataset: Dataset, n: usize) {
     {
         // How many trees and keys the interner holds for this dataset.
         let mut interner = Interner::new();
-        let kept: Vec<CompactObject> =
-            samples.iter().map(|o| CompactObject::from_object(o, &mut interner)).collect();
+        let kept: Vec<CompactObject> = samples
+            .iter()
+            .map(|o| CompactObject::from_object(o, &mut interner))
+            .collect();
         shared.note = format!(
             "{} shared tree(s), {} keys for the first {}",
             interner.shared_trees(),
@@ -894,27 +1011,21 @@ fn run(dataset: Dataset, n: usize) {
     }
     rows.push(shared);
     rows.push(measure::<JsonText>(dataset, n, &samples));
-    let mut z = measure::<Zstd>(dataset, n, &samples);
-    let dict = Zstd::ctx(&samples).dictionary_bytes;
-    let compressed = {
-        let mut ctx = Zstd::ctx(&samples);
-        let sizes: Vec<usize> = (0..n.min(1000))
-            .map(|i| Zstd::build(decode(&dataset.json(i)), &mut ctx).compressed.len())
-            .collect();
-        sizes.iter().sum::<usize>() / sizes.len()
-    };
-    z.note = format!("{compressed} B compressed on average; {dict} B dictionary");
-    rows.push(z);
+    rows.push(zstd_row::<Trained>(dataset, n, &samples));
+    rows.push(zstd_row::<NoDictionary>(dataset, n, &samples));
     print_table(&rows);
-    println!("\nDecoding the JSON text into a `DynamicObject` (the wire's work, for reference): {decode_us:.2} µs per object.");
+    println!(
+        "\nDecoding the JSON text into a `DynamicObject` (the wire's work, for reference): {decode_us:.2} µs per object."
+    );
 }
 
 /// Reads of the whole object through `CompactEntry`: a `Weak` hit (someone
 /// still holds the last copy handed out) against a decode.
 fn weak_cache(n: usize) {
     let mut interner = Interner::new();
-    let held: Vec<Arc<DynamicObject>> =
-        (0..n).map(|i| Arc::new(decode(&Dataset::Widget.json(i)))).collect();
+    let held: Vec<Arc<DynamicObject>> = (0..n)
+        .map(|i| Arc::new(decode(&Dataset::Widget.json(i))))
+        .collect();
     let entries: Vec<CompactEntry> = held
         .iter()
         .map(|o| CompactEntry::new(CompactObject::from_object(o, &mut interner), Some(o)))
@@ -951,12 +1062,199 @@ fn weak_cache(n: usize) {
     );
 }
 
+/// The same conversions on one Widget in a hot loop (no cache misses): what
+/// each costs in itself, best of 5 rounds.
+fn hot_loop() {
+    let text = Dataset::Widget.json(13);
+    let object = decode(&text);
+    let mut interner = Interner::new();
+    let compact = CompactObject::from_object(&object, &mut interner);
+    let mut plain = Interner::without_shared_trees();
+    let unshared = CompactObject::from_object(&object, &mut plain);
+    let rounds = 5;
+    let n = 2000;
+    let time = |f: &mut dyn FnMut() -> usize| {
+        let mut best = f64::MAX;
+        for _ in 0..rounds {
+            let start = Instant::now();
+            let mut sum = 0usize;
+            for _ in 0..n {
+                sum = sum.wrapping_add(f());
+            }
+            black_box(sum);
+            best = best.min(per_op(start.elapsed(), n));
+        }
+        best
+    };
+    let mut out = Vec::with_capacity(4096);
+    println!("\n### One Widget in a hot loop (ns per call, best of {rounds} × {n})\n");
+    println!("| operation | ns |\n|---|--:|");
+    let rows: Vec<(&str, f64)> = vec![
+        (
+            "decode JSON text → DynamicObject (and drop it)",
+            time(&mut || {
+                decode(black_box(&text))
+                    .metadata
+                    .name
+                    .map_or(0, |n| n.len())
+            }),
+        ),
+        (
+            "DynamicObject clone (and drop it)",
+            time(&mut || {
+                black_box(&object)
+                    .clone()
+                    .metadata
+                    .name
+                    .map_or(0, |n| n.len())
+            }),
+        ),
+        (
+            "CompactObject::from_object, shared trees (and drop it)",
+            time(&mut || {
+                CompactObject::from_object(black_box(&object), &mut interner)
+                    .name()
+                    .map_or(0, str::len)
+            }),
+        ),
+        (
+            "CompactObject::from_object, keys only (and drop it)",
+            time(&mut || {
+                CompactObject::from_object(black_box(&object), &mut plain)
+                    .name()
+                    .map_or(0, str::len)
+            }),
+        ),
+        (
+            "CompactObject::to_object, shared trees (and drop it)",
+            time(&mut || {
+                black_box(&compact)
+                    .to_object()
+                    .metadata
+                    .name
+                    .map_or(0, |n| n.len())
+            }),
+        ),
+        (
+            "CompactObject::to_object, keys only (and drop it)",
+            time(&mut || {
+                black_box(&unshared)
+                    .to_object()
+                    .metadata
+                    .name
+                    .map_or(0, |n| n.len())
+            }),
+        ),
+        (
+            "serde_json::to_writer(DynamicObject)",
+            time(&mut || {
+                out.clear();
+                serde_json::to_writer(&mut out, black_box(&object)).expect("JSON");
+                out.len()
+            }),
+        ),
+        (
+            "CompactObject::write_json",
+            time(&mut || {
+                out.clear();
+                black_box(&compact).write_json(&mut out).expect("JSON");
+                out.len()
+            }),
+        ),
+        (
+            "DynamicObject metadata.name",
+            time(&mut || black_box(&object).metadata.name.as_deref().map_or(0, touch)),
+        ),
+        (
+            "CompactObject::name",
+            time(&mut || black_box(&compact).name().map_or(0, touch)),
+        ),
+        (
+            "DynamicObject metadata.namespace",
+            time(&mut || {
+                black_box(&object)
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .map_or(0, touch)
+            }),
+        ),
+        (
+            "CompactObject::namespace",
+            time(&mut || black_box(&compact).namespace().map_or(0, touch)),
+        ),
+        (
+            "DynamicObject metadata.labels[\"app\"]",
+            time(&mut || {
+                black_box(&object)
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app"))
+                    .map_or(0, |v| touch(v))
+            }),
+        ),
+        (
+            "CompactObject::labels().get(\"app\")",
+            time(&mut || black_box(&compact).labels().get("app").map_or(0, touch)),
+        ),
+        (
+            "DynamicObject metadata.resourceVersion",
+            time(&mut || {
+                black_box(&object)
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .map_or(0, touch)
+            }),
+        ),
+        (
+            "CompactObject::resource_version",
+            time(&mut || black_box(&compact).resource_version().map_or(0, touch)),
+        ),
+        (
+            "DynamicObject data.pointer(\"/spec/nodeName\")",
+            time(&mut || {
+                black_box(&object)
+                    .data
+                    .pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .map_or(0, str::len)
+            }),
+        ),
+        (
+            "CompactObject::pointer(\"/spec/nodeName\")",
+            time(&mut || {
+                black_box(&compact)
+                    .pointer("/spec/nodeName")
+                    .and_then(|v| v.as_str())
+                    .map_or(0, str::len)
+            }),
+        ),
+    ];
+    for (what, ns) in rows {
+        println!("| {what} | {ns:.1} |");
+    }
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--hot") {
+        hot_loop();
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
-    let (widgets, config_maps) = if quick { (5_000, 2_000) } else { (50_000, 10_000) };
-    println!("## Compact cache candidates (`cargo bench --bench compact{}`)", if quick { " -- --quick" } else { "" });
+    let (widgets, config_maps) = if quick {
+        (5_000, 2_000)
+    } else {
+        (50_000, 10_000)
+    };
+    println!(
+        "## Compact cache candidates (`cargo bench --bench compact{}`)",
+        if quick { " -- --quick" } else { "" }
+    );
     run(Dataset::Widget, widgets);
     run(Dataset::WidgetLastApplied, widgets);
     run(Dataset::ConfigMap, config_maps);
     weak_cache(widgets);
+    hot_loop();
 }

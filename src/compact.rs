@@ -47,8 +47,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     FieldsV1, ManagedFieldsEntry, ObjectMeta, OwnerReference, Time,
 };
 use kube_core::{DynamicObject, TypeMeta};
-use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use serde::Serialize;
+use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use serde_json::{Number, Value};
 
 /// An interned string: a key, a label key, an `apiVersion`, a field manager.
@@ -94,6 +94,23 @@ impl Str {
                 .unwrap_or(""),
             Str::Heap(s) => s,
         }
+    }
+}
+
+/// What labels and annotations hold as values: interned or not.
+trait Text {
+    fn text(&self) -> &str;
+}
+
+impl Text for Str {
+    fn text(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Text for Key {
+    fn text(&self) -> &str {
+        self
     }
 }
 
@@ -202,7 +219,16 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
     }
 }
 
+/// The value of `key` in sorted entries. Small maps (labels, most objects of
+/// a manifest) are scanned, comparing the lengths first, which need no read of
+/// the keys' bytes; larger ones are searched by halves.
 fn find<'a, T>(entries: &'a [(Key, T)], key: &str) -> Option<&'a T> {
+    if entries.len() <= 8 {
+        return entries
+            .iter()
+            .find(|(k, _)| k.len() == key.len() && **k == *key)
+            .map(|(_, v)| v);
+    }
     entries
         .binary_search_by(|(k, _)| (**k).cmp(key))
         .ok()
@@ -269,7 +295,10 @@ impl Interner {
     /// An interner that shares keys only: every object keeps its own
     /// `fieldsV1` trees.
     pub fn without_shared_trees() -> Self {
-        Interner { trees: None, ..Interner::new() }
+        Interner {
+            trees: None,
+            ..Interner::new()
+        }
     }
 
     /// How many distinct keys are interned.
@@ -319,9 +348,11 @@ impl Interner {
             Value::Number(n) => Node::Number(n.clone()),
             Value::String(s) => Node::String(Str::new(s)),
             Value::Array(items) => Node::Array(items.iter().map(|v| self.node(v)).collect()),
-            Value::Object(map) => {
-                Node::Object(map.iter().map(|(k, v)| (self.key(k), self.node(v))).collect())
-            }
+            Value::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(k, v)| (self.key(k), self.node(v)))
+                    .collect(),
+            ),
         }
     }
 
@@ -350,14 +381,28 @@ impl Interner {
                 trees.len = trees.buckets.values().map(Vec::len).sum();
                 trees.swept_at = trees.len;
             }
-            trees.buckets.entry(hash).or_default().push(Arc::clone(&tree));
+            trees
+                .buckets
+                .entry(hash)
+                .or_default()
+                .push(Arc::clone(&tree));
             trees.len += 1;
         }
         tree
     }
 
+    /// Annotations: values are often long and unique to their object.
     fn strings(&mut self, map: &BTreeMap<String, String>) -> Box<[(Key, Str)]> {
-        map.iter().map(|(k, v)| (self.key(k), Str::new(v))).collect()
+        map.iter()
+            .map(|(k, v)| (self.key(k), Str::new(v)))
+            .collect()
+    }
+
+    /// Labels: values repeat from object to object, and are read often.
+    fn interned(&mut self, map: &BTreeMap<String, String>) -> Box<[(Key, Key)]> {
+        map.iter()
+            .map(|(k, v)| (self.key(k), self.key(v)))
+            .collect()
     }
 }
 
@@ -365,15 +410,20 @@ impl Interner {
 // Metadata
 // ---------------------------------------------------------------------------
 
+/// The metadata: the fields read most (name, namespace, resourceVersion,
+/// labels) as `Box<str>` or interned `Arc<str>`, so that reading one is a
+/// dereference (an inline string would need its UTF-8 checked on every read).
 #[derive(Clone, PartialEq)]
 struct Meta {
-    name: Option<Str>,
-    namespace: Option<Str>,
-    uid: Option<Str>,
-    resource_version: Option<Str>,
+    name: Option<Box<str>>,
+    /// Interned: a store holds few namespaces.
+    namespace: Option<Key>,
+    uid: Option<Box<str>>,
+    resource_version: Option<Box<str>>,
     generation: Option<i64>,
     creation_timestamp: Option<Time>,
-    labels: Option<Box<[(Key, Str)]>>,
+    /// Keys and values interned.
+    labels: Option<Box<[(Key, Key)]>>,
     annotations: Option<Box<[(Key, Str)]>>,
     managed_fields: Option<Box<[ManagedField]>>,
     owner_references: Option<Box<[OwnerRef]>>,
@@ -406,24 +456,24 @@ struct ManagedField {
 struct OwnerRef {
     api_version: Key,
     kind: Key,
-    name: Str,
-    uid: Str,
+    name: Box<str>,
+    uid: Box<str>,
     block_owner_deletion: Option<bool>,
     controller: Option<bool>,
 }
 
-fn string(s: &Option<Str>) -> Option<String> {
-    s.as_ref().map(|s| s.as_str().to_owned())
+fn string(s: &Option<Box<str>>) -> Option<String> {
+    s.as_deref().map(str::to_owned)
 }
 
 fn key_string(k: &Option<Key>) -> Option<String> {
     k.as_deref().map(str::to_owned)
 }
 
-fn string_map(entries: &[(Key, Str)]) -> BTreeMap<String, String> {
+fn string_map<V: Text>(entries: &[(Key, V)]) -> BTreeMap<String, String> {
     entries
         .iter()
-        .map(|(k, v)| (String::from(&**k), v.as_str().to_owned()))
+        .map(|(k, v)| (String::from(&**k), v.text().to_owned()))
         .collect()
 }
 
@@ -444,13 +494,13 @@ impl Meta {
             })
         });
         Meta {
-            name: m.name.as_deref().map(Str::new),
-            namespace: m.namespace.as_deref().map(Str::new),
-            uid: m.uid.as_deref().map(Str::new),
-            resource_version: m.resource_version.as_deref().map(Str::new),
+            name: m.name.as_deref().map(Box::from),
+            namespace: m.namespace.as_deref().map(|s| interner.key(s)),
+            uid: m.uid.as_deref().map(Box::from),
+            resource_version: m.resource_version.as_deref().map(Box::from),
             generation: m.generation,
             creation_timestamp: m.creation_timestamp.clone(),
-            labels: m.labels.as_ref().map(|l| interner.strings(l)),
+            labels: m.labels.as_ref().map(|l| interner.interned(l)),
             annotations: m.annotations.as_ref().map(|a| interner.strings(a)),
             managed_fields: m.managed_fields.as_ref().map(|entries| {
                 entries
@@ -471,8 +521,8 @@ impl Meta {
                     .map(|r| OwnerRef {
                         api_version: interner.key(&r.api_version),
                         kind: interner.key(&r.kind),
-                        name: Str::new(&r.name),
-                        uid: Str::new(&r.uid),
+                        name: Box::from(r.name.as_str()),
+                        uid: Box::from(r.uid.as_str()),
                         block_owner_deletion: r.block_owner_deletion,
                         controller: r.controller,
                     })
@@ -498,7 +548,7 @@ impl Meta {
                 .as_deref()
                 .map(|entries| entries.iter().map(ManagedField::to_entry).collect()),
             name: string(&self.name),
-            namespace: string(&self.namespace),
+            namespace: key_string(&self.namespace),
             owner_references: self
                 .owner_references
                 .as_deref()
@@ -515,7 +565,10 @@ impl ManagedField {
         ManagedFieldsEntry {
             api_version: key_string(&self.api_version),
             fields_type: key_string(&self.fields_type),
-            fields_v1: self.fields_v1.as_deref().map(|t| FieldsV1(node_to_value(t))),
+            fields_v1: self
+                .fields_v1
+                .as_deref()
+                .map(|t| FieldsV1(node_to_value(t))),
             manager: key_string(&self.manager),
             operation: key_string(&self.operation),
             subresource: key_string(&self.subresource),
@@ -531,8 +584,8 @@ impl OwnerRef {
             block_owner_deletion: self.block_owner_deletion,
             controller: self.controller,
             kind: String::from(&*self.kind),
-            name: self.name.as_str().to_owned(),
-            uid: self.uid.as_str().to_owned(),
+            name: String::from(&*self.name),
+            uid: String::from(&*self.uid),
         }
     }
 }
@@ -612,22 +665,22 @@ impl CompactObject {
 
     /// `metadata.name`.
     pub fn name(&self) -> Option<&str> {
-        self.meta.name.as_ref().map(Str::as_str)
+        self.meta.name.as_deref()
     }
 
     /// `metadata.namespace`.
     pub fn namespace(&self) -> Option<&str> {
-        self.meta.namespace.as_ref().map(Str::as_str)
+        self.meta.namespace.as_deref()
     }
 
     /// `metadata.uid`.
     pub fn uid(&self) -> Option<&str> {
-        self.meta.uid.as_ref().map(Str::as_str)
+        self.meta.uid.as_deref()
     }
 
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> Option<&str> {
-        self.meta.resource_version.as_ref().map(Str::as_str)
+        self.meta.resource_version.as_deref()
     }
 
     /// `metadata.generation`.
@@ -642,12 +695,18 @@ impl CompactObject {
 
     /// `metadata.deletionTimestamp`.
     pub fn deletion_timestamp(&self) -> Option<&Time> {
-        self.meta.rare.as_ref().and_then(|r| r.deletion_timestamp.as_ref())
+        self.meta
+            .rare
+            .as_ref()
+            .and_then(|r| r.deletion_timestamp.as_ref())
     }
 
     /// `metadata.generateName`.
     pub fn generate_name(&self) -> Option<&str> {
-        self.meta.rare.as_ref().and_then(|r| r.generate_name.as_deref())
+        self.meta
+            .rare
+            .as_ref()
+            .and_then(|r| r.generate_name.as_deref())
     }
 
     /// `metadata.finalizers` (empty when absent).
@@ -661,22 +720,36 @@ impl CompactObject {
 
     /// `metadata.labels` (empty when absent).
     pub fn labels(&self) -> StrMap<'_> {
-        StrMap(self.meta.labels.as_deref().unwrap_or_default())
+        StrMap(Pairs::Interned(
+            self.meta.labels.as_deref().unwrap_or_default(),
+        ))
     }
 
     /// `metadata.annotations` (empty when absent).
     pub fn annotations(&self) -> StrMap<'_> {
-        StrMap(self.meta.annotations.as_deref().unwrap_or_default())
+        StrMap(Pairs::Owned(
+            self.meta.annotations.as_deref().unwrap_or_default(),
+        ))
     }
 
     /// `metadata.ownerReferences`.
     pub fn owner_references(&self) -> impl ExactSizeIterator<Item = OwnerRefView<'_>> {
-        self.meta.owner_references.as_deref().unwrap_or_default().iter().map(OwnerRefView)
+        self.meta
+            .owner_references
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .map(OwnerRefView)
     }
 
     /// `metadata.managedFields`.
     pub fn managed_fields(&self) -> impl ExactSizeIterator<Item = ManagedFieldView<'_>> {
-        self.meta.managed_fields.as_deref().unwrap_or_default().iter().map(ManagedFieldView)
+        self.meta
+            .managed_fields
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .map(ManagedFieldView)
     }
 
     /// Everything but the type fields and metadata: `spec`, `status`, `data`...
@@ -724,8 +797,12 @@ impl CompactObject {
             "uid" => ValueRef::String(self.uid()?),
             "resourceVersion" => ValueRef::String(self.resource_version()?),
             "generation" => ValueRef::Number(m.generation?.into()),
-            "labels" => ValueRef::Object(ObjectRef(Entries::Strings(m.labels.as_deref()?))),
-            "annotations" => ValueRef::Object(ObjectRef(Entries::Strings(m.annotations.as_deref()?))),
+            "labels" => ValueRef::Object(ObjectRef(Entries::Strings(Pairs::Interned(
+                m.labels.as_deref()?,
+            )))),
+            "annotations" => ValueRef::Object(ObjectRef(Entries::Strings(Pairs::Owned(
+                m.annotations.as_deref()?,
+            )))),
             "generateName" => ValueRef::String(rare?.generate_name.as_deref()?),
             "selfLink" => ValueRef::String(rare?.self_link.as_deref()?),
             "deletionGracePeriodSeconds" => {
@@ -911,11 +988,14 @@ impl<'a> ValueRef<'a> {
             ValueRef::Array(a) => Value::Array(a.0.iter().map(node_to_value).collect()),
             ValueRef::Object(o) => match o.0 {
                 Entries::Tree(e) => Value::Object(
-                    e.iter().map(|(k, v)| (String::from(&**k), node_to_value(v))).collect(),
+                    e.iter()
+                        .map(|(k, v)| (String::from(&**k), node_to_value(v)))
+                        .collect(),
                 ),
                 Entries::Strings(e) => Value::Object(
-                    e.iter()
-                        .map(|(k, v)| (String::from(&**k), Value::String(v.as_str().to_owned())))
+                    (0..e.len())
+                        .filter_map(|i| e.at(i))
+                        .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
                         .collect(),
                 ),
             },
@@ -980,7 +1060,7 @@ pub struct ObjectRef<'a>(Entries<'a>);
 #[derive(Clone, Copy)]
 enum Entries<'a> {
     Tree(&'a [(Key, Node)]),
-    Strings(&'a [(Key, Str)]),
+    Strings(Pairs<'a>),
 }
 
 impl fmt::Debug for ObjectRef<'_> {
@@ -1007,13 +1087,16 @@ impl<'a> ObjectRef<'a> {
     pub fn get(&self, key: &str) -> Option<ValueRef<'a>> {
         match self.0 {
             Entries::Tree(e) => find(e, key).map(ValueRef::from),
-            Entries::Strings(e) => find(e, key).map(|v| ValueRef::String(v.as_str())),
+            Entries::Strings(e) => e.get(key).map(ValueRef::String),
         }
     }
 
     /// The entries, sorted by key.
     pub fn iter(&self) -> ObjectIter<'a> {
-        ObjectIter { entries: self.0, next: 0 }
+        ObjectIter {
+            entries: self.0,
+            next: 0,
+        }
     }
 }
 
@@ -1030,7 +1113,7 @@ impl<'a> Iterator for ObjectIter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let item = match self.entries {
             Entries::Tree(e) => e.get(self.next).map(|(k, v)| (&**k, ValueRef::from(v))),
-            Entries::Strings(e) => e.get(self.next).map(|(k, v)| (&**k, ValueRef::String(v.as_str()))),
+            Entries::Strings(e) => e.at(self.next).map(|(k, v)| (k, ValueRef::String(v))),
         };
         self.next += usize::from(item.is_some());
         item
@@ -1046,7 +1129,36 @@ impl ExactSizeIterator for ObjectIter<'_> {}
 
 /// Labels or annotations: a borrowed, sorted map of strings.
 #[derive(Clone, Copy)]
-pub struct StrMap<'a>(&'a [(Key, Str)]);
+pub struct StrMap<'a>(Pairs<'a>);
+
+#[derive(Clone, Copy)]
+enum Pairs<'a> {
+    Interned(&'a [(Key, Key)]),
+    Owned(&'a [(Key, Str)]),
+}
+
+impl<'a> Pairs<'a> {
+    fn len(self) -> usize {
+        match self {
+            Pairs::Interned(e) => e.len(),
+            Pairs::Owned(e) => e.len(),
+        }
+    }
+
+    fn get(self, key: &str) -> Option<&'a str> {
+        match self {
+            Pairs::Interned(e) => find(e, key).map(|v| &**v),
+            Pairs::Owned(e) => find(e, key).map(Str::as_str),
+        }
+    }
+
+    fn at(self, i: usize) -> Option<(&'a str, &'a str)> {
+        match self {
+            Pairs::Interned(e) => e.get(i).map(|(k, v)| (&**k, &**v)),
+            Pairs::Owned(e) => e.get(i).map(|(k, v)| (&**k, v.as_str())),
+        }
+    }
+}
 
 impl fmt::Debug for StrMap<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1057,17 +1169,18 @@ impl fmt::Debug for StrMap<'_> {
 impl<'a> StrMap<'a> {
     /// The value of `key` (a binary search).
     pub fn get(&self, key: &str) -> Option<&'a str> {
-        find(self.0, key).map(Str::as_str)
+        self.0.get(key)
     }
 
     /// Whether `key` is there.
     pub fn contains_key(&self, key: &str) -> bool {
-        find(self.0, key).is_some()
+        self.0.get(key).is_some()
     }
 
     /// The entries, sorted by key.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + 'a {
-        self.0.iter().map(|(k, v)| (&**k, v.as_str()))
+        let pairs = self.0;
+        (0..pairs.len()).map(move |i| pairs.at(i).unwrap_or(("", "")))
     }
 
     /// The number of entries.
@@ -1077,15 +1190,15 @@ impl<'a> StrMap<'a> {
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.len() == 0
     }
 }
 
 impl Serialize for StrMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.0 {
-            map.serialize_entry(&**k, v.as_str())?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
         }
         map.end()
     }
@@ -1118,11 +1231,11 @@ impl<'a> OwnerRefView<'a> {
     }
     /// `name`.
     pub fn name(&self) -> &'a str {
-        self.0.name.as_str()
+        &self.0.name
     }
     /// `uid`.
     pub fn uid(&self) -> &'a str {
-        self.0.uid.as_str()
+        &self.0.uid
     }
     /// `controller`.
     pub fn controller(&self) -> Option<bool> {
@@ -1269,7 +1382,7 @@ impl Serialize for NodeSer<'_> {
             Node::Bool(b) => s.serialize_bool(*b),
             Node::Number(n) => n.serialize(s),
             Node::String(v) => s.serialize_str(v.as_str()),
-            Node::Array(items) => Seq(&**items, NodeSer).serialize(s),
+            Node::Array(items) => Seq(items, NodeSer).serialize(s),
             Node::Object(entries) => TreeMapSer(entries).serialize(s),
         }
     }
@@ -1320,7 +1433,7 @@ impl Serialize for MetaSer<'_> {
         .count();
         let mut st = s.serialize_struct("ObjectMeta", n)?;
         if let Some(v) = &m.annotations {
-            st.serialize_field("annotations", &StrMap(v))?;
+            st.serialize_field("annotations", &StrMap(Pairs::Owned(v)))?;
         }
         if let Some(v) = &m.creation_timestamp {
             st.serialize_field("creationTimestamp", v)?;
@@ -1341,28 +1454,28 @@ impl Serialize for MetaSer<'_> {
             st.serialize_field("generation", v)?;
         }
         if let Some(v) = &m.labels {
-            st.serialize_field("labels", &StrMap(v))?;
+            st.serialize_field("labels", &StrMap(Pairs::Interned(v)))?;
         }
         if let Some(v) = &m.managed_fields {
-            st.serialize_field("managedFields", &Seq(&**v, ManagedFieldSer))?;
+            st.serialize_field("managedFields", &Seq(v, ManagedFieldSer))?;
         }
         if let Some(v) = &m.name {
-            st.serialize_field("name", v.as_str())?;
+            st.serialize_field("name", &**v)?;
         }
         if let Some(v) = &m.namespace {
-            st.serialize_field("namespace", v.as_str())?;
+            st.serialize_field("namespace", &**v)?;
         }
         if let Some(v) = &m.owner_references {
-            st.serialize_field("ownerReferences", &Seq(&**v, OwnerRefSer))?;
+            st.serialize_field("ownerReferences", &Seq(v, OwnerRefSer))?;
         }
         if let Some(v) = &m.resource_version {
-            st.serialize_field("resourceVersion", v.as_str())?;
+            st.serialize_field("resourceVersion", &**v)?;
         }
         if let Some(v) = self_link {
             st.serialize_field("selfLink", v)?;
         }
         if let Some(v) = &m.uid {
-            st.serialize_field("uid", v.as_str())?;
+            st.serialize_field("uid", &**v)?;
         }
         st.end()
     }
@@ -1425,9 +1538,8 @@ struct OwnerRefSer<'a>(&'a OwnerRef);
 impl Serialize for OwnerRefSer<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
-        let n = 4
-            + usize::from(r.block_owner_deletion.is_some())
-            + usize::from(r.controller.is_some());
+        let n =
+            4 + usize::from(r.block_owner_deletion.is_some()) + usize::from(r.controller.is_some());
         let mut st = s.serialize_struct("OwnerReference", n)?;
         st.serialize_field("apiVersion", &*r.api_version)?;
         if let Some(v) = &r.block_owner_deletion {
@@ -1437,8 +1549,8 @@ impl Serialize for OwnerRefSer<'_> {
             st.serialize_field("controller", v)?;
         }
         st.serialize_field("kind", &*r.kind)?;
-        st.serialize_field("name", r.name.as_str())?;
-        st.serialize_field("uid", r.uid.as_str())?;
+        st.serialize_field("name", &*r.name)?;
+        st.serialize_field("uid", &*r.uid)?;
         st.end()
     }
 }
@@ -1461,7 +1573,9 @@ pub struct CompactEntry {
 
 impl fmt::Debug for CompactEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CompactEntry").field("object", &self.object).finish_non_exhaustive()
+        f.debug_struct("CompactEntry")
+            .field("object", &self.object)
+            .finish_non_exhaustive()
     }
 }
 
@@ -1557,8 +1671,11 @@ mod tests {
         assert_eq!(c.namespace(), o.metadata.namespace.as_deref());
         assert_eq!(c.uid(), o.metadata.uid.as_deref());
         assert_eq!(c.resource_version(), o.metadata.resource_version.as_deref());
-        let labels: BTreeMap<String, String> =
-            c.labels().iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let labels: BTreeMap<String, String> = c
+            .labels()
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
         assert_eq!(labels, o.metadata.labels.clone().unwrap_or_default());
         for (k, v) in o.metadata.labels.iter().flatten() {
             assert_eq!(c.labels().get(k), Some(v.as_str()));
@@ -1567,7 +1684,10 @@ mod tests {
             assert_eq!(c.annotations().get(k), Some(v.as_str()));
         }
         let refs: Vec<_> = c.owner_references().map(|r| r.to_reference()).collect();
-        assert_eq!(refs, o.metadata.owner_references.clone().unwrap_or_default());
+        assert_eq!(
+            refs,
+            o.metadata.owner_references.clone().unwrap_or_default()
+        );
         c
     }
 
@@ -1590,7 +1710,9 @@ mod tests {
                 }
                 for bad in ["/-", "/01", "/+0", "/x"] {
                     assert_eq!(
-                        c.pointer(&format!("{pointer}{bad}")).map(|v| v.to_value()).as_ref(),
+                        c.pointer(&format!("{pointer}{bad}"))
+                            .map(|v| v.to_value())
+                            .as_ref(),
                         root.pointer(&format!("{pointer}{bad}"))
                     );
                 }
@@ -1616,7 +1738,12 @@ mod tests {
         // The tree's binary searches rely on serde_json's Map iterating in key
         // order: this fails if serde_json's `preserve_order` is ever enabled.
         let v = json!({"b": 1, "a": 2, "c": 3});
-        let keys: Vec<_> = v.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<_> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect();
         assert_eq!(keys, ["a", "b", "c"]);
     }
 
@@ -1626,26 +1753,46 @@ mod tests {
         let o = decoded(WIDGET);
         let c = check(&o, &mut interner);
         assert_eq!(c.labels().get("app"), Some("app-13"));
-        assert_eq!(c.pointer("/spec/nodeName").and_then(|v| v.as_str()), Some("node-13"));
-        assert_eq!(c.pointer("/spec/replicas").and_then(|v| v.as_i64()), Some(4));
         assert_eq!(
-            c.pointer("/status/conditions/1/type").and_then(|v| v.as_str()),
+            c.pointer("/spec/nodeName").and_then(|v| v.as_str()),
+            Some("node-13")
+        );
+        assert_eq!(
+            c.pointer("/spec/replicas").and_then(|v| v.as_i64()),
+            Some(4)
+        );
+        assert_eq!(
+            c.pointer("/status/conditions/1/type")
+                .and_then(|v| v.as_str()),
             Some("Progressing")
         );
         assert_eq!(
-            c.pointer("/metadata/labels/app.kubernetes.io~1name").and_then(|v| v.as_str()),
+            c.pointer("/metadata/labels/app.kubernetes.io~1name")
+                .and_then(|v| v.as_str()),
             Some("widget")
         );
-        assert_eq!(c.pointer("/metadata/name").and_then(|v| v.as_str()), Some("widget-000013"));
-        assert_eq!(c.pointer("/metadata/generation").and_then(|v| v.as_i64()), Some(1));
         assert_eq!(
-            c.pointer("/metadata/creationTimestamp").map(|v| v.to_value()),
+            c.pointer("/metadata/name").and_then(|v| v.as_str()),
+            Some("widget-000013")
+        );
+        assert_eq!(
+            c.pointer("/metadata/generation").and_then(|v| v.as_i64()),
+            Some(1)
+        );
+        assert_eq!(
+            c.pointer("/metadata/creationTimestamp")
+                .map(|v| v.to_value()),
             Some(json!("2026-12-02T16:18:14Z"))
         );
         let mf: Vec<_> = c.managed_fields().collect();
         assert_eq!(mf.len(), 1);
         assert_eq!(mf[0].manager(), Some("bench-loader"));
-        assert!(mf[0].fields_v1().and_then(|f| f.pointer("/f:spec/f:tags")).is_some());
+        assert!(
+            mf[0]
+                .fields_v1()
+                .and_then(|f| f.pointer("/f:spec/f:tags"))
+                .is_some()
+        );
         assert_eq!(c.api_version(), Some("bench.kdi.dev/v1"));
         assert_eq!(c.kind(), Some("Widget"));
         assert_eq!(c.generation(), Some(1));
@@ -1660,8 +1807,14 @@ mod tests {
         let ca = check(&a, &mut interner);
         let cb = check(&b, &mut interner);
         assert_eq!(interner.shared_trees(), 1);
-        let (ta, tb) = (&ca.meta.managed_fields.as_ref().unwrap()[0], &cb.meta.managed_fields.as_ref().unwrap()[0]);
-        assert!(Arc::ptr_eq(ta.fields_v1.as_ref().unwrap(), tb.fields_v1.as_ref().unwrap()));
+        let (ta, tb) = (
+            &ca.meta.managed_fields.as_ref().unwrap()[0],
+            &cb.meta.managed_fields.as_ref().unwrap()[0],
+        );
+        assert!(Arc::ptr_eq(
+            ta.fields_v1.as_ref().unwrap(),
+            tb.fields_v1.as_ref().unwrap()
+        ));
         drop((ca, cb));
         interner.sweep();
         assert_eq!(interner.shared_trees(), 0);
@@ -1671,8 +1824,14 @@ mod tests {
         let ca = check(&a, &mut plain);
         let cb = check(&b, &mut plain);
         assert_eq!(plain.shared_trees(), 0);
-        let (ta, tb) = (&ca.meta.managed_fields.as_ref().unwrap()[0], &cb.meta.managed_fields.as_ref().unwrap()[0]);
-        assert!(!Arc::ptr_eq(ta.fields_v1.as_ref().unwrap(), tb.fields_v1.as_ref().unwrap()));
+        let (ta, tb) = (
+            &ca.meta.managed_fields.as_ref().unwrap()[0],
+            &cb.meta.managed_fields.as_ref().unwrap()[0],
+        );
+        assert!(!Arc::ptr_eq(
+            ta.fields_v1.as_ref().unwrap(),
+            tb.fields_v1.as_ref().unwrap()
+        ));
     }
 
     #[test]
@@ -1684,12 +1843,22 @@ mod tests {
                 "metadata": {"name": "a", "managedFields": [{"fieldsV1": {"n": n}}]},
             }))
         };
-        let values = [json!(0.0), json!(-0.0), json!(0), json!(1), json!(1.0), json!(-1)];
+        let values = [
+            json!(0.0),
+            json!(-0.0),
+            json!(0),
+            json!(1),
+            json!(1.0),
+            json!(-1),
+        ];
         let objects: Vec<_> = values.iter().map(|v| mk(v.clone())).collect();
         let compact: Vec<_> = objects.iter().map(|o| check(o, &mut interner)).collect();
         assert_eq!(interner.shared_trees(), values.len());
         for (c, o) in compact.iter().zip(&objects) {
-            assert_eq!(serde_json::to_vec(&c.to_object()).unwrap(), serde_json::to_vec(o).unwrap());
+            assert_eq!(
+                serde_json::to_vec(&c.to_object()).unwrap(),
+                serde_json::to_vec(o).unwrap()
+            );
         }
     }
 
@@ -1736,17 +1905,33 @@ mod tests {
         });
         check(&object(odd), &mut interner);
         // Missing metadata, no type fields, and data that is null.
-        check(&DynamicObject { types: None, metadata: ObjectMeta::default(), data: Value::Null }, &mut interner);
+        check(
+            &DynamicObject {
+                types: None,
+                metadata: ObjectMeta::default(),
+                data: Value::Null,
+            },
+            &mut interner,
+        );
         check(&object(json!({})), &mut interner);
         // Floats that print in exponent form, from text (as the wire decodes them).
-        check(&decoded(r#"{"apiVersion":"v1","kind":"X","metadata":{},"spec":{"a":1e300,"b":-0.0,"c":3.0,"d":-9223372036854775808,"e":18446744073709551615,"f":1E-7}}"#), &mut interner);
+        check(
+            &decoded(
+                r#"{"apiVersion":"v1","kind":"X","metadata":{},"spec":{"a":1e300,"b":-0.0,"c":3.0,"d":-9223372036854775808,"e":18446744073709551615,"f":1E-7}}"#,
+            ),
+            &mut interner,
+        );
     }
 
     #[test]
     fn data_that_cannot_be_flattened_fails_as_serde_json_does() {
         let mut interner = Interner::new();
         for data in [json!(true), json!(1), json!("s"), json!([1]), json!(-0.0)] {
-            let o = DynamicObject { types: None, metadata: ObjectMeta::default(), data };
+            let o = DynamicObject {
+                types: None,
+                metadata: ObjectMeta::default(),
+                data,
+            };
             assert!(serde_json::to_vec(&o).is_err());
             check(&o, &mut interner);
         }
@@ -1760,7 +1945,10 @@ mod tests {
         let mut interner = Interner::new();
         let o = DynamicObject {
             types: None,
-            metadata: ObjectMeta { name: Some("n".into()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                ..Default::default()
+            },
             data: json!({"apiVersion": "data/v1", "metadata": {"x": 1}}),
         };
         let c = CompactObject::from_object(&o, &mut interner);
@@ -1769,7 +1957,10 @@ mod tests {
         c.write_json(&mut out).unwrap();
         assert_eq!(out, serde_json::to_vec(&o).unwrap());
         assert_eq!(c.pointer("/metadata/x").and_then(|v| v.as_i64()), Some(1));
-        assert_eq!(c.pointer("/apiVersion").and_then(|v| v.as_str()), Some("data/v1"));
+        assert_eq!(
+            c.pointer("/apiVersion").and_then(|v| v.as_str()),
+            Some("data/v1")
+        );
         assert_eq!(c.name(), Some("n"));
     }
 
@@ -1779,9 +1970,15 @@ mod tests {
         for depth in [1usize, 2, 100, 250] {
             let mut v = json!("leaf");
             for i in 0..depth {
-                v = if i % 2 == 0 { json!({ "k": v }) } else { json!([v]) };
+                v = if i % 2 == 0 {
+                    json!({ "k": v })
+                } else {
+                    json!([v])
+                };
             }
-            let o = object(json!({"apiVersion": "v1", "kind": "X", "metadata": {"managedFields": [{"fieldsV1": v.clone()}]}, "spec": v}));
+            let o = object(
+                json!({"apiVersion": "v1", "kind": "X", "metadata": {"managedFields": [{"fieldsV1": v.clone()}]}, "spec": v}),
+            );
             check(&o, &mut interner);
         }
     }
@@ -1790,7 +1987,9 @@ mod tests {
     fn sub_second_timestamps_survive_the_round_trip() {
         // Time serialises to the second; the compact form keeps the value.
         let mut interner = Interner::new();
-        let o = decoded(r#"{"metadata":{"creationTimestamp":"2026-01-01T00:00:00.123456789Z","managedFields":[{"time":"2026-01-01T00:00:00.5Z"}]}}"#);
+        let o = decoded(
+            r#"{"metadata":{"creationTimestamp":"2026-01-01T00:00:00.123456789Z","managedFields":[{"time":"2026-01-01T00:00:00.5Z"}]}}"#,
+        );
         let c = CompactObject::from_object(&o, &mut interner);
         assert_eq!(c.to_object(), o);
         let mut out = Vec::new();
@@ -1818,11 +2017,7 @@ mod tests {
     // ---- proptest --------------------------------------------------------
 
     fn arb_string() -> impl Strategy<Value = String> {
-        prop_oneof![
-            "[a-z./~-]{0,8}",
-            ".{0,30}",
-            "\\PC{20,40}",
-        ]
+        prop_oneof!["[a-z./~-]{0,8}", ".{0,30}", "\\PC{20,40}",]
     }
 
     fn arb_number() -> impl Strategy<Value = Number> {
@@ -1846,20 +2041,19 @@ mod tests {
         leaf.prop_recursive(6, 64, 6, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::btree_map(arb_string(), inner, 0..6)
+                prop::collection::btree_map(arb_string(), inner, 0..12)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
 
     fn arb_time() -> impl Strategy<Value = Time> {
-        (0i64..4_000_000_000, 0i32..1_000_000_000).prop_map(|(s, ns)| {
-            Time(k8s_openapi::jiff::Timestamp::new(s, ns).unwrap_or_default())
-        })
+        (0i64..4_000_000_000, 0i32..1_000_000_000)
+            .prop_map(|(s, ns)| Time(k8s_openapi::jiff::Timestamp::new(s, ns).unwrap_or_default()))
     }
 
     fn arb_map() -> impl Strategy<Value = BTreeMap<String, String>> {
-        prop::collection::btree_map(arb_string(), arb_string(), 0..5)
+        prop::collection::btree_map(arb_string(), arb_string(), 0..12)
     }
 
     fn arb_meta() -> impl Strategy<Value = ObjectMeta> {
@@ -1870,16 +2064,23 @@ mod tests {
             prop::option::of(arb_string()),
             prop::option::of(arb_time()),
         )
-            .prop_map(|(manager, operation, fields, subresource, time)| ManagedFieldsEntry {
-                api_version: Some("v1".into()),
-                fields_type: Some("FieldsV1".into()),
-                fields_v1: fields.map(FieldsV1),
-                manager,
-                operation,
-                subresource,
-                time,
+            .prop_map(|(manager, operation, fields, subresource, time)| {
+                ManagedFieldsEntry {
+                    api_version: Some("v1".into()),
+                    fields_type: Some("FieldsV1".into()),
+                    fields_v1: fields.map(FieldsV1),
+                    manager,
+                    operation,
+                    subresource,
+                    time,
+                }
             });
-        let owner = (arb_string(), arb_string(), prop::option::of(any::<bool>()), prop::option::of(any::<bool>()))
+        let owner = (
+            arb_string(),
+            arb_string(),
+            prop::option::of(any::<bool>()),
+            prop::option::of(any::<bool>()),
+        )
             .prop_map(|(name, uid, controller, block)| OwnerReference {
                 api_version: "apps/v1".into(),
                 kind: "ReplicaSet".into(),
@@ -1911,23 +2112,29 @@ mod tests {
                 prop::option::of(arb_string()),
             ),
         )
-            .prop_map(|((name, namespace, uid, rv, generation, created), (labels, annotations, mf, owners), (grace, deleted, finalizers, gen_name, self_link))| ObjectMeta {
-                name,
-                namespace,
-                uid,
-                resource_version: rv,
-                generation,
-                creation_timestamp: created,
-                labels,
-                annotations,
-                managed_fields: mf,
-                owner_references: owners,
-                deletion_grace_period_seconds: grace,
-                deletion_timestamp: deleted,
-                finalizers,
-                generate_name: gen_name,
-                self_link,
-            })
+            .prop_map(
+                |(
+                    (name, namespace, uid, rv, generation, created),
+                    (labels, annotations, mf, owners),
+                    (grace, deleted, finalizers, gen_name, self_link),
+                )| ObjectMeta {
+                    name,
+                    namespace,
+                    uid,
+                    resource_version: rv,
+                    generation,
+                    creation_timestamp: created,
+                    labels,
+                    annotations,
+                    managed_fields: mf,
+                    owner_references: owners,
+                    deletion_grace_period_seconds: grace,
+                    deletion_timestamp: deleted,
+                    finalizers,
+                    generate_name: gen_name,
+                    self_link,
+                },
+            )
     }
 
     fn arb_object() -> impl Strategy<Value = DynamicObject> {
@@ -1938,7 +2145,7 @@ mod tests {
                 4 => prop::collection::btree_map(
                     arb_string().prop_filter("typed keys", |k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")),
                     arb_value(),
-                    0..6,
+                    0..14,
                 ).prop_map(|m| Value::Object(m.into_iter().collect())),
                 1 => arb_value(),
             ],
