@@ -36,6 +36,29 @@
 //!
 //! The order of keys relies on `serde_json::Map` being a `BTreeMap` (the crate
 //! is built without serde_json's `preserve_order`; a test checks it).
+//!
+//! # What it costs
+//!
+//! `cargo bench --bench compact` (50k Widgets of the benchmark, ~2.4 KB of
+//! JSON each with managedFields; glibc's bytes in use per object, interner
+//! included): a decoded `DynamicObject` 25,050 B; `CompactObject` 2,815 B
+//! (0.11×), 5,516 B (0.22×) when no `fieldsV1` tree is shared. Building one
+//! from the decoded object takes ~6–7 µs (decoding it took ~20 µs); reading
+//! name, namespace, resourceVersion costs what it costs today, a label a
+//! nanosecond more, a pointer a quarter of `Value::pointer`; writing the JSON
+//! costs what serde_json does. Decoding the whole object back (`to_object`)
+//! costs ~11–14 µs against an `Arc` clone today: hence [`CompactEntry`].
+//!
+//! # In the store
+//!
+//! The store would keep a [`CompactEntry`] per object and one [`Interner`]
+//! beside its writer. An event handler gets the `Arc<DynamicObject>` just
+//! decoded from the wire (the entry remembers it); a lister read that needs
+//! the whole object calls [`CompactEntry::get`], which hands out that same
+//! `Arc` while anyone holds it, and decodes otherwise. Selectors, indexes,
+//! keys and printed output read the compact object without decoding. A
+//! periodic pass of [`CompactEntry::forget_dropped`] frees what dead `Weak`s
+//! keep (~460 B per object).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -787,7 +810,7 @@ impl CompactObject {
 
     fn metadata_pointer(&self, pointer: &str) -> Option<ValueRef<'_>> {
         let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&MetaSer(&self.meta)).pointer(pointer);
+            return owned(&MetaSer(&self.meta))?.pointer(pointer);
         };
         let m = &self.meta;
         let rare = m.rare.as_deref();
@@ -808,13 +831,13 @@ impl CompactObject {
             "deletionGracePeriodSeconds" => {
                 ValueRef::Number(rare?.deletion_grace_period_seconds?.into())
             }
-            "creationTimestamp" => owned(m.creation_timestamp.as_ref()?),
-            "deletionTimestamp" => owned(rare?.deletion_timestamp.as_ref()?),
-            "finalizers" => owned(rare?.finalizers.as_ref()?),
+            "creationTimestamp" => owned(m.creation_timestamp.as_ref()?)?,
+            "deletionTimestamp" => owned(rare?.deletion_timestamp.as_ref()?)?,
+            "finalizers" => owned(rare?.finalizers.as_ref()?)?,
             "ownerReferences" => {
                 let refs = m.owner_references.as_deref()?;
                 let Some((index, rest)) = split_pointer(rest) else {
-                    return owned(&Seq(refs, OwnerRefSer)).pointer(rest);
+                    return owned(&Seq(refs, OwnerRefSer))?.pointer(rest);
                 };
                 let r = refs.get(parse_index(&index)?)?;
                 return OwnerRefView(r).pointer(rest);
@@ -822,7 +845,7 @@ impl CompactObject {
             "managedFields" => {
                 let entries = m.managed_fields.as_deref()?;
                 let Some((index, rest)) = split_pointer(rest) else {
-                    return owned(&Seq(entries, ManagedFieldSer)).pointer(rest);
+                    return owned(&Seq(entries, ManagedFieldSer))?.pointer(rest);
                 };
                 let e = entries.get(parse_index(&index)?)?;
                 return ManagedFieldView(e).pointer(rest);
@@ -833,8 +856,9 @@ impl CompactObject {
     }
 }
 
-fn owned<T: Serialize + ?Sized>(value: &T) -> ValueRef<'static> {
-    ValueRef::Owned(serde_json::to_value(value).unwrap_or(Value::Null))
+/// A typed value as JSON (`None` where serde_json could not serialise it either).
+fn owned<T: Serialize + ?Sized>(value: &T) -> Option<ValueRef<'static>> {
+    serde_json::to_value(value).ok().map(ValueRef::Owned)
 }
 
 /// Splits `/first/rest...` into the unescaped first token and `/rest...`;
@@ -1252,7 +1276,7 @@ impl<'a> OwnerRefView<'a> {
 
     fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
         let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&OwnerRefSer(self.0)).pointer(pointer);
+            return owned(&OwnerRefSer(self.0))?.pointer(pointer);
         };
         let value = match &*field {
             "apiVersion" => ValueRef::String(self.api_version()),
@@ -1312,7 +1336,7 @@ impl<'a> ManagedFieldView<'a> {
 
     fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
         let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&ManagedFieldSer(self.0)).pointer(pointer);
+            return owned(&ManagedFieldSer(self.0))?.pointer(pointer);
         };
         let e = self.0;
         let value = match &*field {
@@ -1322,7 +1346,7 @@ impl<'a> ManagedFieldView<'a> {
             "manager" => ValueRef::String(e.manager.as_deref()?),
             "operation" => ValueRef::String(e.operation.as_deref()?),
             "subresource" => ValueRef::String(e.subresource.as_deref()?),
-            "time" => owned(e.time.as_ref()?),
+            "time" => owned(e.time.as_ref()?)?,
             _ => return None,
         };
         value.pointer(rest)
@@ -1731,6 +1755,15 @@ mod tests {
         assert_eq!(std::mem::size_of::<Option<Str>>(), 24);
         assert_eq!(std::mem::size_of::<Node>(), 24);
         assert_eq!(std::mem::size_of::<(Key, Node)>(), 40);
+    }
+
+    #[test]
+    fn shareable_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<CompactObject>();
+        send_sync::<CompactEntry>();
+        send_sync::<Interner>();
+        send_sync::<ValueRef<'static>>();
     }
 
     #[test]
