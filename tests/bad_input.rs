@@ -5,7 +5,7 @@
 //! and the cache and the indexes must stay exactly what the input says.
 //!
 //! Property tests of single parts live next to them: JMESPath evaluation on
-//! arbitrary JSON and arbitrary expressions (`src/index.rs`), store
+//! arbitrary JSON and arbitrary expressions (`src/index/tests.rs`), store
 //! operations against a model (`src/store.rs`), label selectors
 //! (`src/selector.rs`) and resource names (`src/resource.rs`); see
 //! RELIABILITY.md.

@@ -1,0 +1,142 @@
+//! Guarded parsing: no panic and no stack overflow, whatever the text, and
+//! the limits on what is accepted.
+
+use std::panic::catch_unwind;
+
+use jmespath::ast::Ast;
+
+use super::{MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, panic_message};
+
+/// Expressions with at most this many punctuation characters (outside quoted
+/// text) are parsed on the caller's thread. Each nesting level of the parser
+/// consumes at least one such character, so this bounds its recursion.
+/// Longer ones are parsed on a helper thread with a stack sized for them.
+const INLINE_PARSE_PUNCTUATION: usize = 32;
+
+/// Stack reserved per punctuation character for the helper parse thread. A
+/// debug build of the `jmespath` parser uses up to ~8 KiB per nesting level.
+const PARSE_STACK_PER_LEVEL: usize = 16 * 1024;
+
+/// Slice steps larger than this are clamped. The `jmespath` crate adds the
+/// step to an `i32` index and overflows (a panic) for huge steps; no array in
+/// a Kubernetes object (at most a few MB) has this many elements, so clamping
+/// never changes a result.
+const MAX_SLICE_STEP: i32 = 1 << 24;
+
+pub(super) enum ParseFailure {
+    Syntax(jmespath::JmespathError),
+    TooComplex(String),
+}
+
+/// Parses an expression without any risk of a panic or a stack overflow, and
+/// rewrites what would make evaluation panic.
+pub(super) fn parse_guarded(expression: &str) -> Result<Ast, ParseFailure> {
+    if expression.len() > MAX_EXPRESSION_LEN {
+        return Err(ParseFailure::TooComplex(format!(
+            "{} bytes long, the limit is {MAX_EXPRESSION_LEN}",
+            expression.len()
+        )));
+    }
+    let punctuation = punctuation_outside_quotes(expression);
+    if punctuation <= INLINE_PARSE_PUNCTUATION {
+        return parse_checked(expression);
+    }
+    let stack = (1 << 20) + punctuation * PARSE_STACK_PER_LEVEL;
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("jmespath-parse".to_owned())
+            .stack_size(stack)
+            .spawn_scoped(scope, || parse_checked(expression));
+        match helper {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(ParseFailure::TooComplex(
+                    "the parser failed unexpectedly".to_owned(),
+                ))
+            }),
+            Err(err) => Err(ParseFailure::TooComplex(format!(
+                "cannot start a thread to parse it: {err}"
+            ))),
+        }
+    })
+}
+
+/// Counts punctuation characters outside quoted identifiers, raw strings and
+/// JSON literals (escapes handled as the `jmespath` lexer does). Every token
+/// that opens a nesting level in the parser is punctuation.
+fn punctuation_outside_quotes(expression: &str) -> usize {
+    let mut count = 0;
+    let mut quote = None;
+    let mut escaped = false;
+    for c in expression.chars() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' | '`' => quote = Some(c),
+            c if c.is_ascii_punctuation() => count += 1,
+            _ => {}
+        }
+    }
+    count
+}
+
+fn parse_checked(expression: &str) -> Result<Ast, ParseFailure> {
+    let parsed = catch_unwind(|| jmespath::parse(expression)).map_err(|panic| {
+        ParseFailure::TooComplex(format!("the parser panicked: {}", panic_message(&*panic)))
+    })?;
+    let mut ast = parsed.map_err(ParseFailure::Syntax)?;
+    let depth = sanitize(&mut ast);
+    if depth > MAX_EXPRESSION_DEPTH {
+        return Err(ParseFailure::TooComplex(format!(
+            "nested {depth} levels deep, the limit is {MAX_EXPRESSION_DEPTH}"
+        )));
+    }
+    Ok(ast)
+}
+
+/// Returns the depth of the tree and clamps slice steps (see
+/// [`MAX_SLICE_STEP`]). Iterative, so any depth is safe.
+fn sanitize(ast: &mut Ast) -> usize {
+    let mut max_depth = 0;
+    let mut stack: Vec<(&mut Ast, usize)> = vec![(ast, 1)];
+    while let Some((node, depth)) = stack.pop() {
+        max_depth = max_depth.max(depth);
+        let child = depth + 1;
+        match node {
+            Ast::Slice { step, .. } => *step = (*step).min(MAX_SLICE_STEP),
+            Ast::Identity { .. } | Ast::Field { .. } | Ast::Index { .. } | Ast::Literal { .. } => {}
+            Ast::Expref { ast: node, .. }
+            | Ast::Flatten { node, .. }
+            | Ast::Not { node, .. }
+            | Ast::ObjectValues { node, .. } => stack.push((node, child)),
+            Ast::Comparison { lhs, rhs, .. }
+            | Ast::Projection { lhs, rhs, .. }
+            | Ast::And { lhs, rhs, .. }
+            | Ast::Or { lhs, rhs, .. }
+            | Ast::Subexpr { lhs, rhs, .. } => {
+                stack.push((lhs, child));
+                stack.push((rhs, child));
+            }
+            Ast::Condition {
+                predicate, then, ..
+            } => {
+                stack.push((predicate, child));
+                stack.push((then, child));
+            }
+            Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
+                stack.extend(args.iter_mut().map(|arg| (arg, child)));
+            }
+            Ast::MultiHash { elements, .. } => {
+                stack.extend(elements.iter_mut().map(|kv| (&mut kv.value, child)));
+            }
+        }
+    }
+    max_depth
+}

@@ -1,0 +1,115 @@
+//! Which parts of an object an expression can observe, worked out when it
+//! is compiled, so that evaluation converts only those (see
+//! [`IndexInput`](super::IndexInput)).
+
+use std::collections::BTreeMap;
+
+use jmespath::ast::Ast;
+
+/// The parts of the input an expression can observe, as a tree of field
+/// names. A `full` node is observed as a whole (passed to a function,
+/// compared, projected, returned...); of any other node only the listed
+/// fields are read, so only those need converting.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Needs {
+    pub(super) full: bool,
+    pub(super) fields: BTreeMap<String, Needs>,
+}
+
+/// What an expression node evaluates to, as far as the analysis can tell:
+/// the part of the input at a path (not yet observed), or some other value
+/// (derived from parts already marked as observed, or from literals).
+#[derive(Clone)]
+enum Part {
+    At(Vec<String>),
+    Other,
+}
+
+impl Needs {
+    pub(super) fn of(ast: &Ast) -> Self {
+        let mut needs = Needs::default();
+        let result = needs.analyze(ast, &Part::At(Vec::new()));
+        needs.observe(result);
+        needs
+    }
+
+    fn observe(&mut self, part: Part) {
+        let Part::At(path) = part else { return };
+        let mut node = self;
+        for field in path {
+            if node.full {
+                return;
+            }
+            node = node.fields.entry(field).or_default();
+        }
+        node.full = true;
+        node.fields.clear();
+    }
+
+    /// Records what evaluating `ast` against `current` observes and returns
+    /// what it evaluates to. Field access on a part gives a deeper part;
+    /// everything else observes its operands whole. Sub-expressions evaluated
+    /// against `Part::Other` (projection right-hand sides, `&expr`) can only
+    /// read values already observed whole, so they add nothing. The tree is
+    /// at most MAX_EXPRESSION_DEPTH deep, so recursion is fine.
+    fn analyze(&mut self, ast: &Ast, current: &Part) -> Part {
+        match ast {
+            Ast::Field { name, .. } => match current {
+                Part::At(path) => {
+                    let mut path = path.clone();
+                    path.push(name.clone());
+                    Part::At(path)
+                }
+                Part::Other => Part::Other,
+            },
+            Ast::Identity { .. } => current.clone(),
+            Ast::Subexpr { lhs, rhs, .. } => {
+                let left = self.analyze(lhs, current);
+                self.analyze(rhs, &left)
+            }
+            Ast::Literal { .. } | Ast::Expref { .. } => Part::Other,
+            Ast::Index { .. } | Ast::Slice { .. } => {
+                self.observe(current.clone());
+                Part::Other
+            }
+            Ast::Projection { lhs, .. } => {
+                let left = self.analyze(lhs, current);
+                self.observe(left);
+                Part::Other
+            }
+            Ast::Flatten { node, .. } | Ast::ObjectValues { node, .. } | Ast::Not { node, .. } => {
+                let part = self.analyze(node, current);
+                self.observe(part);
+                Part::Other
+            }
+            Ast::Comparison { lhs, rhs, .. }
+            | Ast::And { lhs, rhs, .. }
+            | Ast::Or { lhs, rhs, .. }
+            | Ast::Condition {
+                predicate: lhs,
+                then: rhs,
+                ..
+            } => {
+                for operand in [lhs, rhs] {
+                    let part = self.analyze(operand, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+            Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
+                for arg in args {
+                    let part = self.analyze(arg, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+            Ast::MultiHash { elements, .. } => {
+                for element in elements {
+                    let part = self.analyze(&element.value, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
+        }
+    }
+}
