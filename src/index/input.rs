@@ -23,6 +23,9 @@ use super::needs::Needs;
 /// `metadata.managedFields`). Field-path expressions, closures and the
 /// namespace index never convert anything.
 ///
+/// What an expression gives does not depend on what the input converted
+/// before it: every index of an object sees the object as it is.
+///
 /// An input is meant to live for the indexing of one object on one thread (it
 /// is not `Sync`).
 pub struct IndexInput<'a> {
@@ -53,7 +56,8 @@ impl<'a> IndexInput<'a> {
     }
 
     /// The object as a JMESPath value, complete wherever `needs` says the
-    /// expression may look, and possibly missing anything else.
+    /// expression may look. Elsewhere an object may lack fields; nothing else
+    /// differs from the full conversion (see [`Self::json_part`]).
     pub(super) fn converted(&self, needs: &Needs) -> Result<Rcvar, String> {
         let data = match &self.object.data {
             Value::Object(map) => Some(map),
@@ -108,26 +112,33 @@ impl<'a> IndexInput<'a> {
         value
     }
 
+    /// `value` converted as far as `needs` says.
+    ///
+    /// Only an object is ever converted in part, keeping just the fields
+    /// `needs` lists, so whatever an expression does with a value it does not
+    /// observe whole (read a field, test for null) gives what it gives on the
+    /// full conversion. Any other value is converted whole even when `needs`
+    /// asks only for its fields: an empty object standing in for a `null`
+    /// would make `x.[a]` an array where it is null. (Only an array can be
+    /// large, and reading fields of an array is a mistake in the expression.)
     fn json_part(&self, value: &Value, needs: &Needs, path: &mut Vec<String>) -> Rcvar {
         if let Some(done) = self.cached(path) {
             return done;
         }
-        if needs.full {
-            return self.cache(path.clone(), json_to_variable(value));
-        }
-        // Only fields of this value are read. A field of a non-object is
-        // null, exactly as a field missing from an empty object.
-        let mut fields = BTreeMap::new();
-        if let Value::Object(map) = value {
-            for (field, child) in &needs.fields {
-                if let Some(inner) = map.get(field) {
-                    path.push(field.clone());
-                    fields.insert(field.clone(), self.json_part(inner, child, path));
-                    path.pop();
+        match value {
+            Value::Object(map) if !needs.full => {
+                let mut fields = BTreeMap::new();
+                for (field, child) in &needs.fields {
+                    if let Some(inner) = map.get(field) {
+                        path.push(field.clone());
+                        fields.insert(field.clone(), self.json_part(inner, child, path));
+                        path.pop();
+                    }
                 }
+                Rcvar::new(Variable::Object(fields))
             }
+            _ => self.cache(path.clone(), json_to_variable(value)),
         }
-        Rcvar::new(Variable::Object(fields))
     }
 
     fn metadata_part(&self, needs: &Needs, path: &mut Vec<String>) -> Result<Rcvar, String> {

@@ -9,7 +9,7 @@ use jmespath::ast::Ast;
 /// The parts of the input an expression can observe, as a tree of field
 /// names. A `full` node is observed as a whole (passed to a function,
 /// compared, projected, returned...); of any other node only the listed
-/// fields are read, so only those need converting.
+/// fields are read, and whether it is null, so only those need converting.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(super) struct Needs {
     pub(super) full: bool,
@@ -52,6 +52,11 @@ impl Needs {
     /// against `Part::Other` (projection right-hand sides, `&expr`) can only
     /// read values already observed whole, so they add nothing. The tree is
     /// at most MAX_EXPRESSION_DEPTH deep, so recursion is fine.
+    ///
+    /// A multi-select (`x.[a, b]`, `x.{k: a}`) also tests whether `x` is null,
+    /// without observing more of it than its fields `a` and `b`. The
+    /// conversion keeps that answer true: a part it converts only in part is
+    /// always an object (see `IndexInput::json_part`).
     fn analyze(&mut self, ast: &Ast, current: &Part) -> Part {
         match ast {
             Ast::Field { name, .. } => match current {

@@ -388,6 +388,79 @@ fn analysis_marks_what_an_expression_observes() {
     }
 }
 
+/// The examples of issue 12: a multi-select after a `null` field is null,
+/// as it is on the whole object, whichever expressions ran on the input
+/// before.
+#[test]
+fn multi_select_after_null_is_null_whatever_ran_before() {
+    let object = obj(json!({
+        "apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"x": null}
+    }));
+    // `None`: an evaluation error (length of null).
+    let cases: [(&str, Option<&[&str]>); 8] = [
+        ("spec.x.{a: y}", Some(&[])),
+        ("length(spec.x.[y])", None),
+        ("spec.x.[y] || 'dflt'", Some(&["dflt"])),
+        ("type(spec.x.[y])", Some(&["null"])),
+        ("spec.x | {a: y}", Some(&[])),
+        ("length(spec.x | [y])", None),
+        ("spec.x | [y] || 'dflt'", Some(&["dflt"])),
+        ("type(spec.x | [y])", Some(&["null"])),
+    ];
+    for before in [None, Some("keys(@)"), Some("spec.x"), Some("length(spec)")] {
+        for (expression, want) in cases {
+            let input = IndexInput::new(&object);
+            if let Some(before) = before {
+                let _ = IndexFn::jmespath("before", before)
+                    .unwrap()
+                    .evaluate("before", &input);
+            }
+            let got = IndexFn::jmespath("t", expression)
+                .unwrap()
+                .evaluate("t", &input);
+            match want {
+                Some(want) => assert_eq!(got.unwrap(), want, "{expression} after {before:?}"),
+                None => assert!(
+                    matches!(got, Err(IndexError::Evaluation { .. })),
+                    "{expression} after {before:?}: {got:?}"
+                ),
+            }
+            assert_same_as_crate(expression, &input);
+        }
+    }
+}
+
+/// A value that is not an object is never stood in for by a partly
+/// converted one, whatever is read of it.
+#[test]
+fn only_objects_are_converted_in_part() {
+    for x in [
+        json!(null),
+        json!("s"),
+        json!(""),
+        json!(0),
+        json!([]),
+        json!([{"y": 1}]),
+        json!(false),
+        json!({}),
+        json!({"y": null}),
+        json!({"y": {"z": 1}}),
+    ] {
+        let object = obj(json!({"metadata": {"name": "n"}, "spec": {"x": x}}));
+        for expression in [
+            "spec.x.{a: y}",
+            "spec.x.[y]",
+            "spec.x.y.[z]",
+            "spec.x.y.{a: z} || 'dflt'",
+            "spec | x.[y.z]",
+            "type(spec.x.[y])",
+            "spec.missing.[y]",
+        ] {
+            assert_same_as_crate(expression, &IndexInput::new(&object));
+        }
+    }
+}
+
 #[test]
 fn field_paths_are_recognised() {
     let path = |e: &str| field_path(&jmespath::parse(e).unwrap());
