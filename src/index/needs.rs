@@ -46,6 +46,20 @@ impl Needs {
         node.fields.clear();
     }
 
+    /// Makes `part` converted, at least an empty object when it is one,
+    /// without observing it whole: a multi-select tests whether its value is
+    /// null even when it reads no field of it (`x.{a: `1`}`).
+    fn touch(&mut self, part: &Part) {
+        let Part::At(path) = part else { return };
+        let mut node = self;
+        for field in path {
+            if node.full {
+                return;
+            }
+            node = node.fields.entry(field.clone()).or_default();
+        }
+    }
+
     /// Records what evaluating `ast` against `current` observes and returns
     /// what it evaluates to. Field access on a part gives a deeper part;
     /// everything else observes its operands whole. Sub-expressions evaluated
@@ -54,9 +68,10 @@ impl Needs {
     /// at most MAX_EXPRESSION_DEPTH deep, so recursion is fine.
     ///
     /// A multi-select (`x.[a, b]`, `x.{k: a}`) also tests whether `x` is null,
-    /// without observing more of it than its fields `a` and `b`. The
-    /// conversion keeps that answer true: a part it converts only in part is
-    /// always an object (see `IndexInput::json_part`).
+    /// without observing more of it than its fields `a` and `b`: it touches
+    /// `x`, and the conversion keeps the answer true, since a part it
+    /// converts only in part is always an object (see
+    /// `IndexInput::json_part`).
     fn analyze(&mut self, ast: &Ast, current: &Part) -> Part {
         match ast {
             Ast::Field { name, .. } => match current {
@@ -101,14 +116,23 @@ impl Needs {
                 }
                 Part::Other
             }
-            Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
+            Ast::Function { args, .. } => {
                 for arg in args {
                     let part = self.analyze(arg, current);
                     self.observe(part);
                 }
                 Part::Other
             }
+            Ast::MultiList { elements, .. } => {
+                self.touch(current);
+                for element in elements {
+                    let part = self.analyze(element, current);
+                    self.observe(part);
+                }
+                Part::Other
+            }
             Ast::MultiHash { elements, .. } => {
+                self.touch(current);
                 for element in elements {
                     let part = self.analyze(&element.value, current);
                     self.observe(part);

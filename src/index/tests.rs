@@ -337,30 +337,33 @@ fn each_part_is_converted_once_and_only_when_read() {
     assert!(parts(&input).contains(&String::new()), "the whole object");
 }
 
+/// The paths an expression observes whole, as `a.b` ("" for the whole
+/// object).
+fn observed(expression: &str) -> Vec<String> {
+    fn walk(needs: &Needs, prefix: &str, out: &mut Vec<String>) {
+        if needs.full {
+            out.push(prefix.to_owned());
+        }
+        for (field, child) in &needs.fields {
+            let path = if prefix.is_empty() {
+                field.clone()
+            } else {
+                format!("{prefix}.{field}")
+            };
+            walk(child, &path, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        &Needs::of(&jmespath::parse(expression).unwrap()),
+        "",
+        &mut out,
+    );
+    out
+}
+
 #[test]
 fn analysis_marks_what_an_expression_observes() {
-    let observed = |expression: &str| {
-        fn walk(needs: &Needs, prefix: &str, out: &mut Vec<String>) {
-            if needs.full {
-                out.push(prefix.to_owned());
-            }
-            for (field, child) in &needs.fields {
-                let path = if prefix.is_empty() {
-                    field.clone()
-                } else {
-                    format!("{prefix}.{field}")
-                };
-                walk(child, &path, out);
-            }
-        }
-        let mut out = Vec::new();
-        walk(
-            &Needs::of(&jmespath::parse(expression).unwrap()),
-            "",
-            &mut out,
-        );
-        out
-    };
     assert_eq!(observed("spec.containers[].image"), ["spec.containers"]);
     assert_eq!(
         observed("metadata.ownerReferences[?controller].uid"),
@@ -428,6 +431,34 @@ fn multi_select_after_null_is_null_whatever_ran_before() {
             assert_same_as_crate(expression, &input);
         }
     }
+}
+
+/// A multi-select that reads nothing of its value still tells a null value
+/// from an object.
+#[test]
+fn multi_select_reading_no_field_tests_its_value_for_null() {
+    let mut shadowed = pod();
+    shadowed.data = json!({"metadata": {"kind": 1}, "spec": {"x": null, "o": {}, "s": "s"}});
+    for object in [pod(), shadowed] {
+        for expression in [
+            "metadata.{x: `1`}",
+            "metadata.[`1`, 'a']",
+            "spec.x.{a: `1`}",
+            "spec.o.{a: `1`}",
+            "spec.s.[`1`]",
+            "spec.missing.[`1`]",
+            "spec | x.[`1`]",
+            "{a: `1`}",
+            "metadata.labels.{a: `1`}",
+        ] {
+            assert_same_as_crate(expression, &IndexInput::new(&object));
+        }
+    }
+    assert_eq!(
+        observed("spec.x.{a: `1`}"),
+        Vec::<String>::new(),
+        "touched, not observed whole"
+    );
 }
 
 /// A value that is not an object is never stood in for by a partly
