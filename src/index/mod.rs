@@ -17,13 +17,38 @@
 //! | expression result | index values |
 //! |---|---|
 //! | string | that string |
-//! | number, boolean | its JSON text (`3`, `1.5`, `true`) |
+//! | number | its one spelling (below): `3`, `1.5` |
+//! | boolean | `true` or `false` |
 //! | array | one value per element; nested arrays are flattened, `null` elements skipped |
 //! | `null`, missing field, empty array | none: the object is not in that index |
 //! | object (also inside an array) | an [`IndexError::Evaluation`] for that object |
 //!
 //! Values are returned in result order and may repeat; the store keeps each
 //! distinct value once per object.
+//!
+//! An object's values depend only on that object and the expression: they
+//! are what the JMESPath specification gives on the object (as the `jmespath`
+//! crate evaluates it, mapped as above), never on which other indexes were
+//! evaluated on the same [`IndexInput`] before.
+//!
+//! ## Numbers
+//!
+//! JSON and JMESPath have one kind of number, so `3`, `3.0`, `30e-1` and
+//! `3e0` are the same value, and each value is filed under one text:
+//!
+//! - a number with no fractional part, from -2^63 to 2^64 - 1, as its
+//!   integer text: `3`, `3.0` and `3e0` give `"3"`, `1e3` gives `"1000"`,
+//!   `-0` gives `"0"`. Exact: an integer written without a fraction or an
+//!   exponent keeps all its digits (`9007199254740993`);
+//! - any other number (with a fraction, or beyond that range) in the
+//!   shortest form that reads back as the same double: `1.5`, `0.1`, `1e-7`,
+//!   `2e+19`.
+//!
+//! The rule covers numbers an expression computes (`abs`, `sum`, `avg`,
+//! `ceil` and `floor` compute in floating point, yet ``sum([`1`, `2`])``
+//! gives `"3"`) and the text `to_string` makes (`to_string(spec.replicas)` is
+//! `"3"` for `3` and for `3.0`). `avg([])` gives no value (the specification
+//! says `null`).
 //!
 //! # Why there is an [`IndexInput`]
 //!
@@ -65,8 +90,10 @@ use kube_core::DynamicObject;
 
 mod compile;
 mod field_path;
+mod functions;
 mod input;
 mod needs;
+mod numbers;
 mod values;
 
 pub use input::IndexInput;
@@ -243,7 +270,7 @@ impl IndexFn {
         Ok(Self {
             kind: Kind::Jmespath(Arc::new(CompiledExpression {
                 needs,
-                expression: jmespath::Expression::new(expression, ast, &jmespath::DEFAULT_RUNTIME),
+                expression: jmespath::Expression::new(expression, ast, &functions::RUNTIME),
                 field_path: field_path.map(Vec::into_boxed_slice),
             })),
         })
@@ -365,7 +392,7 @@ impl CompiledExpression {
     /// Runs the interpreter on the parts of the object the expression reads.
     fn interpret(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
         let data = input.converted(&self.needs)?;
-        let mut ctx = jmespath::Context::new(self.expression.as_str(), &jmespath::DEFAULT_RUNTIME);
+        let mut ctx = jmespath::Context::new(self.expression.as_str(), &functions::RUNTIME);
         jmespath::interpret(&data, self.expression.as_ast(), &mut ctx)
             .map_err(|err| format!("evaluating '{}': {}", self.expression.as_str(), err.reason))
     }

@@ -47,12 +47,20 @@ fn eval(expression: &str, object: &DynamicObject) -> Result<Vec<String>, IndexEr
     f.evaluate("test", &IndexInput::new(object))
 }
 
-/// What the `jmespath` crate itself returns, through `search`, mapped.
-fn reference(expression: &str, object: &DynamicObject) -> Result<Vec<String>, ()> {
-    let compiled = jmespath::compile(expression).expect("compiles");
+/// What the `jmespath` crate returns through `search`, which converts the
+/// whole object itself (through serde), with the functions the library
+/// evaluates with.
+fn search_whole(expression: &str, object: &DynamicObject) -> Result<Rcvar, ()> {
+    let ast = jmespath::parse(expression).map_err(|_| ())?;
     let data = Variable::from_serializable(object).map_err(|_| ())?;
-    let result = compiled.search(data).map_err(|_| ())?;
-    values_of_variable(&result).map_err(|_| ())
+    jmespath::Expression::new(expression, ast, &functions::RUNTIME)
+        .search(data)
+        .map_err(|_| ())
+}
+
+/// [`search_whole`], mapped to index values.
+fn reference(expression: &str, object: &DynamicObject) -> Result<Vec<String>, ()> {
+    values_of_variable(&*search_whole(expression, object)?).map_err(|_| ())
 }
 
 #[test]
@@ -88,6 +96,88 @@ fn numbers_and_booleans_become_json_text() {
     assert_eq!(eval("metadata.generation", &pod()).unwrap(), ["3"]);
     assert_eq!(eval("length(spec.containers)", &pod()).unwrap(), ["2"]);
     assert_eq!(eval("spec.priority > `5`", &pod()).unwrap(), ["true"]);
+}
+
+/// Issue 12, point 2: a number read from the object has one spelling,
+/// however the object spells it, through the field-path reader, the
+/// interpreter and `to_string`.
+#[test]
+fn numbers_read_have_one_spelling() {
+    let cases = [
+        ("3", "3"),
+        ("3.0", "3"),
+        ("30e-1", "3"),
+        ("3e0", "3"),
+        ("1e3", "1000"),
+        ("1000.0", "1000"),
+        ("-0", "0"),
+        ("-0.0", "0"),
+        ("-3.0", "-3"),
+        ("1.5", "1.5"),
+        ("0.1", "0.1"),
+        ("1e-7", "1e-7"),
+        ("-2.5e-3", "-0.0025"),
+        ("9007199254740993", "9007199254740993"),
+        ("18446744073709551615", "18446744073709551615"),
+        ("-9223372036854775808", "-9223372036854775808"),
+        ("1e19", "10000000000000000000"),
+        ("-9.223372036854775808e18", "-9223372036854775808"),
+        ("18446744073709551616", "1.8446744073709552e+19"),
+        ("2e19", "2e+19"),
+        ("-1e19", "-1e+19"),
+        ("1e300", "1e+300"),
+    ];
+    for (spelt, want) in cases {
+        let text = format!(r#"{{"metadata": {{"name": "n"}}, "spec": {{"replicas": {spelt}}}}}"#);
+        let object: DynamicObject = serde_json::from_str(&text).unwrap();
+        for expression in [
+            "spec.replicas",
+            "@.spec.replicas",
+            "[spec.replicas]",
+            "to_string(spec.replicas)",
+            "spec.*",
+        ] {
+            assert_eq!(
+                eval(expression, &object).unwrap(),
+                [want],
+                "{expression} of {spelt}"
+            );
+        }
+    }
+}
+
+/// Numbers computed in floating point, and `to_string` of literals, are
+/// spelled as read ones are; `avg([])` is null.
+#[test]
+fn numbers_computed_have_one_spelling() {
+    let object = obj(json!({"metadata": {"name": "n"}, "spec": {"empty": [], "three": 3.0}}));
+    for (expression, want) in [
+        ("abs(`3`)", &["3"][..]),
+        ("abs(`-3.5`)", &["3.5"]),
+        ("sum([`1`, `2`])", &["3"]),
+        ("sum(`[]`)", &["0"]),
+        ("avg(`[1, 2]`)", &["1.5"]),
+        ("avg(`[]`)", &[]),
+        ("avg(spec.empty)", &[]),
+        ("avg(spec.empty) || 'none'", &["none"]),
+        ("ceil(`2.5`)", &["3"]),
+        ("floor(`-0.5`)", &["-1"]),
+        ("floor(`0.5`)", &["0"]),
+        ("to_number('1e3')", &["1000"]),
+        ("length('abc')", &["3"]),
+        ("to_string(abs(`3`))", &["3"]),
+        ("to_string(spec)", &[r#"{"empty":[],"three":3}"#]),
+        (
+            "to_string(`[1.0, {\"a\": -0.0, \"b\": 2.50}]`)",
+            &[r#"[1,{"a":0,"b":2.5}]"#],
+        ),
+        ("to_string(`true`)", &["true"]),
+        ("to_string('x')", &["x"]),
+        ("spec.three == `3`", &["true"]),
+    ] {
+        assert_eq!(eval(expression, &object).unwrap(), want, "{expression}");
+    }
+    assert!(eval("to_string(&a)", &object).is_err());
 }
 
 #[test]
@@ -765,14 +855,7 @@ fn assert_same_as_crate(expression: &str, input: &IndexInput<'_>) {
         unreachable!()
     };
     let raw_ours = compiled.interpret(input).map_err(|_| ());
-    let raw_theirs = Variable::from_serializable(input.object())
-        .map_err(|_| ())
-        .and_then(|data| {
-            jmespath::compile(expression)
-                .unwrap()
-                .search(data)
-                .map_err(|_| ())
-        });
+    let raw_theirs = search_whole(expression, input.object());
     assert_eq!(
         raw_ours,
         raw_theirs,

@@ -5,6 +5,8 @@
 use jmespath::{Rcvar, Variable};
 use serde_json::Value;
 
+use super::numbers;
+
 pub(super) const OBJECT_RESULT: &str =
     "result is an object; an index value must be a string, number, boolean, or an array of them";
 
@@ -20,7 +22,7 @@ pub(super) fn values_of_variable(result: &Variable) -> Result<Vec<String>, Strin
                 Variable::Null => {}
                 Variable::String(s) => out.push(s.clone()),
                 Variable::Bool(b) => out.push(b.to_string()),
-                Variable::Number(n) => out.push(n.to_string()),
+                Variable::Number(n) => out.push(numbers::text(n)),
                 Variable::Array(items) => pending.push(items.iter()),
                 Variable::Object(_) => return Err(OBJECT_RESULT.to_owned()),
                 Variable::Expref(_) => {
@@ -51,7 +53,7 @@ pub(super) fn values_of_json(result: &Value) -> Result<Vec<String>, String> {
                 Value::Null => {}
                 Value::String(s) => out.push(s.clone()),
                 Value::Bool(b) => out.push(b.to_string()),
-                Value::Number(n) => out.push(n.to_string()),
+                Value::Number(n) => out.push(numbers::text(n)),
                 Value::Array(items) => pending.push(items.iter()),
                 Value::Object(_) => return Err(OBJECT_RESULT.to_owned()),
             }
