@@ -24,8 +24,36 @@ const PARSE_STACK_PER_LEVEL: usize = 16 * 1024;
 const MAX_SLICE_STEP: i32 = 1 << 24;
 
 pub(super) enum ParseFailure {
-    Syntax(jmespath::JmespathError),
+    /// The parser rejected it; `offset` in bytes, as the parser counts.
+    Syntax {
+        offset: usize,
+        message: String,
+    },
     TooComplex(String),
+}
+
+/// Where an error is: `line` from 0, `column` the characters before it on
+/// its line, `offset` the characters before it in the whole expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Position {
+    pub(super) line: usize,
+    pub(super) column: usize,
+    pub(super) offset: usize,
+}
+
+impl Position {
+    /// The position of the byte offset `at` (as the parser gives it) in
+    /// `expression`. The crate's own line and column count that many
+    /// characters, which goes wrong after a non-ASCII character.
+    pub(super) fn at(expression: &str, at: usize) -> Self {
+        let before = expression.get(..at).unwrap_or(expression);
+        let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+        Self {
+            line: before.matches('\n').count(),
+            column: before[line_start..].chars().count(),
+            offset: before.chars().count(),
+        }
+    }
 }
 
 /// Parses an expression without any risk of a panic or a stack overflow, and
@@ -91,7 +119,13 @@ fn parse_checked(expression: &str) -> Result<Ast, ParseFailure> {
     let parsed = catch_unwind(|| jmespath::parse(expression)).map_err(|panic| {
         ParseFailure::TooComplex(format!("the parser panicked: {}", panic_message(&*panic)))
     })?;
-    let mut ast = parsed.map_err(ParseFailure::Syntax)?;
+    let mut ast = parsed.map_err(|err| ParseFailure::Syntax {
+        offset: err.offset,
+        message: match err.reason {
+            jmespath::ErrorReason::Parse(message) => message,
+            other => other.to_string(),
+        },
+    })?;
     let depth = sanitize(&mut ast);
     if depth > MAX_EXPRESSION_DEPTH {
         return Err(ParseFailure::TooComplex(format!(

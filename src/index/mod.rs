@@ -98,7 +98,7 @@ mod values;
 
 pub use input::IndexInput;
 
-use compile::{ParseFailure, parse_guarded};
+use compile::{ParseFailure, Position, parse_guarded};
 use field_path::{eval_field_path, field_path, supports_field_path};
 use needs::Needs;
 use values::values_of_variable;
@@ -121,10 +121,9 @@ pub const MAX_EXPRESSION_DEPTH: usize = 48;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum IndexError {
-    /// The JMESPath expression does not parse. The position is as the
-    /// `jmespath` crate reports it: `line` counts from 0, `column` is the
-    /// number of characters before the error on that line, `offset` the number
-    /// of characters before it in the whole expression.
+    /// The JMESPath expression does not parse. `line` counts from 0,
+    /// `column` is the number of characters before the error on that line,
+    /// `offset` the number of characters before it in the whole expression.
     #[error(
         "index {index:?}: expression '{expression}' invalid at {}: {message}",
         position(*line, *column)
@@ -248,17 +247,17 @@ impl IndexFn {
     /// ```
     pub fn jmespath(index: &str, expression: &str) -> Result<Self, IndexError> {
         let ast = parse_guarded(expression).map_err(|failure| match failure {
-            ParseFailure::Syntax(err) => IndexError::Syntax {
-                index: index.to_owned(),
-                expression: expression.to_owned(),
-                line: err.line,
-                column: err.column,
-                offset: err.offset,
-                message: match err.reason {
-                    jmespath::ErrorReason::Parse(message) => message,
-                    other => other.to_string(),
-                },
-            },
+            ParseFailure::Syntax { offset, message } => {
+                let at = Position::at(expression, offset);
+                IndexError::Syntax {
+                    index: index.to_owned(),
+                    expression: expression.to_owned(),
+                    line: at.line,
+                    column: at.column,
+                    offset: at.offset,
+                    message,
+                }
+            }
             ParseFailure::TooComplex(reason) => IndexError::TooComplex {
                 index: index.to_owned(),
                 expression: expression.chars().take(80).collect(),

@@ -256,6 +256,33 @@ fn syntax_error_names_index_and_position() {
         err.to_string().contains("invalid at line 1, column 2"),
         "{err}"
     );
+    // Counted in characters, not bytes, after non-ASCII text.
+    let err = IndexFn::jmespath("accents", "\"ééé\" | ] x").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::Syntax {
+                line: 0,
+                column: 8,
+                offset: 8,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = IndexFn::jmespath("accents", "'é' |\n'é' | ]").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::Syntax {
+                line: 1,
+                column: 6,
+                offset: 12,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(matches!(
         IndexFn::jmespath("x", ""),
         Err(IndexError::Syntax { .. })
