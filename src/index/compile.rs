@@ -5,6 +5,7 @@ use std::panic::catch_unwind;
 
 use jmespath::ast::Ast;
 
+use super::functions::{self, Blame, Known};
 use super::{MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, panic_message};
 
 /// Expressions with at most this many punctuation characters (outside quoted
@@ -23,12 +24,14 @@ const PARSE_STACK_PER_LEVEL: usize = 16 * 1024;
 /// never changes a result.
 const MAX_SLICE_STEP: i32 = 1 << 24;
 
+/// Why an expression does not compile.
 pub(super) enum ParseFailure {
     /// The parser rejected it; `offset` in bytes, as the parser counts.
-    Syntax {
-        offset: usize,
-        message: String,
-    },
+    Syntax { offset: usize, message: String },
+    /// It calls a function that does not exist, or one in a way that can
+    /// never succeed; `offset` in bytes.
+    Call { offset: usize, message: String },
+    /// It exceeds a limit.
     TooComplex(String),
 }
 
@@ -126,22 +129,36 @@ fn parse_checked(expression: &str) -> Result<Ast, ParseFailure> {
             other => other.to_string(),
         },
     })?;
-    let depth = sanitize(&mut ast);
-    if depth > MAX_EXPRESSION_DEPTH {
+    let checked = check(&mut ast, expression);
+    if checked.depth > MAX_EXPRESSION_DEPTH {
         return Err(ParseFailure::TooComplex(format!(
-            "nested {depth} levels deep, the limit is {MAX_EXPRESSION_DEPTH}"
+            "nested {} levels deep, the limit is {MAX_EXPRESSION_DEPTH}",
+            checked.depth
         )));
+    }
+    if let Some(failure) = checked.call_error {
+        return Err(failure);
     }
     Ok(ast)
 }
 
-/// Returns the depth of the tree and clamps slice steps (see
-/// [`MAX_SLICE_STEP`]). Iterative, so any depth is safe.
-fn sanitize(ast: &mut Ast) -> usize {
-    let mut max_depth = 0;
+struct Checked {
+    depth: usize,
+    /// The first call that can never succeed.
+    call_error: Option<ParseFailure>,
+}
+
+/// Walks the whole tree: measures its depth, clamps slice steps (see
+/// [`MAX_SLICE_STEP`]) and checks every function call. Iterative, so any
+/// depth is safe.
+fn check(ast: &mut Ast, expression: &str) -> Checked {
+    let mut checked = Checked {
+        depth: 0,
+        call_error: None,
+    };
     let mut stack: Vec<(&mut Ast, usize)> = vec![(ast, 1)];
     while let Some((node, depth)) = stack.pop() {
-        max_depth = max_depth.max(depth);
+        checked.depth = checked.depth.max(depth);
         let child = depth + 1;
         match node {
             Ast::Slice { step, .. } => *step = (*step).min(MAX_SLICE_STEP),
@@ -164,13 +181,74 @@ fn sanitize(ast: &mut Ast) -> usize {
                 stack.push((predicate, child));
                 stack.push((then, child));
             }
-            Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
+            Ast::Function {
+                name, args, offset, ..
+            } => {
+                if checked.call_error.is_none() {
+                    checked.call_error = check_call(expression, name, args, *offset).err();
+                }
                 stack.extend(args.iter_mut().map(|arg| (arg, child)));
+            }
+            Ast::MultiList { elements, .. } => {
+                stack.extend(elements.iter_mut().map(|arg| (arg, child)));
             }
             Ast::MultiHash { elements, .. } => {
                 stack.extend(elements.iter_mut().map(|kv| (&mut kv.value, child)));
             }
         }
     }
-    max_depth
+    checked
+}
+
+/// Checks one call, with what is known of its arguments before evaluation
+/// (literals and `&expr`). `paren` is where the parser puts a call: at its
+/// opening parenthesis.
+fn check_call(
+    expression: &str,
+    name: &str,
+    args: &[Ast],
+    paren: usize,
+) -> Result<(), ParseFailure> {
+    let known: Vec<Known<'_>> = args
+        .iter()
+        .map(|arg| match arg {
+            Ast::Literal { value, .. } => Known::Value(value),
+            Ast::Expref { .. } => Known::Expref,
+            _ => Known::Unknown,
+        })
+        .collect();
+    functions::check_call(name, &known).map_err(|(blame, message)| {
+        let offset = match blame {
+            Blame::Argument(i) => args.get(i).map_or(paren, offset_of),
+            // The name ends where the parenthesis (after any blanks) starts.
+            Blame::Name => {
+                let before = expression.get(..paren).unwrap_or_default().trim_end();
+                before.strip_suffix(name).map_or(paren, str::len)
+            }
+        };
+        ParseFailure::Call { offset, message }
+    })
+}
+
+fn offset_of(ast: &Ast) -> usize {
+    match ast {
+        Ast::Comparison { offset, .. }
+        | Ast::Condition { offset, .. }
+        | Ast::Identity { offset }
+        | Ast::Expref { offset, .. }
+        | Ast::Flatten { offset, .. }
+        | Ast::Function { offset, .. }
+        | Ast::Field { offset, .. }
+        | Ast::Index { offset, .. }
+        | Ast::Literal { offset, .. }
+        | Ast::MultiList { offset, .. }
+        | Ast::MultiHash { offset, .. }
+        | Ast::Not { offset, .. }
+        | Ast::Projection { offset, .. }
+        | Ast::ObjectValues { offset, .. }
+        | Ast::And { offset, .. }
+        | Ast::Or { offset, .. }
+        | Ast::Slice { offset, .. }
+        | Ast::Subexpr { offset, .. } => *offset,
+    }
 }

@@ -50,6 +50,16 @@
 //! `"3"` for `3` and for `3.0`). `avg([])` gives no value (the specification
 //! says `null`).
 //!
+//! # Checked when compiled
+//!
+//! [`IndexFn::jmespath`] rejects, naming the index and the position, an
+//! expression that does not parse ([`IndexError::Syntax`]) and one that
+//! calls a function in a way that fails on every object
+//! ([`IndexError::Function`]): an unknown function (`lenght(@)`), a wrong
+//! number of arguments, or a literal argument of the wrong type
+//! (`abs('x')`). What depends on the object (`abs(spec.name)` where the name
+//! is a string) fails for that object only, as an [`IndexError::Evaluation`].
+//!
 //! # Why there is an [`IndexInput`]
 //!
 //! The `jmespath` crate evaluates expressions over its own `Variable` tree.
@@ -142,6 +152,29 @@ pub enum IndexError {
         /// What the parser expected or found.
         message: String,
     },
+    /// The expression parses but calls a function in a way that fails
+    /// whatever the object: a function that does not exist, a wrong number
+    /// of arguments, or a literal argument of a type the function does not
+    /// accept. The position (counted as for [`IndexError::Syntax`]) is that
+    /// of the function's name or of the argument.
+    #[error(
+        "index {index:?}: expression '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    Function {
+        /// Name of the index being declared.
+        index: String,
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What is wrong with the call.
+        message: String,
+    },
     /// The expression is longer than [`MAX_EXPRESSION_LEN`] or nests deeper
     /// than [`MAX_EXPRESSION_DEPTH`].
     #[error("index {index:?}: expression '{expression}' is too complex: {reason}")]
@@ -154,7 +187,8 @@ pub enum IndexError {
         reason: String,
     },
     /// Evaluating the index function on one object failed: the expression
-    /// returned an object, a closure returned an error or panicked, or the
+    /// returned an object or failed on this object (a function given a value
+    /// of the wrong type), a closure returned an error or panicked, or the
     /// object could not be converted for JMESPath. The object is left out of
     /// that index; other objects and indexes are unaffected.
     #[error("index {index:?}: cannot index object {object:?}: {message}")]
@@ -235,21 +269,42 @@ impl IndexFn {
     ///
     /// # Errors
     ///
-    /// [`IndexError::Syntax`] naming the index and the position of the error
-    /// when the expression does not parse; [`IndexError::TooComplex`] when it
-    /// exceeds [`MAX_EXPRESSION_LEN`] or [`MAX_EXPRESSION_DEPTH`].
+    /// Each naming the index: [`IndexError::Syntax`], with the position of
+    /// the error, when the expression does not parse;
+    /// [`IndexError::Function`], with the position of the call or argument,
+    /// when it calls an unknown function, or a function with the wrong number
+    /// of arguments or a literal argument of the wrong type;
+    /// [`IndexError::TooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
+    /// [`MAX_EXPRESSION_DEPTH`].
     ///
     /// ```
     /// use kube_dynamic_informer::index::IndexFn;
     ///
     /// let err = IndexFn::jmespath("by-node", "spec.[").unwrap_err();
     /// assert!(err.to_string().starts_with(r#"index "by-node": expression 'spec.[' invalid at column 6"#));
+    ///
+    /// let err = IndexFn::jmespath("by-size", "lenght(spec.containers)").unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     r#"index "by-size": expression 'lenght(spec.containers)' invalid at column 0: unknown function lenght() (did you mean length()?)"#
+    /// );
     /// ```
     pub fn jmespath(index: &str, expression: &str) -> Result<Self, IndexError> {
         let ast = parse_guarded(expression).map_err(|failure| match failure {
             ParseFailure::Syntax { offset, message } => {
                 let at = Position::at(expression, offset);
                 IndexError::Syntax {
+                    index: index.to_owned(),
+                    expression: expression.to_owned(),
+                    line: at.line,
+                    column: at.column,
+                    offset: at.offset,
+                    message,
+                }
+            }
+            ParseFailure::Call { offset, message } => {
+                let at = Position::at(expression, offset);
+                IndexError::Function {
                     index: index.to_owned(),
                     expression: expression.to_owned(),
                     line: at.line,

@@ -177,7 +177,7 @@ fn numbers_computed_have_one_spelling() {
     ] {
         assert_eq!(eval(expression, &object).unwrap(), want, "{expression}");
     }
-    assert!(eval("to_string(&a)", &object).is_err());
+    assert!(eval("to_string([&a][0])", &object).is_err());
 }
 
 #[test]
@@ -291,6 +291,210 @@ fn syntax_error_names_index_and_position() {
         IndexFn::jmespath("x", "a = b"),
         Err(IndexError::Syntax { .. })
     ));
+}
+
+/// Issue 12, point 3: a call that fails whatever the object is rejected
+/// when compiled, naming the index and the position of the name or the
+/// argument.
+#[test]
+fn impossible_calls_are_rejected_when_compiled() {
+    let rejected = |expression: &str| match IndexFn::jmespath("by-x", expression) {
+        Err(IndexError::Function {
+            index,
+            line,
+            column,
+            message,
+            ..
+        }) => {
+            assert_eq!(index, "by-x");
+            (line, column, message)
+        }
+        other => panic!("{expression}: {other:?}"),
+    };
+    for (expression, column, message) in [
+        (
+            "lenght(@)",
+            0,
+            "unknown function lenght() (did you mean length()?)",
+        ),
+        (
+            "spec.containers[?frobnicate(name)]",
+            17,
+            "unknown function frobnicate()",
+        ),
+        (
+            "keys(spec) || lenght (spec)",
+            14,
+            "unknown function lenght() (did you mean length()?)",
+        ),
+        ("length(@, @)", 0, "length() takes 1 argument, not 2"),
+        (
+            "starts_with(name)",
+            0,
+            "starts_with() takes 2 arguments, not 1",
+        ),
+        ("merge()", 0, "merge() takes at least 1 argument, not 0"),
+        ("abs('x')", 4, "abs() argument 1 must be number, not string"),
+        (
+            "join(`1`, spec.list)",
+            5,
+            "join() argument 1 must be string, not number",
+        ),
+        (
+            "sum(`[1, \"a\"]`)",
+            4,
+            "sum() argument 1 must be array[number], not array",
+        ),
+        (
+            "sort_by(spec.list, 'name')",
+            19,
+            "sort_by() argument 2 must be expref, not string",
+        ),
+        (
+            "to_string(&a)",
+            10,
+            "to_string() argument 1 must be object|array|boolean|number|string|null, not expref",
+        ),
+        (
+            "merge(`{}`, spec, `[]`)",
+            18,
+            "merge() argument 3 must be object, not array",
+        ),
+        (
+            "spec.a || `1` && abs(`null`)",
+            21,
+            "abs() argument 1 must be number, not null",
+        ),
+    ] {
+        assert_eq!(
+            rejected(expression),
+            (0, column, message.to_owned()),
+            "{expression}"
+        );
+    }
+    assert_eq!(
+        rejected("spec.a ||\n  abs('x')"),
+        (
+            1,
+            6,
+            "abs() argument 1 must be number, not string".to_owned()
+        )
+    );
+    assert_eq!(
+        IndexFn::jmespath("by-x", "abs('x')")
+            .unwrap_err()
+            .to_string(),
+        r#"index "by-x": expression 'abs('x')' invalid at column 4: abs() argument 1 must be number, not string"#
+    );
+
+    // What depends on the object is left to evaluation.
+    for fine in [
+        "abs(spec.x)",
+        "length(@)",
+        "sort_by(spec.list, &name)",
+        "not_null(`null`, 'a')",
+        "map(&a, `[]`)",
+        "contains(`[1]`, 'x')",
+        "to_string(`null`)",
+        "type(&a)",
+        "avg(`[]`)",
+        "merge(`{}`, `{}`, spec)",
+        "sort_by(spec.list, [&a][0])",
+    ] {
+        assert!(IndexFn::jmespath("ok", fine).is_ok(), "{fine}");
+    }
+}
+
+/// The signature table says what the crate's functions do: called with
+/// literal arguments only, a call compiles exactly when the crate evaluates
+/// it without an arity or argument-type error.
+#[test]
+fn function_table_agrees_with_the_crate() {
+    use jmespath::{ErrorReason, RuntimeError};
+
+    let builtins = [
+        "abs",
+        "avg",
+        "ceil",
+        "contains",
+        "ends_with",
+        "floor",
+        "join",
+        "keys",
+        "length",
+        "map",
+        "max",
+        "max_by",
+        "merge",
+        "min",
+        "min_by",
+        "not_null",
+        "reverse",
+        "sort",
+        "sort_by",
+        "starts_with",
+        "sum",
+        "to_array",
+        "to_number",
+        "to_string",
+        "type",
+        "values",
+    ];
+    let names: Vec<&str> = functions::FUNCTIONS.iter().map(|s| s.name).collect();
+    assert_eq!(names, builtins);
+    let args = [
+        "`1`",
+        "'x'",
+        "`null`",
+        "`true`",
+        "`[]`",
+        "`[1]`",
+        "`[\"a\"]`",
+        "`[1, \"a\"]`",
+        "`{}`",
+        "&a",
+    ];
+    let mut calls = vec![Vec::new()];
+    for _ in 0..3 {
+        let longer: Vec<Vec<&str>> = calls
+            .iter()
+            .filter(|call| call.len() == calls.last().map_or(0, Vec::len))
+            .flat_map(|call| {
+                args.iter().map(move |arg| {
+                    let mut call = call.clone();
+                    call.push(*arg);
+                    call
+                })
+            })
+            .collect();
+        calls.extend(longer);
+    }
+    for name in builtins {
+        assert!(functions::RUNTIME.get_function(name).is_some(), "{name}");
+        for call in &calls {
+            let expression = format!("{name}({})", call.join(", "));
+            let compiled = IndexFn::jmespath("t", &expression);
+            let ast = jmespath::parse(&expression).unwrap();
+            let mut ctx = jmespath::Context::new(&expression, &functions::RUNTIME);
+            let evaluated = jmespath::interpret(&Rcvar::new(Variable::Null), &ast, &mut ctx);
+            let signature_error = matches!(
+                &evaluated,
+                Err(err) if matches!(
+                    err.reason,
+                    ErrorReason::Runtime(
+                        RuntimeError::NotEnoughArguments { .. }
+                            | RuntimeError::TooManyArguments { .. }
+                            | RuntimeError::InvalidType { .. }
+                    )
+                )
+            );
+            assert_eq!(
+                compiled.is_err(),
+                signature_error,
+                "{expression}: {compiled:?}, {evaluated:?}"
+            );
+        }
+    }
 }
 
 #[test]
