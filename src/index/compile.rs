@@ -1,12 +1,15 @@
-//! Guarded parsing: no panic and no stack overflow, whatever the text, and
-//! the limits on what is accepted.
+//! From an expression's text to a [`Plan`] for evaluating it: guarded
+//! parsing (no panic and no stack overflow, whatever the text), the limits,
+//! the checks of function calls, and the choice between reading a plain
+//! field path directly and interpreting the expression.
 
 use std::panic::catch_unwind;
 
 use jmespath::ast::Ast;
 
 use super::functions::{self, Blame, Known};
-use super::{MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, panic_message};
+use super::needs::Needs;
+use super::{MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, field_path, panic_message};
 
 /// Expressions with at most this many punctuation characters (outside quoted
 /// text) are parsed on the caller's thread. Each nesting level of the parser
@@ -24,8 +27,21 @@ const PARSE_STACK_PER_LEVEL: usize = 16 * 1024;
 /// never changes a result.
 const MAX_SLICE_STEP: i32 = 1 << 24;
 
+/// How a compiled expression is evaluated.
+pub(super) enum Plan {
+    /// A plain field path, read straight from the object.
+    Direct(Box<[String]>),
+    /// A plain field path into a part of `metadata` the direct reader does
+    /// not reproduce: that part is converted, then the path followed.
+    Converted { path: Box<[String]>, needs: Needs },
+    /// Anything else: the parts of the object it observes are converted,
+    /// then the `jmespath` interpreter runs. The tree is at most
+    /// [`MAX_EXPRESSION_DEPTH`] deep.
+    Interpreted { ast: Ast, needs: Needs },
+}
+
 /// Why an expression does not compile.
-pub(super) enum ParseFailure {
+pub(super) enum Failure {
     /// The parser rejected it; `offset` in bytes, as the parser counts.
     Syntax { offset: usize, message: String },
     /// It calls a function that does not exist, or one in a way that can
@@ -59,32 +75,35 @@ impl Position {
     }
 }
 
-/// Parses an expression without any risk of a panic or a stack overflow, and
-/// rewrites what would make evaluation panic.
-pub(super) fn parse_guarded(expression: &str) -> Result<Ast, ParseFailure> {
+/// Compiles an expression without any risk of a panic or a stack overflow,
+/// and rewrites what would make evaluation panic.
+pub(super) fn compile(expression: &str) -> Result<Plan, Failure> {
     if expression.len() > MAX_EXPRESSION_LEN {
-        return Err(ParseFailure::TooComplex(format!(
+        return Err(Failure::TooComplex(format!(
             "{} bytes long, the limit is {MAX_EXPRESSION_LEN}",
             expression.len()
         )));
     }
     let punctuation = punctuation_outside_quotes(expression);
     if punctuation <= INLINE_PARSE_PUNCTUATION {
-        return parse_checked(expression);
+        return parse_and_plan(expression);
     }
+    // A long expression's tree is also dropped on the helper thread
+    // (dropping recurses as deep as the tree): what comes back is a plan,
+    // whose tree, if any, is at most MAX_EXPRESSION_DEPTH deep.
     let stack = (1 << 20) + punctuation * PARSE_STACK_PER_LEVEL;
     std::thread::scope(|scope| {
         let helper = std::thread::Builder::new()
             .name("jmespath-parse".to_owned())
             .stack_size(stack)
-            .spawn_scoped(scope, || parse_checked(expression));
+            .spawn_scoped(scope, || parse_and_plan(expression));
         match helper {
             Ok(handle) => handle.join().unwrap_or_else(|_| {
-                Err(ParseFailure::TooComplex(
+                Err(Failure::TooComplex(
                     "the parser failed unexpectedly".to_owned(),
                 ))
             }),
-            Err(err) => Err(ParseFailure::TooComplex(format!(
+            Err(err) => Err(Failure::TooComplex(format!(
                 "cannot start a thread to parse it: {err}"
             ))),
         }
@@ -118,20 +137,31 @@ fn punctuation_outside_quotes(expression: &str) -> usize {
     count
 }
 
-fn parse_checked(expression: &str) -> Result<Ast, ParseFailure> {
+fn parse_and_plan(expression: &str) -> Result<Plan, Failure> {
     let parsed = catch_unwind(|| jmespath::parse(expression)).map_err(|panic| {
-        ParseFailure::TooComplex(format!("the parser panicked: {}", panic_message(&*panic)))
+        Failure::TooComplex(format!("the parser panicked: {}", panic_message(&*panic)))
     })?;
-    let mut ast = parsed.map_err(|err| ParseFailure::Syntax {
+    let mut ast = parsed.map_err(|err| Failure::Syntax {
         offset: err.offset,
         message: match err.reason {
             jmespath::ErrorReason::Parse(message) => message,
             other => other.to_string(),
         },
     })?;
+    // A field path is read without recursion, however long.
+    if let Some(path) = field_path::of(&ast) {
+        return Ok(if field_path::is_direct(&path) {
+            Plan::Direct(path.into_boxed_slice())
+        } else {
+            Plan::Converted {
+                needs: Needs::of_path(&path),
+                path: path.into_boxed_slice(),
+            }
+        });
+    }
     let checked = check(&mut ast, expression);
     if checked.depth > MAX_EXPRESSION_DEPTH {
-        return Err(ParseFailure::TooComplex(format!(
+        return Err(Failure::TooComplex(format!(
             "nested {} levels deep, the limit is {MAX_EXPRESSION_DEPTH}",
             checked.depth
         )));
@@ -139,13 +169,16 @@ fn parse_checked(expression: &str) -> Result<Ast, ParseFailure> {
     if let Some(failure) = checked.call_error {
         return Err(failure);
     }
-    Ok(ast)
+    Ok(Plan::Interpreted {
+        needs: Needs::of(&ast),
+        ast,
+    })
 }
 
 struct Checked {
     depth: usize,
     /// The first call that can never succeed.
-    call_error: Option<ParseFailure>,
+    call_error: Option<Failure>,
 }
 
 /// Walks the whole tree: measures its depth, clamps slice steps (see
@@ -203,12 +236,7 @@ fn check(ast: &mut Ast, expression: &str) -> Checked {
 /// Checks one call, with what is known of its arguments before evaluation
 /// (literals and `&expr`). `paren` is where the parser puts a call: at its
 /// opening parenthesis.
-fn check_call(
-    expression: &str,
-    name: &str,
-    args: &[Ast],
-    paren: usize,
-) -> Result<(), ParseFailure> {
+fn check_call(expression: &str, name: &str, args: &[Ast], paren: usize) -> Result<(), Failure> {
     let known: Vec<Known<'_>> = args
         .iter()
         .map(|arg| match arg {
@@ -226,7 +254,7 @@ fn check_call(
                 before.strip_suffix(name).map_or(paren, str::len)
             }
         };
-        ParseFailure::Call { offset, message }
+        Failure::Call { offset, message }
     })
 }
 

@@ -1,6 +1,7 @@
 //! Plain field paths (`metadata.labels.app`, `spec.nodeName`,
 //! `metadata."namespace"`): recognised when compiled and read straight from
-//! the [`DynamicObject`], without converting anything.
+//! the [`DynamicObject`], without converting anything and without
+//! recursion, so they are exempt from the nesting limit.
 
 use std::collections::BTreeMap;
 
@@ -14,35 +15,38 @@ use super::values::{OBJECT_RESULT, values_of_json};
 
 /// The field names of an expression made only of field accesses joined by `.`
 /// or `|` (`a.b`, `"a b".c`, `a | b`), in order; `None` for anything else.
-pub(super) fn field_path(ast: &Ast) -> Option<Vec<String>> {
-    fn collect(ast: &Ast, out: &mut Vec<String>) -> bool {
-        match ast {
-            Ast::Field { name, .. } => {
-                out.push(name.clone());
-                true
+/// Iterative: the tree of a long path is as deep as the path is long.
+pub(super) fn of(ast: &Ast) -> Option<Vec<String>> {
+    let mut path = Vec::new();
+    let mut pending = vec![ast];
+    while let Some(node) = pending.pop() {
+        match node {
+            Ast::Field { name, .. } => path.push(name.clone()),
+            Ast::Subexpr { lhs, rhs, .. } => {
+                pending.push(rhs);
+                pending.push(lhs);
             }
-            // The depth is bounded by MAX_EXPRESSION_DEPTH, so recursion is fine.
-            Ast::Subexpr { lhs, rhs, .. } => collect(lhs, out) && collect(rhs, out),
-            _ => false,
+            _ => return None,
         }
     }
-    let mut path = Vec::new();
-    collect(ast, &mut path).then_some(path)
+    Some(path)
 }
 
-/// `metadata` fields whose serialised form the fast path does not reproduce
-/// (timestamps and nested structs); paths into them use the interpreter.
-const METADATA_FIELDS_NOT_FAST: &[&str] = &[
+/// `metadata` fields whose serialised form [`evaluate`] does not reproduce
+/// (timestamps and nested structs); paths into them follow the converted
+/// field instead.
+const METADATA_FIELDS_CONVERTED: &[&str] = &[
     "creationTimestamp",
     "deletionTimestamp",
     "managedFields",
     "ownerReferences",
 ];
 
-pub(super) fn supports_field_path(path: &[String]) -> bool {
+/// Whether [`evaluate`] reads `path` exactly as the `jmespath` crate would.
+pub(super) fn is_direct(path: &[String]) -> bool {
     !(path.len() >= 2
         && path[0] == "metadata"
-        && METADATA_FIELDS_NOT_FAST.contains(&path[1].as_str()))
+        && METADATA_FIELDS_CONVERTED.contains(&path[1].as_str()))
 }
 
 /// Evaluates a field path on the object exactly as the `jmespath` crate would
@@ -51,7 +55,7 @@ pub(super) fn supports_field_path(path: &[String]) -> bool {
 /// That conversion serialises `types` (flattened: `apiVersion`, `kind`), then
 /// `metadata`, then flattens `data` into the same map; a later key wins, so a
 /// key present in `data` shadows the typed fields.
-pub(super) fn eval_field_path(obj: &DynamicObject, path: &[String]) -> Result<Vec<String>, String> {
+pub(super) fn evaluate(obj: &DynamicObject, path: &[String]) -> Result<Vec<String>, String> {
     let data = match &obj.data {
         Value::Object(map) => Some(map),
         Value::Null => None,
@@ -131,7 +135,7 @@ fn metadata_path(meta: &ObjectMeta, path: &[String]) -> Result<Vec<String>, Stri
             _ => Vec::new(),
         }),
         // Not an ObjectMeta field, so absent from the serialised object.
-        // (The fields listed in METADATA_FIELDS_NOT_FAST never get here.)
+        // (The fields in METADATA_FIELDS_CONVERTED never get here.)
         _ => Ok(Vec::new()),
     }
 }

@@ -85,10 +85,11 @@
 //! # Limits
 //!
 //! Nothing here panics, whatever the expression or the object. Expressions are
-//! limited to [`MAX_EXPRESSION_LEN`] bytes and [`MAX_EXPRESSION_DEPTH`] levels
-//! of nesting, because the `jmespath` crate parses and evaluates recursively
-//! and a deeply nested expression would otherwise overflow the stack (which
-//! aborts the process rather than panicking). A panic inside a user closure is
+//! limited to [`MAX_EXPRESSION_LEN`] bytes and, unless they are plain field
+//! paths (read without recursion), to [`MAX_EXPRESSION_DEPTH`] levels of
+//! nesting, because the `jmespath` crate evaluates recursively and a deeply
+//! nested expression would otherwise overflow the stack (which aborts the
+//! process rather than panicking). A panic inside a user closure is
 //! caught and reported as an evaluation error.
 
 use std::fmt;
@@ -108,8 +109,7 @@ mod values;
 
 pub use input::IndexInput;
 
-use compile::{ParseFailure, Position, parse_guarded};
-use field_path::{eval_field_path, field_path, supports_field_path};
+use compile::{Failure, Plan, Position};
 use needs::Needs;
 use values::values_of_variable;
 
@@ -120,9 +120,11 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// Longest JMESPath expression accepted, in bytes.
 pub const MAX_EXPRESSION_LEN: usize = 4096;
 
-/// Deepest nesting of a JMESPath expression's syntax tree that is accepted.
+/// Deepest nesting of a JMESPath expression's syntax tree that is accepted,
+/// except for plain field paths (`a.b.c`, `a | b`), which are read without
+/// recursion and may be as long as [`MAX_EXPRESSION_LEN`] allows.
 ///
-/// `a.b.c` has depth 3, `!(a || b)` depth 3. Real index expressions stay far
+/// `a[0].b` has depth 3, `!(a || b)` depth 3. Real index expressions stay far
 /// below this; the limit keeps evaluation's recursion within a small, fixed
 /// stack budget.
 pub const MAX_EXPRESSION_DEPTH: usize = 48;
@@ -253,13 +255,8 @@ enum Kind {
 }
 
 struct CompiledExpression {
-    expression: jmespath::Expression<'static>,
-    /// Set when the expression is a plain field path, evaluated without
-    /// converting the object.
-    field_path: Option<Box<[String]>>,
-    /// The parts of the object the expression can observe; only those are
-    /// converted.
-    needs: Needs,
+    expression: String,
+    plan: Plan,
 }
 
 impl IndexFn {
@@ -290,8 +287,8 @@ impl IndexFn {
     /// );
     /// ```
     pub fn jmespath(index: &str, expression: &str) -> Result<Self, IndexError> {
-        let ast = parse_guarded(expression).map_err(|failure| match failure {
-            ParseFailure::Syntax { offset, message } => {
+        let plan = compile::compile(expression).map_err(|failure| match failure {
+            Failure::Syntax { offset, message } => {
                 let at = Position::at(expression, offset);
                 IndexError::Syntax {
                     index: index.to_owned(),
@@ -302,7 +299,7 @@ impl IndexFn {
                     message,
                 }
             }
-            ParseFailure::Call { offset, message } => {
+            Failure::Call { offset, message } => {
                 let at = Position::at(expression, offset);
                 IndexError::Function {
                     index: index.to_owned(),
@@ -313,19 +310,16 @@ impl IndexFn {
                     message,
                 }
             }
-            ParseFailure::TooComplex(reason) => IndexError::TooComplex {
+            Failure::TooComplex(reason) => IndexError::TooComplex {
                 index: index.to_owned(),
                 expression: expression.chars().take(80).collect(),
                 reason,
             },
         })?;
-        let field_path = field_path(&ast).filter(|path| supports_field_path(path));
-        let needs = Needs::of(&ast);
         Ok(Self {
             kind: Kind::Jmespath(Arc::new(CompiledExpression {
-                needs,
-                expression: jmespath::Expression::new(expression, ast, &functions::RUNTIME),
-                field_path: field_path.map(Vec::into_boxed_slice),
+                expression: expression.to_owned(),
+                plan,
             })),
         })
     }
@@ -383,16 +377,17 @@ impl IndexFn {
     /// closures and the built-in namespace index.
     pub fn expression(&self) -> Option<&str> {
         match &self.kind {
-            Kind::Jmespath(compiled) => Some(compiled.expression.as_str()),
+            Kind::Jmespath(compiled) => Some(&compiled.expression),
             Kind::Namespace | Kind::Closure(_) => None,
         }
     }
 
     /// Whether evaluating this function converts (part of) the object to a
     /// JMESPath value: true for JMESPath expressions that are not plain field
-    /// paths. Informational; evaluation decides by itself.
+    /// paths, and for paths into `metadata` timestamps and lists of structs.
+    /// Informational; evaluation decides by itself.
     pub fn needs_conversion(&self) -> bool {
-        matches!(&self.kind, Kind::Jmespath(compiled) if compiled.field_path.is_none())
+        matches!(&self.kind, Kind::Jmespath(compiled) if !matches!(compiled.plan, Plan::Direct(_)))
     }
 
     /// Computes the values of one object, for the index named `index` (used in
@@ -400,8 +395,9 @@ impl IndexFn {
     ///
     /// # Errors
     ///
-    /// [`IndexError::Evaluation`] when the result contains an object, a closure
-    /// fails or panics, or the object cannot be converted for JMESPath.
+    /// [`IndexError::Evaluation`] when the result contains an object, the
+    /// expression fails on this object, a closure fails or panics, or the
+    /// object cannot be converted for JMESPath.
     pub fn evaluate(&self, index: &str, input: &IndexInput<'_>) -> Result<Vec<String>, IndexError> {
         // Panics are not expected from our code or from the jmespath crate
         // (known panics are ruled out at compile time), but a user closure may
@@ -431,11 +427,10 @@ impl IndexFn {
                 .cloned()
                 .collect()),
             Kind::Closure(f) => f(obj),
-            Kind::Jmespath(compiled) => match &compiled.field_path {
-                Some(path) => eval_field_path(obj, path),
-                None => {
-                    let result = compiled.interpret(input)?;
-                    values_of_variable(&result)
+            Kind::Jmespath(compiled) => match &compiled.plan {
+                Plan::Direct(path) => field_path::evaluate(obj, path),
+                Plan::Converted { .. } | Plan::Interpreted { .. } => {
+                    values_of_variable(&*compiled.result(input)?)
                 }
             },
         }
@@ -443,13 +438,29 @@ impl IndexFn {
 }
 
 impl CompiledExpression {
-    /// Runs the interpreter on the parts of the object the expression reads.
-    fn interpret(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
-        let data = input.converted(&self.needs)?;
-        let mut ctx = jmespath::Context::new(self.expression.as_str(), &functions::RUNTIME);
-        jmespath::interpret(&data, self.expression.as_ast(), &mut ctx)
-            .map_err(|err| format!("evaluating '{}': {}", self.expression.as_str(), err.reason))
+    /// The expression's JMESPath result, on the parts of the object it reads
+    /// (for a plain field path: on the object converted, which only the
+    /// tests need).
+    fn result(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
+        match &self.plan {
+            Plan::Direct(path) => Ok(follow(input.converted(&Needs::of_path(path))?, path)),
+            Plan::Converted { path, needs } => Ok(follow(input.converted(needs)?, path)),
+            Plan::Interpreted { ast, needs } => {
+                let data = input.converted(needs)?;
+                let mut ctx = jmespath::Context::new(&self.expression, &functions::RUNTIME);
+                jmespath::interpret(&data, ast, &mut ctx)
+                    .map_err(|err| format!("evaluating '{}': {}", self.expression, err.reason))
+            }
+        }
     }
+}
+
+/// Follows a field path, without recursion.
+fn follow(mut value: Rcvar, path: &[String]) -> Rcvar {
+    for field in path {
+        value = value.get_field(field);
+    }
+    value
 }
 
 impl fmt::Debug for IndexFn {
@@ -458,7 +469,7 @@ impl fmt::Debug for IndexFn {
             Kind::Namespace => f.write_str("IndexFn::Namespace"),
             Kind::Jmespath(compiled) => f
                 .debug_tuple("IndexFn::Jmespath")
-                .field(&compiled.expression.as_str())
+                .field(&compiled.expression)
                 .finish(),
             Kind::Closure(_) => f.write_str("IndexFn::Closure(..)"),
         }

@@ -26,10 +26,20 @@ enum Part {
 }
 
 impl Needs {
+    /// What `ast` observes. Its tree must be at most
+    /// [`MAX_EXPRESSION_DEPTH`](super::MAX_EXPRESSION_DEPTH) deep: the
+    /// analysis recurses.
     pub(super) fn of(ast: &Ast) -> Self {
         let mut needs = Needs::default();
         let result = needs.analyze(ast, &Part::At(Vec::new()));
         needs.observe(result);
+        needs
+    }
+
+    /// What a plain field path observes: the value at its end.
+    pub(super) fn of_path(path: &[String]) -> Self {
+        let mut needs = Needs::default();
+        needs.observe(Part::At(path.to_vec()));
         needs
     }
 

@@ -519,7 +519,8 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
     for deep in [
         "!".repeat(1500) + "a",
         "a[*].".repeat(700) + "b",
-        "a.".repeat(1500) + "b",
+        "a.".repeat(1500) + "b[0]",
+        "@".to_owned() + &".a".repeat(60),
         "a[?".repeat(600) + "b" + &"]".repeat(600),
         format!("{}a{}", "[".repeat(1000), "]".repeat(1000)),
     ] {
@@ -538,6 +539,65 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
         IndexFn::jmespath("long", &long),
         Err(IndexError::TooComplex { .. })
     ));
+}
+
+/// Issue 12, point 4: a plain field path is read without recursion, so no
+/// length of it is too complex; expressions that recurse keep the limit.
+#[test]
+fn plain_field_paths_of_any_length_are_accepted() {
+    // About as deep as the decoder lets objects be (wire::MAX_OBJECT_DEPTH).
+    let depth = 250;
+    let mut deep = json!("bottom");
+    for _ in 0..depth {
+        deep = json!({ "a": deep });
+    }
+    let object = DynamicObject {
+        types: None,
+        metadata: ObjectMeta {
+            name: Some("deep".to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: json!({ "spec": deep }),
+    };
+    let input = IndexInput::new(&object);
+    for (path, want) in [
+        (format!("spec{}", ".a".repeat(depth)), Some(vec!["bottom"])),
+        (
+            format!("spec{}", " | a".repeat(depth)),
+            Some(vec!["bottom"]),
+        ),
+        (format!("spec{}", ".a".repeat(2000)), Some(vec![])),
+        // An object at the end of the path.
+        (format!("spec{}", ".a".repeat(60)), None),
+    ] {
+        let f = IndexFn::jmespath("path", &path).unwrap();
+        assert!(!f.needs_conversion(), "{path}");
+        match want {
+            Some(want) => assert_eq!(f.evaluate("path", &input).unwrap(), want, "{path}"),
+            None => assert!(f.evaluate("path", &input).is_err(), "{path}"),
+        }
+    }
+    assert!(!input.is_converted());
+
+    // A path into a part of metadata that is converted, not read directly.
+    let managed = format!("metadata.managedFields{}", ".x".repeat(60));
+    let f = IndexFn::jmespath("managed", &managed).unwrap();
+    assert!(f.needs_conversion());
+    assert!(f.evaluate("managed", &input).unwrap().is_empty());
+
+    for recursing in [
+        format!("@.spec{}", ".a".repeat(60)),
+        format!("spec{}[0]", ".a".repeat(60)),
+        format!("spec{}.[b]", ".a".repeat(60)),
+    ] {
+        assert!(
+            matches!(
+                IndexFn::jmespath("deep", &recursing),
+                Err(IndexError::TooComplex { .. })
+            ),
+            "{recursing}"
+        );
+    }
 }
 
 #[test]
@@ -815,7 +875,7 @@ fn only_objects_are_converted_in_part() {
 
 #[test]
 fn field_paths_are_recognised() {
-    let path = |e: &str| field_path(&jmespath::parse(e).unwrap());
+    let path = |e: &str| field_path::of(&jmespath::parse(e).unwrap());
     assert_eq!(
         path("a.b.c"),
         Some(vec!["a".into(), "b".into(), "c".into()])
@@ -1085,7 +1145,7 @@ fn assert_same_as_crate(expression: &str, input: &IndexInput<'_>) {
     let Kind::Jmespath(compiled) = &f.kind else {
         unreachable!()
     };
-    let raw_ours = compiled.interpret(input).map_err(|_| ());
+    let raw_ours = compiled.result(input).map_err(|_| ());
     let raw_theirs = search_whole(expression, input.object());
     assert_eq!(
         raw_ours,
