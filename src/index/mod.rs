@@ -80,7 +80,10 @@
 //!
 //! The unit tests check both against the `jmespath` crate's own result on a
 //! full conversion, for fixed edge cases and for generated objects and
-//! expressions. `cargo bench --bench index` measures the difference.
+//! expressions; `tests/index_props.rs` checks that generated expressions
+//! give the same values on one shared input in any order, on fresh inputs,
+//! and by the documented rules on the crate's own evaluation. `cargo bench
+//! --bench index` measures the difference.
 //!
 //! # Limits
 //!
