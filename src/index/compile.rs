@@ -166,8 +166,8 @@ fn parse_and_plan(expression: &str) -> Result<Plan, Failure> {
             checked.depth
         )));
     }
-    if let Some(failure) = checked.call_error {
-        return Err(failure);
+    if let Some((offset, message)) = checked.call_error {
+        return Err(Failure::Call { offset, message });
     }
     Ok(Plan::Interpreted {
         needs: Needs::of(&ast),
@@ -177,8 +177,8 @@ fn parse_and_plan(expression: &str) -> Result<Plan, Failure> {
 
 struct Checked {
     depth: usize,
-    /// The first call that can never succeed.
-    call_error: Option<Failure>,
+    /// The leftmost call that can never succeed: where, and why.
+    call_error: Option<(usize, String)>,
 }
 
 /// Walks the whole tree: measures its depth, clamps slice steps (see
@@ -217,8 +217,13 @@ fn check(ast: &mut Ast, expression: &str) -> Checked {
             Ast::Function {
                 name, args, offset, ..
             } => {
-                if checked.call_error.is_none() {
-                    checked.call_error = check_call(expression, name, args, *offset).err();
+                if let Err((at, message)) = check_call(expression, name, args, *offset)
+                    && checked
+                        .call_error
+                        .as_ref()
+                        .is_none_or(|(known, _)| at < *known)
+                {
+                    checked.call_error = Some((at, message));
                 }
                 stack.extend(args.iter_mut().map(|arg| (arg, child)));
             }
@@ -235,8 +240,13 @@ fn check(ast: &mut Ast, expression: &str) -> Checked {
 
 /// Checks one call, with what is known of its arguments before evaluation
 /// (literals and `&expr`). `paren` is where the parser puts a call: at its
-/// opening parenthesis.
-fn check_call(expression: &str, name: &str, args: &[Ast], paren: usize) -> Result<(), Failure> {
+/// opening parenthesis. An error comes with the byte offset to report.
+fn check_call(
+    expression: &str,
+    name: &str,
+    args: &[Ast],
+    paren: usize,
+) -> Result<(), (usize, String)> {
     let known: Vec<Known<'_>> = args
         .iter()
         .map(|arg| match arg {
@@ -254,7 +264,7 @@ fn check_call(expression: &str, name: &str, args: &[Ast], paren: usize) -> Resul
                 before.strip_suffix(name).map_or(paren, str::len)
             }
         };
-        Failure::Call { offset, message }
+        (offset, message)
     })
 }
 

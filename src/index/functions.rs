@@ -61,7 +61,7 @@ impl Function for CanonicalToString {
 
 /// A type a function parameter accepts, as the crate's `ArgumentType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Type {
+enum Type {
     Any,
     Null,
     String,
@@ -117,9 +117,9 @@ type Param = &'static [Type];
 /// A built-in function's signature.
 pub(super) struct Signature {
     pub(super) name: &'static str,
-    pub(super) params: &'static [Param],
+    params: &'static [Param],
     /// The type of any further arguments, for variadic functions.
-    pub(super) rest: Option<Param>,
+    rest: Option<Param>,
 }
 
 const fn sig(name: &'static str, params: &'static [Param]) -> Signature {
@@ -257,12 +257,14 @@ pub(super) fn check_call(name: &str, args: &[Known<'_>]) -> Result<(), (Blame, S
 }
 
 /// The known function nearest to a misspelt name, if one is near enough
-/// to be what was meant.
+/// to be what was meant: at most two edits, and fewer than the name has
+/// characters.
 fn closest(name: &str) -> Option<&'static str> {
+    let length = name.chars().count();
     FUNCTIONS
         .iter()
         .map(|s| (edit_distance(name, s.name), s.name))
-        .filter(|(distance, _)| *distance <= 2)
+        .filter(|(distance, _)| *distance <= 2 && *distance < length)
         .min()
         .map(|(_, near)| near)
 }

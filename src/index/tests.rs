@@ -372,6 +372,17 @@ fn impossible_calls_are_rejected_when_compiled() {
             "{expression}"
         );
     }
+    // The leftmost of several.
+    assert_eq!(
+        rejected("length(@) || abs(lenght(@)) || abs('y')"),
+        (
+            0,
+            17,
+            "unknown function lenght() (did you mean length()?)".to_owned()
+        )
+    );
+    // No suggestion for a name too short to be misspelt.
+    assert_eq!(rejected("a(@)"), (0, 0, "unknown function a()".to_owned()));
     assert_eq!(
         rejected("spec.a ||\n  abs('x')"),
         (
