@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::DynamicObject;
 use serde_json::Value;
 
-use super::input::DATA_NOT_AN_OBJECT;
+use super::input::data_fields;
 use super::values::{OBJECT_RESULT, values_of_json};
 
 /// The field names of an expression made only of field accesses joined by `.`
@@ -56,11 +56,7 @@ pub(super) fn is_direct(path: &[String]) -> bool {
 /// `metadata`, then flattens `data` into the same map; a later key wins, so a
 /// key present in `data` shadows the typed fields.
 pub(super) fn evaluate(obj: &DynamicObject, path: &[String]) -> Result<Vec<String>, String> {
-    let data = match &obj.data {
-        Value::Object(map) => Some(map),
-        Value::Null => None,
-        _ => return Err(DATA_NOT_AN_OBJECT.to_owned()),
-    };
+    let data = data_fields(obj)?;
     let Some((first, rest)) = path.split_first() else {
         return Ok(Vec::new());
     };

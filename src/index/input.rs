@@ -8,7 +8,7 @@ use std::fmt;
 use jmespath::{Rcvar, Variable};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::DynamicObject;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::needs::Needs;
 
@@ -59,13 +59,7 @@ impl<'a> IndexInput<'a> {
     /// expression may look. Elsewhere an object may lack fields; nothing else
     /// differs from the full conversion (see [`Self::json_part`]).
     pub(super) fn converted(&self, needs: &Needs) -> Result<Rcvar, String> {
-        let data = match &self.object.data {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            // serde cannot flatten these into the object's map, so the
-            // crate's own conversion fails; fail the same way.
-            _ => return Err(DATA_NOT_AN_OBJECT.to_owned()),
-        };
+        let data = data_fields(self.object)?;
         let mut path = Vec::new();
         if let Some(whole) = self.cached(&path) {
             return Ok(whole);
@@ -191,8 +185,21 @@ impl fmt::Debug for IndexInput<'_> {
     }
 }
 
-pub(super) const DATA_NOT_AN_OBJECT: &str =
-    "converting the object for JMESPath: object data is not a JSON object";
+/// The fields of the object's `data`, which JMESPath sees beside (and over)
+/// `apiVersion`, `kind` and `metadata`; `None` when there is no data.
+///
+/// # Errors
+///
+/// Data that is neither an object nor null: serde cannot flatten it into
+/// the object's map, so the `jmespath` crate's own conversion fails; fail
+/// the same way.
+pub(super) fn data_fields(object: &DynamicObject) -> Result<Option<&Map<String, Value>>, String> {
+    match &object.data {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(None),
+        _ => Err("converting the object for JMESPath: object data is not a JSON object".to_owned()),
+    }
+}
 
 fn conversion_error(err: jmespath::JmespathError) -> String {
     format!("converting the object for JMESPath: {}", err.reason)
@@ -207,7 +214,7 @@ fn string_var(s: &str) -> Rcvar {
 /// serde's serializer.
 fn whole_object(
     obj: &DynamicObject,
-    data: Option<&serde_json::Map<String, Value>>,
+    data: Option<&Map<String, Value>>,
 ) -> Result<Variable, String> {
     let mut root = BTreeMap::new();
     if let Some(types) = &obj.types {

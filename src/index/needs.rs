@@ -44,30 +44,34 @@ impl Needs {
     }
 
     fn observe(&mut self, part: Part) {
-        let Part::At(path) = part else { return };
-        let mut node = self;
-        for field in path {
-            if node.full {
-                return;
-            }
-            node = node.fields.entry(field).or_default();
+        if let Part::At(path) = part
+            && let Some(node) = self.node(&path)
+        {
+            node.full = true;
+            node.fields.clear();
         }
-        node.full = true;
-        node.fields.clear();
     }
 
     /// Makes `part` converted, at least an empty object when it is one,
     /// without observing it whole: a multi-select tests whether its value is
-    /// null even when it reads no field of it (`x.{a: `1`}`).
+    /// null even when it reads no field of it (``x.{a: `1`}``).
     fn touch(&mut self, part: &Part) {
-        let Part::At(path) = part else { return };
+        if let Part::At(path) = part {
+            self.node(path);
+        }
+    }
+
+    /// The node for `path`, added if missing; `None` when a node on the way
+    /// is observed whole already (and so everything below it).
+    fn node(&mut self, path: &[String]) -> Option<&mut Needs> {
         let mut node = self;
         for field in path {
             if node.full {
-                return;
+                return None;
             }
             node = node.fields.entry(field.clone()).or_default();
         }
+        Some(node)
     }
 
     /// Records what evaluating `ast` against `current` observes and returns
