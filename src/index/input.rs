@@ -193,6 +193,7 @@ impl fmt::Debug for IndexInput<'_> {
 /// Data that is neither an object nor null: serde cannot flatten it into
 /// the object's map, so the `jmespath` crate's own conversion fails; fail
 /// the same way.
+#[inline]
 pub(super) fn data_fields(object: &DynamicObject) -> Result<Option<&Map<String, Value>>, String> {
     match &object.data {
         Value::Object(map) => Ok(Some(map)),
