@@ -5,10 +5,10 @@
 //! and the cache and the indexes must stay exactly what the input says.
 //!
 //! Property tests of single parts live next to them: JMESPath evaluation on
-//! arbitrary JSON and arbitrary expressions (`src/index.rs`), store
-//! operations against a model (`src/store.rs`), label selectors
-//! (`src/selector.rs`) and resource names (`src/resource.rs`); see
-//! RELIABILITY.md.
+//! arbitrary JSON and arbitrary expressions (`src/index/tests.rs`,
+//! `tests/index_props.rs`), store operations against a model
+//! (`src/store.rs`), label selectors (`src/selector.rs`) and resource names
+//! (`src/resource.rs`); see RELIABILITY.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,493 @@
+//! Index functions: what an object is filed under in a named index.
+//!
+//! An index maps each cached object to **zero or more** string values
+//! (many-to-many, as in client-go: an index over label keys files a pod under
+//! every one of its label keys). An [`IndexFn`] computes those values. There
+//! are three kinds:
+//!
+//! - a **JMESPath expression** ([`IndexFn::jmespath`]), so indexes can be
+//!   declared as strings in a configuration file;
+//! - a **Rust closure** ([`IndexFn::closure`], [`IndexFn::closure_infallible`])
+//!   for anything an expression cannot say;
+//! - the built-in **namespace** index ([`IndexFn::namespace`]), present in every
+//!   store under the name [`NAMESPACE_INDEX`].
+//!
+//! # How a result becomes index values
+//!
+//! | expression result | index values |
+//! |---|---|
+//! | string | that string |
+//! | number | its one spelling (below): `3`, `1.5` |
+//! | boolean | `true` or `false` |
+//! | array | one value per element; nested arrays are flattened, `null` elements skipped |
+//! | `null`, missing field, empty array | none: the object is not in that index |
+//! | object (also inside an array) | an [`IndexError::Evaluation`] for that object |
+//!
+//! Values are returned in result order and may repeat; the store keeps each
+//! distinct value once per object.
+//!
+//! An object's values depend only on that object and the expression: they
+//! are what the JMESPath specification gives on the object (as the `jmespath`
+//! crate evaluates it, mapped as above), never on which other indexes were
+//! evaluated on the same [`IndexInput`] before.
+//!
+//! ## Numbers
+//!
+//! JSON and JMESPath have one kind of number, so `3`, `3.0`, `30e-1` and
+//! `3e0` are the same value, and each value is filed under one text:
+//!
+//! - a number with no fractional part, from -2^63 to 2^64 - 1, as its
+//!   integer text: `3`, `3.0` and `3e0` give `"3"`, `1e3` gives `"1000"`,
+//!   `-0` gives `"0"`. Exact: an integer written without a fraction or an
+//!   exponent keeps all its digits (`9007199254740993`);
+//! - any other number (with a fraction, or beyond that range) in the
+//!   shortest form that reads back as the same double: `1.5`, `0.1`, `1e-7`,
+//!   `2e+19`.
+//!
+//! The rule covers numbers an expression computes (`abs`, `sum`, `avg`,
+//! `ceil` and `floor` compute in floating point, yet ``sum([`1`, `2`])``
+//! gives `"3"`) and the text `to_string` makes (`to_string(spec.replicas)` is
+//! `"3"` for `3` and for `3.0`). `avg([])` gives no value (the specification
+//! says `null`).
+//!
+//! # Checked when compiled
+//!
+//! [`IndexFn::jmespath`] rejects, naming the index and the position, an
+//! expression that does not parse ([`IndexError::Syntax`]) and one that
+//! calls a function in a way that fails on every object
+//! ([`IndexError::Function`]): an unknown function (`lenght(@)`), a wrong
+//! number of arguments, or a literal argument of the wrong type
+//! (`abs('x')`). What depends on the object (`abs(spec.name)` where the name
+//! is a string) fails for that object only, as an [`IndexError::Evaluation`].
+//!
+//! # Why there is an [`IndexInput`]
+//!
+//! The `jmespath` crate evaluates expressions over its own `Variable` tree.
+//! Its convenient `search(&value)` converts the whole input into that tree on
+//! every call, which for a 5 KB pod costs a hundred times more than the
+//! evaluation itself. An [`IndexInput`] wraps one object for all the indexes of
+//! a store and converts lazily, and only once, what the expressions read:
+//!
+//! - Plain field paths (`metadata.labels.app`, `spec.nodeName`,
+//!   `metadata."namespace"`) are recognised when the expression is compiled and
+//!   evaluated directly on the [`DynamicObject`]'s `metadata` and `data`,
+//!   without any conversion.
+//! - For other expressions, compilation works out which parts of the object
+//!   the expression can observe (`spec.containers[].image` observes
+//!   `spec.containers` and nothing else; `keys(@)` observes everything), and
+//!   only those parts are converted. Each converted part is kept in the
+//!   input for the following expressions.
+//!
+//! The unit tests check both against the `jmespath` crate's own result on a
+//! full conversion, for fixed edge cases and for generated objects and
+//! expressions; `tests/index_props.rs` checks that generated expressions
+//! give the same values on one shared input in any order, on fresh inputs,
+//! and by the documented rules on the crate's own evaluation. `cargo bench
+//! --bench index` measures the difference.
+//!
+//! # Limits
+//!
+//! Nothing here panics, whatever the expression or the object. Expressions are
+//! limited to [`MAX_EXPRESSION_LEN`] bytes and, unless they are plain field
+//! paths (read without recursion), to [`MAX_EXPRESSION_DEPTH`] levels of
+//! nesting, because the `jmespath` crate evaluates recursively and a deeply
+//! nested expression would otherwise overflow the stack (which aborts the
+//! process rather than panicking). A panic inside a user closure is
+//! caught and reported as an evaluation error.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use jmespath::Rcvar;
+use kube_core::DynamicObject;
+
+mod compile;
+mod field_path;
+mod functions;
+mod input;
+mod needs;
+mod numbers;
+mod values;
+
+pub use input::IndexInput;
+
+use compile::{Failure, Plan, Position};
+use needs::Needs;
+use values::values_of_variable;
+
+/// Name of the index that every store has from creation: objects by
+/// namespace. Cluster-scoped objects are not in it.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// Longest JMESPath expression accepted, in bytes.
+pub const MAX_EXPRESSION_LEN: usize = 4096;
+
+/// Deepest nesting of a JMESPath expression's syntax tree that is accepted,
+/// except for plain field paths (`a.b.c`, `a | b`), which are read without
+/// recursion and may be as long as [`MAX_EXPRESSION_LEN`] allows.
+///
+/// `a[0].b` has depth 3, `!(a || b)` depth 3. Real index expressions stay far
+/// below this; the limit keeps evaluation's recursion within a small, fixed
+/// stack budget.
+pub const MAX_EXPRESSION_DEPTH: usize = 48;
+
+/// Error of an index function, naming the index it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// The JMESPath expression does not parse. `line` counts from 0,
+    /// `column` is the number of characters before the error on that line,
+    /// `offset` the number of characters before it in the whole expression.
+    #[error(
+        "index {index:?}: expression '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    Syntax {
+        /// Name of the index being declared.
+        index: String,
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What the parser expected or found.
+        message: String,
+    },
+    /// The expression parses but calls a function in a way that fails
+    /// whatever the object: a function that does not exist, a wrong number
+    /// of arguments, or a literal argument of a type the function does not
+    /// accept. The position (counted as for [`IndexError::Syntax`]) is that
+    /// of the function's name or of the argument.
+    #[error(
+        "index {index:?}: expression '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    Function {
+        /// Name of the index being declared.
+        index: String,
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What is wrong with the call.
+        message: String,
+    },
+    /// The expression is longer than [`MAX_EXPRESSION_LEN`] or nests deeper
+    /// than [`MAX_EXPRESSION_DEPTH`].
+    #[error("index {index:?}: expression '{expression}' is too complex: {reason}")]
+    TooComplex {
+        /// Name of the index being declared.
+        index: String,
+        /// The expression as given (cut to its first 80 characters).
+        expression: String,
+        /// Which limit was exceeded.
+        reason: String,
+    },
+    /// Evaluating the index function on one object failed: the expression
+    /// returned an object or failed on this object (a function given a value
+    /// of the wrong type), a closure returned an error or panicked, or the
+    /// object could not be converted for JMESPath. The object is left out of
+    /// that index; other objects and indexes are unaffected.
+    #[error("index {index:?}: cannot index object {object:?}: {message}")]
+    Evaluation {
+        /// Name of the index.
+        index: String,
+        /// Key of the object (`namespace/name` or `name`).
+        object: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn position(line: usize, column: usize) -> String {
+    if line == 0 {
+        format!("column {column}")
+    } else {
+        format!("line {line}, column {column}")
+    }
+}
+
+type ClosureFn = dyn Fn(&DynamicObject) -> Result<Vec<String>, String> + Send + Sync;
+
+/// A function from an object to the values it is filed under in one index.
+///
+/// Cheap to clone (the compiled expression or closure is shared). See the
+/// [module docs](self) for how results map to values.
+///
+/// # Examples
+///
+/// ```
+/// use kube_core::DynamicObject;
+/// use kube_dynamic_informer::index::{IndexFn, IndexInput};
+///
+/// let pod: DynamicObject = serde_json::from_value(serde_json::json!({
+///     "apiVersion": "v1", "kind": "Pod",
+///     "metadata": { "name": "web-0", "namespace": "shop", "labels": { "app": "web", "tier": "front" } },
+///     "spec": { "nodeName": "node-1", "containers": [{ "image": "nginx:1" }, { "image": "envoy:2" }] }
+/// }))?;
+///
+/// let by_image = IndexFn::jmespath("by-image", "spec.containers[].image")?;
+/// let by_label_key = IndexFn::closure_infallible(|obj| {
+///     obj.metadata.labels.iter().flat_map(|l| l.keys().cloned()).collect()
+/// });
+///
+/// // One input per object: the object is converted for JMESPath at most once.
+/// let input = IndexInput::new(&pod);
+/// assert_eq!(by_image.evaluate("by-image", &input)?, ["nginx:1", "envoy:2"]);
+/// assert_eq!(by_label_key.evaluate("by-label-key", &input)?, ["app", "tier"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct IndexFn {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Namespace,
+    Jmespath(Arc<CompiledExpression>),
+    Closure(Arc<ClosureFn>),
+}
+
+struct CompiledExpression {
+    expression: String,
+    plan: Plan,
+}
+
+impl IndexFn {
+    /// Compiles a JMESPath expression for the index `index`.
+    ///
+    /// The name is only used in error messages.
+    ///
+    /// # Errors
+    ///
+    /// Each naming the index: [`IndexError::Syntax`], with the position of
+    /// the error, when the expression does not parse;
+    /// [`IndexError::Function`], with the position of the call or argument,
+    /// when it calls an unknown function, or a function with the wrong number
+    /// of arguments or a literal argument of the wrong type;
+    /// [`IndexError::TooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
+    /// [`MAX_EXPRESSION_DEPTH`].
+    ///
+    /// ```
+    /// use kube_dynamic_informer::index::IndexFn;
+    ///
+    /// let err = IndexFn::jmespath("by-node", "spec.[").unwrap_err();
+    /// assert!(err.to_string().starts_with(r#"index "by-node": expression 'spec.[' invalid at column 6"#));
+    ///
+    /// let err = IndexFn::jmespath("by-size", "lenght(spec.containers)").unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     r#"index "by-size": expression 'lenght(spec.containers)' invalid at column 0: unknown function lenght() (did you mean length()?)"#
+    /// );
+    /// ```
+    pub fn jmespath(index: &str, expression: &str) -> Result<Self, IndexError> {
+        let plan = compile::compile(expression).map_err(|failure| match failure {
+            Failure::Syntax { offset, message } => {
+                let at = Position::at(expression, offset);
+                IndexError::Syntax {
+                    index: index.to_owned(),
+                    expression: expression.to_owned(),
+                    line: at.line,
+                    column: at.column,
+                    offset: at.offset,
+                    message,
+                }
+            }
+            Failure::Call { offset, message } => {
+                let at = Position::at(expression, offset);
+                IndexError::Function {
+                    index: index.to_owned(),
+                    expression: expression.to_owned(),
+                    line: at.line,
+                    column: at.column,
+                    offset: at.offset,
+                    message,
+                }
+            }
+            Failure::TooComplex(reason) => IndexError::TooComplex {
+                index: index.to_owned(),
+                expression: expression.chars().take(80).collect(),
+                reason,
+            },
+        })?;
+        Ok(Self {
+            kind: Kind::Jmespath(Arc::new(CompiledExpression {
+                expression: expression.to_owned(),
+                plan,
+            })),
+        })
+    }
+
+    /// Wraps a Rust closure that may fail. An `Err(message)` leaves that object
+    /// out of the index and is reported as [`IndexError::Evaluation`]; so is a
+    /// panic.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::index::IndexFn;
+    ///
+    /// let by_replicas = IndexFn::closure(|obj| match obj.data.pointer("/spec/replicas") {
+    ///     None => Ok(vec![]),
+    ///     Some(serde_json::Value::Number(n)) => Ok(vec![n.to_string()]),
+    ///     Some(other) => Err(format!("spec.replicas is not a number: {other}")),
+    /// });
+    /// ```
+    pub fn closure<F>(f: F) -> Self
+    where
+        F: Fn(&DynamicObject) -> Result<Vec<String>, String> + Send + Sync + 'static,
+    {
+        Self {
+            kind: Kind::Closure(Arc::new(f)),
+        }
+    }
+
+    /// Wraps a Rust closure that cannot fail (a panic is still caught and
+    /// reported as [`IndexError::Evaluation`]).
+    ///
+    /// ```
+    /// use kube_dynamic_informer::index::IndexFn;
+    ///
+    /// // Every label key of the object: one object under many values.
+    /// let by_label_key = IndexFn::closure_infallible(|obj| {
+    ///     obj.metadata.labels.iter().flat_map(|labels| labels.keys().cloned()).collect()
+    /// });
+    /// ```
+    pub fn closure_infallible<F>(f: F) -> Self
+    where
+        F: Fn(&DynamicObject) -> Vec<String> + Send + Sync + 'static,
+    {
+        Self::closure(move |obj| Ok(f(obj)))
+    }
+
+    /// The built-in namespace index: `metadata.namespace` when present and not
+    /// empty; cluster-scoped objects give no value. Every store has it under
+    /// [`NAMESPACE_INDEX`].
+    pub fn namespace() -> Self {
+        Self {
+            kind: Kind::Namespace,
+        }
+    }
+
+    /// The JMESPath expression this function was compiled from, or `None` for
+    /// closures and the built-in namespace index.
+    pub fn expression(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Jmespath(compiled) => Some(&compiled.expression),
+            Kind::Namespace | Kind::Closure(_) => None,
+        }
+    }
+
+    /// Whether evaluating this function converts (part of) the object to a
+    /// JMESPath value: true for JMESPath expressions that are not plain field
+    /// paths, and for paths into `metadata` timestamps and lists of structs.
+    /// Informational; evaluation decides by itself.
+    pub fn needs_conversion(&self) -> bool {
+        matches!(&self.kind, Kind::Jmespath(compiled) if !matches!(compiled.plan, Plan::Direct(_)))
+    }
+
+    /// Computes the values of one object, for the index named `index` (used in
+    /// the error).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::Evaluation`] when the result contains an object, the
+    /// expression fails on this object, a closure fails or panics, or the
+    /// object cannot be converted for JMESPath.
+    pub fn evaluate(&self, index: &str, input: &IndexInput<'_>) -> Result<Vec<String>, IndexError> {
+        // Panics are not expected from our code or from the jmespath crate
+        // (known panics are ruled out at compile time), but a user closure may
+        // panic, and one object must never take the cache down.
+        let result = catch_unwind(AssertUnwindSafe(|| self.evaluate_unguarded(input)))
+            .unwrap_or_else(|panic| {
+                Err(format!(
+                    "index function panicked: {}",
+                    panic_message(&*panic)
+                ))
+            });
+        result.map_err(|message| IndexError::Evaluation {
+            index: index.to_owned(),
+            object: input.describe(),
+            message,
+        })
+    }
+
+    fn evaluate_unguarded(&self, input: &IndexInput<'_>) -> Result<Vec<String>, String> {
+        let obj = input.object();
+        match &self.kind {
+            Kind::Namespace => Ok(obj
+                .metadata
+                .namespace
+                .iter()
+                .filter(|ns| !ns.is_empty())
+                .cloned()
+                .collect()),
+            Kind::Closure(f) => f(obj),
+            Kind::Jmespath(compiled) => match &compiled.plan {
+                Plan::Direct(path) => field_path::evaluate(obj, path),
+                Plan::Converted { .. } | Plan::Interpreted { .. } => {
+                    values_of_variable(&*compiled.result(input)?)
+                }
+            },
+        }
+    }
+}
+
+impl CompiledExpression {
+    /// The expression's JMESPath result, on the parts of the object it reads
+    /// (for a plain field path: on the object converted, which only the
+    /// tests need).
+    fn result(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
+        match &self.plan {
+            Plan::Direct(path) => Ok(follow(input.converted(&Needs::of_path(path))?, path)),
+            Plan::Converted { path, needs } => Ok(follow(input.converted(needs)?, path)),
+            Plan::Interpreted { ast, needs } => {
+                let data = input.converted(needs)?;
+                let mut ctx = jmespath::Context::new(&self.expression, &functions::RUNTIME);
+                jmespath::interpret(&data, ast, &mut ctx)
+                    .map_err(|err| format!("evaluating '{}': {}", self.expression, err.reason))
+            }
+        }
+    }
+}
+
+/// Follows a field path, without recursion.
+fn follow(mut value: Rcvar, path: &[String]) -> Rcvar {
+    for field in path {
+        value = value.get_field(field);
+    }
+    value
+}
+
+impl fmt::Debug for IndexFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Namespace => f.write_str("IndexFn::Namespace"),
+            Kind::Jmespath(compiled) => f
+                .debug_tuple("IndexFn::Jmespath")
+                .field(&compiled.expression)
+                .finish(),
+            Kind::Closure(_) => f.write_str("IndexFn::Closure(..)"),
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests;
