@@ -96,7 +96,13 @@ pub struct InformerSpec {
     /// Options of this informer (over `defaults`).
     #[serde(flatten)]
     pub options: InformerOptions,
-    /// Named indexes: index name → JMESPath expression.
+    /// Named indexes: index name → JMESPath expression, checked when the
+    /// file is loaded; each object is filed under every string, number and
+    /// boolean the expression gives (an array gives one value per element;
+    /// null, a missing field or an empty array give none), with one spelling
+    /// per number: integral numbers as integers (3, 3.0 and 3e0 give "3",
+    /// 1e3 gives "1000", -0 gives "0"), others in shortest round-trip form
+    /// (1.5, 1e-7).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub indexes: BTreeMap<String, String>,
 }
