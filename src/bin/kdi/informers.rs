@@ -1,0 +1,199 @@
+//! The informers a command runs: from a config file, from resources named
+//! on the command line, or both; built, started and synced.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use kube_client::Client;
+use kube_dynamic_informer::config::{InformerSet, InformerSpec};
+use kube_dynamic_informer::factory::{GenericInformer, InformerFactory};
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Namespaces;
+
+use crate::exit::Failure;
+use crate::output::Redaction;
+use crate::parse_duration_arg;
+use crate::progress::spawn_progress;
+
+/// What to watch: a config file, resources named on the command line, or
+/// both.
+#[derive(Args, Debug, Clone)]
+pub struct Selection {
+    /// Config file (YAML or JSON) declaring informers and indexes.
+    #[arg(short = 'f', long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A resource to watch: plural, kind, short name, `plural.group`,
+    /// `plural.version.group`, `group/version/plural`. Repeatable. With
+    /// `--config`, selects informers of the file by name or resource.
+    #[arg(short = 'r', long = "resource", value_name = "RESOURCE")]
+    pub resources: Vec<String>,
+    /// Only these namespaces (repeatable); default all.
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespaces: Vec<String>,
+    /// Label selector, e.g. `app in (web, api),!canary`.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub label_selector: Option<String>,
+    /// Field selector, e.g. `status.phase=Running`.
+    #[arg(long = "field-selector", value_name = "SELECTOR")]
+    pub field_selector: Option<String>,
+    /// An index for resources named with `-r`: NAME=JMESPATH. Repeatable.
+    #[arg(long = "define-index", value_name = "NAME=EXPR")]
+    pub define_index: Vec<String>,
+    /// Cache only metadata.
+    #[arg(long)]
+    pub metadata_only: bool,
+    /// Treat the objects as secrets: print only their `apiVersion`, `kind`
+    /// and `metadata`, without the last-applied annotation, and redact index
+    /// values (core Secrets always are; `--show-secrets` prints all).
+    #[arg(long)]
+    pub sensitive: bool,
+    /// How long to wait for caches to sync.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
+    pub timeout: Duration,
+}
+
+/// The informer set the arguments describe.
+pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
+    let mut set = match &sel.config {
+        Some(path) => InformerSet::load_file(path).map_err(|e| Failure::usage(e.to_string()))?,
+        None => {
+            if sel.resources.is_empty() {
+                return Err(Failure::usage(
+                    "name resources with -r RESOURCE or a config file with -f FILE",
+                ));
+            }
+            let mut indexes = BTreeMap::new();
+            for d in &sel.define_index {
+                let (name, expr) = d.split_once('=').ok_or_else(|| {
+                    Failure::usage(format!("--define-index {d:?}: expected NAME=JMESPATH"))
+                })?;
+                IndexFn::jmespath(name, expr).map_err(Failure::usage)?;
+                indexes.insert(name.to_string(), expr.to_string());
+            }
+            InformerSet {
+                api_version: kube_dynamic_informer::config::API_VERSION.into(),
+                kind: kube_dynamic_informer::config::KIND.into(),
+                defaults: InformerOptions::default(),
+                informers: sel
+                    .resources
+                    .iter()
+                    .map(|r| InformerSpec {
+                        indexes: indexes.clone(),
+                        ..InformerSpec::new(r.clone())
+                    })
+                    .collect(),
+            }
+        }
+    };
+    if sel.config.is_some() && !sel.resources.is_empty() {
+        set.informers.retain(|i| {
+            sel.resources
+                .iter()
+                .any(|r| r == i.name() || *r == i.resource)
+        });
+        if set.informers.is_empty() {
+            return Err(Failure::usage(format!(
+                "no informer of the config file is named {}",
+                sel.resources.join(" or ")
+            )));
+        }
+    }
+    // Command-line settings override the file's.
+    let over = &mut set.defaults;
+    let apply = |o: &mut InformerOptions| {
+        if !sel.namespaces.is_empty() {
+            o.namespaces = Namespaces::only(sel.namespaces.iter().cloned());
+        }
+        if sel.label_selector.is_some() {
+            o.label_selector.clone_from(&sel.label_selector);
+        }
+        if sel.field_selector.is_some() {
+            o.field_selector.clone_from(&sel.field_selector);
+        }
+        if sel.metadata_only {
+            o.metadata_only = true;
+        }
+        if sel.sensitive {
+            o.sensitive = true;
+        }
+    };
+    apply(over);
+    for i in &mut set.informers {
+        apply(&mut i.options);
+    }
+    Ok(set)
+}
+
+/// One informer of the command, as declared.
+pub struct Declared {
+    /// Its name in the config (or the resource as given).
+    pub name: String,
+    pub informer: GenericInformer,
+    pub indexes: BTreeMap<String, IndexFn>,
+    /// Marked `sensitive` in the config.
+    pub sensitive: bool,
+}
+
+impl Declared {
+    pub fn redaction(&self, show_secrets: bool) -> Redaction {
+        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
+    }
+}
+
+/// Starts the informers and waits for their caches, showing progress.
+pub async fn start_and_sync(
+    client: Client,
+    sel: &Selection,
+    before_start: impl FnOnce(&[Declared]),
+) -> Result<(InformerFactory, Vec<Declared>), Failure> {
+    let set = informer_set(sel)?;
+    let configured = set.build(client).await.map_err(Failure::usage)?;
+    for s in &configured.skipped {
+        eprintln!("kdi: skipping {}: {}", s.name, s.reason);
+    }
+    let informers: Vec<_> = configured
+        .informers
+        .into_iter()
+        .map(|c| Declared {
+            indexes: c.spec.index_functions().unwrap_or_default(),
+            sensitive: c.spec.options.sensitive,
+            name: c.name,
+            informer: c.informer,
+        })
+        .collect();
+    before_start(&informers);
+    configured.factory.start().map_err(Failure::runtime)?;
+    let progress = std::io::stderr()
+        .is_terminal()
+        .then(|| spawn_progress(&informers));
+    let report = configured.factory.wait_for_cache_sync(sel.timeout).await;
+    if let Some(p) = progress {
+        p.cancel();
+    }
+    if !report.all_synced() {
+        let mut message = String::from("caches did not sync:\n");
+        let terminal = std::io::stderr().is_terminal();
+        for (resource, failure) in report.failures() {
+            if terminal {
+                message.push_str(&format!("  {resource}: {failure}\n"));
+            } else {
+                // Not a terminal: one JSON line per resource, for programs.
+                eprintln!(
+                    "{}",
+                    serde_json::json!({
+                        "resource": resource.to_string(),
+                        "synced": false,
+                        "reason": failure.to_string(),
+                    })
+                );
+            }
+        }
+        configured.factory.shutdown().await;
+        return Err(Failure { code: 3, message });
+    }
+    Ok((configured.factory, informers))
+}
