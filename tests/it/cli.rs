@@ -20,7 +20,11 @@ fn kubeconfig(user: User) -> PathBuf {
 
 /// Runs `kdi` with `args` as `user` (off the async runtime: it blocks).
 async fn kdi(user: User, args: &[&str]) -> Output {
-    let kubeconfig = kubeconfig(user);
+    kdi_with(kubeconfig(user), args).await
+}
+
+/// Runs `kdi` with `args` and this kubeconfig.
+async fn kdi_with(kubeconfig: PathBuf, args: &[&str]) -> Output {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_kdi"))
@@ -41,6 +45,35 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The exit code README.md's table gives to the one row whose meaning
+/// contains `meaning`: the tests hold kdi to what the README promises.
+fn documented_exit(meaning: &str) -> i32 {
+    let readme = std::fs::read_to_string(support::controlplane::repo_root().join("README.md"))
+        .expect("reading README.md");
+    let rows: Vec<(i32, &str)> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| Exit code |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let mut cells = l.trim_matches('|').split('|').map(str::trim);
+            Some((cells.next()?.parse().ok()?, cells.next()?))
+        })
+        .collect();
+    let found: Vec<i32> = rows
+        .iter()
+        .filter(|(_, m)| m.contains(meaning))
+        .map(|(code, _)| *code)
+        .collect();
+    match found.as_slice() {
+        [code] => *code,
+        _ => panic!(
+            "README's exit code table has {} rows saying {meaning:?}: {rows:?}",
+            found.len()
+        ),
+    }
 }
 
 fn assert_exit(o: &Output, code: i32) {
@@ -76,7 +109,7 @@ async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
     let root = support::controlplane::repo_root();
     let good = root.join("examples/configs/pods-and-deployments.yaml");
     let out = kdi(User::Admin, &["check", good.to_str().unwrap()]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(
         stdout(&out).contains("ok (3 informers)"),
         "{}",
@@ -92,7 +125,7 @@ async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
     )
     .unwrap();
     let out = kdi(User::Admin, &["check", bad.to_str().unwrap()]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "one line per problem:\n{text}");
@@ -115,7 +148,7 @@ async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
 async fn resources_lists_built_in_and_custom_resources() {
     let (_ns, full) = widgets("cli-resources").await;
     let out = kdi(User::Admin, &["resources", "-o", "json"]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let list: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     let cm = list
         .iter()
@@ -129,7 +162,7 @@ async fn resources_lists_built_in_and_custom_resources() {
         "{full} listed"
     );
     let table = kdi(User::Admin, &["resources"]).await;
-    assert_exit(&table, 0);
+    assert_exit(&table, documented_exit("Success"));
     assert!(stdout(&table).starts_with("NAME"), "{}", stdout(&table));
 }
 
@@ -151,7 +184,7 @@ async fn get_by_index_and_by_selector_in_every_format() {
         &[&base[..], &["--index", "color=red", "-o", "json"]].concat(),
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     let names: Vec<&str> = objects
         .iter()
@@ -165,7 +198,7 @@ async fn get_by_index_and_by_selector_in_every_format() {
         &[&base[..], &["--match", "tier=blue", "-o", "name"]].concat(),
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert_eq!(stdout(&out).trim(), format!("{ns}/b"));
 
     // Server-side selector, YAML output.
@@ -184,19 +217,19 @@ async fn get_by_index_and_by_selector_in_every_format() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_saphyr::from_str(&stdout(&out)).unwrap();
     assert_eq!(objects.len(), 2);
 
     let out = kdi(User::Admin, &["get", "-r", &full, "-n", &ns]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let text = stdout(&out);
     assert!(text.starts_with("NAMESPACE"), "{text}");
     assert_eq!(text.lines().count(), 4, "{text}");
 
     // An unknown index is a usage error naming the index.
     let out = kdi(User::Admin, &[&base[..], &["--index", "size=3"]].concat()).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(stderr(&out).contains("size"), "{}", stderr(&out));
 }
 
@@ -221,7 +254,7 @@ async fn watch_prints_json_lines_with_index_values() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let lines: Vec<Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -361,7 +394,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
         get("configmaps", &["-o", "yaml", "--sensitive"]).await,
     ));
     for (what, out) in &outputs {
-        assert_exit(out, 0);
+        assert_exit(out, documented_exit("Success"));
         let text = format!("{}{}", stdout(out), stderr(out));
         assert!(!stdout(out).is_empty(), "{what}: printed nothing");
         assert!(
@@ -389,7 +422,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
 
     // --show-secrets prints everything.
     let out = get("secrets", &["-o", "json", "--show-secrets"]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(objects[0]["data"]["password"], format!("{BASE64}=="));
     assert!(stdout(&out).contains(PLAIN), "{}", stdout(&out));
@@ -404,7 +437,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(stdout(&out).contains(BASE64), "{}", stdout(&out));
 }
 
@@ -421,7 +454,7 @@ async fn a_forbidden_resource_exits_3_with_the_reason() {
         &["get", "-r", "configmaps", "-n", &ns, "--timeout", "3s"],
     )
     .await;
-    assert_exit(&out, 3);
+    assert_exit(&out, documented_exit("did not sync"));
     let err = stderr(&out);
     assert!(err.contains("403") || err.contains("forbidden"), "{err}");
     assert!(err.contains("configmaps"), "{err}");
@@ -456,14 +489,55 @@ async fn contexts_and_bad_arguments() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(!stdout(&out).is_empty());
     let out = kdi(User::Admin, &["--context", "nope", "resources"]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
     let out = kdi(User::Admin, &["get"]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     let out = kdi(User::Admin, &["get", "-r", "no-such-things"]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(stderr(&out).contains("no-such-things"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_exits_with_the_server_and_the_cause() {
+    // A port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("kdi-unreachable-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{ name: c, cluster: {{ server: \"https://127.0.0.1:{port}\" }} }}]\n\
+             users: [{{ name: u, user: {{ token: t }} }}]\n\
+             contexts: [{{ name: c, context: {{ cluster: c, user: u }} }}]\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["get", "-r", "pods"][..],
+        &["watch", "-r", "pods"],
+        &["resources"],
+    ] {
+        let out = kdi_with(kubeconfig.clone(), args).await;
+        assert_exit(&out, documented_exit("cannot be reached"));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("https://127.0.0.1:{port}")),
+            "{args:?}: the server is named: {err}"
+        );
+        assert!(
+            err.contains("os error"),
+            "{args:?}: the operating system's reason is given: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

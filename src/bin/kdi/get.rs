@@ -1,8 +1,9 @@
 //! `kdi get`: the objects of a synced cache, by index value or selector.
 
 use clap::Args;
-use kube_client::Client;
+use kube_dynamic_informer::config::InformerSet;
 
+use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Selection, start_and_sync};
 use crate::output::{Format, print_objects};
@@ -28,8 +29,8 @@ pub struct GetArgs {
     pub show_secrets: bool,
 }
 
-pub async fn get(client: Client, args: GetArgs) -> Result<(), Failure> {
-    let (factory, informers) = start_and_sync(client, &args.selection, |_| {}).await?;
+pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
+    let (factory, informers) = start_and_sync(cluster, set, &args.selection, |_| {}).await?;
     let mut objects = Vec::new();
     for declared in &informers {
         let (name, lister) = (&declared.name, declared.informer.lister());
@@ -55,7 +56,7 @@ pub async fn get(client: Client, args: GetArgs) -> Result<(), Failure> {
             .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
     });
     let objects: Vec<_> = objects.iter().map(|(r, o)| r.object(o)).collect();
-    let result = print_objects(&objects, args.output).map_err(Failure::runtime);
+    let result = print_objects(&objects, args.output).map_err(Failure::output);
     factory.shutdown().await;
     result
 }

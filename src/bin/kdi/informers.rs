@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kube_client::Client;
-use kube_dynamic_informer::config::{InformerSet, InformerSpec};
-use kube_dynamic_informer::factory::{GenericInformer, InformerFactory};
+use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec};
+use kube_dynamic_informer::discovery::DiscoveryError;
+use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Namespaces;
 
+use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::output::Redaction;
 use crate::parse_duration_arg;
@@ -144,14 +145,31 @@ impl Declared {
     }
 }
 
+/// Why the informers of a config could not be made: discovery could not be
+/// read (the cluster), a resource is not served and the file says
+/// `whenNotServed: fail`, or the names and options are wrong.
+fn build_failure(cluster: &Cluster, err: BuildError) -> Failure {
+    match &err {
+        BuildError::Informer {
+            source: FactoryError::Discovery(discovery @ DiscoveryError::Request { .. }),
+            ..
+        } => cluster.unreachable(discovery),
+        BuildError::NotServed { .. } => Failure::not_synced(err),
+        _ => Failure::usage(err),
+    }
+}
+
 /// Starts the informers and waits for their caches, showing progress.
 pub async fn start_and_sync(
-    client: Client,
+    cluster: &Cluster,
+    set: InformerSet,
     sel: &Selection,
     before_start: impl FnOnce(&[Declared]),
 ) -> Result<(InformerFactory, Vec<Declared>), Failure> {
-    let set = informer_set(sel)?;
-    let configured = set.build(client).await.map_err(Failure::usage)?;
+    let configured = set
+        .build(cluster.client.clone())
+        .await
+        .map_err(|e| build_failure(cluster, e))?;
     for s in &configured.skipped {
         eprintln!("kdi: skipping {}: {}", s.name, s.reason);
     }
@@ -166,7 +184,7 @@ pub async fn start_and_sync(
         })
         .collect();
     before_start(&informers);
-    configured.factory.start().map_err(Failure::runtime)?;
+    configured.factory.start().map_err(Failure::cluster)?;
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| spawn_progress(&informers));

@@ -9,9 +9,11 @@
 //! kdi check informers.yaml                      # validate without a cluster
 //! ```
 //!
-//! Exit codes: 0 success; 1 a failure talking to the cluster or running an
-//! informer; 2 invalid arguments or an invalid config file; 3 caches that
-//! did not sync within `--timeout` (each with its reason on stderr).
+//! Exit codes ([`exit::code`], the table of README.md's kdi section): 0
+//! success; 1 the cluster cannot be reached or answers with an error (the
+//! message names the server and every cause); 2 invalid arguments,
+//! kubeconfig or config file; 3 caches that did not sync (each with its
+//! reason on stderr).
 //!
 //! On a terminal, stderr shows each informer's progress while caches sync.
 //! Otherwise nothing is printed while syncing, and a cache that did not sync
@@ -34,6 +36,7 @@ use clap::{Args, Parser, Subcommand};
 use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::duration::parse_duration;
 
+use cluster::Cluster;
 use exit::Failure;
 use get::GetArgs;
 use resources::ResourcesArgs;
@@ -101,11 +104,11 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("kdi: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(exit::code::CLUSTER);
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(exit::code::SUCCESS),
         Err(f) => {
             eprintln!("kdi: {}", f.message.trim_end());
             ExitCode::from(f.code)
@@ -126,19 +129,26 @@ fn check(args: &CheckArgs) -> ExitCode {
             }
         }
     }
-    if failed {
-        ExitCode::from(2)
+    ExitCode::from(if failed {
+        exit::code::USAGE
     } else {
-        ExitCode::SUCCESS
-    }
+        exit::code::SUCCESS
+    })
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let client = cluster::client(cli.kubeconfig.as_ref(), cli.context.as_deref()).await?;
+    let connect = || Cluster::connect(cli.kubeconfig.as_ref(), cli.context.as_deref());
     match cli.command {
-        Command::Watch(args) => watch::watch(client, args).await,
-        Command::Get(args) => get::get(client, args).await,
-        Command::Resources(args) => resources::resources(client, args).await,
+        // The config is read first: its problems need no cluster.
+        Command::Watch(args) => {
+            let set = informers::informer_set(&args.selection)?;
+            watch::watch(&connect().await?, set, args).await
+        }
+        Command::Get(args) => {
+            let set = informers::informer_set(&args.selection)?;
+            get::get(&connect().await?, set, args).await
+        }
+        Command::Resources(args) => resources::resources(&connect().await?, args).await,
         Command::Check(_) => unreachable!("handled before the runtime starts"),
     }
 }

@@ -1,8 +1,9 @@
 //! `kdi resources`: what discovery offers.
 
 use clap::{Args, ValueEnum};
-use kube_client::Client;
+use kube_dynamic_informer::discovery::DiscoveryCache;
 
+use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::output;
 
@@ -22,9 +23,12 @@ pub enum ResourcesFormat {
     Json,
 }
 
-pub async fn resources(client: Client, args: ResourcesArgs) -> Result<(), Failure> {
-    let discovery = kube_dynamic_informer::discovery::DiscoveryCache::new(client);
-    let snapshot = discovery.refresh().await.map_err(Failure::runtime)?;
+pub async fn resources(cluster: &Cluster, args: ResourcesArgs) -> Result<(), Failure> {
+    let discovery = DiscoveryCache::new(cluster.client.clone());
+    let snapshot = discovery
+        .refresh()
+        .await
+        .map_err(|e| cluster.unreachable(&e))?;
     for u in snapshot.unavailable() {
         eprintln!("kdi: not discovered: {u}");
     }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use kube_client::Client;
+use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::Event;
 
+use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Declared, Selection, start_and_sync};
 use crate::output::event_line;
@@ -41,13 +42,13 @@ pub struct WatchArgs {
     pub skip_initial: bool,
 }
 
-pub async fn watch(client: Client, args: WatchArgs) -> Result<(), Failure> {
+pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let object = args.object;
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
-    let (factory, _informers) = start_and_sync(client, &args.selection, |informers| {
+    let (factory, _informers) = start_and_sync(cluster, set, &args.selection, |informers| {
         for declared in informers {
             let Declared {
                 name,
