@@ -2,11 +2,14 @@
 //! output parsed.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Output, Stdio};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_client::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::support::{self, User};
 
@@ -18,25 +21,117 @@ fn kubeconfig(user: User) -> PathBuf {
     }
 }
 
-/// Runs `kdi` with `args` as `user` (off the async runtime: it blocks).
+/// How long any kdi run of these tests may take.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `kdi` with `args` as `user`, to its end.
 async fn kdi(user: User, args: &[&str]) -> Output {
     kdi_with(kubeconfig(user), args).await
 }
 
-/// Runs `kdi` with `args` and this kubeconfig.
+/// Runs `kdi` with `args` and this kubeconfig, to its end; fails the test
+/// if that takes longer than [`DEADLINE`].
 async fn kdi_with(kubeconfig: PathBuf, args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_kdi"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(&args)
-            .env_remove("KUBECONFIG")
-            .output()
-            .expect("running kdi")
-    })
-    .await
-    .unwrap()
+    let run = command(&kubeconfig, args).output();
+    match tokio::time::timeout(DEADLINE, run).await {
+        Ok(out) => out.expect("running kdi"),
+        Err(_) => panic!("kdi {args:?} did not end within {DEADLINE:?}"),
+    }
+}
+
+fn command(kubeconfig: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kdi"));
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// A kdi process running while the test acts, its output read line by line.
+struct Running {
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Lines<BufReader<ChildStderr>>,
+    /// Every stderr line read so far.
+    stderr_seen: Vec<String>,
+}
+
+impl Running {
+    fn start(user: User, args: &[&str], env: &[(&str, &str)]) -> Running {
+        let mut command = command(&kubeconfig(user), args);
+        command
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("starting kdi");
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        Running {
+            child,
+            stdout,
+            stderr,
+            stderr_seen: Vec::new(),
+        }
+    }
+
+    /// Reads stderr until a line satisfies `wanted`; fails the test at the
+    /// end of stderr or after `within`.
+    async fn stderr_until(
+        &mut self,
+        what: &str,
+        within: Duration,
+        mut wanted: impl FnMut(&str) -> bool,
+    ) {
+        let read = async {
+            while let Some(line) = self.stderr.next_line().await.expect("reading stderr") {
+                self.stderr_seen.push(line.clone());
+                if wanted(&line) {
+                    return true;
+                }
+            }
+            false
+        };
+        match tokio::time::timeout(within, read).await {
+            Ok(true) => {}
+            Ok(false) => panic!(
+                "stderr ended before {what}:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+            Err(_) => panic!(
+                "no {what} within {within:?}; stderr:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+        }
+    }
+
+    /// Waits for the process to end; returns its exit code and the rest of
+    /// its stdout and stderr.
+    async fn end(mut self) -> (Option<i32>, String, String) {
+        let rest = async {
+            let mut out = String::new();
+            while let Some(line) = self.stdout.next_line().await.expect("reading stdout") {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            while let Some(line) = self.stderr.next_line().await.expect("reading stderr") {
+                self.stderr_seen.push(line);
+            }
+            let status = self.child.wait().await.expect("waiting for kdi");
+            (status.code(), out)
+        };
+        match tokio::time::timeout(DEADLINE, rest).await {
+            Ok((code, out)) => (code, out, self.stderr_seen.join("\n")),
+            Err(_) => panic!(
+                "kdi did not end within {DEADLINE:?}; stderr:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+        }
+    }
 }
 
 fn stdout(o: &Output) -> String {
@@ -449,23 +544,139 @@ async fn a_forbidden_resource_exits_3_with_the_reason() {
     }
     let admin = support::admin().await;
     let ns = support::namespace(&admin, "cli-forbidden").await;
-    let out = kdi(
-        User::Alice,
-        &["get", "-r", "configmaps", "-n", &ns, "--timeout", "3s"],
+    // A 403 is final for a one-shot command: it does not wait out its
+    // ten-minute timeout.
+    let within = Duration::from_secs(30);
+    let out = tokio::time::timeout(
+        within,
+        kdi(
+            User::Alice,
+            &["get", "-r", "configmaps", "-n", &ns, "--timeout", "10m"],
+        ),
     )
-    .await;
-    assert_exit(&out, documented_exit("did not sync"));
+    .await
+    .unwrap_or_else(|_| panic!("kdi get waited on a 403 for more than {within:?}"));
+    assert_exit(&out, documented_exit("access denied"));
     let err = stderr(&out);
-    assert!(err.contains("403") || err.contains("forbidden"), "{err}");
-    assert!(err.contains("configmaps"), "{err}");
+    // The server's answer, once, without debug dump or backoff lines.
+    assert_eq!(err.matches("cannot list").count(), 1, "{err}");
+    assert!(
+        !err.contains("Status {") && !err.contains("retry"),
+        "no debug dump, no backoff: {err}"
+    );
     // stderr is not a terminal here: the failure is a JSON line.
     let line: Value = err
         .lines()
         .find_map(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("no JSON line in stderr: {err}"));
     assert_eq!(line["synced"], false);
+    assert_eq!(line["status"], "forbidden");
     assert_eq!(line["resource"], "configmaps.v1");
-    assert!(line["reason"].as_str().unwrap().contains("403"), "{line}");
+    // Who may not do what, where.
+    let reason = line["reason"].as_str().unwrap();
+    for part in [
+        format!("User \"{}\"", User::Alice.subject_name()),
+        "cannot list resource \"configmaps\"".to_string(),
+        format!("namespace \"{ns}\""),
+        "403".to_string(),
+    ] {
+        assert!(reason.contains(&part), "{part:?} in {reason}");
+    }
+}
+
+/// Parses the JSON lines of kdi's stderr.
+fn json_lines(text: &[String]) -> Vec<Value> {
+    text.iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn watch_waits_for_access_saying_so_once_then_at_its_interval() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's ordinary users as kubeconfigs");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "cli-wait-access").await;
+    let watch = |interval: &str, extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend([
+            "watch",
+            "-r",
+            "configmaps",
+            "-n",
+            &ns,
+            "--timeout",
+            "0",
+            "--max-events",
+            "1",
+            "--progress-interval",
+            interval,
+        ]);
+        // With -v, the informer's log shows every failed list.
+        Running::start(
+            User::Alice,
+            &args,
+            &[("RUST_LOG", "kube_dynamic_informer::reflector=warn")],
+        )
+    };
+    let mut once = watch("1h", &["-v"]);
+    let mut reminded = watch("1s", &[]);
+
+    let failed_lists = std::cell::Cell::new(0);
+    once.stderr_until("three failed lists", Duration::from_secs(60), |l| {
+        if l.contains("list/watch failed") && l.contains("configmaps.v1") {
+            failed_lists.set(failed_lists.get() + 1);
+        }
+        failed_lists.get() >= 3
+    })
+    .await;
+    let said: Vec<Value> = json_lines(&once.stderr_seen)
+        .into_iter()
+        .filter(|l| l["status"] == "forbidden")
+        .collect();
+    assert_eq!(said.len(), 1, "said once, not at every retry: {said:?}");
+    let reason = said[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&User::Alice.subject_name()) && reason.contains(&ns),
+        "{reason}"
+    );
+    assert!(
+        !once.stderr_seen.iter().any(|l| l.contains('\u{1b}')),
+        "no colours off a terminal"
+    );
+    reminded
+        .stderr_until("a reminder", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| {
+                l["status"] == "forbidden" && l["waitingSeconds"].as_u64() >= Some(1)
+            })
+        })
+        .await;
+
+    // Access granted while they run: both sync by themselves.
+    config_map(&admin, &ns, "granted").await;
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
+    for running in [once, reminded] {
+        let (code, out, err) = running.end().await;
+        assert_eq!(code, Some(documented_exit("Success")), "{err}");
+        let event: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(event["key"], format!("{ns}/granted"));
+        let said = json_lines(&err.lines().map(String::from).collect::<Vec<_>>());
+        assert_eq!(
+            said.last().map(|l| &l["status"]),
+            Some(&json!("synced")),
+            "the wait's end is said: {err}"
+        );
+    }
+}
+
+async fn config_map(client: &kube_client::Client, ns: &str, name: &str) {
+    let cm: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -30,7 +30,8 @@ pub struct GetArgs {
 }
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
-    let (factory, informers) = start_and_sync(cluster, set, &args.selection, |_| {}).await?;
+    let (factory, informers, _progress) =
+        start_and_sync(cluster, set, &args.selection, true, |_| Ok(())).await?;
     let mut objects = Vec::new();
     for declared in &informers {
         let (name, lister) = (&declared.name, declared.informer.lister());

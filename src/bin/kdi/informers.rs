@@ -18,7 +18,7 @@ use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::output::Redaction;
 use crate::parse_duration_arg;
-use crate::progress::spawn_progress;
+use crate::progress::Progress;
 
 /// What to watch: a config file, resources named on the command line, or
 /// both.
@@ -52,9 +52,21 @@ pub struct Selection {
     /// values (core Secrets always are; `--show-secrets` prints all).
     #[arg(long)]
     pub sensitive: bool,
-    /// How long to wait for caches to sync.
+    /// How long to wait for caches to sync; `0` waits for ever.
     #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
     pub timeout: Duration,
+    /// How often to say again what informers are waiting for (access, a
+    /// resource not served yet, a slow list) and how many objects their
+    /// indexes failed on.
+    #[arg(long, default_value = "30s", value_parser = parse_interval_arg)]
+    pub progress_interval: Duration,
+}
+
+fn parse_interval_arg(s: &str) -> Result<Duration, String> {
+    match parse_duration_arg(s)? {
+        Duration::ZERO => Err("the interval must be longer than 0".into()),
+        d => Ok(d),
+    }
 }
 
 /// The informer set the arguments describe.
@@ -159,13 +171,17 @@ fn build_failure(cluster: &Cluster, err: BuildError) -> Failure {
     }
 }
 
-/// Starts the informers and waits for their caches, showing progress.
+/// Builds the informers of `set`, lets `before_start` see them (to add
+/// handlers), starts them and waits for their caches, saying how it goes
+/// on stderr (see [`Progress`]). A `one_shot` command fails at the first
+/// 403; others wait for access.
 pub async fn start_and_sync(
     cluster: &Cluster,
     set: InformerSet,
     sel: &Selection,
-    before_start: impl FnOnce(&[Declared]),
-) -> Result<(InformerFactory, Vec<Declared>), Failure> {
+    one_shot: bool,
+    before_start: impl FnOnce(&[Declared]) -> Result<(), Failure>,
+) -> Result<(InformerFactory, Vec<Declared>, Progress), Failure> {
     let configured = set
         .build(cluster.client.clone())
         .await
@@ -183,35 +199,23 @@ pub async fn start_and_sync(
             informer: c.informer,
         })
         .collect();
-    before_start(&informers);
-    configured.factory.start().map_err(Failure::cluster)?;
-    let progress = std::io::stderr()
-        .is_terminal()
-        .then(|| spawn_progress(&informers));
-    let report = configured.factory.wait_for_cache_sync(sel.timeout).await;
-    if let Some(p) = progress {
-        p.cancel();
-    }
-    if !report.all_synced() {
-        let mut message = String::from("caches did not sync:\n");
-        let terminal = std::io::stderr().is_terminal();
-        for (resource, failure) in report.failures() {
-            if terminal {
-                message.push_str(&format!("  {resource}: {failure}\n"));
-            } else {
-                // Not a terminal: one JSON line per resource, for programs.
-                eprintln!(
-                    "{}",
-                    serde_json::json!({
-                        "resource": resource.to_string(),
-                        "synced": false,
-                        "reason": failure.to_string(),
-                    })
-                );
-            }
+    let factory = configured.factory;
+    let mut progress = Progress::new(
+        &informers,
+        !std::io::stderr().is_terminal(),
+        sel.progress_interval,
+    );
+    let synced = async {
+        before_start(&informers)?;
+        factory.start().map_err(Failure::cluster)?;
+        let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
+        progress.wait_for_sync(timeout, one_shot).await
+    };
+    match synced.await {
+        Ok(()) => Ok((factory, informers, progress)),
+        Err(failure) => {
+            factory.shutdown().await;
+            Err(failure)
         }
-        configured.factory.shutdown().await;
-        return Err(Failure { code: 3, message });
     }
-    Ok((configured.factory, informers))
 }

@@ -28,6 +28,7 @@ mod progress;
 mod resources;
 mod watch;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
     if cli.verbose {
         tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
                     .unwrap_or_else(|_| "kube_dynamic_informer=info".into()),

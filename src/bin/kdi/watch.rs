@@ -1,5 +1,6 @@
 //! `kdi watch`: events as JSON lines.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,12 +9,14 @@ use clap::Args;
 use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::Event;
+use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Declared, Selection, start_and_sync};
 use crate::output::event_line;
 use crate::parse_duration_arg;
+use crate::progress::resource_label;
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -48,73 +51,115 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
-    let (factory, _informers) = start_and_sync(cluster, set, &args.selection, |informers| {
-        for declared in informers {
-            let Declared {
-                name,
-                informer,
-                indexes,
-                ..
-            } = declared;
-            let redaction = declared.redaction(args.show_secrets);
-            let tx = tx.clone();
-            let name = name.clone();
-            let resource = informer.resource().to_string();
-            let indexes: Vec<(String, IndexFn)> = indexes
-                .iter()
-                .filter(|(n, _)| wanted_indexes.iter().any(|w| w == "all" || w == *n))
-                .map(|(n, f)| (n.clone(), f.clone()))
-                .collect();
-            let indexes = Arc::new(indexes);
-            let reg = informer.informer().add_handler(move |e: Event| {
-                if skip_initial
-                    && matches!(
-                        e,
-                        Event::Add {
-                            in_initial_list: true,
-                            ..
+    let (factory, _informers, progress) =
+        start_and_sync(cluster, set, &args.selection, false, |informers| {
+            check_index_values(&wanted_indexes, informers)?;
+            for declared in informers {
+                let Declared {
+                    name,
+                    informer,
+                    indexes,
+                    ..
+                } = declared;
+                let redaction = declared.redaction(args.show_secrets);
+                let tx = tx.clone();
+                let name = name.clone();
+                // Known now, unless it was asked for without a version and
+                // is not served yet.
+                let resource = (!informer.resource().version.is_empty())
+                    .then(|| informer.resource().to_string());
+                let served = informer.clone();
+                let indexes: Vec<(String, IndexFn)> = indexes
+                    .iter()
+                    .filter(|(n, _)| wanted_indexes.iter().any(|w| w == "all" || w == *n))
+                    .map(|(n, f)| (n.clone(), f.clone()))
+                    .collect();
+                let indexes = Arc::new(indexes);
+                let reg = informer.informer().add_handler(move |e: Event| {
+                    if skip_initial
+                        && matches!(
+                            e,
+                            Event::Add {
+                                in_initial_list: true,
+                                ..
+                            }
+                        )
+                    {
+                        return;
+                    }
+                    let line = match &resource {
+                        Some(r) => event_line(&name, r, &e, object, redaction, &indexes),
+                        None => {
+                            let r = resource_label(&served);
+                            event_line(&name, &r, &e, object, redaction, &indexes)
                         }
-                    )
-                {
-                    return;
-                }
-                let line = event_line(&name, &resource, &e, object, redaction, &indexes);
-                let _ = tx.send(line);
-            });
-            registrations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(reg);
-        }
-    })
-    .await?;
+                    };
+                    let _ = tx.send(line);
+                });
+                registrations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(reg);
+            }
+            Ok(())
+        })
+        .await?;
     drop(tx);
-    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    let stop_reporting = CancellationToken::new();
+    let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
+    let deadline = args
+        .duration
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
+    let expired = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => futures::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
     let mut count = 0u64;
     let stdout = std::io::stdout();
     let result = loop {
-        let next = match deadline {
-            Some(d) => tokio::select! {
-                line = rx.recv() => line,
-                _ = tokio::time::sleep_until(d) => break Ok(()),
-                _ = tokio::signal::ctrl_c() => break Ok(()),
-            },
-            None => tokio::select! {
-                line = rx.recv() => line,
-                _ = tokio::signal::ctrl_c() => break Ok(()),
-            },
+        let next = tokio::select! {
+            line = rx.recv() => line,
+            _ = &mut expired => break Ok(()),
+            _ = tokio::signal::ctrl_c() => break Ok(()),
         };
         let Some(line) = next else { break Ok(()) };
         let mut out = stdout.lock();
-        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
-            // stdout closed (e.g. piped into `head`): stop quietly.
-            break Ok(());
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            // Closed (piped into `head`): stop quietly.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                break Ok(());
+            }
+            break Err(Failure::output(e));
         }
         count += 1;
         if args.max_events.is_some_and(|m| count >= m) {
             break Ok(());
         }
     };
+    stop_reporting.cancel();
+    let _ = reporting.await;
     factory.shutdown().await;
     result
+}
+
+/// Every index named by `--index-values` exists on some informer.
+fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), Failure> {
+    let known: BTreeSet<&String> = informers.iter().flat_map(|d| d.indexes.keys()).collect();
+    for w in wanted {
+        if w != "all" && !known.contains(w) {
+            let have = if known.is_empty() {
+                "no informer has indexes; declare them with --define-index NAME=EXPR or in the config file".to_string()
+            } else {
+                let names: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
+                format!("the indexes are {}, or `all`", names.join(", "))
+            };
+            return Err(Failure::usage(format!(
+                "--index-values {w:?}: no informer has an index of that name; {have}"
+            )));
+        }
+    }
+    Ok(())
 }
