@@ -279,15 +279,26 @@ impl DiscoverySnapshot {
         }
         let reason = match name.resolve(&self.resources) {
             Ok(known) => return self.availability(&known.key()),
-            Err(ResourceError::NotFound { suggestions, .. }) if suggestions.is_empty() => {
-                format!("{name} is not served by the API server (not in discovery)")
-            }
             Err(ResourceError::NotFound { suggestions, .. }) => {
-                let names: Vec<String> = suggestions.iter().map(ToString::to_string).collect();
-                format!(
-                    "{name} is not served by the API server (not in discovery; did you mean {}?)",
-                    names.join(" or ")
-                )
+                // Resources of the group named, if any resemble the name.
+                let group = name.candidates().first().and_then(|c| c.group.as_deref());
+                let in_group: Vec<&ResourceKey> = suggestions
+                    .iter()
+                    .filter(|k| Some(k.group.as_str()) == group)
+                    .collect();
+                let shown: Vec<String> = if in_group.is_empty() {
+                    suggestions.iter().map(ToString::to_string).collect()
+                } else {
+                    in_group.iter().map(ToString::to_string).collect()
+                };
+                if shown.is_empty() {
+                    format!("{name} is not served by the API server (not in discovery)")
+                } else {
+                    format!(
+                        "{name} is not served by the API server (not in discovery; did you mean {}?)",
+                        shown.join(" or ")
+                    )
+                }
             }
             Err(other) => other.to_string(),
         };

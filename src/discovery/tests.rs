@@ -270,6 +270,31 @@ fn a_name_without_version_designates_the_preferred_one() {
         ),
         other => panic!("{other:?}"),
     }
+    // Suggestions from the group named come first, alone.
+    let mut both = widgets(&["v1"]);
+    both.resources.extend(sample().resources);
+    both.resources.push(KnownResource {
+        group: "other.org".into(),
+        version: "v1".into(),
+        plural: "widgets".into(),
+        preferred_version: true,
+        ..KnownResource::default()
+    });
+    let typo = ResourceName::parse("deploymentz.example.com").unwrap();
+    match both.availability_of_name(&typo) {
+        ResourceAvailability::NotServed { reason } => {
+            assert!(reason.contains("deployments.v1.apps"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let typo = ResourceName::parse("widgetz.example.com").unwrap();
+    match both.availability_of_name(&typo) {
+        ResourceAvailability::NotServed { reason } => assert!(
+            reason.ends_with("did you mean widgets.v1.example.com?)"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
     assert!(
         !DiscoverySnapshot::default()
             .availability_of_name(&name)

@@ -752,3 +752,97 @@ async fn an_unreachable_cluster_exits_with_the_server_and_the_cause() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_crd_named_by_plural_and_group_is_waited_for_then_watched_in_its_preferred_version() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "cli-plural-group").await;
+    let group = support::unique_group();
+    let name = format!("widgets.{group}");
+
+    // Before its CRD exists the name is waited for, not refused; when the
+    // timeout passes, kdi says which cache did not sync and why.
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", &name, "-n", &ns, "--timeout", "2s"],
+    )
+    .await;
+    assert_exit(&out, documented_exit("not served"));
+    let err = stderr(&out);
+    let line: Value = err
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["synced"] == false)
+        .unwrap_or_else(|| panic!("no JSON line with synced false in stderr: {err}"));
+    assert_eq!(line["status"], "notServed", "{line}");
+    assert_eq!(line["resource"], name.as_str(), "{line}");
+    assert!(
+        line["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("{name} is not served"))),
+        "{line}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("kdi: ") && last.contains(&name) && last.contains("not served"),
+        "the last line says what did not sync: {err}"
+    );
+
+    // `watch` waits, and lists the version the CRD prefers once installed.
+    let mut watch = Running::start(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            &name,
+            "-n",
+            &ns,
+            "--timeout",
+            "0",
+            "--max-events",
+            "1",
+        ],
+        &[],
+    );
+    watch
+        .stderr_until("the informer waiting", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| l["status"] == "notServed")
+        })
+        .await;
+    let mut crd = serde_json::to_value(support::widget_crd(&group)).unwrap();
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, beta);
+    let crd = serde_json::from_value(crd).unwrap();
+    let ar = support::install_crd(&admin, &crd).await;
+    let api = Api::<DynamicObject>::namespaced_with(admin.clone(), &ns, &ar);
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "w1", json!({ "color": "red" })),
+    )
+    .await
+    .unwrap();
+    let (code, out, err) = watch.end().await;
+    assert_eq!(code, Some(documented_exit("Success")), "{err}");
+    let event: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(event["type"], "Add", "{event}");
+    assert_eq!(event["key"], format!("{ns}/w1"), "{event}");
+    assert_eq!(event["resource"], format!("widgets.v1.{group}"), "{event}");
+
+    // A version the CRD does not serve is refused, naming those it does.
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", &format!("widgets.v2.{group}"), "-n", &ns],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("v1, v1beta1") && err.contains(&name),
+        "served versions and the versionless name: {err}"
+    );
+}
