@@ -846,3 +846,63 @@ async fn a_crd_named_by_plural_and_group_is_waited_for_then_watched_in_its_prefe
         "served versions and the versionless name: {err}"
     );
 }
+
+#[tokio::test]
+async fn config_problems_are_said_once_with_what_to_do() {
+    let dir = std::env::temp_dir().join(format!("kdi-config-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    const HEADER: &str = "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\n";
+    let enumeration = write(
+        "enum.yaml",
+        &format!("{HEADER}informers:\n  - resource: pods\n    whenNotServed: sometimes\n"),
+    );
+    let empty = write("empty.yaml", "# nothing yet\n");
+    let missing = dir.join("missing.yaml").to_str().unwrap().to_string();
+    let indexes: String = (0..1000)
+        .map(|i| format!("      i{i}: metadata.name\n"))
+        .collect();
+    let many = write(
+        "many.yaml",
+        &format!("{HEADER}informers:\n  - resource: pods\n    indexes:\n{indexes}"),
+    );
+    for (file, expected) in [
+        (
+            &enumeration,
+            format!(
+                "{enumeration}:5:20: informers[0].whenNotServed: \"sometimes\" is not one of \"wait\", \"skip\", \"fail\""
+            ),
+        ),
+        (&empty, format!("{empty}: the file is empty;")),
+        (&missing, format!("{missing}: cannot read the file: ")),
+        (
+            &many,
+            format!(
+                "{many}:6:7: informers[0].indexes: an object of 1000 entries: at most 100 are allowed"
+            ),
+        ),
+    ] {
+        // `check`, and `get` before it needs a cluster: one line each.
+        let out = kdi(User::Admin, &["check", file]).await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+        assert!(stdout(&out).starts_with(&expected), "{}", stdout(&out));
+        let out = kdi_with(
+            PathBuf::from("/nonexistent/kubeconfig"),
+            &["get", "-f", file],
+        )
+        .await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("kdi: {expected}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
