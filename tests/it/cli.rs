@@ -199,6 +199,18 @@ async fn widgets(prefix: &str) -> (String, String) {
     (ns, format!("widgets.v1.{group}"))
 }
 
+/// The `ApiResource` of `widgets` by its full name.
+fn widget_resource(full: &str) -> kube_client::core::ApiResource {
+    let group = full.strip_prefix("widgets.v1.").expect("a widgets.v1 name");
+    kube_client::core::ApiResource {
+        group: group.to_string(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
 #[tokio::test]
 async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
     let root = support::controlplane::repo_root();
@@ -905,4 +917,83 @@ async fn config_problems_are_said_once_with_what_to_do() {
         );
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn index_failures_are_shown_by_get_and_watch() {
+    let (ns, full) = widgets("cli-index-failures").await;
+    // `spec` is an object: the expression fails on every widget.
+    let indexes = [
+        "--define-index",
+        "whole=spec",
+        "--define-index",
+        "color=spec.color",
+    ];
+    let failures = |lines: &[String]| -> Option<u64> {
+        json_lines(lines)
+            .iter()
+            .rev()
+            .find_map(|l| l["indexFailures"]["whole"].as_u64())
+    };
+
+    let out = kdi(
+        User::Admin,
+        &[
+            &["get", "-r", &full, "-n", &ns, "--index", "color=red"][..],
+            &indexes,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
+    let err: Vec<String> = stderr(&out).lines().map(String::from).collect();
+    assert_eq!(failures(&err), Some(3), "{err:?}");
+
+    let mut watch = Running::start(
+        User::Admin,
+        &[
+            &["watch", "-r", &full, "-n", &ns, "--progress-interval", "1s"][..],
+            &indexes,
+        ]
+        .concat(),
+        &[],
+    );
+    watch
+        .stderr_until("the failures after sync", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| l["indexFailures"]["whole"] == 3)
+        })
+        .await;
+    let ar = widget_resource(&full);
+    Api::<DynamicObject>::namespaced_with(support::admin().await, &ns, &ar)
+        .create(
+            &PostParams::default(),
+            &support::widget(&ar, "d", json!({ "color": "green" })),
+        )
+        .await
+        .unwrap();
+    watch
+        .stderr_until(
+            "the failure on a new object",
+            Duration::from_secs(30),
+            |l| serde_json::from_str::<Value>(l).is_ok_and(|l| l["indexFailures"]["whole"] == 4),
+        )
+        .await;
+
+    // An index named for --index-values must exist.
+    let out = kdi(
+        User::Admin,
+        &[
+            &["watch", "-r", &full, "-n", &ns, "--index-values", "size"][..],
+            &indexes,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains("\"size\"") && stderr(&out).contains("color, whole"),
+        "{}",
+        stderr(&out)
+    );
 }
