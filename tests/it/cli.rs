@@ -271,6 +271,57 @@ async fn resources_lists_built_in_and_custom_resources() {
     let table = kdi(User::Admin, &["resources"]).await;
     assert_exit(&table, documented_exit("Success"));
     assert!(stdout(&table).starts_with("NAME"), "{}", stdout(&table));
+
+    // Every version, in Kubernetes' order of priority.
+    let out = kdi(User::Admin, &["resources", "--all-versions", "-o", "json"]).await;
+    assert_exit(&out, documented_exit("Success"));
+    let list: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let hpa: Vec<&str> = list
+        .iter()
+        .filter(|r| r["name"] == "horizontalpodautoscalers")
+        .map(|r| r["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(hpa, ["v2", "v1"]);
+
+    // What names designate, as watch and get resolve them, and why not.
+    let group = full.strip_prefix("widgets.v1.").unwrap();
+    let out = kdi(
+        User::Admin,
+        &["resources", "deploy", &format!("wdg.{group}"), &full],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    let lines: Vec<String> = stdout(&out).lines().map(String::from).collect();
+    assert!(
+        lines[0].starts_with("deploy: deployments.v1.apps (kind Deployment; namespaced"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("wdg.{group}: {full} (kind Widget")),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with(&format!("{full}: {full}")),
+        "{lines:?}"
+    );
+    let out = kdi(User::Admin, &["resources", "deploymnts"]).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stdout(&out).contains("did you mean deployments.v1.apps"),
+        "{}",
+        stdout(&out)
+    );
+    let waited = format!("widgets.{}", support::unique_group());
+    let out = kdi(User::Admin, &["resources", "-o", "json", &waited]).await;
+    assert_exit(&out, documented_exit("not served"));
+    let answer: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(answer[0]["waited"], true, "{answer:?}");
+    assert!(
+        answer[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("{waited} is not served"))),
+        "{answer:?}"
+    );
 }
 
 #[tokio::test]

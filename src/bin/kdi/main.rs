@@ -6,6 +6,7 @@
 //! kdi get -r pods --index node=node-1 -o table
 //! kdi get -r deploy -l 'app in (web, api)' -o yaml
 //! kdi resources                                 # what discovery offers
+//! kdi resources widgets.example.com deploy       # what names designate
 //! kdi check informers.yaml                      # validate without a cluster
 //! ```
 //!
@@ -67,7 +68,8 @@ enum Command {
     /// Wait for sync, then print the objects that match an index value or a
     /// label selector.
     Get(GetArgs),
-    /// List the resources discovery offers (like `kubectl api-resources`).
+    /// List the resources discovery offers (like `kubectl api-resources`),
+    /// or say what the names given designate, and why not.
     Resources(ResourcesArgs),
     /// Validate config files without a cluster; lists every problem.
     Check(CheckArgs),
