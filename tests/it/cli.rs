@@ -55,7 +55,8 @@ fn command(kubeconfig: &std::path::Path, args: &[&str]) -> Command {
 /// A kdi process running while the test acts, its output read line by line.
 struct Running {
     child: Child,
-    stdout: Lines<BufReader<ChildStdout>>,
+    /// `None` once closed.
+    stdout: Option<Lines<BufReader<ChildStdout>>>,
     stderr: Lines<BufReader<ChildStderr>>,
     /// Every stderr line read so far.
     stderr_seen: Vec<String>,
@@ -73,7 +74,7 @@ impl Running {
         let stderr = BufReader::new(child.stderr.take().unwrap()).lines();
         Running {
             child,
-            stdout,
+            stdout: Some(stdout),
             stderr,
             stderr_seen: Vec::new(),
         }
@@ -109,14 +110,25 @@ impl Running {
         }
     }
 
+    /// Reads one line of stdout, then closes it, as `head -1` does.
+    async fn first_line_then_close(&mut self) -> String {
+        let mut stdout = self.stdout.take().expect("stdout open");
+        match tokio::time::timeout(DEADLINE, stdout.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            other => panic!("no first line: {other:?}"),
+        }
+    }
+
     /// Waits for the process to end; returns its exit code and the rest of
     /// its stdout and stderr.
     async fn end(mut self) -> (Option<i32>, String, String) {
         let rest = async {
             let mut out = String::new();
-            while let Some(line) = self.stdout.next_line().await.expect("reading stdout") {
-                out.push_str(&line);
-                out.push('\n');
+            if let Some(stdout) = &mut self.stdout {
+                while let Some(line) = stdout.next_line().await.expect("reading stdout") {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
             }
             while let Some(line) = self.stderr.next_line().await.expect("reading stderr") {
                 self.stderr_seen.push(line);
@@ -1047,4 +1059,51 @@ async fn index_failures_are_shown_by_get_and_watch() {
         "{}",
         stderr(&out)
     );
+}
+
+#[tokio::test]
+async fn watch_ends_when_its_output_is_closed() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-closed").await;
+    config_map(&client, &ns, "only").await;
+    // One object, then nothing changes: the end can only come from the
+    // closed pipe, not from writing the next event.
+    let mut watch = Running::start(
+        User::Admin,
+        &["watch", "-r", "configmaps", "-n", &ns, "--timeout", "0"],
+        &[],
+    );
+    let first: Value = serde_json::from_str(&watch.first_line_then_close().await).unwrap();
+    assert_eq!(first["key"], format!("{ns}/only"));
+    let (code, _, err) = watch.end().await;
+    assert_eq!(code, Some(documented_exit("closed output")), "{err}");
+}
+
+#[tokio::test]
+async fn get_into_a_closed_pipe_ends_quietly() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-closed-get").await;
+    // More than a pipe holds (64 KiB), so kdi is still writing when the
+    // pipe closes.
+    let api = Api::<ConfigMap>::namespaced(client, &ns);
+    futures::future::try_join_all((0..200).map(|i| {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": { "name": format!("cm-{i}") },
+            "data": { "filler": "x".repeat(1024) },
+        }))
+        .unwrap();
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &cm).await }
+    }))
+    .await
+    .unwrap();
+    let mut get = Running::start(
+        User::Admin,
+        &["get", "-r", "configmaps", "-n", &ns, "-o", "yaml"],
+        &[],
+    );
+    get.first_line_then_close().await;
+    let (code, _, err) = get.end().await;
+    assert_eq!(code, Some(documented_exit("closed output")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -6,7 +6,7 @@ use kube_dynamic_informer::config::InformerSet;
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Selection, start_and_sync};
-use crate::output::{Format, print_objects};
+use crate::output::{Format, print_objects, written};
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
@@ -57,7 +57,11 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
             .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
     });
     let objects: Vec<_> = objects.iter().map(|(r, o)| r.object(o)).collect();
-    let result = print_objects(&objects, args.output).map_err(Failure::output);
+    let result = written(print_objects(
+        &mut std::io::stdout().lock(),
+        &objects,
+        args.output,
+    ));
     factory.shutdown().await;
     result
 }

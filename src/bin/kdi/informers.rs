@@ -17,6 +17,7 @@ use kube_dynamic_informer::scope::Namespaces;
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::output::Redaction;
+use crate::output::say;
 use crate::parse_duration_arg;
 use crate::progress::Progress;
 
@@ -187,7 +188,7 @@ pub async fn start_and_sync(
         .await
         .map_err(|e| build_failure(cluster, e))?;
     for s in &configured.skipped {
-        eprintln!("kdi: skipping {}: {}", s.name, s.reason);
+        say(format!("kdi: skipping {}: {}", s.name, s.reason));
     }
     let informers: Vec<_> = configured
         .informers

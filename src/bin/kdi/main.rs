@@ -107,14 +107,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("kdi: cannot start the async runtime: {e}");
+            output::say(format!("kdi: cannot start the async runtime: {e}"));
             return ExitCode::from(exit::code::CLUSTER);
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::from(exit::code::SUCCESS),
         Err(f) => {
-            eprintln!("kdi: {}", f.message.trim_end());
+            output::say(format!("kdi: {}", f.message.trim_end()));
             ExitCode::from(f.code)
         }
     }
@@ -122,16 +122,27 @@ fn main() -> ExitCode {
 
 fn check(args: &CheckArgs) -> ExitCode {
     let mut failed = false;
+    let mut said = Ok(());
     for file in &args.files {
         match InformerSet::load_file(file) {
-            Ok(set) => println!("{}: ok ({} informers)", file.display(), set.informers.len()),
+            Ok(set) => {
+                said = said.and(output::print_line(format!(
+                    "{}: ok ({} informers)",
+                    file.display(),
+                    set.informers.len()
+                )));
+            }
             Err(errors) => {
                 failed = true;
                 for e in &errors.errors {
-                    println!("{e}");
+                    said = said.and(output::print_line(e));
                 }
             }
         }
+    }
+    if let Err(f) = said {
+        output::say(format!("kdi: {}", f.message));
+        return ExitCode::from(f.code);
     }
     ExitCode::from(if failed {
         exit::code::USAGE

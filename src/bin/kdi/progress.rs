@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{Failure, code};
 use crate::informers::Declared;
+use crate::output::say;
 
 /// What an informer is doing, as kdi tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,11 +286,11 @@ impl Progress {
                 self.print_json(i, json!({ "indexFailures": now }));
             } else {
                 for (index, n) in &now {
-                    eprintln!(
+                    say(format!(
                         "kdi: {}: index {index:?}: the expression failed {n} time{} (each object it failed on is left out of the index)",
                         t.label,
                         if *n == 1 { "" } else { "s" },
-                    );
+                    ));
                 }
             }
             self.tracked[i].failures = now;
@@ -386,7 +387,7 @@ impl Progress {
                 words.push_str(": ");
                 words.push_str(reason);
             }
-            eprintln!("kdi: {}: {words}", t.label);
+            say(format!("kdi: {}: {words}", t.label));
         }
         self.tracked[i].spoke = true;
     }
@@ -397,7 +398,7 @@ impl Progress {
         if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
             line.extend(fields);
         }
-        eprintln!("{line}");
+        say(line);
     }
 
     /// The one-shot failure at a refusal: said once, in the failure (and,

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::cluster::Cluster;
 use crate::exit::{Failure, code, describe};
 use crate::output;
+use crate::output::{print_line, say, written};
 
 #[derive(Args, Debug)]
 pub struct ResourcesArgs {
@@ -42,7 +43,7 @@ pub async fn resources(cluster: &Cluster, args: ResourcesArgs) -> Result<(), Fai
         .await
         .map_err(|e| cluster.unreachable(&e))?;
     for u in snapshot.unavailable() {
-        eprintln!("kdi: not discovered: {u}");
+        say(format!("kdi: not discovered: {u}"));
     }
     if !args.names.is_empty() {
         return explain(cluster, discovery, &args).await;
@@ -63,10 +64,7 @@ pub async fn resources(cluster: &Cluster, args: ResourcesArgs) -> Result<(), Fai
     match args.output {
         ResourcesFormat::Json => {
             let list: Vec<_> = rows.iter().map(|r| describe_known(&snapshot, r)).collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&list).unwrap_or_default()
-            );
+            print_line(serde_json::to_string_pretty(&list).unwrap_or_default())?;
         }
         ResourcesFormat::Table => {
             let table: Vec<[String; 5]> = rows
@@ -81,10 +79,11 @@ pub async fn resources(cluster: &Cluster, args: ResourcesArgs) -> Result<(), Fai
                     ]
                 })
                 .collect();
-            output::print_table(
+            written(output::print_table(
+                &mut std::io::stdout().lock(),
                 &["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
                 &table,
-            );
+            ))?;
         }
     }
     Ok(())
@@ -193,10 +192,7 @@ async fn explain(
                     }
                 })
                 .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&list).unwrap_or_default()
-            );
+            print_line(serde_json::to_string_pretty(&list).unwrap_or_default())?;
         }
         ResourcesFormat::Table => {
             for (name, answer) in &answers {
@@ -218,12 +214,14 @@ async fn explain(
                         if !r.short_names.is_empty() {
                             facts.push(format!("short names {}", r.short_names.join(", ")));
                         }
-                        println!("{name}: {} ({})", r.key(), facts.join("; "));
+                        print_line(format!("{name}: {} ({})", r.key(), facts.join("; ")))?;
                     }
-                    Answer::Waits { reason } => {
-                        println!("{name}: not served; watch and get wait for it: {reason}")
+                    Answer::Waits { reason } => print_line(format!(
+                        "{name}: not served; watch and get wait for it: {reason}"
+                    ))?,
+                    Answer::Refused { reason } => {
+                        print_line(format!("{name}: designates nothing: {reason}"))?
                     }
-                    Answer::Refused { reason } => println!("{name}: designates nothing: {reason}"),
                 }
             }
         }

@@ -117,6 +117,8 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
         }
     };
     tokio::pin!(expired);
+    let closed = stdout_closed();
+    tokio::pin!(closed);
     let mut count = 0u64;
     let stdout = std::io::stdout();
     let result = loop {
@@ -124,6 +126,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
             line = rx.recv() => line,
             _ = &mut expired => break Ok(()),
             _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut closed => break Ok(()),
         };
         let Some(line) = next else { break Ok(()) };
         let mut out = stdout.lock();
@@ -162,4 +165,45 @@ fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), F
         }
     }
     Ok(())
+}
+
+/// Resolves when the reader of stdout has gone (`kdi watch | head -1`), so
+/// that watch ends then rather than at the next event it fails to write,
+/// which may come hours later.
+///
+/// A thread waits in poll(2) on fd 1 for nothing but the conditions poll
+/// always reports: the write end of a pipe reports `POLLERR` as soon as its
+/// read end is closed, a terminal `POLLHUP` when it hangs up. It wakes at
+/// once, costs nothing while it waits, and needs no timer. poll comes
+/// through rustix, which wraps it without `unsafe` (the project has none;
+/// libc's poll and tokio's `AsyncFd` registration both need it). A stdout
+/// that cannot be closed by a reader (a regular file, `/dev/null`) never
+/// reports anything: then this never resolves.
+async fn stdout_closed() {
+    #[cfg(unix)]
+    {
+        let (closed, wait) = tokio::sync::oneshot::channel();
+        let watcher = std::thread::Builder::new()
+            .name("stdout-closed".into())
+            .spawn(move || {
+                use rustix::event::{PollFd, PollFlags, poll};
+                use rustix::io::Errno;
+                let stdout = std::io::stdout();
+                loop {
+                    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+                    match poll(&mut fds, None) {
+                        Ok(n) if n > 0 => {
+                            let _ = closed.send(());
+                            return;
+                        }
+                        Ok(_) | Err(Errno::INTR) => continue,
+                        Err(_) => return,
+                    }
+                }
+            });
+        if watcher.is_ok() && wait.await.is_ok() {
+            return;
+        }
+    }
+    futures::future::pending().await
 }
