@@ -784,7 +784,12 @@ async fn contexts_and_bad_arguments() {
     assert_exit(&out, documented_exit("Invalid arguments"));
     let out = kdi(User::Admin, &["get", "-r", "no-such-things"]).await;
     assert_exit(&out, documented_exit("Invalid arguments"));
-    assert!(stderr(&out).contains("no-such-things"), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).matches("no-such-things").count(),
+        1,
+        "named once: {}",
+        stderr(&out)
+    );
 }
 
 #[tokio::test]
