@@ -984,6 +984,19 @@ async fn config_problems_are_said_once_with_what_to_do() {
             stderr(&out)
         );
     }
+    // The same limit on the command line.
+    let defined: Vec<String> = (0..=100)
+        .map(|i| format!("--define-index=i{i}=metadata.name"))
+        .collect();
+    let mut args = vec!["get", "-r", "pods"];
+    args.extend(defined.iter().map(String::as_str));
+    let out = kdi_with(PathBuf::from("/nonexistent/kubeconfig"), &args).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains("at most 100 are allowed per informer"),
+        "{}",
+        stderr(&out)
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec};
+use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec, MAX_INDEXES};
 use kube_dynamic_informer::discovery::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
@@ -87,6 +87,12 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 })?;
                 IndexFn::jmespath(name, expr).map_err(Failure::usage)?;
                 indexes.insert(name.to_string(), expr.to_string());
+            }
+            if indexes.len() > MAX_INDEXES {
+                return Err(Failure::usage(format!(
+                    "{} indexes defined; at most {MAX_INDEXES} are allowed per informer",
+                    indexes.len()
+                )));
             }
             InformerSet {
                 api_version: kube_dynamic_informer::config::API_VERSION.into(),

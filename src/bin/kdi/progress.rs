@@ -455,7 +455,11 @@ impl Progress {
                 message.push_str(&format!("{} ({})", t.label, state.words()));
             } else {
                 message.push_str(&format!("\n  {}: {}", t.label, state.words()));
-                if !reason.is_empty() {
+                // A reason said above is not said again.
+                let said = t.spoke && t.said.as_ref() == Some(&(state, reason.clone()));
+                if said {
+                    message.push_str(" (see above)");
+                } else if !reason.is_empty() {
                     message.push_str(&format!(": {reason}"));
                 }
             }
