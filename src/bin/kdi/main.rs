@@ -16,9 +16,12 @@
 //! kubeconfig or config file; 3 caches that did not sync (each with its
 //! reason on stderr).
 //!
-//! On a terminal, stderr shows each informer's progress while caches sync.
-//! Otherwise nothing is printed while syncing, and a cache that did not sync
-//! is reported as one JSON line, `{"resource", "synced": false, "reason"}`.
+//! stderr says what each informer is doing when that changes, and again at
+//! `--progress-interval` what it still waits for (see [`progress`]): as
+//! sentences on a terminal, otherwise as JSON lines
+//! (`{"informer", "resource", "status", "reason", ...}`); a cache that did
+//! not sync ends with one such line per informer, `"synced": false`.
+//! `get` ends at the first 403; `watch` waits for access.
 
 mod cluster;
 mod exit;

@@ -14,13 +14,14 @@
 //! granted while it runs.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube_dynamic_informer::factory::GenericInformer;
 use kube_dynamic_informer::informer::InformerStatus;
 use kube_dynamic_informer::resource::ResourceKey;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -163,7 +164,8 @@ pub struct Progress {
     json: bool,
     interval: Duration,
     tracked: Vec<Tracked>,
-    changes: mpsc::UnboundedReceiver<()>,
+    /// Woken at any status change (changes that come together wake once).
+    changes: Arc<Notify>,
     forwarders: Vec<JoinHandle<()>>,
 }
 
@@ -178,19 +180,17 @@ impl Drop for Progress {
 impl Progress {
     /// Follows `informers`' statuses; `json` when stderr is not a terminal.
     pub fn new(informers: &[Declared], json: bool, interval: Duration) -> Self {
-        let (tx, changes) = mpsc::unbounded_channel();
+        let changes = Arc::new(Notify::new());
         let mut forwarders = Vec::new();
         let tracked = informers
             .iter()
             .map(|d| {
                 let status = d.informer.informer().watch_status();
                 let mut forward = status.clone();
-                let tx = tx.clone();
+                let changed = changes.clone();
                 forwarders.push(tokio::spawn(async move {
                     while forward.changed().await.is_ok() {
-                        if tx.send(()).is_err() {
-                            return;
-                        }
+                        changed.notify_one();
                     }
                 }));
                 Tracked {
@@ -228,6 +228,7 @@ impl Progress {
     ) -> Result<(), Failure> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut reminders = self.reminders();
+        let changes = self.changes.clone();
         loop {
             if one_shot
                 && let Some(i) = self
@@ -253,7 +254,7 @@ impl Progress {
                 }
             };
             tokio::select! {
-                _ = self.changes.recv() => {}
+                () = changes.notified() => {}
                 _ = reminders.tick() => self.remind(),
                 _ = expired => return Err(self.timed_out(timeout.unwrap_or_default())),
             }
@@ -264,11 +265,12 @@ impl Progress {
     /// waited for and new index failures, until `cancel`.
     pub async fn follow(mut self, cancel: CancellationToken) {
         let mut reminders = self.reminders();
+        let changes = self.changes.clone();
         loop {
             self.say_changes();
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = self.changes.recv() => {}
+                () = changes.notified() => {}
                 _ = reminders.tick() => self.remind(),
             }
         }
@@ -298,7 +300,11 @@ impl Progress {
     }
 
     fn reminders(&self) -> tokio::time::Interval {
-        let mut reminders = tokio::time::interval_at(Instant::now() + self.interval, self.interval);
+        // An interval past the clock's end is one that never comes.
+        let first = Instant::now()
+            .checked_add(self.interval)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(u64::from(u32::MAX)));
+        let mut reminders = tokio::time::interval_at(first, self.interval);
         reminders.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         reminders
     }
