@@ -120,7 +120,7 @@ use crate::options::{InformerOptions, WhenNotServed};
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
 use crate::selector::{Selector, SelectorError, validate_field_selector};
-use resource_ref::{fully_qualified, plural_and_group};
+use resource_ref::{fully_qualified, plural_and_group, shown};
 
 /// Errors of the factory.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +166,7 @@ pub enum FactoryError {
         when: WhenNotServed,
     },
     /// A label or field selector does not parse.
-    #[error("{resource}: {source}")]
+    #[error("{}: {source}", shown(.resource))]
     Selector {
         /// The resource.
         resource: ResourceKey,
