@@ -55,6 +55,11 @@ pub const API_VERSION: &str = "kube-dynamic-informer.io/v1alpha1";
 /// The `kind` of a config file.
 pub const KIND: &str = "InformerSet";
 
+/// The most indexes an informer of a config file may declare. Each index
+/// is evaluated on every change of every object of its informer, so a file
+/// with thousands is a mistake or an attack, not a configuration.
+pub const MAX_INDEXES: usize = 100;
+
 /// A config file: the informers to run and the indexes to keep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -96,14 +101,16 @@ pub struct InformerSpec {
     /// Options of this informer (over `defaults`).
     #[serde(flatten)]
     pub options: InformerOptions,
-    /// Named indexes: index name → JMESPath expression, checked when the
-    /// file is loaded; each object is filed under every string, number and
-    /// boolean the expression gives (an array gives one value per element;
-    /// null, a missing field or an empty array give none), with one spelling
-    /// per number: integral numbers as integers (3, 3.0 and 3e0 give "3",
-    /// 1e3 gives "1000", -0 gives "0"), others in shortest round-trip form
-    /// (1.5, 1e-7).
+    /// Named indexes: index name → JMESPath expression, at most 100
+    /// ([`MAX_INDEXES`], since each is evaluated on every change of every
+    /// object), checked when the file is loaded; each object is filed under
+    /// every string, number and boolean the expression gives (an array gives
+    /// one value per element; null, a missing field or an empty array give
+    /// none), with one spelling per number: integral numbers as integers (3,
+    /// 3.0 and 3e0 give "3", 1e3 gives "1000", -0 gives "0"), others in
+    /// shortest round-trip form (1.5, 1e-7).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_INDEXES))]
     pub indexes: BTreeMap<String, String>,
 }
 
@@ -167,8 +174,9 @@ pub fn json_schema() -> serde_json::Value {
 pub struct ConfigError {
     /// The file (or `<input>` for text).
     pub file: PathBuf,
-    /// Where the offending value (or key) starts.
-    pub position: Position,
+    /// Where the offending value (or key) starts; `None` for a problem with
+    /// the file as a whole (it cannot be read, or it is empty).
+    pub position: Option<Position>,
     /// Where in the document, e.g. `informers[1].labelSelector`.
     pub path: String,
     /// What is wrong, naming the offending value.
@@ -177,13 +185,11 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: ",
-            self.file.display(),
-            self.position.line,
-            self.position.column
-        )?;
+        write!(f, "{}:", self.file.display())?;
+        if let Some(Position { line, column }) = self.position {
+            write!(f, "{line}:{column}:")?;
+        }
+        f.write_str(" ")?;
         if !self.path.is_empty() {
             write!(f, "{}: ", self.path)?;
         }
@@ -198,12 +204,15 @@ pub struct ConfigErrors {
     pub errors: Vec<ConfigError>,
 }
 
+/// One problem on one line; several under a count, one per line.
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.errors.len();
-        writeln!(f, "{n} problem{} in config:", if n == 1 { "" } else { "s" })?;
+        if let [only] = self.errors.as_slice() {
+            return write!(f, "{only}");
+        }
+        write!(f, "{} problems in config:", self.errors.len())?;
         for e in &self.errors {
-            writeln!(f, "  {e}")?;
+            write!(f, "\n  {e}")?;
         }
         Ok(())
     }
@@ -216,14 +225,8 @@ impl InformerSet {
     /// Every problem in the file (or the I/O error, as one problem).
     pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigErrors {
-            errors: vec![ConfigError {
-                file: path.to_path_buf(),
-                position: Position { line: 1, column: 1 },
-                path: String::new(),
-                message: format!("cannot read the file: {e}"),
-            }],
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigErrors::whole_file(path, format!("cannot read the file: {e}")))?;
         Self::load_str(&text, path)
     }
 
@@ -259,13 +262,22 @@ impl InformerSet {
                 return Err(ConfigErrors {
                     errors: vec![ConfigError {
                         file,
-                        position: e.position,
+                        position: Some(e.position),
                         path: String::new(),
                         message: format!("not valid YAML or JSON: {}", e.message),
                     }],
                 });
             }
         };
+        // Nothing but whitespace and comments.
+        if doc.value.is_null() {
+            return Err(ConfigErrors::whole_file(
+                &file,
+                format!(
+                    "the file is empty; a config file holds `apiVersion: {API_VERSION}`, `kind: {KIND}` and `informers`"
+                ),
+            ));
+        }
         let mut v = Validation {
             file,
             doc: &doc,
@@ -274,7 +286,7 @@ impl InformerSet {
         for (pointer, position, message) in &doc.problems {
             v.errors.push(ConfigError {
                 file: v.file.clone(),
-                position: *position,
+                position: Some(*position),
                 path: display_path(pointer),
                 message: message.clone(),
             });
@@ -287,14 +299,23 @@ impl InformerSet {
             errors.dedup();
             return Err(ConfigErrors { errors });
         }
-        serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| ConfigErrors {
-            errors: vec![ConfigError {
-                file: v.file.clone(),
-                position: Position { line: 1, column: 1 },
-                path: String::new(),
-                message: format!("does not match the config types: {e}"),
-            }],
+        serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| {
+            ConfigErrors::whole_file(&v.file, format!("does not match the config types: {e}"))
         })
+    }
+}
+
+impl ConfigErrors {
+    /// One problem with the file as a whole.
+    fn whole_file(file: &Path, message: String) -> Self {
+        ConfigErrors {
+            errors: vec![ConfigError {
+                file: file.to_path_buf(),
+                position: None,
+                path: String::new(),
+                message,
+            }],
+        }
     }
 }
 
@@ -324,7 +345,7 @@ impl Validation<'_> {
     fn error(&mut self, pointer: &str, message: String) {
         self.errors.push(ConfigError {
             file: self.file.clone(),
-            position: self.doc.position(pointer),
+            position: Some(self.doc.position(pointer)),
             path: display_path(pointer),
             message,
         });
@@ -339,7 +360,7 @@ impl Validation<'_> {
             .unwrap_or_else(|| self.doc.position(pointer));
         self.errors.push(ConfigError {
             file: self.file.clone(),
-            position,
+            position: Some(position),
             path: display_path(pointer),
             message,
         });
@@ -371,7 +392,7 @@ impl Validation<'_> {
                     } => unexpected.clone(),
                     _ => Vec::new(),
                 };
-                (pointer, e.to_string(), unexpected)
+                (pointer, schema_message(&e), unexpected)
             })
             .collect();
         for (pointer, message, unexpected) in found {
@@ -426,7 +447,13 @@ impl Validation<'_> {
                     );
                 }
             }
-            if let Some(indexes) = informer.get("indexes").and_then(|x| x.as_object()) {
+            // Past the limit (which the schema reports) the expressions are
+            // not compiled: there may be hundreds of thousands.
+            if let Some(indexes) = informer
+                .get("indexes")
+                .and_then(|x| x.as_object())
+                .filter(|x| x.len() <= MAX_INDEXES)
+            {
                 for (name, expr) in indexes {
                     let index_at = format!("{at}/indexes/{}", yaml::escape(name));
                     if name == NAMESPACE_INDEX {
@@ -490,6 +517,59 @@ impl Validation<'_> {
                 }
             }
         }
+    }
+}
+
+/// A schema error as a person can act on it: the allowed values of an
+/// enumeration rather than "not valid under any of the schemas listed in
+/// the 'oneOf' keyword", and a large offending value described by its size
+/// rather than quoted whole.
+fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let allowed: Option<Vec<String>> = match e.kind() {
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => context
+            .iter()
+            .map(|branch| {
+                branch.iter().find_map(|b| match b.kind() {
+                    Kind::Constant { expected_value } => Some(expected_value.to_string()),
+                    _ => None,
+                })
+            })
+            .collect(),
+        Kind::Enum { options } => options
+            .as_array()
+            .map(|o| o.iter().map(ToString::to_string).collect()),
+        _ => None,
+    };
+    let value = short_value(e.instance());
+    if let Some(allowed) = allowed.filter(|a| !a.is_empty()) {
+        return format!("{value} is not one of {}", allowed.join(", "));
+    }
+    if let Kind::MaxProperties { limit } = e.kind() {
+        return format!("{value}: at most {limit} are allowed");
+    }
+    let message = e.to_string();
+    let quoted = e.instance().to_string();
+    match message.strip_prefix(&quoted) {
+        Some(rest) if quoted.len() > MAX_QUOTED => format!("{value}{rest}"),
+        _ => message,
+    }
+}
+
+/// Longest value quoted whole in a message.
+const MAX_QUOTED: usize = 80;
+
+/// A value as a message names it: quoted when short, else by its size.
+fn short_value(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.len() <= MAX_QUOTED {
+        return text;
+    }
+    match value {
+        serde_json::Value::Object(map) => format!("an object of {} entries", map.len()),
+        serde_json::Value::Array(items) => format!("a list of {} items", items.len()),
+        serde_json::Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        _ => text,
     }
 }
 

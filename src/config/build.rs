@@ -46,7 +46,7 @@ pub struct SkippedInformer {
 pub enum BuildError {
     /// The factory refused an informer (unknown or ambiguous resource name,
     /// namespaces on a cluster-scoped resource, ...).
-    #[error("informer {name:?} ({resource}): {source}")]
+    #[error("{}{source}", informer_label(.name, .resource))]
     Informer {
         /// The informer's name in the file.
         name: String,
@@ -75,6 +75,17 @@ pub enum BuildError {
         /// Why it is not served.
         reason: String,
     },
+}
+
+/// `informer "web-pods" (pods): ` for an informer named apart from its
+/// resource; nothing when the name is the resource, which the factory's
+/// error names already.
+fn informer_label(name: &str, resource: &str) -> String {
+    if name == resource {
+        String::new()
+    } else {
+        format!("informer {name:?} ({resource}): ")
+    }
 }
 
 impl InformerSet {

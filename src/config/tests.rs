@@ -16,7 +16,10 @@ fn errors(body: &str) -> Vec<String> {
         .unwrap_err()
         .errors
         .into_iter()
-        .map(|e| format!("{}:{} {}", e.position.line, e.position.column, e.message))
+        .map(|e| {
+            let at = e.position.expect("a position");
+            format!("{}:{} {}", at.line, at.column, e.message)
+        })
         .collect()
 }
 
@@ -102,7 +105,7 @@ fn every_error_is_reported_with_its_position() {
         "11:15 duplicate informer name \"pods\"",
         "12:18 namespace \"Shop\" is not a valid name",
         "12:28 namespace \"ok\" is listed twice",
-        "13:20", // whenNotServed enum
+        "13:20 \"sometimes\" is not one of \"wait\", \"skip\", \"fail\"",
         "14:15", // pageSize minimum
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
@@ -148,7 +151,69 @@ fn syntax_errors_and_unreadable_files_are_single_errors() {
     assert_eq!(err.errors.len(), 1);
     assert!(err.to_string().contains("bad.yaml:"), "{err}");
     let err = InformerSet::load_file("/nonexistent/informers.yaml").unwrap_err();
-    assert!(err.to_string().contains("cannot read the file"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "/nonexistent/informers.yaml: cannot read the file: No such file or directory (os error 2)",
+        "no position for a file that is not there"
+    );
+}
+
+#[test]
+fn an_empty_file_says_it_is_empty() {
+    for text in ["", "\n  \n", "# only a comment\n"] {
+        let err = InformerSet::load_str(text, "empty.yaml").unwrap_err();
+        assert_eq!(err.errors.len(), 1, "{err}");
+        assert_eq!(err.errors[0].position, None);
+        assert!(
+            err.to_string()
+                .starts_with("empty.yaml: the file is empty;"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn one_problem_is_one_line() {
+    let err = load("informers:\n  - resource: pods\n    whenNotServed: sometimes\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test.yaml:5:20: informers[0].whenNotServed: \"sometimes\" is not one of \"wait\", \"skip\", \"fail\""
+    );
+    let err =
+        load("informers:\n  - resource: pods\n    pageSize: -1\n    sensitive: 3\n").unwrap_err();
+    assert_eq!(err.to_string().lines().count(), 3, "{err}");
+    assert!(
+        err.to_string().starts_with("2 problems in config:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn indexes_are_limited_and_large_values_are_not_quoted() {
+    let many: String = (0..=MAX_INDEXES)
+        .map(|i| format!("      i{i}: metadata.name\n"))
+        .collect();
+    let err = load(&format!(
+        "informers:\n  - resource: pods\n    indexes:\n{many}"
+    ))
+    .unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.errors.len(), 1, "{text}");
+    assert!(
+        text.contains(&format!(
+            "informers[0].indexes: an object of {} entries: at most {MAX_INDEXES} are allowed",
+            MAX_INDEXES + 1
+        )),
+        "{text}"
+    );
+    let long = "x".repeat(1000);
+    let err = load(&format!(
+        "informers:\n  - resource: pods\n    pageSize: \"{long}\"\n"
+    ))
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(!text.contains(&long), "{text}");
+    assert!(text.contains("a string of 1000 characters"), "{text}");
 }
 
 #[test]

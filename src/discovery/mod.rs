@@ -27,7 +27,10 @@
 //!   publishes a new CRD's discovery a moment after the CRD is established).
 //!   [`DiscoveryCache::availability`] turns that into a per-resource
 //!   [`ResourceAvailability`] channel, on which informers wait for a CRD that
-//!   is not installed yet, and notice one that is deleted.
+//!   is not installed yet, and notice one that is deleted;
+//!   [`DiscoveryCache::availability_of_name`] does the same for a name
+//!   without a version (`widgets.example.com`), and says which version it
+//!   designates once served.
 //! - **Subresources are not resources.** `pods/status` and `deployments/scale`
 //!   never appear in the list.
 //!
@@ -49,6 +52,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -242,6 +246,101 @@ impl DiscoverySnapshot {
         ResourceAvailability::NotServed { reason }
     }
 
+    /// Every served version of `plural` in `group`, the preferred one
+    /// first, then by Kubernetes version priority (`v2`, `v1`, `v1beta1`,
+    /// ...).
+    #[must_use]
+    pub fn versions_of(&self, group: &str, plural: &str) -> Vec<&KnownResource> {
+        let mut versions: Vec<&KnownResource> = self
+            .resources
+            .iter()
+            .filter(|r| r.group == group && r.plural == plural)
+            .collect();
+        versions.sort_by_key(|r| {
+            std::cmp::Reverse((
+                r.preferred_version,
+                kube_core::Version::parse(&r.version).priority(),
+            ))
+        });
+        versions
+    }
+
+    /// Whether the resource `name` designates is served now, and if not,
+    /// why: the answer of [`ResourceName::resolve`] on this snapshot (so a
+    /// name without a version designates the preferred one), then
+    /// [`availability`](Self::availability) of what it found. The reason of
+    /// a name that matches nothing offers the names it resembles.
+    #[must_use]
+    pub fn availability_of_name(&self, name: &ResourceName) -> ResourceAvailability {
+        if !self.is_loaded() {
+            return ResourceAvailability::NotServed {
+                reason: format!("{name}: discovery has not run yet"),
+            };
+        }
+        let reason = match name.resolve(&self.resources) {
+            Ok(known) => return self.availability(&known.key()),
+            Err(ResourceError::NotFound { suggestions, .. }) => {
+                // Resources of the group named, if any resemble the name.
+                let group = name.candidates().first().and_then(|c| c.group.as_deref());
+                let in_group: Vec<&ResourceKey> = suggestions
+                    .iter()
+                    .filter(|k| Some(k.group.as_str()) == group)
+                    .collect();
+                let shown: Vec<String> = if in_group.is_empty() {
+                    suggestions.iter().map(ToString::to_string).collect()
+                } else {
+                    in_group.iter().map(ToString::to_string).collect()
+                };
+                if shown.is_empty() {
+                    format!("{name} is not served by the API server (not in discovery)")
+                } else {
+                    format!(
+                        "{name} is not served by the API server (not in discovery; did you mean {}?)",
+                        shown.join(" or ")
+                    )
+                }
+            }
+            Err(other) => other.to_string(),
+        };
+        ResourceAvailability::NotServed {
+            reason: format!("{reason}{}", unavailable_note(&self.unavailable_for(name))),
+        }
+    }
+
+    /// What a channel that follows `name` says next, given what it said
+    /// last: the version it follows while that version is served, so that
+    /// an informer never sees the version change under a running watch; once
+    /// that version is gone, not served (with the version the name now
+    /// designates, if any, which the channel takes up at the next refresh:
+    /// the informer empties its cache and lists that version). The flag
+    /// says that such a move is due.
+    fn follow_name(
+        &self,
+        name: &ResourceName,
+        last: &ResourceAvailability,
+    ) -> (ResourceAvailability, bool) {
+        let ResourceAvailability::Served { resource, .. } = last else {
+            return (self.availability_of_name(name), false);
+        };
+        let followed = ResourceKey::from(resource);
+        let now = self.availability(&followed);
+        if now.is_served() {
+            return (now, false);
+        }
+        match self.availability_of_name(name) {
+            ResourceAvailability::Served { resource, .. } => (
+                ResourceAvailability::NotServed {
+                    reason: format!(
+                        "{followed} is no longer served; {name} now designates {}, followed from the next discovery refresh",
+                        ResourceKey::from(&resource)
+                    ),
+                },
+                true,
+            ),
+            not_served => (not_served, false),
+        }
+    }
+
     /// The unavailable group versions a name could refer to.
     fn unavailable_for(&self, name: &ResourceName) -> Vec<UnavailableGroupVersion> {
         self.unavailable
@@ -319,8 +418,21 @@ struct Inner {
     snapshot: watch::Sender<Arc<DiscoverySnapshot>>,
     /// Held while discovery is read, so concurrent refreshes share one.
     refresh: tokio::sync::Mutex<()>,
-    /// Per-resource availability channels, updated on every refresh.
-    watchers: Mutex<HashMap<ResourceKey, watch::Sender<ResourceAvailability>>>,
+    /// Availability channels, updated on every refresh.
+    watchers: Mutex<HashMap<Followed, watch::Sender<ResourceAvailability>>>,
+    /// A channel that follows a name left a version that is gone and takes
+    /// up another at the next refresh: [`DiscoveryCache::keep_current`]
+    /// refreshes soon instead of at its period.
+    name_moves: AtomicBool,
+}
+
+/// What an availability channel follows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Followed {
+    /// Exactly this group, version and resource.
+    Key(ResourceKey),
+    /// Whatever the name designates; see [`DiscoverySnapshot::follow_name`].
+    Name(ResourceName),
 }
 
 /// The discovered resources of one API server, refreshed on demand and, with
@@ -360,6 +472,7 @@ impl DiscoveryCache {
                 snapshot: watch::Sender::new(Arc::new(DiscoverySnapshot::default())),
                 refresh: tokio::sync::Mutex::new(()),
                 watchers: Mutex::new(HashMap::new()),
+                name_moves: AtomicBool::new(false),
             }),
         }
     }
@@ -404,11 +517,20 @@ impl DiscoveryCache {
     fn publish(&self, snapshot: Arc<DiscoverySnapshot>) {
         self.inner.snapshot.send_replace(snapshot.clone());
         let mut watchers = self.inner.watchers.lock();
-        watchers.retain(|key, tx| {
+        watchers.retain(|followed, tx| {
             if tx.receiver_count() == 0 {
                 return false;
             }
-            let now = snapshot.availability(key);
+            let now = match followed {
+                Followed::Key(key) => snapshot.availability(key),
+                Followed::Name(name) => {
+                    let (now, moves) = snapshot.follow_name(name, &tx.borrow());
+                    if moves {
+                        self.inner.name_moves.store(true, Ordering::Relaxed);
+                    }
+                    now
+                }
+            };
             tx.send_if_modified(|cur| {
                 if *cur == now {
                     false
@@ -481,13 +603,38 @@ impl DiscoveryCache {
     /// is not served; see [`crate::list_watch::ListWatch::availability`].
     #[must_use]
     pub fn availability(&self, key: &ResourceKey) -> watch::Receiver<ResourceAvailability> {
+        let now = self.snapshot().availability(key);
+        self.follow(Followed::Key(key.clone()), now)
+    }
+
+    /// A channel that says whether the resource `name` designates is served,
+    /// and which version: for `widgets.example.com`, the version the group
+    /// prefers when the channel first sees it served. The channel keeps that
+    /// version while it is served (a running informer's watch never changes
+    /// version under it); when it is gone, the channel says not served, and
+    /// takes up the version the name then designates at the next refresh.
+    /// This is how an informer waits for a CRD named without a version.
+    #[must_use]
+    pub fn availability_of_name(
+        &self,
+        name: &ResourceName,
+    ) -> watch::Receiver<ResourceAvailability> {
+        let now = self.snapshot().availability_of_name(name);
+        self.follow(Followed::Name(name.clone()), now)
+    }
+
+    fn follow(
+        &self,
+        followed: Followed,
+        now: ResourceAvailability,
+    ) -> watch::Receiver<ResourceAvailability> {
         let mut watchers = self.inner.watchers.lock();
-        if let Some(tx) = watchers.get(key) {
+        if let Some(tx) = watchers.get(&followed) {
             return tx.subscribe();
         }
-        let tx = watch::Sender::new(self.snapshot().availability(key));
+        let tx = watch::Sender::new(now);
         let rx = tx.subscribe();
-        watchers.insert(key.clone(), tx);
+        watchers.insert(followed, tx);
         rx
     }
 
@@ -527,7 +674,13 @@ impl DiscoveryCache {
         let _ = services.start(stop.clone());
         let mut crd_keys_seen = HashSet::new();
         loop {
-            let period = self.inner.config.periodic_refresh;
+            // A name channel moving to another version waits for a refresh:
+            // make it a quick one.
+            let period = if self.inner.name_moves.swap(false, Ordering::Relaxed) {
+                Some(Duration::from_secs(1))
+            } else {
+                self.inner.config.periodic_refresh
+            };
             let tick = async {
                 match period {
                     Some(p) => tokio::time::sleep(p).await,

@@ -200,3 +200,132 @@ fn slim_crd_drops_schemas() {
     assert!(slim.data["spec"]["versions"][0].get("schema").is_none());
     assert_eq!(slim.data["spec"]["versions"][0]["name"], "v1");
 }
+
+fn widgets(versions: &[&str]) -> DiscoverySnapshot {
+    let versions: Vec<_> = versions
+        .iter()
+        .map(|v| {
+            json!({ "version": v, "resources": [{
+                "resource": "widgets", "responseKind": { "kind": "Widget" },
+                "scope": "Namespaced", "singularResource": "widget",
+                "verbs": ["list", "watch"], "shortNames": ["wdg"]
+            }]})
+        })
+        .collect();
+    aggregated(json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "items": [{ "metadata": { "name": "example.com" }, "versions": versions }]
+    }))
+}
+
+fn served_key(a: &ResourceAvailability) -> Option<String> {
+    a.served().map(|(r, _)| ResourceKey::from(r).to_string())
+}
+
+#[test]
+fn versions_are_listed_preferred_first_then_by_priority() {
+    let s = widgets(&["v1beta1", "v2", "v1", "v10alpha1"]);
+    let versions: Vec<&str> = s
+        .versions_of("example.com", "widgets")
+        .iter()
+        .map(|r| r.version.as_str())
+        .collect();
+    assert_eq!(versions, ["v1beta1", "v2", "v1", "v10alpha1"]);
+    let s = widgets(&["v1", "v1beta1", "v2"]);
+    let versions: Vec<&str> = s
+        .versions_of("example.com", "widgets")
+        .iter()
+        .map(|r| r.version.as_str())
+        .collect();
+    assert_eq!(versions, ["v1", "v2", "v1beta1"]);
+    assert!(s.versions_of("example.com", "gadgets").is_empty());
+}
+
+#[test]
+fn a_name_without_version_designates_the_preferred_one() {
+    let name = ResourceName::parse("widgets.example.com").unwrap();
+    let s = widgets(&["v2", "v1"]);
+    assert_eq!(
+        served_key(&s.availability_of_name(&name)).as_deref(),
+        Some("widgets.v2.example.com")
+    );
+    let singular = ResourceName::parse("widget.example.com").unwrap();
+    assert_eq!(
+        served_key(&s.availability_of_name(&singular)).as_deref(),
+        Some("widgets.v2.example.com")
+    );
+    match sample().availability_of_name(&name) {
+        ResourceAvailability::NotServed { reason } => assert_eq!(
+            reason,
+            "widgets.example.com is not served by the API server (not in discovery)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let typo = ResourceName::parse("deploymnts.apps").unwrap();
+    match sample().availability_of_name(&typo) {
+        ResourceAvailability::NotServed { reason } => assert!(
+            reason.contains("did you mean deployments.v1.apps?"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Suggestions from the group named come first, alone.
+    let mut both = widgets(&["v1"]);
+    both.resources.extend(sample().resources);
+    both.resources.push(KnownResource {
+        group: "other.org".into(),
+        version: "v1".into(),
+        plural: "widgets".into(),
+        preferred_version: true,
+        ..KnownResource::default()
+    });
+    let typo = ResourceName::parse("deploymentz.example.com").unwrap();
+    match both.availability_of_name(&typo) {
+        ResourceAvailability::NotServed { reason } => {
+            assert!(reason.contains("deployments.v1.apps"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let typo = ResourceName::parse("widgetz.example.com").unwrap();
+    match both.availability_of_name(&typo) {
+        ResourceAvailability::NotServed { reason } => assert!(
+            reason.ends_with("did you mean widgets.v1.example.com?)"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !DiscoverySnapshot::default()
+            .availability_of_name(&name)
+            .is_served()
+    );
+}
+
+#[test]
+fn a_name_channel_keeps_its_version_while_served_and_moves_through_not_served() {
+    let name = ResourceName::parse("widgets.example.com").unwrap();
+    let v1 = widgets(&["v1"]).availability_of_name(&name);
+    // v2 is added and preferred: the channel stays on v1.
+    let (now, moves) = widgets(&["v2", "v1"]).follow_name(&name, &v1);
+    assert_eq!(served_key(&now).as_deref(), Some("widgets.v1.example.com"));
+    assert!(!moves);
+    // v1 is no longer served: not served first, then v2.
+    let (now, moves) = widgets(&["v2"]).follow_name(&name, &v1);
+    match &now {
+        ResourceAvailability::NotServed { reason } => assert!(
+            reason.starts_with("widgets.v1.example.com is no longer served")
+                && reason.contains("widgets.v2.example.com"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(moves);
+    let (next, moves) = widgets(&["v2"]).follow_name(&name, &now);
+    assert_eq!(served_key(&next).as_deref(), Some("widgets.v2.example.com"));
+    assert!(!moves);
+    // The CRD is deleted.
+    let (gone, moves) = sample().follow_name(&name, &next);
+    assert!(!gone.is_served());
+    assert!(!moves);
+}

@@ -24,7 +24,11 @@ pub struct GenericInformer {
 }
 
 impl GenericInformer {
-    /// The resource.
+    /// The resource, as asked for. An informer asked for by plural and
+    /// group (`widgets.example.com`) while the resource was not served has
+    /// an empty version here: it lists the version discovery designates once
+    /// the resource is served, which [`api_resource`](Self::api_resource)
+    /// tells.
     #[must_use]
     pub fn resource(&self) -> &ResourceKey {
         &self.resource

@@ -24,11 +24,16 @@
 //! [`DiscoveryCache::keep_current`]), and every informer follows whether its
 //! resource is served ([`ResourceAvailability`]):
 //!
-//! - An informer asked for a CRD that is not installed — named fully, as
-//!   `widgets.v1.example.com`, `example.com/v1/widgets` or a key, since a
-//!   short name or kind cannot be known before the CRD exists — reports
-//!   [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) with the reason, sends no request, and
-//!   starts within moments of the CRD being served.
+//! - An informer asked for a CRD that is not installed — named by plural
+//!   and group (`widgets.example.com`), or fully (`widgets.v1.example.com`,
+//!   `example.com/v1/widgets`, a key), since a short name or kind cannot be
+//!   known before the CRD exists — reports
+//!   [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending)
+//!   with the reason, sends no request, and starts within moments of the
+//!   CRD being served: named without a version, in the version the group
+//!   then prefers. A version that is not served while others of the same
+//!   resource are is refused ([`FactoryError::VersionNotServed`], naming
+//!   the served ones) rather than waited for.
 //! - When a watched CRD is deleted, handlers get the deletes, the informer
 //!   reports [`InformerStatus::Gone`](crate::informer::InformerStatus::Gone) and stops requesting — no endless 404
 //!   loop. When the CRD is created again, it lists again and carries on.
@@ -112,10 +117,10 @@ use crate::informer::{InformerError, SharedInformer};
 use crate::list_watch::ApiListWatch;
 use crate::lister::Lister;
 use crate::options::{InformerOptions, WhenNotServed};
-use crate::resource::{KnownResource, ResourceError, ResourceKey};
+use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
 use crate::selector::{Selector, SelectorError, validate_field_selector};
-use resource_ref::fully_qualified;
+use resource_ref::{fully_qualified, plural_and_group, shown};
 
 /// Errors of the factory.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +133,16 @@ pub enum FactoryError {
     /// several).
     #[error(transparent)]
     Discovery(#[from] DiscoveryError),
+    /// The name or key asks for a version that is not served, while other
+    /// versions of the resource are: a typo or an outdated version rather
+    /// than a CRD still to come, so the factory does not wait for it.
+    #[error("{}", version_not_served(.resource, .served))]
+    VersionNotServed {
+        /// The resource asked for.
+        resource: ResourceKey,
+        /// The versions served, the preferred one first.
+        served: Vec<String>,
+    },
     /// The resource is served but cannot be listed and watched.
     #[error("{resource} cannot be watched: it supports only {}", .verbs.join(", "))]
     NotWatchable {
@@ -151,7 +166,7 @@ pub enum FactoryError {
         when: WhenNotServed,
     },
     /// A label or field selector does not parse.
-    #[error("{resource}: {source}")]
+    #[error("{}: {source}", shown(.resource))]
     Selector {
         /// The resource.
         resource: ResourceKey,
@@ -168,6 +183,33 @@ pub enum FactoryError {
     /// [`InformerFactory::start`] was called outside a tokio runtime.
     #[error("starting informers needs a tokio runtime")]
     NoRuntime,
+}
+
+fn version_not_served(resource: &ResourceKey, served: &[String]) -> String {
+    let (group, preferred) = if resource.group.is_empty() {
+        ("the core group", resource.resource.clone())
+    } else {
+        (
+            resource.group.as_str(),
+            format!("{}.{}", resource.resource, resource.group),
+        )
+    };
+    format!(
+        "{resource} is not served: {group} serves {} in {}; name one of these versions, or {preferred} for the preferred one",
+        resource.resource,
+        served.join(", ")
+    )
+}
+
+/// What a resource reference comes to.
+enum Resolved {
+    /// Served now.
+    Served(KnownResource),
+    /// Not served, named fully: wait for exactly this key.
+    AwaitKey(ResourceKey),
+    /// Not served, named as `plural.group`: wait for whatever version the
+    /// name designates once served. The key has an empty version.
+    AwaitName(ResourceKey, ResourceName),
 }
 
 struct Entry {
@@ -285,19 +327,23 @@ impl InformerFactory {
     /// The informer for `resource` with the factory's options; the same one
     /// every time. Started at once if the factory is.
     ///
-    /// `resource` is a name in any form [`ResourceName`](crate::resource::ResourceName) accepts, resolved
+    /// `resource` is a name in any form [`ResourceName`] accepts, resolved
     /// through discovery (read again if the name is unknown), or a
     /// [`ResourceKey`] / `GroupVersionResource`. A resource that is not
-    /// served yet — a CRD about to be installed — can be asked for by key or
-    /// by a fully qualified name (`widgets.v1.example.com`,
-    /// `example.com/v1/widgets`): its informer reports
-    /// [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) until the resource is served.
+    /// served yet — a CRD about to be installed — can be asked for by key, by
+    /// a fully qualified name (`widgets.v1.example.com`,
+    /// `example.com/v1/widgets`) or by plural and group
+    /// (`widgets.example.com`): its informer reports
+    /// [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) until the resource is served, then
+    /// lists the version named, or else the one the group prefers. Its
+    /// [`GenericInformer::resource`] is then the key asked for, with an
+    /// empty version when none was named.
     ///
     /// # Errors
     /// [`FactoryError::Name`], [`FactoryError::Discovery`] (unknown or
     /// ambiguous names, with suggestions or choices),
-    /// [`FactoryError::NotWatchable`], [`FactoryError::Selector`],
-    /// [`FactoryError::ShutDown`].
+    /// [`FactoryError::VersionNotServed`], [`FactoryError::NotWatchable`],
+    /// [`FactoryError::Selector`], [`FactoryError::ShutDown`].
     pub async fn for_resource(
         &self,
         resource: impl Into<ResourceRef>,
@@ -330,7 +376,14 @@ impl InformerFactory {
         if self.inner.state.lock().shut_down {
             return Err(FactoryError::ShutDown);
         }
-        let (key, known) = self.resolve(resource.into()).await?;
+        let named = resource.into().parse()?;
+        // The key of an informer that waits for this name, if it can.
+        let waiting_key = named.as_ref().ok().and_then(plural_and_group);
+        let resolved = self.resolve(named).await?;
+        let (key, known) = match &resolved {
+            Resolved::Served(known) => (known.key(), Some(known.clone())),
+            Resolved::AwaitKey(key) | Resolved::AwaitName(key, _) => (key.clone(), None),
+        };
         if let Some(known) = &known {
             let snapshot = self.inner.discovery.snapshot();
             if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
@@ -366,7 +419,10 @@ impl InformerFactory {
         if let Some(s) = &options.field_selector {
             validate_field_selector(s).map_err(selector_error)?;
         }
-        let availability = self.inner.discovery.availability(&key);
+        let availability = match &resolved {
+            Resolved::AwaitName(_, name) => self.inner.discovery.availability_of_name(name),
+            _ => self.inner.discovery.availability(&key),
+        };
         if let ResourceAvailability::NotServed { reason } = &*availability.borrow()
             && options.when_not_served != WhenNotServed::Wait
         {
@@ -383,6 +439,12 @@ impl InformerFactory {
         }
         let map_key = (key.clone(), options.clone());
         if let Some(entry) = state.entries.get(&map_key) {
+            return Ok(entry.informer.clone());
+        }
+        // The same `plural.group` name asked for while it was not served.
+        if let Some(waiting) = &waiting_key
+            && let Some(entry) = state.entries.get(&(waiting.clone(), options.clone()))
+        {
             return Ok(entry.informer.clone());
         }
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
@@ -429,28 +491,51 @@ impl InformerFactory {
         Ok(generic)
     }
 
-    /// The key and (when served) discovery's entry for a resource.
+    /// What a resource reference designates: a served resource, or one to
+    /// wait for (a fully qualified name or a key, or a `plural.group` name).
     async fn resolve(
         &self,
-        resource: ResourceRef,
-    ) -> Result<(ResourceKey, Option<KnownResource>), FactoryError> {
+        named: Result<ResourceName, ResourceKey>,
+    ) -> Result<Resolved, FactoryError> {
         let discovery = &self.inner.discovery;
-        match resource.parse()? {
-            Err(key) => {
-                let known = discovery.lookup(&key).await?;
-                Ok((key, known))
-            }
-            Ok(name) => match discovery.resolve(&name).await {
-                Ok(known) => Ok((known.key(), Some(known))),
-                Err(DiscoveryError::Resolve {
-                    source: ResourceError::NotFound { .. },
-                    ..
-                }) if fully_qualified(&name).is_some() => {
-                    let key = fully_qualified(&name).unwrap_or_else(|| unreachable!());
-                    Ok((key, None))
-                }
-                Err(err) => Err(err.into()),
+        let key = match named {
+            Err(key) => match discovery.lookup(&key).await? {
+                Some(known) => return Ok(Resolved::Served(known)),
+                None => key,
             },
+            // Resolution read discovery again before saying "not found".
+            Ok(name) => match discovery.resolve(&name).await {
+                Ok(known) => return Ok(Resolved::Served(known)),
+                Err(DiscoveryError::Resolve {
+                    source: source @ ResourceError::NotFound { .. },
+                    unavailable,
+                }) => match (fully_qualified(&name), plural_and_group(&name)) {
+                    (Some(key), _) => key,
+                    (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
+                    (None, None) => {
+                        return Err(DiscoveryError::Resolve {
+                            source,
+                            unavailable,
+                        }
+                        .into());
+                    }
+                },
+                Err(err) => return Err(err.into()),
+            },
+        };
+        let snapshot = discovery.snapshot();
+        let served: Vec<String> = snapshot
+            .versions_of(&key.group, &key.resource)
+            .iter()
+            .map(|r| r.version.clone())
+            .collect();
+        if served.is_empty() {
+            Ok(Resolved::AwaitKey(key))
+        } else {
+            Err(FactoryError::VersionNotServed {
+                resource: key,
+                served,
+            })
         }
     }
 

@@ -109,6 +109,33 @@ pub(super) fn fully_qualified(name: &ResourceName) -> Option<ResourceKey> {
     ))
 }
 
+/// The key of an informer that waits for a name of the form
+/// `plural.group` (its first reading names a group but no version, and a
+/// lower-case name, as CRDs name their resources): group and name, with an
+/// empty version until discovery serves the resource and says which version
+/// the name designates.
+pub(super) fn plural_and_group(name: &ResourceName) -> Option<ResourceKey> {
+    let first = name.candidates().first()?;
+    let group = first.group.as_ref()?;
+    if first.version.is_some()
+        || group.is_empty()
+        || first.name.bytes().any(|b| b.is_ascii_uppercase())
+    {
+        return None;
+    }
+    Some(ResourceKey::new(group.as_str(), "", first.name.as_str()))
+}
+
+/// A key as messages show it: one with an empty version (an informer that
+/// waits for a `plural.group` name) as that name, others as usual.
+pub(super) fn shown(key: &ResourceKey) -> String {
+    if key.version.is_empty() {
+        format!("{}.{}", key.resource, key.group)
+    } else {
+        key.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +156,33 @@ mod tests {
         assert_eq!(fq("widgets.example.com"), None, "no version");
         assert_eq!(fq("wdg"), None);
         assert_eq!(fq("Widget.v1.example.com"), None, "a kind is no plural");
+    }
+
+    #[test]
+    fn plural_and_group_names_wait_for_any_version() {
+        let pg = |s: &str| {
+            plural_and_group(&ResourceName::parse(s).unwrap())
+                .map(|k| (k.group, k.version, k.resource))
+        };
+        assert_eq!(
+            pg("widgets.example.com"),
+            Some(("example.com".into(), String::new(), "widgets".into()))
+        );
+        assert_eq!(
+            pg("widgets.apps"),
+            Some(("apps".into(), String::new(), "widgets".into()))
+        );
+        assert_eq!(pg("widgets.v1.example.com"), None, "names a version");
+        assert_eq!(pg("example.com/v1/widgets"), None, "names a version");
+        assert_eq!(pg("pods.v1"), None, "names a version");
+        assert_eq!(pg("widgets"), None, "names no group");
+        assert_eq!(pg("Widget.example.com"), None, "a kind is no plural");
+        let waiting = plural_and_group(&ResourceName::parse("widgets.example.com").unwrap());
+        assert_eq!(shown(&waiting.unwrap()), "widgets.example.com");
+        assert_eq!(
+            shown(&ResourceKey::new("", "v1", "pods")),
+            "pods.v1",
+            "others as usual"
+        );
     }
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::GenericInformer;
+use super::resource_ref::shown;
 use crate::informer::{InformerError, InformerStatus};
 use crate::resource::ResourceKey;
 
@@ -13,7 +14,7 @@ use crate::resource::ResourceKey;
 pub enum CacheSyncError {
     /// The server refuses the list (403); the informer keeps retrying and
     /// syncs by itself once access is granted.
-    #[error("{resource}: forbidden (403); it syncs once access is granted: {message}")]
+    #[error("{}: forbidden (403); it syncs once access is granted: {message}", shown(.resource))]
     Forbidden {
         /// The resource.
         resource: ResourceKey,
@@ -22,7 +23,7 @@ pub enum CacheSyncError {
     },
     /// The resource is not served (a CRD not installed); the informer
     /// starts once it is.
-    #[error("{reason}; the informer of {resource} starts once it is served")]
+    #[error("{reason}; the informer of {} starts once it is served", shown(.resource))]
     NotServed {
         /// The resource.
         resource: ResourceKey,
@@ -31,7 +32,8 @@ pub enum CacheSyncError {
     },
     /// The resource was served and is gone (its CRD was deleted).
     #[error(
-        "{reason}; the informer of {resource} emptied its cache and resumes if it is served again"
+        "{reason}; the informer of {} emptied its cache and resumes if it is served again",
+        shown(.resource)
     )]
     Gone {
         /// The resource.
@@ -40,7 +42,7 @@ pub enum CacheSyncError {
         reason: String,
     },
     /// Not synced within the timeout, for another reason.
-    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
+    #[error("{} did not sync within {timeout:?}; last status: {status}", shown(.resource))]
     TimedOut {
         /// The resource.
         resource: ResourceKey,
@@ -50,13 +52,13 @@ pub enum CacheSyncError {
         status: Box<InformerStatus>,
     },
     /// The factory was not started.
-    #[error("{resource}: the informer was not started (call InformerFactory::start)")]
+    #[error("{}: the informer was not started (call InformerFactory::start)", shown(.resource))]
     NotStarted {
         /// The resource.
         resource: ResourceKey,
     },
     /// The informer stopped (removed, or the factory shut down).
-    #[error("{resource}: the informer stopped before its cache synced")]
+    #[error("{}: the informer stopped before its cache synced", shown(.resource))]
     Stopped {
         /// The resource.
         resource: ResourceKey,

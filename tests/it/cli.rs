@@ -2,11 +2,14 @@
 //! output parsed.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Output, Stdio};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_client::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::support::{self, User};
 
@@ -18,21 +21,129 @@ fn kubeconfig(user: User) -> PathBuf {
     }
 }
 
-/// Runs `kdi` with `args` as `user` (off the async runtime: it blocks).
+/// How long any kdi run of these tests may take.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `kdi` with `args` as `user`, to its end.
 async fn kdi(user: User, args: &[&str]) -> Output {
-    let kubeconfig = kubeconfig(user);
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_kdi"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(&args)
-            .env_remove("KUBECONFIG")
-            .output()
-            .expect("running kdi")
-    })
-    .await
-    .unwrap()
+    kdi_with(kubeconfig(user), args).await
+}
+
+/// Runs `kdi` with `args` and this kubeconfig, to its end; fails the test
+/// if that takes longer than [`DEADLINE`].
+async fn kdi_with(kubeconfig: PathBuf, args: &[&str]) -> Output {
+    let run = command(&kubeconfig, args).output();
+    match tokio::time::timeout(DEADLINE, run).await {
+        Ok(out) => out.expect("running kdi"),
+        Err(_) => panic!("kdi {args:?} did not end within {DEADLINE:?}"),
+    }
+}
+
+fn command(kubeconfig: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kdi"));
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// A kdi process running while the test acts, its output read line by line.
+struct Running {
+    child: Child,
+    /// `None` once closed.
+    stdout: Option<Lines<BufReader<ChildStdout>>>,
+    stderr: Lines<BufReader<ChildStderr>>,
+    /// Every stderr line read so far.
+    stderr_seen: Vec<String>,
+}
+
+impl Running {
+    fn start(user: User, args: &[&str], env: &[(&str, &str)]) -> Running {
+        let mut command = command(&kubeconfig(user), args);
+        command
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("starting kdi");
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        Running {
+            child,
+            stdout: Some(stdout),
+            stderr,
+            stderr_seen: Vec::new(),
+        }
+    }
+
+    /// Reads stderr until a line satisfies `wanted`; fails the test at the
+    /// end of stderr or after `within`.
+    async fn stderr_until(
+        &mut self,
+        what: &str,
+        within: Duration,
+        mut wanted: impl FnMut(&str) -> bool,
+    ) {
+        let read = async {
+            while let Some(line) = self.stderr.next_line().await.expect("reading stderr") {
+                self.stderr_seen.push(line.clone());
+                if wanted(&line) {
+                    return true;
+                }
+            }
+            false
+        };
+        match tokio::time::timeout(within, read).await {
+            Ok(true) => {}
+            Ok(false) => panic!(
+                "stderr ended before {what}:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+            Err(_) => panic!(
+                "no {what} within {within:?}; stderr:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+        }
+    }
+
+    /// Reads one line of stdout, then closes it, as `head -1` does.
+    async fn first_line_then_close(&mut self) -> String {
+        let mut stdout = self.stdout.take().expect("stdout open");
+        match tokio::time::timeout(DEADLINE, stdout.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            other => panic!("no first line: {other:?}"),
+        }
+    }
+
+    /// Waits for the process to end; returns its exit code and the rest of
+    /// its stdout and stderr.
+    async fn end(mut self) -> (Option<i32>, String, String) {
+        let rest = async {
+            let mut out = String::new();
+            if let Some(stdout) = &mut self.stdout {
+                while let Some(line) = stdout.next_line().await.expect("reading stdout") {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+            while let Some(line) = self.stderr.next_line().await.expect("reading stderr") {
+                self.stderr_seen.push(line);
+            }
+            let status = self.child.wait().await.expect("waiting for kdi");
+            (status.code(), out)
+        };
+        match tokio::time::timeout(DEADLINE, rest).await {
+            Ok((code, out)) => (code, out, self.stderr_seen.join("\n")),
+            Err(_) => panic!(
+                "kdi did not end within {DEADLINE:?}; stderr:\n{}",
+                self.stderr_seen.join("\n")
+            ),
+        }
+    }
 }
 
 fn stdout(o: &Output) -> String {
@@ -41,6 +152,35 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The exit code README.md's table gives to the one row whose meaning
+/// contains `meaning`: the tests hold kdi to what the README promises.
+fn documented_exit(meaning: &str) -> i32 {
+    let readme = std::fs::read_to_string(support::controlplane::repo_root().join("README.md"))
+        .expect("reading README.md");
+    let rows: Vec<(i32, &str)> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| Exit code |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let mut cells = l.trim_matches('|').split('|').map(str::trim);
+            Some((cells.next()?.parse().ok()?, cells.next()?))
+        })
+        .collect();
+    let found: Vec<i32> = rows
+        .iter()
+        .filter(|(_, m)| m.contains(meaning))
+        .map(|(code, _)| *code)
+        .collect();
+    match found.as_slice() {
+        [code] => *code,
+        _ => panic!(
+            "README's exit code table has {} rows saying {meaning:?}: {rows:?}",
+            found.len()
+        ),
+    }
 }
 
 fn assert_exit(o: &Output, code: i32) {
@@ -71,12 +211,24 @@ async fn widgets(prefix: &str) -> (String, String) {
     (ns, format!("widgets.v1.{group}"))
 }
 
+/// The `ApiResource` of `widgets` by its full name.
+fn widget_resource(full: &str) -> kube_client::core::ApiResource {
+    let group = full.strip_prefix("widgets.v1.").expect("a widgets.v1 name");
+    kube_client::core::ApiResource {
+        group: group.to_string(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
 #[tokio::test]
 async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
     let root = support::controlplane::repo_root();
     let good = root.join("examples/configs/pods-and-deployments.yaml");
     let out = kdi(User::Admin, &["check", good.to_str().unwrap()]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(
         stdout(&out).contains("ok (3 informers)"),
         "{}",
@@ -92,7 +244,7 @@ async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
     )
     .unwrap();
     let out = kdi(User::Admin, &["check", bad.to_str().unwrap()]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "one line per problem:\n{text}");
@@ -115,7 +267,7 @@ async fn check_accepts_good_files_and_lists_every_problem_in_bad_ones() {
 async fn resources_lists_built_in_and_custom_resources() {
     let (_ns, full) = widgets("cli-resources").await;
     let out = kdi(User::Admin, &["resources", "-o", "json"]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let list: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     let cm = list
         .iter()
@@ -129,8 +281,59 @@ async fn resources_lists_built_in_and_custom_resources() {
         "{full} listed"
     );
     let table = kdi(User::Admin, &["resources"]).await;
-    assert_exit(&table, 0);
+    assert_exit(&table, documented_exit("Success"));
     assert!(stdout(&table).starts_with("NAME"), "{}", stdout(&table));
+
+    // Every version, in Kubernetes' order of priority.
+    let out = kdi(User::Admin, &["resources", "--all-versions", "-o", "json"]).await;
+    assert_exit(&out, documented_exit("Success"));
+    let list: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let hpa: Vec<&str> = list
+        .iter()
+        .filter(|r| r["name"] == "horizontalpodautoscalers")
+        .map(|r| r["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(hpa, ["v2", "v1"]);
+
+    // What names designate, as watch and get resolve them, and why not.
+    let group = full.strip_prefix("widgets.v1.").unwrap();
+    let out = kdi(
+        User::Admin,
+        &["resources", "deploy", &format!("wdg.{group}"), &full],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    let lines: Vec<String> = stdout(&out).lines().map(String::from).collect();
+    assert!(
+        lines[0].starts_with("deploy: deployments.v1.apps (kind Deployment; namespaced"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("wdg.{group}: {full} (kind Widget")),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with(&format!("{full}: {full}")),
+        "{lines:?}"
+    );
+    let out = kdi(User::Admin, &["resources", "deploymnts"]).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stdout(&out).contains("did you mean deployments.v1.apps"),
+        "{}",
+        stdout(&out)
+    );
+    let waited = format!("widgets.{}", support::unique_group());
+    let out = kdi(User::Admin, &["resources", "-o", "json", &waited]).await;
+    assert_exit(&out, documented_exit("not served"));
+    let answer: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(answer[0]["waited"], true, "{answer:?}");
+    assert!(
+        answer[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("{waited} is not served"))),
+        "{answer:?}"
+    );
 }
 
 #[tokio::test]
@@ -151,7 +354,7 @@ async fn get_by_index_and_by_selector_in_every_format() {
         &[&base[..], &["--index", "color=red", "-o", "json"]].concat(),
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     let names: Vec<&str> = objects
         .iter()
@@ -165,7 +368,7 @@ async fn get_by_index_and_by_selector_in_every_format() {
         &[&base[..], &["--match", "tier=blue", "-o", "name"]].concat(),
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert_eq!(stdout(&out).trim(), format!("{ns}/b"));
 
     // Server-side selector, YAML output.
@@ -184,19 +387,19 @@ async fn get_by_index_and_by_selector_in_every_format() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_saphyr::from_str(&stdout(&out)).unwrap();
     assert_eq!(objects.len(), 2);
 
     let out = kdi(User::Admin, &["get", "-r", &full, "-n", &ns]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let text = stdout(&out);
     assert!(text.starts_with("NAMESPACE"), "{text}");
     assert_eq!(text.lines().count(), 4, "{text}");
 
     // An unknown index is a usage error naming the index.
     let out = kdi(User::Admin, &[&base[..], &["--index", "size=3"]].concat()).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(stderr(&out).contains("size"), "{}", stderr(&out));
 }
 
@@ -221,7 +424,7 @@ async fn watch_prints_json_lines_with_index_values() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let lines: Vec<Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -361,7 +564,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
         get("configmaps", &["-o", "yaml", "--sensitive"]).await,
     ));
     for (what, out) in &outputs {
-        assert_exit(out, 0);
+        assert_exit(out, documented_exit("Success"));
         let text = format!("{}{}", stdout(out), stderr(out));
         assert!(!stdout(out).is_empty(), "{what}: printed nothing");
         assert!(
@@ -389,7 +592,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
 
     // --show-secrets prints everything.
     let out = get("secrets", &["-o", "json", "--show-secrets"]).await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(objects[0]["data"]["password"], format!("{BASE64}=="));
     assert!(stdout(&out).contains(PLAIN), "{}", stdout(&out));
@@ -404,7 +607,7 @@ async fn secret_content_is_printed_in_no_output_mode_unless_asked() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(stdout(&out).contains(BASE64), "{}", stdout(&out));
 }
 
@@ -416,23 +619,139 @@ async fn a_forbidden_resource_exits_3_with_the_reason() {
     }
     let admin = support::admin().await;
     let ns = support::namespace(&admin, "cli-forbidden").await;
-    let out = kdi(
-        User::Alice,
-        &["get", "-r", "configmaps", "-n", &ns, "--timeout", "3s"],
+    // A 403 is final for a one-shot command: it does not wait out its
+    // ten-minute timeout.
+    let within = Duration::from_secs(30);
+    let out = tokio::time::timeout(
+        within,
+        kdi(
+            User::Alice,
+            &["get", "-r", "configmaps", "-n", &ns, "--timeout", "10m"],
+        ),
     )
-    .await;
-    assert_exit(&out, 3);
+    .await
+    .unwrap_or_else(|_| panic!("kdi get waited on a 403 for more than {within:?}"));
+    assert_exit(&out, documented_exit("access denied"));
     let err = stderr(&out);
-    assert!(err.contains("403") || err.contains("forbidden"), "{err}");
-    assert!(err.contains("configmaps"), "{err}");
+    // The server's answer, once, without debug dump or backoff lines.
+    assert_eq!(err.matches("cannot list").count(), 1, "{err}");
+    assert!(
+        !err.contains("Status {") && !err.contains("retry"),
+        "no debug dump, no backoff: {err}"
+    );
     // stderr is not a terminal here: the failure is a JSON line.
     let line: Value = err
         .lines()
         .find_map(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("no JSON line in stderr: {err}"));
     assert_eq!(line["synced"], false);
+    assert_eq!(line["status"], "forbidden");
     assert_eq!(line["resource"], "configmaps.v1");
-    assert!(line["reason"].as_str().unwrap().contains("403"), "{line}");
+    // Who may not do what, where.
+    let reason = line["reason"].as_str().unwrap();
+    for part in [
+        format!("User \"{}\"", User::Alice.subject_name()),
+        "cannot list resource \"configmaps\"".to_string(),
+        format!("namespace \"{ns}\""),
+        "403".to_string(),
+    ] {
+        assert!(reason.contains(&part), "{part:?} in {reason}");
+    }
+}
+
+/// Parses the JSON lines of kdi's stderr.
+fn json_lines(text: &[String]) -> Vec<Value> {
+    text.iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn watch_waits_for_access_saying_so_once_then_at_its_interval() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's ordinary users as kubeconfigs");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "cli-wait-access").await;
+    let watch = |interval: &str, extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend([
+            "watch",
+            "-r",
+            "configmaps",
+            "-n",
+            &ns,
+            "--timeout",
+            "0",
+            "--max-events",
+            "1",
+            "--progress-interval",
+            interval,
+        ]);
+        // With -v, the informer's log shows every failed list.
+        Running::start(
+            User::Alice,
+            &args,
+            &[("RUST_LOG", "kube_dynamic_informer::reflector=warn")],
+        )
+    };
+    let mut once = watch("1h", &["-v"]);
+    let mut reminded = watch("1s", &[]);
+
+    let failed_lists = std::cell::Cell::new(0);
+    once.stderr_until("three failed lists", Duration::from_secs(60), |l| {
+        if l.contains("list/watch failed") && l.contains("configmaps.v1") {
+            failed_lists.set(failed_lists.get() + 1);
+        }
+        failed_lists.get() >= 3
+    })
+    .await;
+    let said: Vec<Value> = json_lines(&once.stderr_seen)
+        .into_iter()
+        .filter(|l| l["status"] == "forbidden")
+        .collect();
+    assert_eq!(said.len(), 1, "said once, not at every retry: {said:?}");
+    let reason = said[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&User::Alice.subject_name()) && reason.contains(&ns),
+        "{reason}"
+    );
+    assert!(
+        !once.stderr_seen.iter().any(|l| l.contains('\u{1b}')),
+        "no colours off a terminal"
+    );
+    reminded
+        .stderr_until("a reminder", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| {
+                l["status"] == "forbidden" && l["waitingSeconds"].as_u64() >= Some(1)
+            })
+        })
+        .await;
+
+    // Access granted while they run: both sync by themselves.
+    config_map(&admin, &ns, "granted").await;
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
+    for running in [once, reminded] {
+        let (code, out, err) = running.end().await;
+        assert_eq!(code, Some(documented_exit("Success")), "{err}");
+        let event: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(event["key"], format!("{ns}/granted"));
+        let said = json_lines(&err.lines().map(String::from).collect::<Vec<_>>());
+        assert_eq!(
+            said.last().map(|l| &l["status"]),
+            Some(&json!("synced")),
+            "the wait's end is said: {err}"
+        );
+    }
+}
+
+async fn config_map(client: &kube_client::Client, ns: &str, name: &str) {
+    let cm: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -456,14 +775,353 @@ async fn contexts_and_bad_arguments() {
         ],
     )
     .await;
-    assert_exit(&out, 0);
+    assert_exit(&out, documented_exit("Success"));
     assert!(!stdout(&out).is_empty());
     let out = kdi(User::Admin, &["--context", "nope", "resources"]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
     let out = kdi(User::Admin, &["get"]).await;
-    assert_exit(&out, 2);
+    assert_exit(&out, documented_exit("Invalid arguments"));
     let out = kdi(User::Admin, &["get", "-r", "no-such-things"]).await;
-    assert_exit(&out, 2);
-    assert!(stderr(&out).contains("no-such-things"), "{}", stderr(&out));
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert_eq!(
+        stderr(&out).matches("no-such-things").count(),
+        1,
+        "named once: {}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_exits_with_the_server_and_the_cause() {
+    // A port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("kdi-unreachable-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{ name: c, cluster: {{ server: \"https://127.0.0.1:{port}\" }} }}]\n\
+             users: [{{ name: u, user: {{ token: t }} }}]\n\
+             contexts: [{{ name: c, context: {{ cluster: c, user: u }} }}]\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["get", "-r", "pods"][..],
+        &["watch", "-r", "pods"],
+        &["resources"],
+    ] {
+        let out = kdi_with(kubeconfig.clone(), args).await;
+        assert_exit(&out, documented_exit("cannot be reached"));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("https://127.0.0.1:{port}")),
+            "{args:?}: the server is named: {err}"
+        );
+        assert!(
+            err.contains("os error"),
+            "{args:?}: the operating system's reason is given: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_crd_named_by_plural_and_group_is_waited_for_then_watched_in_its_preferred_version() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "cli-plural-group").await;
+    let group = support::unique_group();
+    let name = format!("widgets.{group}");
+
+    // Before its CRD exists the name is waited for, not refused; when the
+    // timeout passes, kdi says which cache did not sync and why.
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", &name, "-n", &ns, "--timeout", "2s"],
+    )
+    .await;
+    assert_exit(&out, documented_exit("not served"));
+    let err = stderr(&out);
+    let line: Value = err
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["synced"] == false)
+        .unwrap_or_else(|| panic!("no JSON line with synced false in stderr: {err}"));
+    assert_eq!(line["status"], "notServed", "{line}");
+    assert_eq!(line["resource"], name.as_str(), "{line}");
+    assert!(
+        line["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("{name} is not served"))),
+        "{line}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("kdi: ") && last.contains(&name) && last.contains("not served"),
+        "the last line says what did not sync: {err}"
+    );
+
+    // `watch` waits, and lists the version the CRD prefers once installed.
+    let mut watch = Running::start(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            &name,
+            "-n",
+            &ns,
+            "--timeout",
+            "0",
+            "--max-events",
+            "1",
+        ],
+        &[],
+    );
+    watch
+        .stderr_until("the informer waiting", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| l["status"] == "notServed")
+        })
+        .await;
+    let mut crd = serde_json::to_value(support::widget_crd(&group)).unwrap();
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, beta);
+    let crd = serde_json::from_value(crd).unwrap();
+    let ar = support::install_crd(&admin, &crd).await;
+    let api = Api::<DynamicObject>::namespaced_with(admin.clone(), &ns, &ar);
+    api.create(
+        &PostParams::default(),
+        &support::widget(&ar, "w1", json!({ "color": "red" })),
+    )
+    .await
+    .unwrap();
+    let (code, out, err) = watch.end().await;
+    assert_eq!(code, Some(documented_exit("Success")), "{err}");
+    let event: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(event["type"], "Add", "{event}");
+    assert_eq!(event["key"], format!("{ns}/w1"), "{event}");
+    assert_eq!(event["resource"], format!("widgets.v1.{group}"), "{event}");
+
+    // A version the CRD does not serve is refused, naming those it does.
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", &format!("widgets.v2.{group}"), "-n", &ns],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("v1, v1beta1") && err.contains(&name),
+        "served versions and the versionless name: {err}"
+    );
+}
+
+#[tokio::test]
+async fn config_problems_are_said_once_with_what_to_do() {
+    let dir = std::env::temp_dir().join(format!("kdi-config-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    const HEADER: &str = "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\n";
+    let enumeration = write(
+        "enum.yaml",
+        &format!("{HEADER}informers:\n  - resource: pods\n    whenNotServed: sometimes\n"),
+    );
+    let empty = write("empty.yaml", "# nothing yet\n");
+    let missing = dir.join("missing.yaml").to_str().unwrap().to_string();
+    let indexes: String = (0..1000)
+        .map(|i| format!("      i{i}: metadata.name\n"))
+        .collect();
+    let many = write(
+        "many.yaml",
+        &format!("{HEADER}informers:\n  - resource: pods\n    indexes:\n{indexes}"),
+    );
+    for (file, expected) in [
+        (
+            &enumeration,
+            format!(
+                "{enumeration}:5:20: informers[0].whenNotServed: \"sometimes\" is not one of \"wait\", \"skip\", \"fail\""
+            ),
+        ),
+        (&empty, format!("{empty}: the file is empty;")),
+        (&missing, format!("{missing}: cannot read the file: ")),
+        (
+            &many,
+            format!(
+                "{many}:6:7: informers[0].indexes: an object of 1000 entries: at most 100 are allowed"
+            ),
+        ),
+    ] {
+        // `check`, and `get` before it needs a cluster: one line each.
+        let out = kdi(User::Admin, &["check", file]).await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+        assert!(stdout(&out).starts_with(&expected), "{}", stdout(&out));
+        let out = kdi_with(
+            PathBuf::from("/nonexistent/kubeconfig"),
+            &["get", "-f", file],
+        )
+        .await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("kdi: {expected}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // The same limit on the command line.
+    let defined: Vec<String> = (0..=100)
+        .map(|i| format!("--define-index=i{i}=metadata.name"))
+        .collect();
+    let mut args = vec!["get", "-r", "pods"];
+    args.extend(defined.iter().map(String::as_str));
+    let out = kdi_with(PathBuf::from("/nonexistent/kubeconfig"), &args).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains("at most 100 are allowed per informer"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn index_failures_are_shown_by_get_and_watch() {
+    let (ns, full) = widgets("cli-index-failures").await;
+    // `spec` is an object: the expression fails on every widget.
+    let indexes = [
+        "--define-index",
+        "whole=spec",
+        "--define-index",
+        "color=spec.color",
+    ];
+    let failures = |lines: &[String]| -> Option<u64> {
+        json_lines(lines)
+            .iter()
+            .rev()
+            .find_map(|l| l["indexFailures"]["whole"].as_u64())
+    };
+
+    let out = kdi(
+        User::Admin,
+        &[
+            &["get", "-r", &full, "-n", &ns, "--index", "color=red"][..],
+            &indexes,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
+    let err: Vec<String> = stderr(&out).lines().map(String::from).collect();
+    assert_eq!(failures(&err), Some(3), "{err:?}");
+
+    let mut watch = Running::start(
+        User::Admin,
+        &[
+            &["watch", "-r", &full, "-n", &ns, "--progress-interval", "1s"][..],
+            &indexes,
+        ]
+        .concat(),
+        &[],
+    );
+    watch
+        .stderr_until("the failures after sync", Duration::from_secs(30), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|l| l["indexFailures"]["whole"] == 3)
+        })
+        .await;
+    let ar = widget_resource(&full);
+    Api::<DynamicObject>::namespaced_with(support::admin().await, &ns, &ar)
+        .create(
+            &PostParams::default(),
+            &support::widget(&ar, "d", json!({ "color": "green" })),
+        )
+        .await
+        .unwrap();
+    watch
+        .stderr_until(
+            "the failure on a new object",
+            Duration::from_secs(30),
+            |l| serde_json::from_str::<Value>(l).is_ok_and(|l| l["indexFailures"]["whole"] == 4),
+        )
+        .await;
+
+    // An index named for --index-values must exist.
+    let out = kdi(
+        User::Admin,
+        &[
+            &["watch", "-r", &full, "-n", &ns, "--index-values", "size"][..],
+            &indexes,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains("\"size\"") && stderr(&out).contains("color, whole"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn watch_ends_when_its_output_is_closed() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-closed").await;
+    config_map(&client, &ns, "only").await;
+    // One object, then nothing changes: the end can only come from the
+    // closed pipe, not from writing the next event.
+    let mut watch = Running::start(
+        User::Admin,
+        &["watch", "-r", "configmaps", "-n", &ns, "--timeout", "0"],
+        &[],
+    );
+    let first: Value = serde_json::from_str(&watch.first_line_then_close().await).unwrap();
+    assert_eq!(first["key"], format!("{ns}/only"));
+    let (code, _, err) = watch.end().await;
+    assert_eq!(code, Some(documented_exit("closed output")), "{err}");
+}
+
+#[tokio::test]
+async fn get_into_a_closed_pipe_ends_quietly() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-closed-get").await;
+    // More than a pipe holds (64 KiB), so kdi is still writing when the
+    // pipe closes.
+    let api = Api::<ConfigMap>::namespaced(client, &ns);
+    futures::future::try_join_all((0..200).map(|i| {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": { "name": format!("cm-{i}") },
+            "data": { "filler": "x".repeat(1024) },
+        }))
+        .unwrap();
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &cm).await }
+    }))
+    .await
+    .unwrap();
+    let mut get = Running::start(
+        User::Admin,
+        &["get", "-r", "configmaps", "-n", &ns, "-o", "yaml"],
+        &[],
+    );
+    get.first_line_then_close().await;
+    let (code, _, err) = get.end().await;
+    assert_eq!(code, Some(documented_exit("closed output")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }

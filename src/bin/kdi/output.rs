@@ -1,5 +1,6 @@
 //! Output formats of the CLI.
 
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use clap::ValueEnum;
@@ -8,6 +9,8 @@ use kube_dynamic_informer::index::{IndexFn, IndexInput};
 use kube_dynamic_informer::informer::Event;
 use kube_dynamic_informer::resource::ResourceKey;
 use serde_json::{Value, json};
+
+use crate::exit::Failure;
 
 /// How `get` prints objects.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -178,19 +181,17 @@ pub fn event_line(
     line.to_string()
 }
 
-/// Prints objects (already redacted JSON) in `format`.
-pub fn print_objects(objects: &[Value], format: Format) -> Result<(), String> {
+/// Writes objects (already redacted JSON) in `format`.
+pub fn print_objects(out: &mut dyn Write, objects: &[Value], format: Format) -> io::Result<()> {
     match format {
         Format::Json => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(objects).map_err(|e| e.to_string())?
-            );
+            serde_json::to_writer_pretty(&mut *out, objects)?;
+            writeln!(out)?;
         }
-        Format::Yaml => print!("{}", yaml(objects)?),
+        Format::Yaml => out.write_all(yaml(objects).map_err(io::Error::other)?.as_bytes())?,
         Format::Name => {
             for o in objects {
-                println!("{}", namespaced_name(o));
+                writeln!(out, "{}", namespaced_name(o))?;
             }
         }
         Format::Table => {
@@ -208,12 +209,13 @@ pub fn print_objects(objects: &[Value], format: Format) -> Result<(), String> {
                 })
                 .collect();
             print_table(
+                out,
                 &["NAMESPACE", "NAME", "KIND", "RESOURCEVERSION", "CREATED"],
                 &rows,
-            );
+            )?;
         }
     }
-    Ok(())
+    out.flush()
 }
 
 /// Objects as a YAML list. Strings that a YAML 1.1 reader (kubectl's, PyYAML)
@@ -232,15 +234,19 @@ fn namespaced_name(o: &Value) -> String {
     }
 }
 
-/// Prints rows under a header, columns padded to their widest cell.
-pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+/// Writes rows under a header, columns padded to their widest cell.
+pub fn print_table<const N: usize>(
+    out: &mut dyn Write,
+    header: &[&str; N],
+    rows: &[[String; N]],
+) -> io::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
+    let mut line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
             if i + 1 == N {
@@ -249,12 +255,35 @@ pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
                 s.push_str(&format!("{cell:<w$}   "));
             }
         }
-        println!("{}", s.trim_end());
+        writeln!(out, "{}", s.trim_end())
     };
-    line(header.to_vec());
+    line(header.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
+}
+
+/// Writes a line to stdout; a closed stdout ends the command quietly
+/// (`kdi get | head -1`), any other error is a failure.
+pub fn print_line(line: impl std::fmt::Display) -> Result<(), Failure> {
+    written(writeln!(io::stdout().lock(), "{line}"))
+}
+
+/// What writing stdout came to: done, or closed by its reader (a success:
+/// `head` took what it wanted), or a failure.
+pub fn written(result: io::Result<()>) -> Result<(), Failure> {
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(Failure::output(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a line to stderr. A stderr that cannot be written (closed, as in
+/// `kdi get 2>&1 | head -1`) is no reason to stop, nor to panic as
+/// `eprintln!` does.
+pub fn say(line: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
 #[cfg(test)]

@@ -1,0 +1,70 @@
+//! Connecting to the cluster of the kubeconfig, and saying what went wrong
+//! when it cannot be reached.
+
+use std::path::PathBuf;
+
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_client::{Client, Config};
+use kube_dynamic_informer::discovery::DiscoveryError;
+
+use crate::exit::{Failure, describe};
+
+/// A client, and the address of its API server for messages.
+pub struct Cluster {
+    pub client: Client,
+    pub server: String,
+}
+
+impl Cluster {
+    /// Connects as the kubeconfig (`kubeconfig`, else `$KUBECONFIG` or
+    /// `~/.kube/config`, else in-cluster) and `context` say. Nothing is
+    /// requested yet.
+    pub async fn connect(
+        kubeconfig: Option<&PathBuf>,
+        context: Option<&str>,
+    ) -> Result<Cluster, Failure> {
+        let options = KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..KubeConfigOptions::default()
+        };
+        let config = match kubeconfig {
+            Some(path) => {
+                let kc = Kubeconfig::read_from(path).map_err(|e| {
+                    Failure::usage(format!(
+                        "reading kubeconfig {}: {}",
+                        path.display(),
+                        describe(&e)
+                    ))
+                })?;
+                Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| {
+                        Failure::usage(format!("kubeconfig {}: {}", path.display(), describe(&e)))
+                    })?
+            }
+            None if context.is_some() => Config::from_kubeconfig(&options)
+                .await
+                .map_err(|e| Failure::usage(format!("kubeconfig: {}", describe(&e))))?,
+            None => Config::infer()
+                .await
+                .map_err(|e| Failure::usage(format!("no cluster configured: {}", describe(&e))))?,
+        };
+        let server = config.cluster_url.to_string();
+        // What fails here is the kubeconfig's content: certificates, a
+        // proxy URL.
+        let client = Client::try_from(config).map_err(|e| {
+            Failure::usage(format!(
+                "the kubeconfig's client settings: {}",
+                describe(&e)
+            ))
+        })?;
+        Ok(Cluster { client, server })
+    }
+
+    /// A failure to read discovery, which every command does first: the
+    /// server, what was asked, and every cause (connection refused, a
+    /// certificate, a 401).
+    pub fn unreachable(&self, err: &DiscoveryError) -> Failure {
+        Failure::cluster(format!("API server {}: {}", self.server, describe(err)))
+    }
+}

@@ -1,0 +1,67 @@
+//! `kdi get`: the objects of a synced cache, by index value or selector.
+
+use clap::Args;
+use kube_dynamic_informer::config::InformerSet;
+
+use crate::cluster::Cluster;
+use crate::exit::Failure;
+use crate::informers::{Selection, start_and_sync};
+use crate::output::{Format, print_objects, written};
+
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Objects with this index value: NAME=VALUE.
+    #[arg(long, value_name = "NAME=VALUE", conflicts_with = "by_labels")]
+    pub index: Option<String>,
+    /// Filter the cache with this label selector (client-side; `-l` filters
+    /// on the server).
+    #[arg(long = "match", value_name = "SELECTOR", id = "by_labels")]
+    pub by_labels: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// Print the content of Secrets and of resources the config marks
+    /// `sensitive` (values, the last-applied annotation, index values)
+    /// instead of redacting it.
+    #[arg(long)]
+    pub show_secrets: bool,
+}
+
+pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
+    let (factory, informers, _progress) =
+        start_and_sync(cluster, set, &args.selection, true, |_| Ok(())).await?;
+    let mut objects = Vec::new();
+    for declared in &informers {
+        let (name, lister) = (&declared.name, declared.informer.lister());
+        let redaction = declared.redaction(args.show_secrets);
+        let found = match (&args.index, &args.by_labels) {
+            (Some(index), _) => {
+                let (index, value) = index.split_once('=').ok_or_else(|| {
+                    Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
+                })?;
+                lister
+                    .by_index(index, value)
+                    .map_err(|e| Failure::usage(format!("{name}: {e}")))?
+            }
+            (None, Some(selector)) => lister
+                .list(selector.as_str())
+                .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
+            (None, None) => lister.list_all(),
+        };
+        objects.extend(found.into_iter().map(|o| (redaction, o)));
+    }
+    objects.sort_by(|(_, a), (_, b)| {
+        (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
+            .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
+    });
+    let objects: Vec<_> = objects.iter().map(|(r, o)| r.object(o)).collect();
+    let result = written(print_objects(
+        &mut std::io::stdout().lock(),
+        &objects,
+        args.output,
+    ));
+    factory.shutdown().await;
+    result
+}

@@ -1,0 +1,228 @@
+//! The informers a command runs: from a config file, from resources named
+//! on the command line, or both; built, started and synced.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec, MAX_INDEXES};
+use kube_dynamic_informer::discovery::DiscoveryError;
+use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::scope::Namespaces;
+
+use crate::cluster::Cluster;
+use crate::exit::Failure;
+use crate::output::Redaction;
+use crate::output::say;
+use crate::parse_duration_arg;
+use crate::progress::Progress;
+
+/// What to watch: a config file, resources named on the command line, or
+/// both.
+#[derive(Args, Debug, Clone)]
+pub struct Selection {
+    /// Config file (YAML or JSON) declaring informers and indexes.
+    #[arg(short = 'f', long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A resource to watch: plural, kind, short name, `plural.group`,
+    /// `plural.version.group`, `group/version/plural`. Repeatable. With
+    /// `--config`, selects informers of the file by name or resource.
+    #[arg(short = 'r', long = "resource", value_name = "RESOURCE")]
+    pub resources: Vec<String>,
+    /// Only these namespaces (repeatable); default all.
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespaces: Vec<String>,
+    /// Label selector, e.g. `app in (web, api),!canary`.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub label_selector: Option<String>,
+    /// Field selector, e.g. `status.phase=Running`.
+    #[arg(long = "field-selector", value_name = "SELECTOR")]
+    pub field_selector: Option<String>,
+    /// An index for resources named with `-r`: NAME=JMESPATH. Repeatable.
+    #[arg(long = "define-index", value_name = "NAME=EXPR")]
+    pub define_index: Vec<String>,
+    /// Cache only metadata.
+    #[arg(long)]
+    pub metadata_only: bool,
+    /// Treat the objects as secrets: print only their `apiVersion`, `kind`
+    /// and `metadata`, without the last-applied annotation, and redact index
+    /// values (core Secrets always are; `--show-secrets` prints all).
+    #[arg(long)]
+    pub sensitive: bool,
+    /// How long to wait for caches to sync; `0` waits for ever.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
+    pub timeout: Duration,
+    /// How often to say again what informers are waiting for (access, a
+    /// resource not served yet, a slow list) and how many objects their
+    /// indexes failed on.
+    #[arg(long, default_value = "30s", value_parser = parse_interval_arg)]
+    pub progress_interval: Duration,
+}
+
+fn parse_interval_arg(s: &str) -> Result<Duration, String> {
+    match parse_duration_arg(s)? {
+        Duration::ZERO => Err("the interval must be longer than 0".into()),
+        d => Ok(d),
+    }
+}
+
+/// The informer set the arguments describe.
+pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
+    let mut set = match &sel.config {
+        Some(path) => InformerSet::load_file(path).map_err(|e| Failure::usage(e.to_string()))?,
+        None => {
+            if sel.resources.is_empty() {
+                return Err(Failure::usage(
+                    "name resources with -r RESOURCE or a config file with -f FILE",
+                ));
+            }
+            let mut indexes = BTreeMap::new();
+            for d in &sel.define_index {
+                let (name, expr) = d.split_once('=').ok_or_else(|| {
+                    Failure::usage(format!("--define-index {d:?}: expected NAME=JMESPATH"))
+                })?;
+                IndexFn::jmespath(name, expr).map_err(Failure::usage)?;
+                indexes.insert(name.to_string(), expr.to_string());
+            }
+            if indexes.len() > MAX_INDEXES {
+                return Err(Failure::usage(format!(
+                    "{} indexes defined; at most {MAX_INDEXES} are allowed per informer",
+                    indexes.len()
+                )));
+            }
+            InformerSet {
+                api_version: kube_dynamic_informer::config::API_VERSION.into(),
+                kind: kube_dynamic_informer::config::KIND.into(),
+                defaults: InformerOptions::default(),
+                informers: sel
+                    .resources
+                    .iter()
+                    .map(|r| InformerSpec {
+                        indexes: indexes.clone(),
+                        ..InformerSpec::new(r.clone())
+                    })
+                    .collect(),
+            }
+        }
+    };
+    if sel.config.is_some() && !sel.resources.is_empty() {
+        set.informers.retain(|i| {
+            sel.resources
+                .iter()
+                .any(|r| r == i.name() || *r == i.resource)
+        });
+        if set.informers.is_empty() {
+            return Err(Failure::usage(format!(
+                "no informer of the config file is named {}",
+                sel.resources.join(" or ")
+            )));
+        }
+    }
+    // Command-line settings override the file's.
+    let over = &mut set.defaults;
+    let apply = |o: &mut InformerOptions| {
+        if !sel.namespaces.is_empty() {
+            o.namespaces = Namespaces::only(sel.namespaces.iter().cloned());
+        }
+        if sel.label_selector.is_some() {
+            o.label_selector.clone_from(&sel.label_selector);
+        }
+        if sel.field_selector.is_some() {
+            o.field_selector.clone_from(&sel.field_selector);
+        }
+        if sel.metadata_only {
+            o.metadata_only = true;
+        }
+        if sel.sensitive {
+            o.sensitive = true;
+        }
+    };
+    apply(over);
+    for i in &mut set.informers {
+        apply(&mut i.options);
+    }
+    Ok(set)
+}
+
+/// One informer of the command, as declared.
+pub struct Declared {
+    /// Its name in the config (or the resource as given).
+    pub name: String,
+    pub informer: GenericInformer,
+    pub indexes: BTreeMap<String, IndexFn>,
+    /// Marked `sensitive` in the config.
+    pub sensitive: bool,
+}
+
+impl Declared {
+    pub fn redaction(&self, show_secrets: bool) -> Redaction {
+        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
+    }
+}
+
+/// Why the informers of a config could not be made: discovery could not be
+/// read (the cluster), a resource is not served and the file says
+/// `whenNotServed: fail`, or the names and options are wrong.
+fn build_failure(cluster: &Cluster, err: BuildError) -> Failure {
+    match &err {
+        BuildError::Informer {
+            source: FactoryError::Discovery(discovery @ DiscoveryError::Request { .. }),
+            ..
+        } => cluster.unreachable(discovery),
+        BuildError::NotServed { .. } => Failure::not_synced(err),
+        _ => Failure::usage(err),
+    }
+}
+
+/// Builds the informers of `set`, lets `before_start` see them (to add
+/// handlers), starts them and waits for their caches, saying how it goes
+/// on stderr (see [`Progress`]). A `one_shot` command fails at the first
+/// 403; others wait for access.
+pub async fn start_and_sync(
+    cluster: &Cluster,
+    set: InformerSet,
+    sel: &Selection,
+    one_shot: bool,
+    before_start: impl FnOnce(&[Declared]) -> Result<(), Failure>,
+) -> Result<(InformerFactory, Vec<Declared>, Progress), Failure> {
+    let configured = set
+        .build(cluster.client.clone())
+        .await
+        .map_err(|e| build_failure(cluster, e))?;
+    for s in &configured.skipped {
+        say(format!("kdi: skipping {}: {}", s.name, s.reason));
+    }
+    let informers: Vec<_> = configured
+        .informers
+        .into_iter()
+        .map(|c| Declared {
+            indexes: c.spec.index_functions().unwrap_or_default(),
+            sensitive: c.spec.options.sensitive,
+            name: c.name,
+            informer: c.informer,
+        })
+        .collect();
+    let factory = configured.factory;
+    let mut progress = Progress::new(
+        &informers,
+        !std::io::stderr().is_terminal(),
+        sel.progress_interval,
+    );
+    let synced = async {
+        before_start(&informers)?;
+        factory.start().map_err(Failure::cluster)?;
+        let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
+        progress.wait_for_sync(timeout, one_shot).await
+    };
+    match synced.await {
+        Ok(()) => Ok((factory, informers, progress)),
+        Err(failure) => {
+            factory.shutdown().await;
+            Err(failure)
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! What kdi says on stderr about its informers: while their caches sync,
+//! and, for `watch`, for as long as they run.
+//!
+//! Every informer's state (syncing, synced, access denied, retrying, not
+//! served, gone) is said when it changes, once: a backoff that retries the
+//! same error says nothing new. What an informer is still waiting for is
+//! said again at `--progress-interval`, as are index failures when their
+//! count has grown. On a terminal the lines are for people; otherwise they
+//! are JSON objects, one per line, for programs, and the routine steps
+//! (syncing, then synced) are left out.
+//!
+//! A one-shot command (`get`) ends at the first 403 or 401: waiting would
+//! not change the answer. `watch` keeps waiting for access, which can be
+//! granted while it runs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_dynamic_informer::factory::GenericInformer;
+use kube_dynamic_informer::informer::InformerStatus;
+use kube_dynamic_informer::resource::ResourceKey;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::exit::{Failure, code};
+use crate::informers::Declared;
+use crate::output::say;
+
+/// What an informer is doing, as kdi tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    Syncing,
+    Synced,
+    Forbidden,
+    Unauthorized,
+    Retrying,
+    Pending,
+    Gone,
+    Stopped,
+}
+
+impl State {
+    /// The state and its reason.
+    fn of(status: &InformerStatus) -> (State, String) {
+        match status {
+            InformerStatus::NotStarted => (State::NotStarted, String::new()),
+            InformerStatus::Syncing { .. } => (State::Syncing, String::new()),
+            InformerStatus::Synced => (State::Synced, String::new()),
+            InformerStatus::BackingOff { code, error, .. } => (
+                match code {
+                    Some(403) => State::Forbidden,
+                    Some(401) => State::Unauthorized,
+                    _ => State::Retrying,
+                },
+                error.clone(),
+            ),
+            InformerStatus::Pending { reason } => (State::Pending, reason.clone()),
+            InformerStatus::Gone { reason } => (State::Gone, reason.clone()),
+            InformerStatus::Stopped => (State::Stopped, String::new()),
+        }
+    }
+
+    /// The `status` of JSON lines.
+    fn name(self) -> &'static str {
+        match self {
+            State::NotStarted => "notStarted",
+            State::Syncing => "syncing",
+            State::Synced => "synced",
+            State::Forbidden => "forbidden",
+            State::Unauthorized => "unauthorized",
+            State::Retrying => "retrying",
+            State::Pending => "notServed",
+            State::Gone => "gone",
+            State::Stopped => "stopped",
+        }
+    }
+
+    /// What a person reads.
+    fn words(self) -> &'static str {
+        match self {
+            State::NotStarted => "not started",
+            State::Syncing => "syncing",
+            State::Synced => "synced",
+            State::Forbidden => "access denied",
+            State::Unauthorized => "credentials refused",
+            State::Retrying => "retrying after an error",
+            State::Pending => "not served",
+            State::Gone => "no longer served",
+            State::Stopped => "stopped",
+        }
+    }
+
+    /// A failure the informer retries.
+    fn is_failure(self) -> bool {
+        matches!(
+            self,
+            State::Forbidden | State::Unauthorized | State::Retrying
+        )
+    }
+
+    /// Whether a one-shot command ends here: the server refused, and asking
+    /// again will not change that while the command runs.
+    fn final_for_one_shot(self) -> bool {
+        matches!(self, State::Forbidden | State::Unauthorized)
+    }
+}
+
+/// One informer, and what was last said of it.
+struct Tracked {
+    label: String,
+    informer: GenericInformer,
+    indexes: Vec<String>,
+    status: watch::Receiver<InformerStatus>,
+    /// The state and reason last said (or, for the routine states left
+    /// unsaid in JSON, last seen).
+    said: Option<(State, String)>,
+    /// Whether anything was printed about this informer.
+    spoke: bool,
+    /// Since when it is in its state.
+    since: Instant,
+    /// Index failure counts last said.
+    failures: BTreeMap<String, u64>,
+}
+
+impl Tracked {
+    /// The resource it lists: for one asked for without a version, the
+    /// version discovery designates once served.
+    fn resource(&self) -> String {
+        resource_label(&self.informer)
+    }
+
+    /// Index failures, per index that has any.
+    fn index_failures(&self) -> BTreeMap<String, u64> {
+        let store = self.informer.informer().store();
+        self.indexes
+            .iter()
+            .filter_map(|i| Some((i.clone(), store.index_failures(i)?)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+/// The resource of an informer as printed: `widgets.v1.example.com`; one
+/// asked for by plural and group that is not served yet is
+/// `widgets.example.com`.
+pub fn resource_label(informer: &GenericInformer) -> String {
+    let key = informer.resource();
+    if !key.version.is_empty() {
+        return key.to_string();
+    }
+    match informer.api_resource() {
+        Some(served) => ResourceKey::from(&served).to_string(),
+        None => format!("{}.{}", key.resource, key.group),
+    }
+}
+
+/// Reports on a set of informers; see the [module docs](self).
+pub struct Progress {
+    json: bool,
+    interval: Duration,
+    tracked: Vec<Tracked>,
+    /// Woken at any status change (changes that come together wake once).
+    changes: Arc<Notify>,
+    forwarders: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        for f in &self.forwarders {
+            f.abort();
+        }
+    }
+}
+
+impl Progress {
+    /// Follows `informers`' statuses; `json` when stderr is not a terminal.
+    pub fn new(informers: &[Declared], json: bool, interval: Duration) -> Self {
+        let changes = Arc::new(Notify::new());
+        let mut forwarders = Vec::new();
+        let tracked = informers
+            .iter()
+            .map(|d| {
+                let status = d.informer.informer().watch_status();
+                let mut forward = status.clone();
+                let changed = changes.clone();
+                forwarders.push(tokio::spawn(async move {
+                    while forward.changed().await.is_ok() {
+                        changed.notify_one();
+                    }
+                }));
+                Tracked {
+                    label: d.name.clone(),
+                    informer: d.informer.clone(),
+                    indexes: d.indexes.keys().cloned().collect(),
+                    status,
+                    said: None,
+                    spoke: false,
+                    since: Instant::now(),
+                    failures: BTreeMap::new(),
+                }
+            })
+            .collect();
+        Progress {
+            json,
+            interval,
+            tracked,
+            changes,
+            forwarders,
+        }
+    }
+
+    /// Waits until every cache has synced, saying what happens. `timeout`
+    /// `None` waits for ever. A one-shot command fails at the first refusal
+    /// (403, 401); otherwise access is waited for.
+    ///
+    /// # Errors
+    /// A refusal (one-shot), or the caches not synced within `timeout`, as
+    /// [`code::NOT_SYNCED`] ([`code::CLUSTER`] for refused credentials).
+    pub async fn wait_for_sync(
+        &mut self,
+        timeout: Option<Duration>,
+        one_shot: bool,
+    ) -> Result<(), Failure> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut reminders = self.reminders();
+        let changes = self.changes.clone();
+        loop {
+            if one_shot
+                && let Some(i) = self
+                    .tracked
+                    .iter()
+                    .position(|t| State::of(&t.status.borrow()).0.final_for_one_shot())
+            {
+                return Err(self.refused(i));
+            }
+            self.say_changes();
+            if self
+                .tracked
+                .iter()
+                .all(|t| *t.status.borrow() == InformerStatus::Synced)
+            {
+                self.say_index_failures();
+                return Ok(());
+            }
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = changes.notified() => {}
+                _ = reminders.tick() => self.remind(),
+                _ = expired => return Err(self.timed_out(timeout.unwrap_or_default())),
+            }
+        }
+    }
+
+    /// After sync: says every change, and at the interval what is still
+    /// waited for and new index failures, until `cancel`.
+    pub async fn follow(mut self, cancel: CancellationToken) {
+        let mut reminders = self.reminders();
+        let changes = self.changes.clone();
+        loop {
+            self.say_changes();
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                () = changes.notified() => {}
+                _ = reminders.tick() => self.remind(),
+            }
+        }
+    }
+
+    /// Says index failures whose count changed since last said.
+    pub fn say_index_failures(&mut self) {
+        for i in 0..self.tracked.len() {
+            let now = self.tracked[i].index_failures();
+            if now == self.tracked[i].failures {
+                continue;
+            }
+            let t = &self.tracked[i];
+            if self.json {
+                self.print_json(i, json!({ "indexFailures": now }));
+            } else {
+                for (index, n) in &now {
+                    say(format!(
+                        "kdi: {}: index {index:?}: the expression failed {n} time{} (each object it failed on is left out of the index)",
+                        t.label,
+                        if *n == 1 { "" } else { "s" },
+                    ));
+                }
+            }
+            self.tracked[i].failures = now;
+        }
+    }
+
+    fn reminders(&self) -> tokio::time::Interval {
+        // An interval past the clock's end is one that never comes.
+        let first = Instant::now()
+            .checked_add(self.interval)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(u64::from(u32::MAX)));
+        let mut reminders = tokio::time::interval_at(first, self.interval);
+        reminders.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        reminders
+    }
+
+    /// Says each state that changed since last said.
+    fn say_changes(&mut self) {
+        for i in 0..self.tracked.len() {
+            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            let t = &mut self.tracked[i];
+            if t.said.as_ref() == Some(&(state, reason.clone())) {
+                continue;
+            }
+            // Listing again after a failure is the retry, not news: the
+            // failure stands until the list succeeds or fails otherwise.
+            if state == State::Syncing && t.said.as_ref().is_some_and(|(s, _)| s.is_failure()) {
+                continue;
+            }
+            if t.said.as_ref().map(|(s, _)| *s) != Some(state) {
+                t.since = Instant::now();
+            }
+            // A program hears of the routine steps only when they end
+            // something it was told.
+            let worth_saying = match state {
+                State::NotStarted => false,
+                State::Syncing => !self.json,
+                State::Synced => !self.json || t.spoke,
+                _ => true,
+            };
+            if worth_saying {
+                self.say(i, state, &reason, false);
+            }
+            self.tracked[i].said = Some((state, reason));
+        }
+    }
+
+    /// Says again what each informer not synced is waiting for, and new
+    /// index failures.
+    fn remind(&mut self) {
+        for i in 0..self.tracked.len() {
+            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            if matches!(state, State::Synced | State::NotStarted | State::Stopped) {
+                continue;
+            }
+            self.say(i, state, &reason, true);
+        }
+        self.say_index_failures();
+    }
+
+    fn say(&mut self, i: usize, state: State, reason: &str, again: bool) {
+        let t = &self.tracked[i];
+        let waited = t.since.elapsed().as_secs();
+        let store = t.informer.informer().store();
+        if self.json {
+            let mut line = json!({ "status": state.name() });
+            match state {
+                State::Syncing => {
+                    if let InformerStatus::Syncing { listed } = *t.status.borrow() {
+                        line["listed"] = json!(listed);
+                    }
+                }
+                State::Synced => line["objects"] = json!(store.len()),
+                _ => {}
+            }
+            if !reason.is_empty() {
+                line["reason"] = json!(reason);
+            }
+            if state != State::Synced {
+                line["waitingSeconds"] = json!(waited);
+            }
+            self.print_json(i, line);
+        } else {
+            let mut words = String::from(state.words());
+            match state {
+                State::Syncing => {
+                    if let InformerStatus::Syncing { listed } = *t.status.borrow() {
+                        words.push_str(&format!(", {listed} objects listed"));
+                    }
+                }
+                State::Synced => words.push_str(&format!(", {} objects", store.len())),
+                _ => {}
+            }
+            if again {
+                words = format!("still {words} after {waited}s");
+            }
+            if !reason.is_empty() {
+                words.push_str(": ");
+                words.push_str(reason);
+            }
+            say(format!("kdi: {}: {words}", t.label));
+        }
+        self.tracked[i].spoke = true;
+    }
+
+    fn print_json(&self, i: usize, fields: Value) {
+        let t = &self.tracked[i];
+        let mut line = json!({ "informer": t.label, "resource": t.resource() });
+        if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
+            line.extend(fields);
+        }
+        say(line);
+    }
+
+    /// The one-shot failure at a refusal: said once, in the failure (and,
+    /// for programs, in its JSON line).
+    fn refused(&self, i: usize) -> Failure {
+        let t = &self.tracked[i];
+        let (state, reason) = State::of(&t.status.borrow());
+        let exit = if state == State::Unauthorized {
+            code::CLUSTER
+        } else {
+            code::NOT_SYNCED
+        };
+        if self.json {
+            self.print_json(
+                i,
+                json!({ "synced": false, "status": state.name(), "reason": reason }),
+            );
+            Failure {
+                code: exit,
+                message: format!(
+                    "{}: {} (the server's answer is in the JSON line above)",
+                    t.label,
+                    state.words()
+                ),
+            }
+        } else {
+            Failure {
+                code: exit,
+                message: format!("{}: {}: {reason}", t.label, state.words()),
+            }
+        }
+    }
+
+    /// The failure when `timeout` passed: every cache not synced, with what
+    /// it was doing.
+    fn timed_out(&self, timeout: Duration) -> Failure {
+        let late: Vec<usize> = (0..self.tracked.len())
+            .filter(|&i| *self.tracked[i].status.borrow() != InformerStatus::Synced)
+            .collect();
+        let mut message = format!(
+            "{} of {} caches did not sync within {timeout:?}",
+            late.len(),
+            self.tracked.len()
+        );
+        for &i in &late {
+            let t = &self.tracked[i];
+            let (state, reason) = State::of(&t.status.borrow());
+            if self.json {
+                self.print_json(
+                    i,
+                    json!({ "synced": false, "status": state.name(), "reason": reason }),
+                );
+                message.push_str(if i == late[0] { ": " } else { ", " });
+                message.push_str(&format!("{} ({})", t.label, state.words()));
+            } else {
+                message.push_str(&format!("\n  {}: {}", t.label, state.words()));
+                // A reason said above is not said again.
+                let said = t.spoke && t.said.as_ref() == Some(&(state, reason.clone()));
+                if said {
+                    message.push_str(" (see above)");
+                } else if !reason.is_empty() {
+                    message.push_str(&format!(": {reason}"));
+                }
+            }
+        }
+        if self.json {
+            message.push_str("; reasons in the JSON lines above");
+        }
+        Failure::not_synced(message)
+    }
+}

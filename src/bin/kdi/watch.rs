@@ -1,0 +1,209 @@
+//! `kdi watch`: events as JSON lines.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::Event;
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::Cluster;
+use crate::exit::Failure;
+use crate::informers::{Declared, Selection, start_and_sync};
+use crate::output::event_line;
+use crate::parse_duration_arg;
+use crate::progress::resource_label;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Include the whole object in each line.
+    #[arg(long)]
+    pub object: bool,
+    /// Include each object's values for these indexes (repeatable; `all` for
+    /// every index).
+    #[arg(long = "index-values", value_name = "INDEX")]
+    pub index_values: Vec<String>,
+    /// Print the content of Secrets and of resources the config marks
+    /// `sensitive` (values, the last-applied annotation, index values)
+    /// instead of redacting it.
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Stop after this many events.
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<u64>,
+    /// Stop after this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub duration: Option<Duration>,
+    /// Leave out the initial Add events of objects that existed at start.
+    #[arg(long)]
+    pub skip_initial: bool,
+}
+
+pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let object = args.object;
+    let skip_initial = args.skip_initial;
+    let wanted_indexes = args.index_values.clone();
+    let registrations = std::sync::Mutex::new(Vec::new());
+    let (factory, _informers, progress) =
+        start_and_sync(cluster, set, &args.selection, false, |informers| {
+            check_index_values(&wanted_indexes, informers)?;
+            for declared in informers {
+                let Declared {
+                    name,
+                    informer,
+                    indexes,
+                    ..
+                } = declared;
+                let redaction = declared.redaction(args.show_secrets);
+                let tx = tx.clone();
+                let name = name.clone();
+                // Known now, unless it was asked for without a version and
+                // is not served yet.
+                let resource = (!informer.resource().version.is_empty())
+                    .then(|| informer.resource().to_string());
+                let served = informer.clone();
+                let indexes: Vec<(String, IndexFn)> = indexes
+                    .iter()
+                    .filter(|(n, _)| wanted_indexes.iter().any(|w| w == "all" || w == *n))
+                    .map(|(n, f)| (n.clone(), f.clone()))
+                    .collect();
+                let indexes = Arc::new(indexes);
+                let reg = informer.informer().add_handler(move |e: Event| {
+                    if skip_initial
+                        && matches!(
+                            e,
+                            Event::Add {
+                                in_initial_list: true,
+                                ..
+                            }
+                        )
+                    {
+                        return;
+                    }
+                    let line = match &resource {
+                        Some(r) => event_line(&name, r, &e, object, redaction, &indexes),
+                        None => {
+                            let r = resource_label(&served);
+                            event_line(&name, &r, &e, object, redaction, &indexes)
+                        }
+                    };
+                    let _ = tx.send(line);
+                });
+                registrations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(reg);
+            }
+            Ok(())
+        })
+        .await?;
+    drop(tx);
+    let stop_reporting = CancellationToken::new();
+    let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
+    let deadline = args
+        .duration
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
+    let expired = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => futures::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
+    let closed = stdout_closed();
+    tokio::pin!(closed);
+    let mut count = 0u64;
+    let stdout = std::io::stdout();
+    let result = loop {
+        let next = tokio::select! {
+            line = rx.recv() => line,
+            _ = &mut expired => break Ok(()),
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut closed => break Ok(()),
+        };
+        let Some(line) = next else { break Ok(()) };
+        let mut out = stdout.lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            // Closed (piped into `head`): stop quietly.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                break Ok(());
+            }
+            break Err(Failure::output(e));
+        }
+        count += 1;
+        if args.max_events.is_some_and(|m| count >= m) {
+            break Ok(());
+        }
+    };
+    stop_reporting.cancel();
+    let _ = reporting.await;
+    factory.shutdown().await;
+    result
+}
+
+/// Every index named by `--index-values` exists on some informer.
+fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), Failure> {
+    let known: BTreeSet<&String> = informers.iter().flat_map(|d| d.indexes.keys()).collect();
+    for w in wanted {
+        if w != "all" && !known.contains(w) {
+            let have = if known.is_empty() {
+                "no informer has indexes; declare them with --define-index NAME=EXPR or in the config file".to_string()
+            } else {
+                let names: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
+                format!("the indexes are {}, or `all`", names.join(", "))
+            };
+            return Err(Failure::usage(format!(
+                "--index-values {w:?}: no informer has an index of that name; {have}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves when the reader of stdout has gone (`kdi watch | head -1`), so
+/// that watch ends then rather than at the next event it fails to write,
+/// which may come hours later.
+///
+/// A thread waits in poll(2) on fd 1 for nothing but the conditions poll
+/// always reports: the write end of a pipe reports `POLLERR` as soon as its
+/// read end is closed, a terminal `POLLHUP` when it hangs up. It wakes at
+/// once, costs nothing while it waits, and needs no timer. poll comes
+/// through rustix, which wraps it without `unsafe` (the project has none;
+/// libc's poll and tokio's `AsyncFd` registration both need it). A stdout
+/// that cannot be closed by a reader (a regular file, `/dev/null`) never
+/// reports anything: then this never resolves.
+async fn stdout_closed() {
+    #[cfg(unix)]
+    {
+        let (closed, wait) = tokio::sync::oneshot::channel();
+        let watcher = std::thread::Builder::new()
+            .name("stdout-closed".into())
+            .spawn(move || {
+                use rustix::event::{PollFd, PollFlags, poll};
+                use rustix::io::Errno;
+                let stdout = std::io::stdout();
+                loop {
+                    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+                    match poll(&mut fds, None) {
+                        Ok(n) if n > 0 => {
+                            let _ = closed.send(());
+                            return;
+                        }
+                        Ok(_) | Err(Errno::INTR) => continue,
+                        Err(_) => return,
+                    }
+                }
+            });
+        if watcher.is_ok() && wait.await.is_ok() {
+            return;
+        }
+    }
+    futures::future::pending().await
+}
