@@ -101,15 +101,6 @@ impl Namespaces {
     pub fn is_all(&self) -> bool {
         *self == Namespaces::All
     }
-
-    /// Whether an object of `namespace` is within these namespaces.
-    #[must_use]
-    pub fn contains(&self, namespace: &str) -> bool {
-        match self {
-            Namespaces::All => true,
-            Namespaces::Only(set) => set.contains(namespace),
-        }
-    }
 }
 
 impl fmt::Display for Namespaces {

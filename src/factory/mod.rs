@@ -462,15 +462,10 @@ impl InformerFactory {
             ResourceAvailability::Served { resource, .. } => resource.clone(),
             ResourceAvailability::NotServed { .. } => known.api_resource(),
         };
-        let watched = match &options.namespaces {
-            Namespaces::Only(set) => Some(set.clone()),
-            Namespaces::All => None,
-        };
+        let watched = options.namespaces.clone();
         let informer = SharedInformer::with_list_watch(lw, api_resource, options);
-        let mut lister = Lister::discovered(informer.store(), key.clone(), availability.clone());
-        if let Some(set) = watched {
-            lister = lister.watching_namespaces(set);
-        }
+        let lister = Lister::discovered(informer.store(), key.clone(), availability.clone())
+            .watching(watched);
         let generic = GenericInformer {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
             resource: key,

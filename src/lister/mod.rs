@@ -40,7 +40,7 @@
 //! ```
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -143,8 +143,8 @@ pub struct Lister {
     store: Store,
     resource: ResourceKey,
     scope: ScopeSource,
-    /// The namespaces the informer watches, when it watches only some.
-    watched: Option<Arc<BTreeSet<String>>>,
+    /// The namespaces the informer watches.
+    watched: Namespaces,
 }
 
 impl Lister {
@@ -155,7 +155,7 @@ impl Lister {
             store,
             resource,
             scope: ScopeSource::Fixed(scope),
-            watched: None,
+            watched: Namespaces::All,
         }
     }
 
@@ -170,19 +170,25 @@ impl Lister {
             store,
             resource,
             scope: ScopeSource::Discovered(availability),
-            watched: None,
+            watched: Namespaces::All,
         }
     }
 
     /// Declares that the cache holds only these namespaces, so that asking
     /// for another one is an error rather than an empty answer.
     #[must_use]
-    pub fn watching_namespaces<I, S>(mut self, namespaces: I) -> Self
+    pub fn watching_namespaces<I, S>(self, namespaces: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.watched = Some(Arc::new(namespaces.into_iter().map(Into::into).collect()));
+        self.watching(Namespaces::only(namespaces))
+    }
+
+    /// [`watching_namespaces`](Self::watching_namespaces) with the informer's
+    /// own [`Namespaces`].
+    pub(crate) fn watching(mut self, namespaces: Namespaces) -> Self {
+        self.watched = namespaces;
         self
     }
 
@@ -263,7 +269,7 @@ impl Lister {
         if let Some(scope) = self.scope() {
             scope.check(&self.resource, &Namespaces::only([namespace.as_str()]))?;
         }
-        if let Some(watched) = &self.watched
+        if let Namespaces::Only(watched) = &self.watched
             && !watched.contains(&namespace)
         {
             return Err(ListerError::NamespaceNotWatched {
