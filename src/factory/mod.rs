@@ -458,10 +458,10 @@ impl InformerFactory {
             preferred_version: true,
             ..KnownResource::default()
         });
-        let api_resource = match &*availability.borrow() {
-            ResourceAvailability::Served { resource, .. } => resource.clone(),
-            ResourceAvailability::NotServed { .. } => known.api_resource(),
-        };
+        let api_resource = availability
+            .borrow()
+            .served()
+            .map_or_else(|| known.api_resource(), |(resource, _)| resource.clone());
         let watched = options.namespaces.clone();
         let informer = SharedInformer::with_list_watch(lw, api_resource, options);
         let lister = Lister::discovered(informer.store(), key.clone(), availability.clone())

@@ -540,7 +540,10 @@ impl Reflector {
                 }
                 WatchEvent::Skipped { object, deleted } => {
                     self.note_skipped(&object);
-                    if deleted && let Some(key) = stand_in_key(&object) {
+                    if deleted
+                        && let Some(stub) = self.stub(&object)
+                        && let Some(key) = object_key(&stub)
+                    {
                         objects.shift_remove(&key);
                     }
                 }
@@ -706,15 +709,6 @@ impl Reflector {
             None => obj,
         })
     }
-}
-
-/// The cache key of an undecodable object, when its name could be read.
-fn stand_in_key(object: &UndecodableObject) -> Option<String> {
-    let name = object.name.as_deref().filter(|n| !n.is_empty())?;
-    Some(crate::object_key::key_from_parts(
-        object.namespace.as_deref(),
-        name,
-    ))
 }
 
 /// `err` followed by each of its sources that adds something, joined by
