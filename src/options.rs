@@ -38,6 +38,29 @@ pub enum WhenNotServed {
     Fail,
 }
 
+/// How a cache holds its objects.
+///
+/// The choice trades read speed for memory; BENCHMARKS.md ("Storage modes")
+/// has both measured side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Storage {
+    /// Each object as the `Arc<DynamicObject>` decoded from the wire, shared
+    /// with event handlers and readers: every read is a pointer copy.
+    #[default]
+    Objects,
+    /// Each object in a compact form ([`crate::compact`]), a fraction of the
+    /// memory: keys interned per cache, exact-size trees, identical
+    /// `managedFields` trees stored once. Event handlers still get the
+    /// object decoded from the wire; a read that needs a whole
+    /// `DynamicObject` gets the same `Arc` while anyone holds it and decodes
+    /// one otherwise (microseconds an object). Selector matching, index
+    /// filtering and printing read the compact form without decoding (see
+    /// [`CachedObject`](crate::store::CachedObject)).
+    Compact,
+}
+
 /// How an informer lists, watches and caches; see the [module docs](self).
 ///
 /// Build with the `#[must_use]` methods, or set the public fields:
@@ -117,6 +140,9 @@ pub struct InformerOptions {
     /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
     /// redact index values. Core Secrets are always treated so.
     pub sensitive: bool,
+    /// How the cache holds its objects: `objects` (the default) or
+    /// `compact`.
+    pub storage: Storage,
 }
 
 impl Default for InformerOptions {
@@ -139,6 +165,7 @@ impl Default for InformerOptions {
             backoff: BackoffConfig::default(),
             when_not_served: WhenNotServed::Wait,
             sensitive: false,
+            storage: Storage::Objects,
         }
     }
 }
@@ -255,6 +282,13 @@ impl InformerOptions {
     #[must_use]
     pub fn sensitive(mut self, sensitive: bool) -> Self {
         self.sensitive = sensitive;
+        self
+    }
+
+    /// Sets how the cache holds its objects.
+    #[must_use]
+    pub fn storage(mut self, storage: Storage) -> Self {
+        self.storage = storage;
         self
     }
 
