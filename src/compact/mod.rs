@@ -619,7 +619,9 @@ mod ser;
 mod view;
 
 pub use object::{CompactEntry, CompactObject};
-pub use view::{ArrayRef, ManagedFieldView, ObjectIter, ObjectRef, OwnerRefView, StrMap, ValueRef};
+pub use view::{
+    ArrayRef, ManagedFieldView, ObjectIter, ObjectRef, OwnerRefView, StrMap, StrMapIter, ValueRef,
+};
 
 #[cfg(test)]
 mod tests;

@@ -153,7 +153,7 @@ impl CompactObject {
             .as_deref()
             .unwrap_or_default()
             .iter()
-            .map(OwnerRefView)
+            .map(|r| OwnerRefView(Owner::Compact(r)))
     }
 
     /// `metadata.managedFields`.
@@ -231,7 +231,7 @@ impl CompactObject {
                     return owned(&Seq(refs, OwnerRefSer))?.pointer(rest);
                 };
                 let r = refs.get(parse_index(&index)?)?;
-                return OwnerRefView(r).pointer(rest);
+                return OwnerRefView(Owner::Compact(r)).pointer(rest);
             }
             "managedFields" => {
                 let entries = m.managed_fields.as_deref()?;

@@ -26,6 +26,10 @@ pub enum ValueRef<'a> {
     /// A value built for the occasion: typed metadata that has no JSON form
     /// in the compact object (timestamps, finalizers, whole metadata entries).
     Owned(Value),
+    /// A value borrowed from a decoded object (a
+    /// [`CachedObject`](crate::store::CachedObject) of a cache holding
+    /// decoded objects).
+    Json(&'a Value),
 }
 
 impl<'a> From<&'a Node> for ValueRef<'a> {
@@ -46,6 +50,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<&'a str> {
         match self {
             ValueRef::String(s) => Some(s),
+            ValueRef::Json(v) => v.as_str(),
             _ => None,
         }
     }
@@ -55,6 +60,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Bool(b) => Some(*b),
             ValueRef::Owned(v) => v.as_bool(),
+            ValueRef::Json(v) => v.as_bool(),
             _ => None,
         }
     }
@@ -64,6 +70,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Number(n) => n.as_i64(),
             ValueRef::Owned(v) => v.as_i64(),
+            ValueRef::Json(v) => v.as_i64(),
             _ => None,
         }
     }
@@ -73,6 +80,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Number(n) => n.as_f64(),
             ValueRef::Owned(v) => v.as_f64(),
+            ValueRef::Json(v) => v.as_f64(),
             _ => None,
         }
     }
@@ -82,11 +90,13 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Null => true,
             ValueRef::Owned(v) => v.is_null(),
+            ValueRef::Json(v) => v.is_null(),
             _ => false,
         }
     }
 
-    /// The object, if this is a borrowed one.
+    /// The object, if this is one borrowed from a compact object (for
+    /// [`ValueRef::Json`] and [`ValueRef::Owned`], match on the value).
     pub fn as_object(&self) -> Option<ObjectRef<'a>> {
         match self {
             ValueRef::Object(o) => Some(*o),
@@ -94,7 +104,8 @@ impl<'a> ValueRef<'a> {
         }
     }
 
-    /// The array, if this is a borrowed one.
+    /// The array, if this is one borrowed from a compact object (for
+    /// [`ValueRef::Json`] and [`ValueRef::Owned`], match on the value).
     pub fn as_array(&self) -> Option<ArrayRef<'a>> {
         match self {
             ValueRef::Array(a) => Some(*a),
@@ -107,6 +118,9 @@ impl<'a> ValueRef<'a> {
     pub fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
         if let ValueRef::Owned(v) = &self {
             return v.pointer(pointer).cloned().map(ValueRef::Owned);
+        }
+        if let ValueRef::Json(v) = self {
+            return v.pointer(pointer).map(ValueRef::Json);
         }
         let mut current = self;
         let mut rest = pointer;
@@ -143,6 +157,7 @@ impl<'a> ValueRef<'a> {
                 ),
             },
             ValueRef::Owned(v) => v.clone(),
+            ValueRef::Json(v) => (*v).clone(),
         }
     }
 }
@@ -160,6 +175,7 @@ impl Serialize for ValueRef<'_> {
                 Entries::Strings(e) => StrMap(e).serialize(s),
             },
             ValueRef::Owned(v) => v.serialize(s),
+            ValueRef::Json(v) => v.serialize(s),
         }
     }
 }
@@ -278,6 +294,7 @@ pub struct StrMap<'a>(pub(super) Pairs<'a>);
 pub(super) enum Pairs<'a> {
     Interned(&'a [(Key, Key)]),
     Owned(&'a [(Key, Str)]),
+    Decoded(&'a BTreeMap<String, String>),
 }
 
 impl<'a> Pairs<'a> {
@@ -285,6 +302,7 @@ impl<'a> Pairs<'a> {
         match self {
             Pairs::Interned(e) => e.len(),
             Pairs::Owned(e) => e.len(),
+            Pairs::Decoded(e) => e.len(),
         }
     }
 
@@ -292,6 +310,7 @@ impl<'a> Pairs<'a> {
         match self {
             Pairs::Interned(e) => find(e, key).map(|v| &**v),
             Pairs::Owned(e) => find(e, key).map(Str::as_str),
+            Pairs::Decoded(e) => e.get(key).map(String::as_str),
         }
     }
 
@@ -299,6 +318,7 @@ impl<'a> Pairs<'a> {
         match self {
             Pairs::Interned(e) => e.get(i).map(|(k, v)| (&**k, &**v)),
             Pairs::Owned(e) => e.get(i).map(|(k, v)| (&**k, v.as_str())),
+            Pairs::Decoded(e) => e.iter().nth(i).map(|(k, v)| (k.as_str(), v.as_str())),
         }
     }
 }
@@ -310,6 +330,9 @@ impl fmt::Debug for StrMap<'_> {
 }
 
 impl<'a> StrMap<'a> {
+    /// No labels or annotations.
+    pub const EMPTY: StrMap<'static> = StrMap(Pairs::Interned(&[]));
+
     /// The value of `key` (a binary search).
     pub fn get(&self, key: &str) -> Option<&'a str> {
         self.0.get(key)
@@ -321,9 +344,11 @@ impl<'a> StrMap<'a> {
     }
 
     /// The entries, sorted by key.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + 'a {
-        let pairs = self.0;
-        (0..pairs.len()).map(move |i| pairs.at(i).unwrap_or(("", "")))
+    pub fn iter(&self) -> StrMapIter<'a> {
+        match self.0 {
+            Pairs::Decoded(map) => StrMapIter(PairsIter::Decoded(map.iter())),
+            pairs => StrMapIter(PairsIter::Slice { pairs, next: 0 }),
+        }
     }
 
     /// The number of entries.
@@ -337,6 +362,48 @@ impl<'a> StrMap<'a> {
     }
 }
 
+impl<'a> From<&'a BTreeMap<String, String>> for StrMap<'a> {
+    /// Labels or annotations of a decoded object, as a `StrMap`.
+    fn from(map: &'a BTreeMap<String, String>) -> Self {
+        StrMap(Pairs::Decoded(map))
+    }
+}
+
+/// The entries of a [`StrMap`], sorted by key.
+#[derive(Clone)]
+pub struct StrMapIter<'a>(PairsIter<'a>);
+
+#[derive(Clone)]
+enum PairsIter<'a> {
+    Slice { pairs: Pairs<'a>, next: usize },
+    Decoded(std::collections::btree_map::Iter<'a, String, String>),
+}
+
+impl<'a> Iterator for StrMapIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            PairsIter::Slice { pairs, next } => {
+                let item = pairs.at(*next);
+                *next += usize::from(item.is_some());
+                item
+            }
+            PairsIter::Decoded(iter) => iter.next().map(|(k, v)| (k.as_str(), v.as_str())),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = match &self.0 {
+            PairsIter::Slice { pairs, next } => pairs.len().saturating_sub(*next),
+            PairsIter::Decoded(iter) => iter.len(),
+        };
+        (len, Some(len))
+    }
+}
+
+impl ExactSizeIterator for StrMapIter<'_> {}
+
 impl Serialize for StrMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
@@ -347,9 +414,16 @@ impl Serialize for StrMap<'_> {
     }
 }
 
-/// One of `metadata.ownerReferences`, borrowed.
-#[derive(Clone, Copy, Debug)]
-pub struct OwnerRefView<'a>(pub(super) &'a OwnerRef);
+/// One of `metadata.ownerReferences`, borrowed from a compact object or from
+/// a decoded one.
+#[derive(Clone, Copy)]
+pub struct OwnerRefView<'a>(pub(super) Owner<'a>);
+
+#[derive(Clone, Copy)]
+pub(super) enum Owner<'a> {
+    Compact(&'a OwnerRef),
+    Decoded(&'a OwnerReference),
+}
 
 impl fmt::Debug for OwnerRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -363,39 +437,78 @@ impl fmt::Debug for OwnerRef {
     }
 }
 
+impl fmt::Debug for OwnerRefView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Owner::Compact(r) => fmt::Debug::fmt(r, f),
+            Owner::Decoded(r) => fmt::Debug::fmt(r, f),
+        }
+    }
+}
+
+impl<'a> From<&'a OwnerReference> for OwnerRefView<'a> {
+    fn from(reference: &'a OwnerReference) -> Self {
+        OwnerRefView(Owner::Decoded(reference))
+    }
+}
+
 impl<'a> OwnerRefView<'a> {
     /// `apiVersion`.
     pub fn api_version(&self) -> &'a str {
-        &self.0.api_version
+        match self.0 {
+            Owner::Compact(r) => &r.api_version,
+            Owner::Decoded(r) => &r.api_version,
+        }
     }
     /// `kind`.
     pub fn kind(&self) -> &'a str {
-        &self.0.kind
+        match self.0 {
+            Owner::Compact(r) => &r.kind,
+            Owner::Decoded(r) => &r.kind,
+        }
     }
     /// `name`.
     pub fn name(&self) -> &'a str {
-        &self.0.name
+        match self.0 {
+            Owner::Compact(r) => &r.name,
+            Owner::Decoded(r) => &r.name,
+        }
     }
     /// `uid`.
     pub fn uid(&self) -> &'a str {
-        &self.0.uid
+        match self.0 {
+            Owner::Compact(r) => &r.uid,
+            Owner::Decoded(r) => &r.uid,
+        }
     }
     /// `controller`.
     pub fn controller(&self) -> Option<bool> {
-        self.0.controller
+        match self.0 {
+            Owner::Compact(r) => r.controller,
+            Owner::Decoded(r) => r.controller,
+        }
     }
     /// `blockOwnerDeletion`.
     pub fn block_owner_deletion(&self) -> Option<bool> {
-        self.0.block_owner_deletion
+        match self.0 {
+            Owner::Compact(r) => r.block_owner_deletion,
+            Owner::Decoded(r) => r.block_owner_deletion,
+        }
     }
     /// The owner reference, decoded.
     pub fn to_reference(&self) -> OwnerReference {
-        self.0.to_reference()
+        match self.0 {
+            Owner::Compact(r) => r.to_reference(),
+            Owner::Decoded(r) => r.clone(),
+        }
     }
 
     pub(super) fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
         let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&OwnerRefSer(self.0))?.pointer(pointer);
+            return match self.0 {
+                Owner::Compact(r) => owned(&OwnerRefSer(r))?.pointer(pointer),
+                Owner::Decoded(r) => owned(r)?.pointer(pointer),
+            };
         };
         let value = match &*field {
             "apiVersion" => ValueRef::String(self.api_version()),

@@ -63,7 +63,7 @@ use crate::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
 use crate::resource::ResourceKey;
 use crate::resync::ResyncClock;
 use crate::scope::{NamespaceOnClusterScoped, Scope};
-use crate::store::{Store, StoreError, StoreWriter};
+use crate::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
 
 /// Errors of informer construction and use.
 #[derive(Debug, thiserror::Error)]
@@ -200,7 +200,7 @@ impl SharedInformer {
         options: InformerOptions,
     ) -> Self {
         let options = options.normalized();
-        let writer = StoreWriter::new();
+        let writer = StoreWriter::with_storage(options.storage);
         let store = writer.reader();
         let status = watch::Sender::new(InformerStatus::NotStarted);
         let error_hook = Arc::new(Mutex::new(None));
@@ -512,6 +512,24 @@ impl SharedInformer {
     }
 }
 
+/// Queues the events of what a list changed in the cache.
+fn push_outcome(events: &mut Vec<Event>, outcome: ReplaceOutcome, in_initial_list: bool) {
+    events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
+    events.extend(outcome.added.into_iter().map(|object| Event::Add {
+        object,
+        in_initial_list,
+    }));
+    events.extend(outcome.updated.into_iter().map(|(old, new)| Event::Update {
+        old,
+        new,
+        is_resync: false,
+    }));
+    events.extend(outcome.deleted.into_iter().map(|object| Event::Delete {
+        object,
+        final_state_unknown: true,
+    }));
+}
+
 impl Shared {
     /// Applies one delta to the store and queues its events, under the
     /// dispatch lock.
@@ -521,24 +539,14 @@ impl Shared {
         let mut events = Vec::new();
         let mut first_sync = false;
         match delta {
-            Delta::Replace(objects) => {
-                let objects = objects.into_iter().map(Arc::new).collect();
-                let outcome = writer.replace(objects);
-                let initial = !d.synced;
-                events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
-                events.extend(outcome.added.into_iter().map(|object| Event::Add {
-                    object,
-                    in_initial_list: initial,
-                }));
-                events.extend(outcome.updated.into_iter().map(|(old, new)| Event::Update {
-                    old,
-                    new,
-                    is_resync: false,
-                }));
-                events.extend(outcome.deleted.into_iter().map(|object| Event::Delete {
-                    object,
-                    final_state_unknown: true,
-                }));
+            Delta::ListBegin => writer.begin_list(),
+            Delta::ListPage(objects) => {
+                let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
+                push_outcome(&mut events, outcome, !d.synced);
+            }
+            Delta::ListEnd => {
+                let outcome = writer.end_list();
+                push_outcome(&mut events, outcome, !d.synced);
                 if !d.synced {
                     d.synced = true;
                     first_sync = true;
@@ -560,7 +568,7 @@ impl Shared {
             }
             Delta::Delete(object) => {
                 if let Some(key) = object_key(&object)
-                    && writer.delete(&key).is_some()
+                    && writer.remove(&key)
                 {
                     events.push(Event::Delete {
                         object: Arc::new(object),

@@ -51,11 +51,24 @@ use crate::status::InformerStatus;
 use crate::transform::TransformFn;
 
 /// A change for the cache, in the order the server reported it.
+///
+/// A list arrives as [`Delta::ListBegin`], its pages ([`Delta::ListPage`])
+/// and [`Delta::ListEnd`], so that the cache can take each page as it comes
+/// (see [`StoreWriter::begin_list`](crate::store::StoreWriter::begin_list))
+/// instead of the whole list at once.
 #[derive(Debug)]
 pub enum Delta {
-    /// The complete current list: after it, the cache must hold exactly these
-    /// objects. Sent after the first list and after every relist.
-    Replace(Vec<DynamicObject>),
+    /// A list begins: the pages up to the next [`Delta::ListEnd`] are the
+    /// complete current list. Sent again, before any end, when a list starts
+    /// over (a paged list falling back to one full list, a list that failed
+    /// half-way and is retried).
+    ListBegin,
+    /// One page of the list, each object transformed.
+    ListPage(Vec<DynamicObject>),
+    /// The list is complete: after it the cache must hold exactly the objects
+    /// of the pages since the last [`Delta::ListBegin`]. Sent after the first
+    /// list and after every relist.
+    ListEnd,
     /// An object was added or modified.
     Upsert(DynamicObject),
     /// An object was deleted; this is its final state.
@@ -179,7 +192,10 @@ struct Progress {
 
 /// Result of one list attempt.
 enum ListOutcome {
-    Listed(Vec<DynamicObject>, String),
+    /// Every page was handed on; the list's resourceVersion, and objects
+    /// deleted during a streaming list's initial events after their page was
+    /// handed on (to hand on as deletes after the end).
+    Listed(String, Vec<DynamicObject>),
     Failed(ReflectorError),
     Cancelled,
 }
@@ -261,7 +277,8 @@ impl Reflector {
                     if progress.listed {
                         if !emptied {
                             tracing::info!(resource = %self.key, %reason, "resource no longer served; emptying the cache until it is served again");
-                            sink(Delta::Replace(Vec::new()));
+                            sink(Delta::ListBegin);
+                            sink(Delta::ListEnd);
                             emptied = true;
                         }
                         self.set_status(InformerStatus::Gone { reason });
@@ -326,9 +343,9 @@ impl Reflector {
                         && self.lw.capabilities().streaming_list
                         && !self.streaming_unsupported;
                     let outcome = if streaming {
-                        self.streaming_list(cancel, progress.listed).await
+                        self.streaming_list(cancel, progress.listed, sink).await
                     } else {
-                        self.paged_list(cancel, progress.listed).await
+                        self.paged_list(cancel, progress.listed, sink).await
                     };
                     match outcome {
                         ListOutcome::Cancelled => break,
@@ -338,9 +355,12 @@ impl Reflector {
                             }
                             continue;
                         }
-                        ListOutcome::Listed(objects, rv) => {
+                        ListOutcome::Listed(rv, deleted) => {
                             ReflectorStats::inc(&self.stats.lists);
-                            sink(Delta::Replace(objects));
+                            sink(Delta::ListEnd);
+                            for object in deleted {
+                                sink(Delta::Delete(object));
+                            }
                             progress.listed = true;
                             rv
                         }
@@ -428,10 +448,16 @@ impl Reflector {
 
     /// A complete list, page by page. An expired continue token (410) falls
     /// back to one unpaged list.
-    async fn paged_list(&mut self, cancel: &CancellationToken, listed_before: bool) -> ListOutcome {
+    async fn paged_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ListOutcome {
         let mut params = self.list_params();
-        let mut objects = Vec::new();
+        let mut listed = 0;
         self.listing(0, listed_before);
+        sink(Delta::ListBegin);
         loop {
             ReflectorStats::inc(&self.stats.list_requests);
             let page = tokio::select! {
@@ -442,7 +468,8 @@ impl Reflector {
                 Ok(page) => page,
                 Err(e) if e.is_gone() && params.continue_token.is_some() => {
                     tracing::info!(resource = %self.key, "continue token expired during a paged list; listing again in one request");
-                    objects.clear();
+                    listed = 0;
+                    sink(Delta::ListBegin);
                     params = ListParams {
                         limit: None,
                         continue_token: None,
@@ -460,21 +487,32 @@ impl Reflector {
             for skipped in &page.skipped {
                 self.note_skipped(skipped);
             }
-            objects.extend(page.objects.into_iter().filter_map(|o| self.admit(o)));
-            self.listing(objects.len(), listed_before);
+            let objects: Vec<DynamicObject> = page
+                .objects
+                .into_iter()
+                .filter_map(|o| self.admit(o))
+                .collect();
+            listed += objects.len();
+            sink(Delta::ListPage(objects));
+            self.listing(listed, listed_before);
             match page.continue_token {
                 Some(token) => params.continue_token = Some(token),
-                None => return ListOutcome::Listed(objects, page.resource_version),
+                None => return ListOutcome::Listed(page.resource_version, Vec::new()),
             }
         }
     }
 
     /// A streaming list: a watch with `sendInitialEvents=true` whose initial
     /// events end with a bookmark annotated `k8s.io/initial-events-end`.
+    ///
+    /// The initial events are handed on in pages of `page_size` objects (500
+    /// when unpaged). An object deleted during the initial events after its
+    /// page was handed on is handed on as a delete after the list's end.
     async fn streaming_list(
         &mut self,
         cancel: &CancellationToken,
         listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
     ) -> ListOutcome {
         self.listing(0, listed_before);
         let mut params = self.watch_params();
@@ -489,7 +527,7 @@ impl Reflector {
             Err(e) if refuses_streaming(&e) => {
                 tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
                 self.streaming_unsupported = true;
-                return self.paged_list(cancel, listed_before).await;
+                return self.paged_list(cancel, listed_before, sink).await;
             }
             Err(source) => {
                 return ListOutcome::Failed(ReflectorError::Watch {
@@ -500,7 +538,16 @@ impl Reflector {
         };
         // Keyed so that a Modified or Deleted during the initial events (not
         // expected, but allowed) leaves the right final set.
-        let mut objects: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        let mut page: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        let page_size = match self.options.page_size {
+            0 => 500,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let mut listed = 0;
+        // Keys of the pages handed on, and deletions of them to hand on.
+        let mut handed_on: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut deleted: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        sink(Delta::ListBegin);
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return ListOutcome::Cancelled,
@@ -527,31 +574,49 @@ impl Reflector {
                     if let Some(o) = self.admit(o)
                         && let Some(key) = object_key(&o)
                     {
-                        objects.insert(key, o);
+                        deleted.shift_remove(&key);
+                        page.insert(key, o);
                     }
-                    if objects.len().is_multiple_of(500) {
-                        self.listing(objects.len(), listed_before);
+                    if page.len() >= page_size {
+                        listed += page.len();
+                        handed_on.extend(page.keys().cloned());
+                        sink(Delta::ListPage(
+                            std::mem::take(&mut page).into_values().collect(),
+                        ));
+                        self.listing(listed, listed_before);
                     }
                 }
                 WatchEvent::Deleted(o) => {
                     if let Some(key) = object_key(&o) {
-                        objects.shift_remove(&key);
+                        page.shift_remove(&key);
+                        if handed_on.contains(&key) {
+                            deleted.insert(key, o);
+                        }
                     }
                 }
-                WatchEvent::Skipped { object, deleted } => {
+                WatchEvent::Skipped {
+                    object,
+                    deleted: was_deleted,
+                } => {
                     self.note_skipped(&object);
-                    if deleted
+                    if was_deleted
                         && let Some(stub) = self.stub(&object)
                         && let Some(key) = object_key(&stub)
                     {
-                        objects.shift_remove(&key);
+                        page.shift_remove(&key);
+                        if handed_on.contains(&key) {
+                            deleted.insert(key, stub);
+                        }
                     }
                 }
                 WatchEvent::Bookmark {
                     resource_version,
                     initial_events_end: true,
                 } => {
-                    return ListOutcome::Listed(objects.into_values().collect(), resource_version);
+                    if !page.is_empty() {
+                        sink(Delta::ListPage(page.into_values().collect()));
+                    }
+                    return ListOutcome::Listed(resource_version, deleted.into_values().collect());
                 }
                 WatchEvent::Bookmark { .. } => {}
             }

@@ -180,16 +180,60 @@ fn reflector(
     (reflector, receiver)
 }
 
+/// What the sink received, a list's begin, pages and end folded into one
+/// `Got::Replace` at its end.
+#[derive(Debug)]
+enum Got {
+    Replace(Vec<DynamicObject>),
+    Upsert(DynamicObject),
+    Delete(DynamicObject),
+}
+
+/// Folds deltas into [`Got`]s; counts the list (re)starts and pages.
+#[derive(Default)]
+struct Fold {
+    list: Option<Vec<DynamicObject>>,
+    begins: usize,
+    pages: usize,
+}
+
+impl Fold {
+    fn push(&mut self, delta: Delta) -> Option<Got> {
+        match delta {
+            Delta::ListBegin => {
+                self.begins += 1;
+                self.list = Some(Vec::new());
+                None
+            }
+            Delta::ListPage(page) => {
+                self.pages += 1;
+                self.list
+                    .as_mut()
+                    .expect("a page comes after a list's begin")
+                    .extend(page);
+                None
+            }
+            Delta::ListEnd => Some(Got::Replace(
+                self.list
+                    .take()
+                    .expect("a list's end comes after its begin"),
+            )),
+            Delta::Upsert(o) => Some(Got::Upsert(o)),
+            Delta::Delete(o) => Some(Got::Delete(o)),
+        }
+    }
+}
+
 /// What the sink received, as short strings.
-fn describe(d: &Delta) -> String {
+fn describe(d: &Got) -> String {
     let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
     match d {
-        Delta::Replace(objs) => format!(
+        Got::Replace(objs) => format!(
             "replace[{}]",
             objs.iter().map(name).collect::<Vec<_>>().join(",")
         ),
-        Delta::Upsert(o) => format!("upsert {}", name(o)),
-        Delta::Delete(o) => format!("delete {}", name(o)),
+        Got::Upsert(o) => format!("upsert {}", name(o)),
+        Got::Delete(o) => format!("delete {}", name(o)),
     }
 }
 
@@ -199,16 +243,18 @@ async fn run_until(
     script: &Script,
     options: InformerOptions,
     until: usize,
-) -> (Vec<String>, Arc<ReflectorStats>, Vec<Delta>) {
+) -> (Vec<String>, Arc<ReflectorStats>, Vec<Got>) {
     let (reflector, _status) = reflector(script, resource(), &options, None);
     let stats = reflector.stats();
     let cancel = CancellationToken::new();
     let deltas = Arc::new(Mutex::new(Vec::new()));
     let sink_deltas = deltas.clone();
     let stop = cancel.clone();
+    let mut fold = Fold::default();
     let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
+        let Some(got) = fold.push(d) else { return };
         let mut v = sink_deltas.lock().unwrap();
-        v.push(d);
+        v.push(got);
         if v.len() >= until {
             stop.cancel();
         }
@@ -238,7 +284,7 @@ async fn lists_in_pages_then_watches_from_the_list_version() {
     let (seen, stats, deltas) = run_until(&script, options, 4).await;
     assert_eq!(seen, ["replace[a,b,c]", "upsert d", "upsert a", "delete b"]);
     // List items get apiVersion and kind from the resource.
-    let Delta::Replace(items) = &deltas[0] else {
+    let Got::Replace(items) = &deltas[0] else {
         panic!()
     };
     assert!(
@@ -550,8 +596,11 @@ impl Gated {
         let deltas = Arc::new(Mutex::new(Vec::new()));
         let sink_deltas = deltas.clone();
         let cancel = CancellationToken::new();
+        let mut fold = Fold::default();
         let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
-            sink_deltas.lock().unwrap().push(describe(&d));
+            if let Some(got) = fold.push(d) {
+                sink_deltas.lock().unwrap().push(describe(&got));
+            }
         }));
         Gated {
             availability,
@@ -689,4 +738,81 @@ async fn the_kind_comes_from_discovery_when_it_was_not_known() {
     // admitted as Widgets.
     assert_eq!(gated.deltas(), ["replace[a]", "upsert b"]);
     gated.stop().await;
+}
+
+/// Runs a reflector over `script` until `until` deltas arrived, and returns
+/// them as short strings, lists unfolded: `begin`, `page[a,b]`, `end`.
+async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec<String> {
+    let (reflector, _status) = reflector(script, resource(), &options, None);
+    let cancel = CancellationToken::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let stop = cancel.clone();
+    let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+    let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
+        let mut v = sink_seen.lock().unwrap();
+        v.push(match d {
+            Delta::ListBegin => "begin".to_owned(),
+            Delta::ListPage(p) => {
+                format!("page[{}]", p.iter().map(name).collect::<Vec<_>>().join(","))
+            }
+            Delta::ListEnd => "end".to_owned(),
+            Delta::Upsert(o) => format!("upsert {}", name(&o)),
+            Delta::Delete(o) => format!("delete {}", name(&o)),
+        });
+        if v.len() >= until {
+            stop.cancel();
+        }
+    }));
+    let _ = tokio::time::timeout(Duration::from_secs(600), cancel.cancelled()).await;
+    cancel.cancel();
+    task.await.unwrap();
+    std::mem::take(&mut *seen.lock().unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_pages_are_handed_on_as_they_arrive() {
+    let script = Script::default()
+        .list(Ok(page(
+            vec![item("a", "1"), item("b", "2")],
+            "10",
+            Some("c1"),
+        )))
+        .list(Ok(page(vec![item("c", "3")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("d", "11"),
+        ))]));
+    let seen = run_raw(&script, InformerOptions::default(), 5).await;
+    assert_eq!(seen, ["begin", "page[a,b]", "page[c]", "end", "upsert d"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_that_falls_back_to_one_request_begins_again() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", Some("c1"))))
+        .list(Err(api_error(410, "Expired")))
+        .list(Ok(page(vec![item("a", "1"), item("b", "2")], "12", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let seen = run_raw(&script, InformerOptions::default(), 5).await;
+    assert_eq!(seen, ["begin", "page[a]", "begin", "page[a,b]", "end"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_hands_on_pages_and_deletes_what_left_a_page_handed_on() {
+    let script = Script::default()
+        .watch(WatchAnswer::EventsThenHang(vec![
+            Ok(WatchEvent::Added(obj("a", "1"))),
+            Ok(WatchEvent::Added(obj("b", "2"))),
+            Ok(WatchEvent::Deleted(obj("a", "3"))),
+            Ok(WatchEvent::Added(obj("c", "4"))),
+            Ok(WatchEvent::Deleted(obj("b", "5"))),
+            Ok(WatchEvent::Added(obj("b", "6"))),
+            Ok(bookmark("10", true)),
+        ]))
+        .watch(WatchAnswer::EventsThenHang(vec![]));
+    let options = InformerOptions::default().streaming_list(true).page_size(2);
+    let seen = run_raw(&script, options, 5).await;
+    // a and b in the first page; a deleted after it was handed on, b deleted
+    // and added again: only a is deleted after the end.
+    assert_eq!(seen, ["begin", "page[a,b]", "page[c,b]", "end", "delete a"]);
 }

@@ -100,6 +100,36 @@ use std::str::FromStr;
 use kube_core::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::compact::StrMap;
+
+/// A set of labels a selector can be matched against.
+///
+/// Implemented by label maps and by [`StrMap`], the labels of a cached
+/// object read in place, so that a lister matches a selector without
+/// decoding the objects it does not return.
+pub trait Labels {
+    /// The value of the label `key`, if set.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, String, S> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl Labels for StrMap<'_> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key)
+    }
+}
+
 pub use error::SelectorError;
 pub use field::validate_field_selector;
 pub use label_selector::{LabelSelector, LabelSelectorRequirement};
@@ -199,9 +229,11 @@ impl Selector {
         &self.requirements
     }
 
-    /// Whether a set of labels satisfies every requirement.
+    /// Whether a set of labels satisfies every requirement: a map, or the
+    /// labels of a cached object read in place
+    /// ([`CachedObject::labels`](crate::store::CachedObject::labels)).
     #[must_use]
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &(impl Labels + ?Sized)) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 

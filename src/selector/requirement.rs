@@ -1,6 +1,5 @@
 //! One condition of a label selector: a key, an [`Operator`] and its values.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use super::SelectorError;
@@ -138,8 +137,8 @@ impl Requirement {
     /// semantics: `!=` and `notin` match objects without the label; `>` and
     /// `<` never match a label that is missing or not an integer.
     #[must_use]
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    pub fn matches(&self, labels: &(impl super::Labels + ?Sized)) -> bool {
+        let value = labels.label(&self.key);
         match self.operator {
             Operator::Equals | Operator::In => value.is_some_and(|v| self.has_value(v)),
             Operator::NotEquals | Operator::NotIn => value.is_none_or(|v| !self.has_value(v)),

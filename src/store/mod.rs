@@ -93,7 +93,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,8 +102,15 @@ use indexmap::IndexMap;
 use kube_core::DynamicObject;
 use parking_lot::RwLock;
 
+use crate::compact::{CompactEntry, CompactObject, Interner};
 use crate::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
 use crate::object_key::{key_from_parts, object_key};
+use crate::options::Storage;
+
+mod cached;
+
+pub use cached::CachedObject;
+use cached::Held;
 
 /// Errors of store queries and index declarations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -167,9 +174,15 @@ pub struct Store {
 /// owns it. Hand [`StoreWriter::reader`] to everyone else.
 pub struct StoreWriter {
     store: Store,
+    storage: Storage,
+    /// Keys and trees shared by the compact objects of this cache.
+    interner: Interner,
+    listing: Option<Listing>,
+    writes_since_forget: usize,
 }
 
 struct State {
+    storage: Storage,
     objects: IndexMap<Key, Entry>,
     /// Index definitions in declaration order; position = slot. Replaced, not
     /// mutated, when an index is added, so the writer can evaluate against a
@@ -180,7 +193,7 @@ struct State {
 }
 
 struct Entry {
-    object: Arc<DynamicObject>,
+    held: Held,
     /// Per index slot, the distinct values this object is filed under (the
     /// reverse map, so an update or delete knows what to remove).
     values: Box<[Box<[Arc<str>]>]>,
@@ -201,8 +214,8 @@ struct IndexData {
 /// map holds. Most values of selective indexes (by uid, by owner) hold one
 /// object, which needs no map.
 enum Members {
-    One(Key, Arc<DynamicObject>),
-    Many(HashMap<Key, Arc<DynamicObject>>),
+    One(Key, Held),
+    Many(HashMap<Key, Held>),
 }
 
 impl IndexDef {
@@ -236,7 +249,7 @@ fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Ve
 
 impl Members {
     /// Files `object` under `key`, replacing what was filed under it.
-    fn insert(&mut self, key: &Key, object: &Arc<DynamicObject>) {
+    fn insert(&mut self, key: &Key, object: &Held) {
         match self {
             Members::One(existing, filed) if **existing == **key => *filed = object.clone(),
             Members::One(existing, filed) => {
@@ -253,7 +266,7 @@ impl Members {
     }
 
     /// Replaces the object filed under `key`, if there is one.
-    fn refresh(&mut self, key: &str, object: &Arc<DynamicObject>) {
+    fn refresh(&mut self, key: &str, object: &Held) {
         let filed = match self {
             Members::One(existing, filed) if &**existing == key => Some(filed),
             Members::One(..) => None,
@@ -288,7 +301,7 @@ impl Members {
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&Key, &Arc<DynamicObject>)> {
+    fn iter(&self) -> impl Iterator<Item = (&Key, &Held)> {
         let (one, many) = match self {
             Members::One(key, object) => (Some((key, object)), None),
             Members::Many(map) => (None, Some(map.iter())),
@@ -298,7 +311,7 @@ impl Members {
 
     /// `f` of every member, allocated once (the chained iterator does not
     /// know its length up front).
-    fn collect<T>(&self, f: impl FnMut((&Key, &Arc<DynamicObject>)) -> T) -> Vec<T> {
+    fn collect<T>(&self, f: impl FnMut((&Key, &Held)) -> T) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len());
         out.extend(self.iter().map(f));
         out
@@ -308,12 +321,7 @@ impl Members {
 impl IndexData {
     /// Files `object` under each value and returns the stored (shared)
     /// values.
-    fn insert_all(
-        &mut self,
-        values: Vec<String>,
-        key: &Key,
-        object: &Arc<DynamicObject>,
-    ) -> Box<[Arc<str>]> {
+    fn insert_all(&mut self, values: Vec<String>, key: &Key, object: &Held) -> Box<[Arc<str>]> {
         values
             .into_iter()
             .map(|value| match self.by_value.get_full_mut(value.as_str()) {
@@ -332,7 +340,7 @@ impl IndexData {
     }
 
     /// Points the entries of `key` under `values` at `object`.
-    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &Arc<DynamicObject>) {
+    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &Held) {
         for value in values {
             if let Some(members) = self.by_value.get_mut(&**value) {
                 members.refresh(key, object);
@@ -352,8 +360,9 @@ impl IndexData {
 }
 
 impl State {
-    fn new() -> Self {
+    fn new(storage: Storage) -> Self {
         Self {
+            storage,
             objects: IndexMap::new(),
             defs: Arc::from([Arc::new(IndexDef {
                 name: NAMESPACE_INDEX.to_owned(),
@@ -380,15 +389,10 @@ impl State {
 
     /// Inserts or replaces an object with values computed for the first
     /// `computed.len()` indexes (indexes added since are computed here).
-    fn insert(
-        &mut self,
-        key: &str,
-        object: Arc<DynamicObject>,
-        mut computed: Vec<Vec<String>>,
-    ) -> Option<Arc<DynamicObject>> {
+    fn insert(&mut self, key: &str, object: Held, mut computed: Vec<Vec<String>>) -> Option<Held> {
         if computed.len() < self.defs.len() {
             let missing = &self.defs[computed.len()..];
-            computed.extend(evaluate_all(missing, key, &object));
+            computed.extend(object.with_object(|o| evaluate_all(missing, key, o)));
         }
         match self.objects.get_full_mut(key) {
             Some((_, stored_key, entry)) => {
@@ -405,7 +409,7 @@ impl State {
                     index.remove_all(old, stored_key);
                     entry.values[slot] = index.insert_all(values, stored_key, &object);
                 }
-                Some(std::mem::replace(&mut entry.object, object))
+                Some(std::mem::replace(&mut entry.held, object))
             }
             None => {
                 let stored_key: Key = key.into();
@@ -414,18 +418,24 @@ impl State {
                     .zip(&mut self.indexes)
                     .map(|(values, index)| index.insert_all(values, &stored_key, &object))
                     .collect();
-                self.objects.insert(stored_key, Entry { object, values });
+                self.objects.insert(
+                    stored_key,
+                    Entry {
+                        held: object,
+                        values,
+                    },
+                );
                 None
             }
         }
     }
 
-    fn remove(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
+    fn remove(&mut self, key: &str) -> Option<Held> {
         let entry = self.objects.swap_remove(key)?;
         for (index, values) in self.indexes.iter_mut().zip(&entry.values) {
             index.remove_all(values, key);
         }
-        Some(entry.object)
+        Some(entry.held)
     }
 }
 
@@ -434,13 +444,22 @@ impl Store {
         self.shared.read().defs.clone()
     }
 
+    /// How this store holds its objects.
+    pub fn storage(&self) -> Storage {
+        self.shared.read().storage
+    }
+
     /// The object with this key (`namespace/name` or `name`).
     pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.shared
-            .read()
-            .objects
-            .get(key)
-            .map(|entry| entry.object.clone())
+        let held = self.shared.read().objects.get(key)?.held.clone();
+        Some(held.into_object())
+    }
+
+    /// The object with this key as the store holds it, to read in place
+    /// (see [`CachedObject`]).
+    pub fn cached(&self, key: &str) -> Option<CachedObject> {
+        let held = self.shared.read().objects.get(key)?.held.clone();
+        Some(CachedObject(held))
     }
 
     /// The object with this namespace (`None` for cluster-scoped) and name.
@@ -453,14 +472,69 @@ impl Store {
     }
 
     /// Every cached object: one consistent snapshot, taken under a single
-    /// lock acquisition (no writer operation is half-visible in it).
+    /// lock acquisition (no writer operation is half-visible in it). With
+    /// [`Storage::Compact`], objects nobody holds are decoded after the lock
+    /// is released.
     pub fn list(&self) -> Vec<Arc<DynamicObject>> {
+        let state = self.shared.read();
+        match state.storage {
+            Storage::Objects => state
+                .objects
+                .values()
+                .map(|entry| entry.held.object())
+                .collect(),
+            Storage::Compact => {
+                let held: Vec<Held> = state.objects.values().map(|e| e.held.clone()).collect();
+                drop(state);
+                held.into_iter().map(Held::into_object).collect()
+            }
+        }
+    }
+
+    /// Every cached object as the store holds it, to read in place (see
+    /// [`CachedObject`]): one consistent snapshot.
+    pub fn list_cached(&self) -> Vec<CachedObject> {
         self.shared
             .read()
             .objects
             .values()
-            .map(|entry| entry.object.clone())
+            .map(|entry| CachedObject(entry.held.clone()))
             .collect()
+    }
+
+    /// The objects for which `keep` is true: one consistent snapshot. `keep`
+    /// reads each object in place, under the store's read lock (keep it
+    /// short); only the objects kept are decoded, after the lock is released.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kube_dynamic_informer::{options::Storage, selector::Selector, store::StoreWriter};
+    /// # let mut writer = StoreWriter::with_storage(Storage::Compact);
+    /// # for (name, tier) in [("a", "web"), ("b", "db")] {
+    /// #     writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
+    /// #         "metadata": { "name": name, "labels": { "tier": tier } } }))?));
+    /// # }
+    /// let web = Selector::parse("tier=web")?;
+    /// let objects = writer.reader().list_where(|o| web.matches(&o.labels()));
+    /// assert_eq!(objects.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list_where(
+        &self,
+        mut keep: impl FnMut(&CachedObject) -> bool,
+    ) -> Vec<Arc<DynamicObject>> {
+        let kept: Vec<Held> = {
+            let state = self.shared.read();
+            let mut kept = Vec::new();
+            for entry in state.objects.values() {
+                let cached = CachedObject(entry.held.clone());
+                if keep(&cached) {
+                    kept.push(cached.0);
+                }
+            }
+            kept
+        };
+        kept.into_iter().map(Held::into_object).collect()
     }
 
     /// Every key.
@@ -495,8 +569,34 @@ impl Store {
     ) -> Result<Vec<Arc<DynamicObject>>, StoreError> {
         let state = self.shared.read();
         let slot = state.slot(index)?;
+        let Some(members) = state.indexes[slot].by_value.get(value) else {
+            return Ok(Vec::new());
+        };
+        Ok(match state.storage {
+            Storage::Objects => members.collect(|(_, held)| held.object()),
+            Storage::Compact => {
+                let held = members.collect(|(_, held)| held.clone());
+                drop(state);
+                held.into_iter().map(Held::into_object).collect()
+            }
+        })
+    }
+
+    /// The objects filed under `value` in the index `index`, as the store
+    /// holds them, to read in place (see [`CachedObject`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn by_index_cached(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<CachedObject>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
-            Some(members) => members.collect(|(_, object)| object.clone()),
+            Some(members) => members.collect(|(_, held)| CachedObject(held.clone())),
             None => Vec::new(),
         })
     }
@@ -588,13 +688,13 @@ impl Store {
                 Ok(())
             }
         };
-        let snapshot: Vec<(Key, Arc<DynamicObject>)> = {
+        let snapshot: Vec<(Key, Held)> = {
             let state = self.shared.read();
             duplicate(&state)?;
             state
                 .objects
                 .iter()
-                .map(|(key, entry)| (key.clone(), entry.object.clone()))
+                .map(|(key, entry)| (key.clone(), entry.held.clone()))
                 .collect()
         };
         let def = Arc::new(IndexDef {
@@ -602,11 +702,11 @@ impl Store {
             func,
             failures: AtomicU64::new(0),
         });
-        let mut precomputed: HashMap<Key, (Arc<DynamicObject>, Vec<String>)> = snapshot
+        let mut precomputed: HashMap<Key, (Held, Vec<String>)> = snapshot
             .into_iter()
-            .map(|(key, object)| {
-                let values = def.values(&key, &IndexInput::new(&object));
-                (key, (object, values))
+            .map(|(key, held)| {
+                let values = held.with_object(|o| def.values(&key, &IndexInput::new(o)));
+                (key, (held, values))
             })
             .collect();
 
@@ -615,10 +715,12 @@ impl Store {
         let mut index = IndexData::default();
         for (key, entry) in &mut state.objects {
             let values = match precomputed.remove(key) {
-                Some((seen, values)) if Arc::ptr_eq(&seen, &entry.object) => values,
-                _ => def.values(key, &IndexInput::new(&entry.object)),
+                Some((seen, values)) if seen.same(&entry.held) => values,
+                _ => entry
+                    .held
+                    .with_object(|o| def.values(key, &IndexInput::new(o))),
             };
-            let stored = index.insert_all(values, key, &entry.object);
+            let stored = index.insert_all(values, key, &entry.held);
             let mut slots = std::mem::take(&mut entry.values).into_vec();
             slots.push(stored);
             entry.values = slots.into_boxed_slice();
@@ -641,12 +743,23 @@ impl fmt::Debug for Store {
 }
 
 impl StoreWriter {
-    /// An empty cache with the [`NAMESPACE_INDEX`].
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// decoded ([`Storage::Objects`]).
     pub fn new() -> Self {
+        Self::with_storage(Storage::Objects)
+    }
+
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// `storage` says.
+    pub fn with_storage(storage: Storage) -> Self {
         Self {
             store: Store {
-                shared: Arc::new(RwLock::new(State::new())),
+                shared: Arc::new(RwLock::new(State::new(storage))),
             },
+            storage,
+            interner: Interner::new(),
+            listing: None,
+            writes_since_forget: 0,
         }
     }
 
@@ -656,8 +769,58 @@ impl StoreWriter {
         self.store.clone()
     }
 
+    /// How this cache holds its objects.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// The stored form of `object`.
+    fn hold(&mut self, object: &Arc<DynamicObject>) -> Held {
+        match self.storage {
+            Storage::Objects => Held::Object(object.clone()),
+            Storage::Compact => {
+                let compact = CompactObject::from_object(object, &mut self.interner);
+                Held::Compact(Arc::new(CompactEntry::new(compact, Some(object))))
+            }
+        }
+    }
+
+    /// Counts writes; with [`Storage::Compact`], once as many writes as half
+    /// the cache's size have happened since the last pass, frees what the
+    /// decoded objects nobody holds any more still keep (amortised: a pass
+    /// visits each object once).
+    fn wrote(&mut self, writes: usize) {
+        if self.storage != Storage::Compact {
+            return;
+        }
+        self.writes_since_forget += writes;
+        let len = self.store.len();
+        if self.writes_since_forget >= (len / 2).max(FORGET_EVERY) {
+            self.forget_dropped();
+        }
+    }
+
+    /// With [`Storage::Compact`], frees the few hundred bytes that each
+    /// decoded object handed out (to event handlers, to readers) keeps in its
+    /// cache entry once nobody holds it any more. The writer does this by
+    /// itself as it writes; this is for a caller that knows the objects were
+    /// just dropped (say, after a burst).
+    pub fn forget_dropped(&mut self) {
+        self.writes_since_forget = 0;
+        if self.storage != Storage::Compact {
+            return;
+        }
+        let state = self.store.shared.read();
+        for entry in state.objects.values() {
+            entry.held.forget_dropped();
+        }
+    }
+
     /// Adds or replaces an object (a watch Added or Modified event) and returns
-    /// the object it replaced. The given `Arc` is stored as is.
+    /// the object it replaced. The given `Arc` is stored as is
+    /// ([`Storage::Objects`]) or remembered beside its compact form
+    /// ([`Storage::Compact`], where the object replaced is decoded if nobody
+    /// holds it any more).
     ///
     /// An object without a name cannot be keyed: it is skipped with a warning
     /// and `None` is returned.
@@ -667,98 +830,225 @@ impl StoreWriter {
             return None;
         };
         let computed = evaluate_all(&self.store.defs(), &key, &object);
-        self.store.shared.write().insert(&key, object, computed)
+        let held = self.hold(&object);
+        let old = self.store.shared.write().insert(&key, held, computed);
+        self.wrote(1);
+        old.map(Held::into_object)
     }
 
     /// Removes the object with this key (a watch Deleted event) and returns
     /// its last known state.
     pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.store.shared.write().remove(key)
+        let old = self.store.shared.write().remove(key);
+        old.map(Held::into_object)
+    }
+
+    /// Removes the object with this key; returns whether there was one. As
+    /// [`StoreWriter::delete`], without handing back (with
+    /// [`Storage::Compact`]: decoding) the object removed.
+    pub fn remove(&mut self, key: &str) -> bool {
+        self.store.shared.write().remove(key).is_some()
     }
 
     /// Makes the cache equal to `objects` (a relist) and reports the
     /// difference, for the informer to turn into Add, Update and Delete
-    /// events.
+    /// events: [`StoreWriter::begin_list`], one [`StoreWriter::list_page`]
+    /// and [`StoreWriter::end_list`], their outcomes merged.
     ///
     /// An object counts as changed when its `resourceVersion` differs from the
     /// cached one, or, when neither has a `resourceVersion`, when its content
     /// differs. **Changed and new objects are stored as given; for an unchanged
-    /// object the cached `Arc` is kept**, so handlers holding it still see the
+    /// object the cached one is kept**, so handlers holding it still see the
     /// object the store serves, and its index values are not recomputed.
     ///
     /// Readers see the cache either entirely before or entirely after the
     /// relist. When a key appears more than once in `objects`, the last one
     /// wins; objects without a name are skipped with a warning.
     pub fn replace(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
-        let mut listed: IndexMap<String, Arc<DynamicObject>> =
-            IndexMap::with_capacity(objects.len());
-        for object in objects {
-            match object_key(&object) {
-                Some(key) => {
-                    listed.insert(key, object);
-                }
-                None => tracing::warn!("skipping a listed object without metadata.name"),
-            }
-        }
+        self.begin_list();
+        let mut outcome = self.list_page(objects);
+        let end = self.end_list();
+        outcome.added.extend(end.added);
+        outcome.updated.extend(end.updated);
+        outcome.deleted = end.deleted;
+        outcome.unchanged += end.unchanged;
+        outcome
+    }
 
-        // Only this writer changes objects, so what we compare against cannot
-        // change before we apply; indexes added meanwhile are handled by
-        // `State::insert`.
-        let (defs, previous): (_, Vec<Option<Arc<DynamicObject>>>) = {
+    /// Starts a list that [`StoreWriter::list_page`] hands over page by page
+    /// and [`StoreWriter::end_list`] completes: afterwards the cache holds
+    /// exactly the objects listed. Starting again before the end (a paged
+    /// list that fell back to one full list) forgets the pages given since
+    /// the previous start; what they already changed in the cache is
+    /// reconciled by the new list.
+    ///
+    /// A list into an **empty** cache (the first list) fills it page by page:
+    /// each page's objects are readable, and their Add events can be
+    /// delivered, as soon as the page is given, so the list is never held
+    /// whole in memory (client-go's cache fills the same way). A list into a
+    /// cache that holds objects (a relist) is applied at once by
+    /// [`StoreWriter::end_list`], so readers see the cache entirely before or
+    /// entirely after it; until then the writer keeps the keys of the
+    /// unchanged objects and the changed objects themselves, not a second
+    /// copy of the cache.
+    pub fn begin_list(&mut self) {
+        self.listing = Some(Listing {
+            fill: self.store.is_empty(),
+            seen: HashSet::new(),
+            staged: IndexMap::new(),
+        });
+    }
+
+    /// Hands over one page of the list started by [`StoreWriter::begin_list`]
+    /// (started now if none is). Returns what the page changed in the cache
+    /// at once: the added objects (and, for a key listed twice, the update)
+    /// when the list fills an empty cache, nothing otherwise (see
+    /// [`StoreWriter::end_list`]).
+    pub fn list_page(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        if self.listing.is_none() {
+            self.begin_list();
+        }
+        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        let keyed = objects
+            .into_iter()
+            .filter_map(|object| match object_key(&object) {
+                Some(key) => Some((key, object)),
+                None => {
+                    tracing::warn!("skipping a listed object without metadata.name");
+                    None
+                }
+            });
+        if fill {
+            // A key listed twice in a page: the last object, in the first
+            // one's place.
+            let mut page: IndexMap<String, Arc<DynamicObject>> = IndexMap::new();
+            page.extend(keyed);
+            self.fill_page(page.into_iter().collect())
+        } else {
+            let keyed: Vec<_> = keyed.collect();
             let state = self.store.shared.read();
-            let previous = listed
-                .keys()
-                .map(|key| {
-                    state
-                        .objects
-                        .get(key.as_str())
-                        .map(|entry| entry.object.clone())
-                })
-                .collect();
-            (state.defs.clone(), previous)
-        };
-
-        let mut outcome = ReplaceOutcome::default();
-        let mut changes = Vec::new();
-        for ((key, object), old) in listed.iter().zip(previous) {
-            match old {
-                Some(old) if !changed(&old, object) => outcome.unchanged += 1,
-                old => {
-                    let computed = evaluate_all(&defs, key, object);
-                    match old {
-                        Some(old) => outcome.updated.push((old, object.clone())),
-                        None => outcome.added.push(object.clone()),
+            if let Some(listing) = self.listing.as_mut() {
+                for (key, object) in keyed {
+                    match state.objects.get_full(key.as_str()) {
+                        Some((_, stored_key, entry)) if !changed(&entry.held, &object) => {
+                            listing.staged.shift_remove(key.as_str());
+                            listing.seen.insert(stored_key.clone());
+                        }
+                        _ => {
+                            listing.seen.remove(key.as_str());
+                            listing.staged.insert(key, object);
+                        }
                     }
-                    changes.push((key.as_str(), object.clone(), computed));
                 }
             }
+            ReplaceOutcome::default()
         }
+    }
 
-        let mut state = self.store.shared.write();
-        for (key, object, computed) in changes {
-            state.insert(key, object, computed);
-        }
-        let gone: Vec<Key> = state
-            .objects
-            .keys()
-            .filter(|key| !listed.contains_key(&***key))
-            .cloned()
+    fn fill_page(&mut self, keyed: Vec<(String, Arc<DynamicObject>)>) -> ReplaceOutcome {
+        let defs = self.store.defs();
+        let prepared: Vec<_> = keyed
+            .into_iter()
+            .map(|(key, object)| {
+                let computed = evaluate_all(&defs, &key, &object);
+                let held = self.hold(&object);
+                (key, object, held, computed)
+            })
             .collect();
-        outcome.deleted = gone.iter().filter_map(|key| state.remove(key)).collect();
+        let writes = prepared.len();
+        let mut outcome = ReplaceOutcome::default();
+        let replaced: Vec<(Arc<DynamicObject>, Option<Held>)> = {
+            let mut state = self.store.shared.write();
+            prepared
+                .into_iter()
+                .map(|(key, object, held, computed)| (object, state.insert(&key, held, computed)))
+                .collect()
+        };
+        for (object, old) in replaced {
+            match old {
+                Some(old) => outcome.updated.push((old.into_object(), object)),
+                None => outcome.added.push(object),
+            }
+        }
+        self.wrote(writes);
+        outcome
+    }
+
+    /// Completes the list started by [`StoreWriter::begin_list`] (an empty
+    /// list if none was started: the cache empties): the cache now holds
+    /// exactly the objects listed. Returns what changed that
+    /// [`StoreWriter::list_page`] did not already return: new and changed
+    /// objects of a relist, in list order; the last known state of the
+    /// objects no longer listed; how many were unchanged.
+    pub fn end_list(&mut self) -> ReplaceOutcome {
+        let Some(listing) = self.listing.take() else {
+            self.begin_list();
+            return self.end_list();
+        };
+        if listing.fill {
+            self.forget_dropped();
+            return ReplaceOutcome::default();
+        }
+        let defs = self.store.defs();
+        let changes: Vec<_> = listing
+            .staged
+            .into_iter()
+            .map(|(key, object)| {
+                let computed = evaluate_all(&defs, &key, &object);
+                let held = self.hold(&object);
+                (key, object, held, computed)
+            })
+            .collect();
+        let mut outcome = ReplaceOutcome {
+            unchanged: listing.seen.len(),
+            ..ReplaceOutcome::default()
+        };
+        let writes = changes.len();
+        let (replaced, gone) = {
+            let mut state = self.store.shared.write();
+            let listed: HashSet<&str> = changes.iter().map(|(key, ..)| key.as_str()).collect();
+            let gone: Vec<Key> = state
+                .objects
+                .keys()
+                .filter(|key| !listing.seen.contains(&***key) && !listed.contains(&***key))
+                .cloned()
+                .collect();
+            let gone: Vec<Held> = gone.iter().filter_map(|key| state.remove(key)).collect();
+            let replaced: Vec<(Arc<DynamicObject>, Option<Held>)> = changes
+                .into_iter()
+                .map(|(key, object, held, computed)| (object, state.insert(&key, held, computed)))
+                .collect();
+            (replaced, gone)
+        };
+        for (object, old) in replaced {
+            match old {
+                Some(old) => outcome.updated.push((old.into_object(), object)),
+                None => outcome.added.push(object),
+            }
+        }
+        outcome.deleted = gone.into_iter().map(Held::into_object).collect();
+        self.wrote(writes);
         outcome
     }
 }
 
-fn changed(old: &DynamicObject, new: &DynamicObject) -> bool {
-    if std::ptr::eq(old, new) {
-        return false;
-    }
-    match (
-        &old.metadata.resource_version,
-        &new.metadata.resource_version,
-    ) {
+/// A list in progress (see [`StoreWriter::begin_list`]).
+struct Listing {
+    /// The cache was empty when the list began: pages go straight in.
+    fill: bool,
+    /// Keys listed whose object is unchanged.
+    seen: HashSet<Key>,
+    /// Objects listed that are new or changed, by key, in list order.
+    staged: IndexMap<String, Arc<DynamicObject>>,
+}
+
+/// The fewest writes between two passes of [`StoreWriter::forget_dropped`].
+const FORGET_EVERY: usize = 1024;
+
+fn changed(old: &Held, new: &DynamicObject) -> bool {
+    match (old.resource_version(), &new.metadata.resource_version) {
         (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
-        (None, None) => old != new,
+        (None, None) => old.with_object(|old| old != new),
         _ => true,
     }
 }

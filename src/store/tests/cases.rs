@@ -1,4 +1,4 @@
-use super::*;
+use crate::store::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,9 +43,9 @@ fn check_invariants(store: &Store) {
     for (slot, (def, index)) in state.defs.iter().zip(&state.indexes).enumerate() {
         let mut expected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (key, entry) in &state.objects {
-            let mut values = def
-                .func
-                .evaluate(&def.name, &IndexInput::new(&entry.object))
+            let mut values = entry
+                .held
+                .with_object(|o| def.func.evaluate(&def.name, &IndexInput::new(o)))
                 .unwrap_or_default();
             values.sort();
             values.dedup();
@@ -74,9 +74,9 @@ fn check_invariants(store: &Store) {
                 );
             }
             for (key, filed) in members.iter() {
-                let cached = &state.objects[&**key].object;
+                let cached = &state.objects[&**key].held;
                 assert!(
-                    Arc::ptr_eq(filed, cached),
+                    filed.same(cached),
                     "index {} holds a stale object for {key} under {value}",
                     def.name
                 );
@@ -90,7 +90,7 @@ fn check_invariants(store: &Store) {
 
 #[test]
 fn keys_namespaced_and_cluster_scoped() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     writer.upsert(pod("shop", "web-0", "1", "n1", json!({})));
     writer.upsert(object(
@@ -111,7 +111,7 @@ fn keys_namespaced_and_cluster_scoped() {
 
 #[test]
 fn upsert_returns_previous_and_shares_the_arc() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     let first = pod("shop", "web-0", "1", "n1", json!({}));
     assert!(writer.upsert(first.clone()).is_none());
@@ -125,7 +125,7 @@ fn upsert_returns_previous_and_shares_the_arc() {
 
 #[test]
 fn objects_without_a_name_are_skipped() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     assert!(
         writer
             .upsert(object(json!({"metadata": {"namespace": "x"}})))
@@ -138,7 +138,7 @@ fn objects_without_a_name_are_skipped() {
 
 #[test]
 fn update_moves_index_values() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
@@ -168,7 +168,7 @@ fn update_moves_index_values() {
 
 #[test]
 fn delete_removes_from_every_index() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store.add_index("label-key", label_keys()).unwrap();
     let web = pod("shop", "web-0", "1", "n1", json!({"app": "web"}));
@@ -184,7 +184,7 @@ fn delete_removes_from_every_index() {
 
 #[test]
 fn many_to_many_label_keys() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store.add_index("label-key", label_keys()).unwrap();
     writer.upsert(pod(
@@ -218,7 +218,7 @@ fn many_to_many_label_keys() {
 
 #[test]
 fn duplicate_values_from_one_object_count_once() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index(
@@ -234,7 +234,7 @@ fn duplicate_values_from_one_object_count_once() {
 
 #[test]
 fn add_index_indexes_existing_objects() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     writer.upsert(pod("shop", "web-0", "1", "n1", json!({})));
     writer.upsert(pod("shop", "web-1", "1", "n2", json!({})));
@@ -250,7 +250,7 @@ fn add_index_indexes_existing_objects() {
 
 #[test]
 fn duplicate_and_unknown_index_errors() {
-    let store = StoreWriter::new().reader();
+    let store = StoreWriter::with_storage(STORAGE).reader();
     assert_eq!(store.index_names(), [NAMESPACE_INDEX]);
     assert_eq!(
         store.add_index(NAMESPACE_INDEX, IndexFn::namespace()),
@@ -304,7 +304,7 @@ fn failing_index_leaves_object_out_counts_and_warns() {
         .with_ansi(false)
         .finish();
     tracing::subscriber::with_default(subscriber, || {
-        let mut writer = StoreWriter::new();
+        let mut writer = StoreWriter::with_storage(STORAGE);
         let store = writer.reader();
         // `spec.template` is an object for one pod, a string for the other.
         store
@@ -342,7 +342,7 @@ fn failing_index_leaves_object_out_counts_and_warns() {
 
 #[test]
 fn replace_reports_added_updated_deleted_unchanged() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
@@ -396,7 +396,7 @@ fn replace_reports_added_updated_deleted_unchanged() {
 
 #[test]
 fn replace_without_resource_versions_compares_content() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let v1 = object(json!({"metadata": {"name": "c"}, "data": {"k": "1"}}));
     writer.upsert(v1.clone());
     let outcome = writer.replace(vec![object(
@@ -427,7 +427,7 @@ fn filed(store: &Store, index: &str, value: &str, name: &str) -> Arc<DynamicObje
 
 #[test]
 fn update_keeping_index_values_serves_the_new_object() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
@@ -467,7 +467,7 @@ fn update_keeping_index_values_serves_the_new_object() {
 
 #[test]
 fn replace_keeping_index_values_serves_the_new_objects() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
@@ -504,7 +504,7 @@ fn replace_keeping_index_values_serves_the_new_objects() {
 
 #[test]
 fn replace_with_duplicate_keys_keeps_the_last() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let last = pod("a", "p", "2", "n2", json!({}));
     let outcome = writer.replace(vec![pod("a", "p", "1", "n1", json!({})), last.clone()]);
     assert_eq!(outcome.added.len(), 1);
@@ -513,8 +513,164 @@ fn replace_with_duplicate_keys_keeps_the_last() {
 }
 
 #[test]
+fn a_first_list_fills_the_cache_page_by_page() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    writer.begin_list();
+    let page = writer.list_page(vec![
+        pod("a", "p1", "1", "n1", json!({})),
+        pod("a", "p2", "1", "n1", json!({})),
+    ]);
+    assert_eq!(page.added.len(), 2);
+    // Readable at once: the list into an empty cache is not held back.
+    assert_eq!(store.len(), 2);
+    let page = writer.list_page(vec![pod("b", "p3", "1", "n2", json!({}))]);
+    assert_eq!(page.added.len(), 1);
+    let end = writer.end_list();
+    assert!(end.is_unchanged());
+    assert_eq!(sorted(store.keys()), ["a/p1", "a/p2", "b/p3"]);
+    check_invariants(&store);
+}
+
+#[test]
+fn a_relist_is_seen_whole_or_not_at_all() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    let kept = pod("a", "kept", "1", "n1", json!({}));
+    let changed_old = pod("a", "changed", "1", "n1", json!({}));
+    let gone = pod("a", "gone", "1", "n1", json!({}));
+    writer.replace(vec![kept.clone(), changed_old.clone(), gone.clone()]);
+
+    writer.begin_list();
+    let first = writer.list_page(vec![pod("a", "kept", "1", "n1", json!({}))]);
+    let changed_new = pod("a", "changed", "2", "n2", json!({}));
+    let second = writer.list_page(vec![changed_new.clone(), pod("b", "new", "1", "n1", json!({}))]);
+    assert!(first.is_unchanged() && second.is_unchanged());
+    // Nothing of the relist is visible before its end.
+    assert_eq!(sorted(store.keys()), ["a/changed", "a/gone", "a/kept"]);
+    assert_eq!(
+        store.get("a/changed").unwrap().metadata.resource_version.as_deref(),
+        Some("1")
+    );
+
+    let end = writer.end_list();
+    assert_eq!(end.unchanged, 1);
+    assert_eq!(end.added.len(), 1);
+    assert_eq!(end.updated.len(), 1);
+    assert!(Arc::ptr_eq(&end.updated[0].0, &changed_old));
+    assert!(Arc::ptr_eq(&end.updated[0].1, &changed_new));
+    assert_eq!(end.deleted.len(), 1);
+    assert!(Arc::ptr_eq(&end.deleted[0], &gone));
+    assert!(Arc::ptr_eq(&store.get("a/kept").unwrap(), &kept));
+    assert_eq!(sorted(store.keys()), ["a/changed", "a/kept", "b/new"]);
+    assert_eq!(store.index_keys("namespace", "b").unwrap(), ["b/new"]);
+    check_invariants(&store);
+}
+
+#[test]
+fn a_list_started_again_is_reconciled_by_the_new_list() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    // A paged list that fell back to one full list after its first page.
+    writer.begin_list();
+    let first = writer.list_page(vec![
+        pod("a", "p1", "1", "n1", json!({})),
+        pod("a", "p2", "1", "n1", json!({})),
+    ]);
+    assert_eq!(first.added.len(), 2);
+    writer.begin_list();
+    writer.list_page(vec![
+        pod("a", "p1", "1", "n1", json!({})),
+        pod("a", "p3", "1", "n1", json!({})),
+    ]);
+    let end = writer.end_list();
+    assert_eq!(end.unchanged, 1);
+    assert_eq!(end.added.len(), 1);
+    assert_eq!(end.deleted.len(), 1);
+    assert_eq!(object_key(&end.deleted[0]).as_deref(), Some("a/p2"));
+    assert_eq!(sorted(store.keys()), ["a/p1", "a/p3"]);
+    check_invariants(&store);
+
+    // An end without a start is an empty list.
+    let end = writer.end_list();
+    assert_eq!(end.deleted.len(), 2);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn cached_objects_read_in_place_as_the_decoded_object_reads() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    let source = object(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {
+            "name": "w", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
+            "labels": { "app": "web", "tier": "front" },
+            "annotations": { "note": "x" },
+            "ownerReferences": [{ "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-0", "controller": true }]
+        },
+        "spec": { "replicas": 3, "ports": [80, 443], "nested": { "a.b/c": "d" } }
+    }));
+    writer.upsert(source.clone());
+    let cached = store.cached("shop/w").unwrap();
+    assert_eq!(cached.storage(), STORAGE);
+    assert_eq!(cached.compact().is_some(), STORAGE == crate::options::Storage::Compact);
+    assert_eq!(cached.api_version(), Some("example.com/v1"));
+    assert_eq!(cached.kind(), Some("Widget"));
+    assert_eq!(cached.name(), Some("w"));
+    assert_eq!(cached.namespace(), Some("shop"));
+    assert_eq!(cached.uid(), Some("u-1"));
+    assert_eq!(cached.resource_version(), Some("7"));
+    assert_eq!(
+        cached.labels().iter().collect::<Vec<_>>(),
+        [("app", "web"), ("tier", "front")]
+    );
+    assert_eq!(cached.annotations().get("note"), Some("x"));
+    let owners = cached.owner_references();
+    assert_eq!(owners.len(), 1);
+    assert_eq!((owners[0].kind(), owners[0].uid(), owners[0].controller()), ("ReplicaSet", "u-0", Some(true)));
+    assert_eq!(cached.pointer("/spec/replicas").and_then(|v| v.as_i64()), Some(3));
+    assert_eq!(cached.pointer("/spec/ports/1").and_then(|v| v.as_i64()), Some(443));
+    assert_eq!(cached.pointer("/spec/nested/a.b~1c").and_then(|v| v.as_str()), Some("d"));
+    assert_eq!(cached.pointer("/metadata/labels/app").and_then(|v| v.as_str()), Some("web"));
+    assert_eq!(cached.pointer("/kind").and_then(|v| v.as_str()), Some("Widget"));
+    assert!(cached.pointer("/spec/missing").is_none());
+    assert!(cached.pointer("spec").is_none());
+    let mut json = Vec::new();
+    cached.write_json(&mut json).unwrap();
+    assert_eq!(json, serde_json::to_vec(&*source).unwrap());
+    assert_eq!(serde_json::to_value(&cached).unwrap(), serde_json::to_value(&*source).unwrap());
+    assert_eq!(*cached.object(), *source);
+
+    let web = crate::selector::Selector::parse("app=web,tier in (front)").unwrap();
+    assert_eq!(store.list_where(|o| web.matches(&o.labels())).len(), 1);
+    let db = crate::selector::Selector::parse("app=db").unwrap();
+    assert!(store.list_where(|o| db.matches(&o.labels())).is_empty());
+    assert_eq!(store.by_index_cached("namespace", "shop").unwrap().len(), 1);
+    assert_eq!(store.list_cached().len(), 1);
+}
+
+#[test]
+fn a_held_object_is_handed_out_again_and_a_dropped_one_decoded_equal() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    let held = pod("a", "p", "1", "n1", json!({ "app": "web" }));
+    let copy = (*held).clone();
+    writer.upsert(held.clone());
+    assert!(Arc::ptr_eq(&store.get("a/p").unwrap(), &held));
+    drop(held);
+    writer.forget_dropped();
+    let again = store.get("a/p").unwrap();
+    assert_eq!(*again, copy);
+    // While the decoded one is held, readers share it.
+    assert!(Arc::ptr_eq(&store.get("a/p").unwrap(), &again));
+    assert!(Arc::ptr_eq(&store.by_index("namespace", "a").unwrap()[0], &again));
+    assert!(Arc::ptr_eq(&store.list()[0], &again));
+}
+
+#[test]
 fn concurrent_readers_while_writer_writes() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     let store = writer.reader();
     store
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
@@ -625,7 +781,7 @@ proptest! {
     /// recomputation from scratch, and the objects equal to a model.
     #[test]
     fn operations_keep_indexes_consistent(ops in prop::collection::vec(op(), 1..40)) {
-        let mut writer = StoreWriter::new();
+        let mut writer = StoreWriter::with_storage(STORAGE);
         let store = writer.reader();
         let mut model: BTreeMap<String, Arc<DynamicObject>> = BTreeMap::new();
         for op in ops {
@@ -647,7 +803,7 @@ proptest! {
                     let mut next = BTreeMap::new();
                     for o in objects {
                         let key = object_key(&o).unwrap();
-                        let kept = model.get(&key).filter(|old| !changed(old, &o)).cloned();
+                        let kept = model.get(&key).filter(|old| !changed(&Held::Object(Arc::clone(old)), &o)).cloned();
                         next.insert(key, kept.unwrap_or(o));
                     }
                     prop_assert_eq!(outcome.added.len() + outcome.updated.len() + outcome.unchanged, next.len());

@@ -1,7 +1,3 @@
-//! The informer fed by a scripted server: dispatch, replay, isolation,
-//! reconciliation and resync. Behaviour that depends on a real server is
-//! tested in `tests/it/`.
-
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::AtomicU64;
@@ -12,9 +8,15 @@ use kube_client::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
 use serde_json::json;
 
-use super::*;
+use crate::informer::*;
 use crate::index::IndexFn;
 use crate::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
+
+/// The options of every informer here: the defaults, in the storage mode
+/// under test.
+fn options() -> InformerOptions {
+    InformerOptions::default().storage(STORAGE)
+}
 
 fn resource() -> ApiResource {
     ApiResource {
@@ -206,7 +208,7 @@ fn informer(server: &FakeServer, options: InformerOptions) -> SharedInformer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_before_start_get_initial_adds_then_live_events() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let rec = Recorder::default();
     let reg = inf.add_handler(rec.handler());
     assert!(!reg.has_synced());
@@ -239,7 +241,7 @@ async fn handlers_before_start_get_initial_adds_then_live_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_handler_gets_the_same_arc_as_the_store() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let seen: Arc<StdMutex<Vec<Arc<DynamicObject>>>> = Arc::default();
     for _ in 0..3 {
         let seen = seen.clone();
@@ -261,7 +263,7 @@ async fn every_handler_gets_the_same_arc_as_the_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
     let server = FakeServer::with_list((0..100).map(|i| obj(&format!("o{i}"), i)).collect());
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -368,7 +370,7 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
     let server = FakeServer::with_list(vec![]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let slow = inf.add_handler(|_e: Event| std::thread::sleep(Duration::from_millis(100)));
     let fast = Recorder::default();
     let fast_reg = inf.add_handler(fast.handler());
@@ -390,7 +392,7 @@ async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let seen = Recorder::default();
     let seen_events = seen.events.clone();
     let panicky = inf.add_handler(move |e: Event| {
@@ -424,7 +426,7 @@ async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
 async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     let server = FakeServer::with_list(vec![obj("keep", 1), obj("change", 2), obj("vanish", 3)]);
     server.queue_list(vec![obj("keep", 1), obj("change", 5), obj("new", 6)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let rec = Recorder::default();
     inf.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -450,7 +452,7 @@ async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_stream_replays_then_follows() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -473,7 +475,7 @@ async fn the_event_stream_replays_then_follows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_handlers_get_nothing_more() {
     let server = FakeServer::with_list(vec![]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let rec = Recorder::default();
     let reg = inf.add_handler(rec.handler());
     let keep = Recorder::default();
@@ -497,7 +499,7 @@ async fn transform_runs_before_the_cache() {
         o.metadata.managed_fields = Some(vec![Default::default()]);
         o
     }]);
-    let inf = informer(&server, InformerOptions::default().strip_managed_fields());
+    let inf = informer(&server, options().strip_managed_fields());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
@@ -515,7 +517,7 @@ async fn transform_runs_before_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexes_added_before_start_and_later_are_queryable() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     inf.add_index(
         "app",
         IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
@@ -538,7 +540,7 @@ async fn indexes_added_before_start_and_later_are_queryable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_ends_every_handler_thread() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, InformerOptions::default());
+    let inf = informer(&server, options());
     let regs: Vec<_> = (0..3).map(|_| inf.add_handler(|_e: Event| {})).collect();
     let cancel = CancellationToken::new();
     let task = inf.start(cancel.clone()).unwrap();
@@ -578,7 +580,7 @@ async fn wait_for_sync_reports_what_blocks_it() {
             futures::future::pending().boxed()
         }
     }
-    let inf = SharedInformer::with_list_watch(Forbidden, resource(), InformerOptions::default());
+    let inf = SharedInformer::with_list_watch(Forbidden, resource(), options());
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     let err = inf
@@ -618,7 +620,7 @@ async fn resync_redelivers_from_memory_on_each_handlers_period() {
     let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
     let inf = informer(
         &server,
-        InformerOptions::default().resync(Duration::from_secs(10)),
+        options().resync(Duration::from_secs(10)),
     );
     let mut default = inf.events();
     let mut slow = inf.events_with(HandlerOptions {
@@ -652,7 +654,7 @@ async fn a_handler_added_before_start_lowers_the_check_period() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
     let inf = informer(
         &server,
-        InformerOptions::default().resync(Duration::from_secs(30)),
+        options().resync(Duration::from_secs(30)),
     );
     let fast = Recorder::default();
     inf.add_handler_with(
@@ -695,7 +697,7 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
     let inf = Informer::with_list_watch(
         server.clone(),
         resource(),
-        InformerOptions::default(),
+        options(),
         rec.handler(),
     );
     let inf = Arc::new(inf);
