@@ -52,7 +52,7 @@ use crate::object_key::key_from_parts;
 use crate::resource::ResourceKey;
 use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
 use crate::selector::{Selector, SelectorError};
-use crate::store::{Store, StoreError};
+use crate::store::{CachedObject, Store, StoreError};
 
 /// Errors of lister queries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,13 +224,50 @@ impl Lister {
     /// [`ListerError::Selector`] for a selector that does not parse.
     pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
         let selector = self.selector(&selector)?;
-        Ok(filter(self.store.list(), &selector))
+        if selector.is_everything() {
+            return Ok(self.store.list());
+        }
+        // Labels are matched in place: with compact storage, only the
+        // objects returned are decoded.
+        Ok(self.store.list_where(|o| selector.matches(&o.labels())))
     }
 
     /// Every cached object.
     #[must_use]
     pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
         self.store.list()
+    }
+
+    /// The objects whose labels match `selector`, as the cache holds them,
+    /// to read in place (see [`CachedObject`]): nothing is decoded.
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list_cached(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
+        let selector = self.selector(&selector)?;
+        let mut objects = self.store.list_cached();
+        if !selector.is_everything() {
+            objects.retain(|o| selector.matches(&o.labels()));
+        }
+        Ok(objects)
+    }
+
+    /// The objects filed under `value` in the index `index`, as the cache
+    /// holds them, to read in place (see [`CachedObject`]).
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index_cached(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<CachedObject>, ListerError> {
+        self.store
+            .by_index_cached(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.resource.clone(),
+                source,
+            })
     }
 
     /// The object with this key: its name for a cluster-scoped resource,
@@ -297,16 +334,6 @@ impl Lister {
     }
 }
 
-fn filter(objects: Vec<Arc<DynamicObject>>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
-    if selector.is_everything() {
-        return objects;
-    }
-    objects
-        .into_iter()
-        .filter(|o| selector.matches_object(o))
-        .collect()
-}
-
 impl fmt::Debug for Lister {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lister")
@@ -337,7 +364,45 @@ impl NamespaceLister {
     /// [`ListerError::Selector`] for a selector that does not parse.
     pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
         let selector = self.lister.selector(&selector)?;
-        Ok(filter(self.list_all(), &selector))
+        if selector.is_everything() {
+            return Ok(self.list_all());
+        }
+        let members = self
+            .lister
+            .store
+            .by_index_cached(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default();
+        Ok(members
+            .into_iter()
+            .filter(|o| selector.matches(&o.labels()))
+            .map(|o| o.object())
+            .collect())
+    }
+
+    /// The objects of the namespace filed under `value` in the index
+    /// `index`. The namespace is read in place, so objects of other
+    /// namespaces are never decoded.
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let members = self
+            .lister
+            .store
+            .by_index_cached(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.lister.resource.clone(),
+                source,
+            })?;
+        Ok(members
+            .into_iter()
+            .filter(|o| o.namespace() == Some(self.namespace.as_str()))
+            .map(|o| o.object())
+            .collect())
     }
 
     /// Every cached object of the namespace.

@@ -337,6 +337,38 @@ async fn resources_lists_built_in_and_custom_resources() {
 }
 
 #[tokio::test]
+async fn get_prints_the_same_from_a_compact_cache_in_every_format() {
+    let (ns, full) = widgets("cli-compact").await;
+    for extra in [
+        &["-o", "json"][..],
+        &["-o", "yaml"],
+        &["-o", "name"],
+        &["-o", "table"],
+        &["--match", "tier=blue", "-o", "json"],
+        &[
+            "--define-index",
+            "color=spec.color",
+            "--index",
+            "color=red",
+            "-o",
+            "json",
+        ],
+    ] {
+        let base = ["get", "-r", full.as_str(), "-n", ns.as_str()];
+        let objects = kdi(User::Admin, &[&base[..], extra].concat()).await;
+        let compact = kdi(
+            User::Admin,
+            &[&base[..], extra, &["--storage", "compact"]].concat(),
+        )
+        .await;
+        assert_exit(&objects, documented_exit("Success"));
+        assert_exit(&compact, documented_exit("Success"));
+        assert!(!stdout(&objects).trim().is_empty(), "{extra:?}");
+        assert_eq!(stdout(&compact), stdout(&objects), "{extra:?}");
+    }
+}
+
+#[tokio::test]
 async fn get_by_index_and_by_selector_in_every_format() {
     let (ns, full) = widgets("cli-get").await;
     let base = [

@@ -42,21 +42,19 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
                     Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
                 })?;
                 lister
-                    .by_index(index, value)
+                    .by_index_cached(index, value)
                     .map_err(|e| Failure::usage(format!("{name}: {e}")))?
             }
             (None, Some(selector)) => lister
-                .list(selector.as_str())
+                .list_cached(selector.as_str())
                 .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
-            (None, None) => lister.list_all(),
+            (None, None) => lister.store().list_cached(),
         };
-        objects.extend(found.into_iter().map(|o| (redaction, o)));
+        // Printed from the cache as it is held: with compact storage,
+        // nothing is decoded.
+        objects.extend(found.into_iter().map(|o| redaction.printable(o)));
     }
-    objects.sort_by(|(_, a), (_, b)| {
-        (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
-            .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
-    });
-    let objects: Vec<_> = objects.iter().map(|(r, o)| r.object(o)).collect();
+    objects.sort_by_cached_key(|o| o.sort_key());
     let result = written(print_objects(
         &mut std::io::stdout().lock(),
         &objects,

@@ -11,7 +11,7 @@ use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec, MAX_I
 use kube_dynamic_informer::discovery::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::options::{InformerOptions, Storage};
 use kube_dynamic_informer::scope::Namespaces;
 
 use crate::cluster::Cluster;
@@ -48,6 +48,11 @@ pub struct Selection {
     /// Cache only metadata.
     #[arg(long)]
     pub metadata_only: bool,
+    /// How caches hold their objects: `objects` (decoded, fastest reads) or
+    /// `compact` (a fraction of the memory; see BENCHMARKS.md). Overrides
+    /// the config file's `storage`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub storage: Option<StorageArg>,
     /// Treat the objects as secrets: print only their `apiVersion`, `kind`
     /// and `metadata`, without the last-applied annotation, and redact index
     /// values (core Secrets always are; `--show-secrets` prints all).
@@ -61,6 +66,24 @@ pub struct Selection {
     /// indexes failed on.
     #[arg(long, default_value = "30s", value_parser = parse_interval_arg)]
     pub progress_interval: Duration,
+}
+
+/// `--storage`: the values of [`Storage`].
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum StorageArg {
+    /// Decoded objects.
+    Objects,
+    /// Compact objects.
+    Compact,
+}
+
+impl From<StorageArg> for Storage {
+    fn from(arg: StorageArg) -> Storage {
+        match arg {
+            StorageArg::Objects => Storage::Objects,
+            StorageArg::Compact => Storage::Compact,
+        }
+    }
 }
 
 fn parse_interval_arg(s: &str) -> Result<Duration, String> {
@@ -136,6 +159,9 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
         }
         if sel.metadata_only {
             o.metadata_only = true;
+        }
+        if let Some(storage) = sel.storage {
+            o.storage = storage.into();
         }
         if sel.sensitive {
             o.sensitive = true;

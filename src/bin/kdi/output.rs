@@ -4,10 +4,11 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use kube_core::DynamicObject;
 use kube_dynamic_informer::index::{IndexFn, IndexInput};
 use kube_dynamic_informer::informer::Event;
 use kube_dynamic_informer::resource::ResourceKey;
+use kube_dynamic_informer::store::CachedObject;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::exit::Failure;
@@ -65,9 +66,18 @@ impl Redaction {
         }
     }
 
+    /// A cached object as printed: read in place when nothing is redacted,
+    /// else as JSON with what must not be printed replaced.
+    pub fn printable(self, o: CachedObject) -> Printable {
+        match self {
+            Redaction::None => Printable::Cached(o),
+            _ => Printable::Json(self.object(&o)),
+        }
+    }
+
     /// The object as JSON, with what must not be printed replaced by a note
     /// of its size.
-    pub fn object(self, o: &DynamicObject) -> Value {
+    pub fn object(self, o: &impl Serialize) -> Value {
         let mut value = serde_json::to_value(o).unwrap_or(Value::Null);
         let Value::Object(map) = &mut value else {
             return value;
@@ -181,8 +191,47 @@ pub fn event_line(
     line.to_string()
 }
 
-/// Writes objects (already redacted JSON) in `format`.
-pub fn print_objects(out: &mut dyn Write, objects: &[Value], format: Format) -> io::Result<()> {
+/// An object to print: as the cache holds it, or redacted JSON.
+pub enum Printable {
+    /// Written straight from the cache, never decoded.
+    Cached(CachedObject),
+    /// Built for printing (redacted).
+    Json(Value),
+}
+
+impl Printable {
+    /// The string at a JSON pointer, or `""`.
+    fn text(&self, pointer: &str) -> String {
+        let found = match self {
+            Printable::Cached(o) => o.pointer(pointer).map(|v| v.to_value()),
+            Printable::Json(v) => v.pointer(pointer).cloned(),
+        };
+        match found {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        }
+    }
+
+    /// `namespace` and `name`, to sort by.
+    pub fn sort_key(&self) -> (String, String) {
+        (
+            self.text("/metadata/namespace"),
+            self.text("/metadata/name"),
+        )
+    }
+}
+
+impl Serialize for Printable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Printable::Cached(o) => o.serialize(s),
+            Printable::Json(v) => v.serialize(s),
+        }
+    }
+}
+
+/// Writes objects in `format`.
+pub fn print_objects(out: &mut dyn Write, objects: &[Printable], format: Format) -> io::Result<()> {
     match format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, objects)?;
@@ -198,13 +247,12 @@ pub fn print_objects(out: &mut dyn Write, objects: &[Value], format: Format) -> 
             let rows: Vec<[String; 5]> = objects
                 .iter()
                 .map(|o| {
-                    let meta = &o["metadata"];
                     [
-                        meta["namespace"].as_str().unwrap_or("").to_string(),
-                        meta["name"].as_str().unwrap_or("").to_string(),
-                        o["kind"].as_str().unwrap_or("").to_string(),
-                        meta["resourceVersion"].as_str().unwrap_or("").to_string(),
-                        meta["creationTimestamp"].as_str().unwrap_or("").to_string(),
+                        o.text("/metadata/namespace"),
+                        o.text("/metadata/name"),
+                        o.text("/kind"),
+                        o.text("/metadata/resourceVersion"),
+                        o.text("/metadata/creationTimestamp"),
                     ]
                 })
                 .collect();
@@ -221,16 +269,14 @@ pub fn print_objects(out: &mut dyn Write, objects: &[Value], format: Format) -> 
 /// Objects as a YAML list. Strings that a YAML 1.1 reader (kubectl's, PyYAML)
 /// would take for a boolean, a number or null, such as `yes`, `on`, `0123`
 /// or `~`, are quoted, as are those YAML 1.2 reads that way.
-fn yaml(objects: &[Value]) -> Result<String, String> {
+fn yaml(objects: &[impl Serialize]) -> Result<String, String> {
     serde_saphyr::to_string(&objects).map_err(|e| e.to_string())
 }
 
-fn namespaced_name(o: &Value) -> String {
-    let meta = &o["metadata"];
-    match (meta["namespace"].as_str(), meta["name"].as_str()) {
-        (Some(ns), Some(n)) if !ns.is_empty() => format!("{ns}/{n}"),
-        (_, Some(n)) => n.to_string(),
-        _ => String::new(),
+fn namespaced_name(o: &Printable) -> String {
+    match (o.text("/metadata/namespace"), o.text("/metadata/name")) {
+        (ns, n) if !ns.is_empty() => format!("{ns}/{n}"),
+        (_, n) => n,
     }
 }
 

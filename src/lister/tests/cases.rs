@@ -1,4 +1,4 @@
-use super::*;
+use crate::lister::*;
 use crate::index::IndexFn;
 use crate::store::StoreWriter;
 use serde_json::json;
@@ -26,7 +26,7 @@ fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
 }
 
 fn pods() -> (StoreWriter, Lister) {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     writer.upsert(object(
         Some("a"),
         "web-1",
@@ -118,7 +118,7 @@ fn namespaces_get_and_indexes() {
 
 #[test]
 fn cluster_scoped_and_unwatched_namespaces_are_errors() {
-    let mut writer = StoreWriter::new();
+    let mut writer = StoreWriter::with_storage(STORAGE);
     writer.upsert(object(None, "node-1", json!({ "zone": "x" })));
     let nodes = Lister::new(
         writer.reader(),
@@ -149,7 +149,7 @@ fn scope_from_discovery() {
         reason: "not yet".into(),
     });
     let lister = Lister::discovered(
-        StoreWriter::new().reader(),
+        StoreWriter::with_storage(STORAGE).reader(),
         ResourceKey::new("example.com", "v1", "things"),
         rx,
     );
@@ -167,4 +167,24 @@ fn scope_from_discovery() {
     });
     assert_eq!(lister.scope(), Some(Scope::Cluster));
     assert!(lister.namespace("x").is_err());
+}
+
+#[test]
+fn a_namespace_lister_reads_an_index_for_its_namespace_only() {
+    let (_w, pods) = pods();
+    pods.store()
+        .add_index(
+            "app",
+            IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
+        )
+        .unwrap();
+    let in_b = pods.namespace("b").unwrap();
+    assert_eq!(names(&in_b.by_index("app", "web").unwrap()), ["b/web-2"]);
+    assert!(in_b.by_index("app", "db").unwrap().is_empty());
+    assert_eq!(names(&pods.by_index("app", "web").unwrap()), ["a/web-1", "b/web-2"]);
+    assert!(matches!(
+        in_b.by_index("nope", "x"),
+        Err(ListerError::Index { .. })
+    ));
+    assert_eq!(names(&in_b.list("app").unwrap()), ["b/web-2"]);
 }
