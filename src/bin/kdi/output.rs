@@ -416,7 +416,7 @@ mod tests {
         let back: Vec<Value> = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, objects, "{text}");
 
-        let empty = yaml::<Value>(&[]).unwrap();
+        let empty = yaml(&[] as &[Value]).unwrap();
         assert_eq!(
             serde_saphyr::from_str::<Vec<Value>>(&empty).unwrap(),
             Vec::<Value>::new()
