@@ -57,7 +57,9 @@ pub enum Storage {
     /// `DynamicObject` gets the same `Arc` while anyone holds it and decodes
     /// one otherwise (microseconds an object). Selector matching, index
     /// filtering and printing read the compact form without decoding (see
-    /// [`CachedObject`](crate::store::CachedObject)).
+    /// [`CachedObject`](crate::store::CachedObject)). What hands out every
+    /// object — `list_all`, a late handler's replay, a resync — decodes
+    /// those nobody holds: pick `Objects` when that happens often.
     Compact,
 }
 

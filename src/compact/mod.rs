@@ -1,6 +1,7 @@
-//! A compact form for cached objects: what the store can hold instead of a
-//! decoded [`DynamicObject`]. The store does not use it yet; this module is
-//! the measured building block (see "In the store" below for the plan).
+//! A compact form for cached objects: what the store holds instead of a
+//! decoded [`DynamicObject`] with
+//! [`Storage::Compact`](crate::options::Storage::Compact) (see "In the
+//! store" below).
 //!
 //! A decoded `DynamicObject` keeps its data — and every `fieldsV1` tree of its
 //! `managedFields` — as `serde_json::Value`s, whose maps are `BTreeMap`s: the
@@ -52,14 +53,16 @@
 //!
 //! # In the store
 //!
-//! The store would keep a [`CompactEntry`] per object and one [`Interner`]
-//! beside its writer. An event handler gets the `Arc<DynamicObject>` just
-//! decoded from the wire (the entry remembers it); a lister read that needs
-//! the whole object calls [`CompactEntry::get`], which hands out that same
-//! `Arc` while anyone holds it, and decodes otherwise. Selectors, indexes,
-//! keys and printed output read the compact object without decoding. A
-//! periodic pass of [`CompactEntry::forget_dropped`] frees what dead `Weak`s
-//! keep (~460 B per object).
+//! With [`Storage::Compact`](crate::options::Storage::Compact) the store keeps
+//! a [`CompactEntry`] per object and one [`Interner`] beside its writer. An
+//! event handler gets the `Arc<DynamicObject>` just decoded from the wire
+//! (the entry remembers it); a read that needs the whole object calls
+//! [`CompactEntry::get`], which hands out that same `Arc` while anyone holds
+//! it, and decodes otherwise. Label selectors, index filtering, keys and
+//! `kdi get` read the compact object without decoding
+//! ([`CachedObject`](crate::store::CachedObject)). The writer frees what
+//! dead `Weak`s keep (~460 B per object) in passes amortised over its writes
+//! ([`StoreWriter::forget_dropped`](crate::store::StoreWriter::forget_dropped)).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -13,8 +13,29 @@
 //!   to write through them). The one thing a reader may change is the set of
 //!   indexes ([`Store::add_index`]), which never changes an object.
 //!
-//! Every object is held once, in an `Arc`; the store, every event handler and
-//! every query result share it.
+//! # Storage
+//!
+//! With [`Storage::Objects`] (the default) every object is held once, in an
+//! `Arc`; the store, every event handler and every query result share it.
+//! With [`Storage::Compact`] the store holds each object in the compact form
+//! of [`crate::compact`] — a fraction of the memory — next to a `Weak` of
+//! the decoded object it was built from: readers get that same `Arc` while
+//! anyone (an event handler, another reader) still holds it, and a new
+//! decode otherwise, which costs microseconds an object. [`CachedObject`]
+//! reads an object's fields, a JSON pointer or its JSON text in place, in
+//! both modes: [`Store::list_where`], [`Store::list_cached`],
+//! [`Store::by_index_cached`] and the [lister](crate::lister) use it so that
+//! label selectors and namespace filters decode only the objects they
+//! return. BENCHMARKS.md measures both modes side by side.
+//!
+//! # Lists
+//!
+//! A list arrives page by page ([`StoreWriter::begin_list`],
+//! [`StoreWriter::list_page`], [`StoreWriter::end_list`]): into an empty
+//! cache each page is applied as it comes, so a first sync never holds the
+//! whole list; a relist of a filled cache is applied at once at its end,
+//! keeping meanwhile only the keys of the unchanged objects and the changed
+//! objects, never a second copy of the cache.
 //!
 //! # Keys
 //!

@@ -156,7 +156,7 @@ async fn start_is_idempotent_and_starts_informers_asked_for_later() {
     let ns = support::namespace(&client, "fac-start").await;
     config_map(&client, &ns, "one", json!({})).await;
     let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+        InformerFactory::with_options(client.clone(), crate::support::options().namespace(&ns));
     let early = factory.for_resource("configmaps").await.unwrap();
     assert_eq!(early.status(), InformerStatus::NotStarted);
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
@@ -267,7 +267,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
         client.clone(),
         InformerOptions {
             backoff: quick_backoff(),
-            ..InformerOptions::default()
+            ..crate::support::options()
         },
     );
     let widgets = factory.for_resource(format!("wdg.{group}")).await.unwrap();
@@ -388,7 +388,7 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
         support::client(User::Alice).await,
         InformerOptions {
             backoff: quick_backoff(),
-            ..InformerOptions::default()
+            ..crate::support::options()
         },
     );
     let cms = factory
@@ -424,7 +424,7 @@ async fn remove_stops_one_informer_and_leaves_the_others() {
     let client = support::admin().await;
     let ns = support::namespace(&client, "fac-remove").await;
     let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+        InformerFactory::with_options(client.clone(), crate::support::options().namespace(&ns));
     let cms = factory.for_resource("configmaps").await.unwrap();
     let cms_by_label = factory
         .for_resource_with("configmaps", |o| o.label_selector("keep=yes"))
@@ -493,7 +493,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     support::grant_configmap_read(&admin, &b, User::Bob).await;
     let factory = InformerFactory::with_options(
         support::client(User::Bob).await,
-        InformerOptions::default()
+        crate::support::options()
             .namespaces(Namespaces::only([a.clone(), b.clone()]))
             .label_selector("app=demo")
             .page_size(2),
@@ -546,7 +546,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     // The factory-wide namespaces do not apply to a cluster-scoped resource;
     // a per-resource one is an error.
     let admin_factory =
-        InformerFactory::with_options(admin.clone(), InformerOptions::default().namespace(&a));
+        InformerFactory::with_options(admin.clone(), crate::support::options().namespace(&a));
     let namespaces = admin_factory.for_resource("ns").await.unwrap();
     assert_eq!(namespaces.options().namespaces, Namespaces::All);
     let err = admin_factory
@@ -580,7 +580,7 @@ async fn metadata_only_informers_cache_metadata_and_follow_changes() {
     let ns = support::namespace(&client, "fac-meta").await;
     config_map(&client, &ns, "a", json!({ "tier": "front" })).await;
     let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+        InformerFactory::with_options(client.clone(), crate::support::options().namespace(&ns));
     let meta = factory
         .for_resource_with("configmaps", |o| o.metadata_only(true))
         .await
@@ -701,7 +701,7 @@ async fn metadata_only_saving() {
     let meta_traffic = list_bytes(&client, &path, true).await;
 
     let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+        InformerFactory::with_options(client.clone(), crate::support::options().namespace(&ns));
     let full = factory.for_resource("configmaps").await.unwrap();
     let stripped = factory
         .for_resource_with("configmaps", |o| o.strip_managed_fields())

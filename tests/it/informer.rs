@@ -20,7 +20,6 @@ use kube_dynamic_informer::informer::{Event, InformerError, InformerStatus, Shar
 use kube_dynamic_informer::list_watch::{
     ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
 };
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::{Namespaces, Scope};
 use kube_dynamic_informer::transform::Transform;
 use serde_json::json;
@@ -242,7 +241,7 @@ async fn a_crd_informer_follows_creates_updates_and_deletes() {
     )
     .await;
 
-    let options = InformerOptions::default().namespace(&ns);
+    let options = crate::support::options().namespace(&ns);
     let informer =
         SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     informer
@@ -318,7 +317,7 @@ async fn lists_in_pages_of_the_configured_size() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerOptions::default().page_size(10),
+        crate::support::options().page_size(10),
     );
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
@@ -390,7 +389,7 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerOptions::default().page_size(5),
+        crate::support::options().page_size(5),
     );
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();
@@ -426,7 +425,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
     .await;
     let lw = Gated::pod_templates(&client, &ns, false, true);
     let informer =
-        SharedInformer::with_list_watch(lw.clone(), pod_templates(), InformerOptions::default());
+        SharedInformer::with_list_watch(lw.clone(), pod_templates(), crate::support::options());
     let rec = Recorder::default();
     informer.add_handler(rec.handler());
     let cancel = CancellationToken::new();
@@ -523,7 +522,7 @@ async fn streaming_lists_sync_without_a_list_request() {
         8,
     )
     .await;
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .streaming_list(true);
     let informer =
@@ -574,7 +573,7 @@ async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
         kind: "ConfigMap".into(),
         plural: "configmaps".into(),
     };
-    let mut options = InformerOptions::default().namespace(&ns);
+    let mut options = crate::support::options().namespace(&ns);
     // Retry quickly so the test does not wait out a long backoff.
     options.backoff.max = Duration::from_secs(2);
     let informer = SharedInformer::new(alice, configmaps, Scope::Namespaced, options).unwrap();
@@ -617,7 +616,7 @@ async fn resync_comes_from_memory_without_server_requests() {
     let informer = SharedInformer::with_list_watch(
         lw.clone(),
         pod_templates(),
-        InformerOptions::default().resync(Duration::from_secs(1)),
+        crate::support::options().resync(Duration::from_secs(1)),
     );
     let rec = Recorder::default();
     informer.add_handler(rec.handler());
@@ -671,7 +670,7 @@ async fn late_handlers_on_a_live_server_see_no_gap_and_no_duplicate() {
         client.clone(),
         ar.clone(),
         Scope::Namespaced,
-        InformerOptions::default().namespace(&ns),
+        crate::support::options().namespace(&ns),
     )
     .unwrap();
     let cancel = CancellationToken::new();
@@ -744,7 +743,7 @@ async fn a_slow_handler_does_not_hold_back_another() {
     // the moment.
     let cached_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let stamps = cached_at.clone();
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .transform(Transform::new("stamp", move |o: DynamicObject| {
             stamps
@@ -837,11 +836,11 @@ async fn cluster_scoped_resources_are_keyed_by_name() {
             client.clone(),
             namespaces.clone(),
             Scope::Cluster,
-            InformerOptions::default().namespace("x")
+            crate::support::options().namespace("x")
         ),
         Err(InformerError::ClusterScoped(_))
     ));
-    let options = InformerOptions::default().label_selector(format!("marker={marker}"));
+    let options = crate::support::options().label_selector(format!("marker={marker}"));
     let informer = SharedInformer::new(client, namespaces, Scope::Cluster, options).unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();

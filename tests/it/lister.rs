@@ -10,7 +10,6 @@ use kube_client::api::{Api, DynamicObject, ListParams, PostParams};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::lister::ListerError;
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 
@@ -64,7 +63,7 @@ async fn label_selectors_select_what_the_api_server_selects() {
     )
     .await;
     let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+        InformerFactory::with_options(client.clone(), crate::support::options().namespace(&ns));
     let cms = factory.for_resource("configmaps").await.unwrap();
     factory.start().unwrap();
     assert!(

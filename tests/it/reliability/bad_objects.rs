@@ -9,7 +9,6 @@ use kube_client::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, Post
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::SharedInformer;
 use kube_dynamic_informer::list_watch::MAX_OBJECT_DEPTH;
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Scope;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -79,7 +78,7 @@ async fn odd_but_valid_objects_are_cached_and_indexed() {
     support::create_many(&api, objects, 2).await;
 
     let index = |name: &str, expr: &str| IndexFn::jmespath(name, expr).unwrap();
-    let options = InformerOptions::default().namespace(&ns).page_size(2);
+    let options = crate::support::options().namespace(&ns).page_size(2);
     let informer =
         SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     for (name, func) in [
@@ -184,7 +183,7 @@ async fn a_list_with_objects_nested_200_and_300_deep_still_syncs() {
     create_deep(&api, &ar, "deep-200", 200).await;
     create_deep(&api, &ar, "deep-300", 300).await;
     const { assert!(300 > MAX_OBJECT_DEPTH && 200 < MAX_OBJECT_DEPTH) };
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .page_size(1)
         .backoff(super::quick_backoff());
@@ -225,7 +224,7 @@ async fn a_watch_event_with_an_object_nested_300_deep_does_not_stall_the_watch()
     let ns = support::namespace(&client, "rel-deep-watch").await;
     let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .backoff(super::quick_backoff());
     let informer =

@@ -11,7 +11,6 @@ use kube_dynamic_informer::informer::SharedInformer;
 use kube_dynamic_informer::list_watch::{
     ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
 };
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::{Namespaces, Scope};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -150,7 +149,7 @@ async fn a_watch_held_past_compaction_relists_under_writes_and_converges() {
         ApiListWatch::new(client.clone(), ar.clone(), Scope::Namespaced)
             .namespaces(Namespaces::only([ns.as_str()])),
     );
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .page_size(10)
         .backoff(super::quick_backoff());
     let informer = SharedInformer::with_list_watch(lw.clone(), ar.clone(), options);

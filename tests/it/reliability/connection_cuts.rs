@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
 use kube_dynamic_informer::informer::SharedInformer;
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +49,7 @@ async fn connections_cut_mid_list_page_and_mid_watch_lose_no_event() {
     let proxy = Proxy::start(super::server_addr(&config)).await;
     config.cluster_url = proxy.url().parse().unwrap();
     let through_proxy = kube_client::Client::try_from(config).unwrap();
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .page_size(PAGE)
         .backoff(quick_backoff());

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use kube_client::api::{Api, DeleteParams, DynamicObject};
 use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +72,7 @@ async fn a_control_plane_crash_mid_churn_converges_and_delivers_every_delete() {
     )
     .await;
 
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .page_size(50)
         .backoff(quick_backoff());

@@ -7,7 +7,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube_client::api::{Api, DeleteParams, DynamicObject};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::informer::InformerStatus;
-use kube_dynamic_informer::options::InformerOptions;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +34,7 @@ async fn a_crd_deleted_and_created_again_under_writes_is_followed() {
 
     let factory = InformerFactory::with_options(
         client.clone(),
-        InformerOptions::default()
+        crate::support::options()
             .namespace(&ns)
             .backoff(quick_backoff()),
     );

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use kube_client::api::{Api, DynamicObject};
 use kube_dynamic_informer::informer::{Event, InformerStatus, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::scope::Scope;
 use kube_dynamic_informer::transform::Transform;
 use serde_json::json;
@@ -56,7 +55,7 @@ async fn panicking_slow_and_stuck_handlers_do_not_hold_back_the_others() {
     // before), to measure each handler's lag behind the cache.
     let cached_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let stamps = cached_at.clone();
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .transform(Transform::new("stamp", move |o: DynamicObject| {
             let key = format!(

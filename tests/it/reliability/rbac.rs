@@ -6,7 +6,6 @@ use std::time::Duration;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_dynamic_informer::informer::{InformerError, InformerStatus, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::reflector::ReflectorError;
 use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
@@ -68,7 +67,7 @@ async fn access_denied_granted_revoked_and_granted_again_is_reported_and_recover
 
     let hook_codes: Arc<Mutex<Vec<Option<u16>>>> = Arc::default();
     let codes = hook_codes.clone();
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(&ns)
         .backoff(super::quick_backoff())
         .min_watch_timeout(Duration::from_secs(2));

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
 use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
 use kube_dynamic_informer::reflector::ReflectorError;
 use kube_dynamic_informer::scope::Scope;
 use tokio_util::sync::CancellationToken;
@@ -113,7 +112,7 @@ async fn run_scenario(kubeconfig: &Path, ns: &str) -> Outcome {
     let client = kube_client::Client::try_from(config).expect("client");
     let hooked: Arc<Mutex<Vec<String>>> = Arc::default();
     let h = hooked.clone();
-    let options = InformerOptions::default()
+    let options = crate::support::options()
         .namespace(ns)
         .backoff(super::quick_backoff());
     let informer =
