@@ -93,6 +93,7 @@ pub mod list_watch;
 pub mod lister;
 pub mod object_key;
 pub mod options;
+pub mod projection;
 pub mod reflector;
 pub mod resource;
 pub(crate) mod resync;
@@ -116,6 +117,7 @@ pub mod prelude {
     pub use crate::informer::{Event, EventHandler, InformerStatus, SharedInformer};
     pub use crate::lister::Lister;
     pub use crate::options::InformerOptions;
+    pub use crate::projection::Projection;
     pub use crate::resource::ResourceKey;
     pub use crate::scope::{Namespaces, Scope};
     pub use crate::transform::Transform;

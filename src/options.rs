@@ -9,14 +9,15 @@
 //! Two requests for the same resource with equal options share one informer
 //! in a factory; options are `Eq` and `Hash` for that. Everything in them is
 //! a value: selectors are strings, durations are durations, the built-in
-//! `managedFields` stripping is a flag, and a custom
-//! [`Transform`] compares by its name.
+//! `managedFields` stripping is a flag, a [`Projection`] compares by the
+//! fields it keeps, and a custom [`Transform`] compares by its name.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::backoff::BackoffConfig;
+use crate::projection::Projection;
 use crate::scope::Namespaces;
 use crate::transform::{Transform, TransformFn};
 
@@ -110,8 +111,18 @@ pub struct InformerOptions {
     /// Remove `metadata.managedFields` before caching (often the largest
     /// part of an object, rarely read).
     pub strip_managed_fields: bool,
+    /// Keep only these fields of each object, as a list of paths
+    /// (`[spec.nodeName, metadata.labels]`), applied after
+    /// `stripManagedFields`; `apiVersion`, `kind` and the metadata that
+    /// identifies an object (name, namespace, uid, resourceVersion,
+    /// deletionTimestamp) are always kept, other metadata only when listed.
+    /// Indexes, listers and handlers see the projected object. An empty
+    /// list keeps only the fields always kept; no list keeps everything.
+    /// See [`Projection`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<Projection>,
     /// A transform applied to each object before caching, after
-    /// `stripManagedFields`. Not available in config files.
+    /// `stripManagedFields` and `projection`. Not available in config files.
     #[serde(skip)]
     pub transform: Option<Transform>,
     /// Ask for and cache metadata only (`PartialObjectMetadata`): cuts both
@@ -159,6 +170,7 @@ impl Default for InformerOptions {
             field_selector: None,
             resync: Duration::ZERO,
             strip_managed_fields: false,
+            projection: None,
             transform: None,
             metadata_only: false,
             streaming_list: false,
@@ -220,18 +232,37 @@ impl InformerOptions {
         self
     }
 
+    /// Keeps only the fields `projection` names (after managedFields
+    /// stripping, before the transform).
+    ///
+    /// ```
+    /// use kube_dynamic_informer::options::InformerOptions;
+    /// use kube_dynamic_informer::projection::Projection;
+    ///
+    /// let options = InformerOptions::default()
+    ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
+    /// # Ok::<(), kube_dynamic_informer::projection::ProjectionError>(())
+    /// ```
+    #[must_use]
+    pub fn projection(mut self, projection: Projection) -> Self {
+        self.projection = Some(projection);
+        self
+    }
+
     /// Sets the transform applied before caching (after managedFields
-    /// stripping, when that is on).
+    /// stripping and the projection, when they are on).
     #[must_use]
     pub fn transform(mut self, transform: Transform) -> Self {
         self.transform = Some(transform);
         self
     }
 
-    /// Removes the transform and turns managedFields stripping off.
+    /// Removes the transform and the projection, and turns managedFields
+    /// stripping off: whole objects are cached.
     #[must_use]
     pub fn no_transform(mut self) -> Self {
         self.transform = None;
+        self.projection = None;
         self.strip_managed_fields = false;
         self
     }
@@ -309,7 +340,11 @@ impl InformerOptions {
 
     /// The transform steps these options ask for, as one function.
     pub(crate) fn transform_fn(&self) -> Option<TransformFn> {
-        crate::transform::pipeline(self.strip_managed_fields, self.transform.as_ref())
+        crate::transform::pipeline(
+            self.strip_managed_fields,
+            self.projection.as_ref(),
+            self.transform.as_ref(),
+        )
     }
 }
 
@@ -338,6 +373,68 @@ mod tests {
         assert_eq!(
             InformerOptions::default().label_selector("  ").normalized(),
             InformerOptions::default()
+        );
+    }
+
+    #[test]
+    fn projections_keeping_the_same_fields_are_equal_options() {
+        use std::collections::HashSet;
+        let with =
+            |paths: &[&str]| InformerOptions::default().projection(Projection::new(paths).unwrap());
+        let a = with(&["spec.nodeName", "metadata.labels"]);
+        let b = with(&[
+            "metadata.labels",
+            r#"metadata.labels["app"]"#,
+            "spec['nodeName']",
+        ]);
+        assert_eq!(a, b);
+        let requests: HashSet<InformerOptions> = [
+            a.clone(),
+            b,
+            with(&["spec"]),
+            with(&[]),
+            InformerOptions::default(),
+        ]
+        .into();
+        assert_eq!(requests.len(), 4, "{requests:?}");
+        assert!(requests.contains(&a));
+        assert_ne!(
+            with(&[]),
+            InformerOptions::default(),
+            "keeps less than no projection"
+        );
+        assert_eq!(a.no_transform(), InformerOptions::default());
+    }
+
+    #[test]
+    fn a_projection_reads_from_json_as_its_paths_and_checks_them() {
+        let o: InformerOptions = serde_json::from_value(serde_json::json!({
+            "projection": ["spec.nodeName", "metadata.labels['app.kubernetes.io/name']"],
+        }))
+        .unwrap();
+        let paths = o.projection.as_ref().unwrap().paths();
+        assert_eq!(
+            paths,
+            [
+                "metadata.labels[\"app.kubernetes.io/name\"]",
+                "spec.nodeName"
+            ]
+        );
+        let back = serde_json::to_value(&o).unwrap();
+        assert_eq!(back["projection"], serde_json::json!(paths));
+        assert!(
+            serde_json::to_value(InformerOptions::default())
+                .unwrap()
+                .get("projection")
+                .is_none()
+        );
+        let err = serde_json::from_value::<InformerOptions>(serde_json::json!({
+            "projection": ["spec.nodeName", "spec/nodeName"],
+        }))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("\"spec/nodeName\", column 5"),
+            "{err}"
         );
     }
 

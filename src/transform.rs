@@ -3,9 +3,12 @@
 //! Stripping `metadata.managedFields` is the classic one (it is often the
 //! largest part of an object and rarely read); it is an option of its own
 //! ([`InformerOptions::strip_managed_fields`](crate::options::InformerOptions::strip_managed_fields)).
+//! Keeping only chosen fields is another, declared as a
+//! [`Projection`] ([`InformerOptions::projection`](crate::options::InformerOptions::projection)).
 //! Anything else is a [`Transform`]: a function with a name. The name is what
 //! makes two requests for the same resource share one informer: functions
-//! cannot be compared, names can.
+//! cannot be compared, names can. The steps run in that order: stripping,
+//! projection, then the transform, which sees the projected object.
 //!
 //! Transforms run in the reflector as objects arrive, list pages included,
 //! so an untransformed page is dropped before the next one is requested: a
@@ -17,6 +20,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use kube_core::DynamicObject;
+
+use crate::projection::Projection;
 
 /// The function of a transform.
 pub type TransformFn = Arc<dyn Fn(DynamicObject) -> DynamicObject + Send + Sync>;
@@ -95,14 +100,31 @@ pub(crate) fn strip_managed_fields(mut object: DynamicObject) -> DynamicObject {
     object
 }
 
-/// The built-in steps an informer's options ask for, then its own transform,
-/// as one function; `None` when there is nothing to do.
-pub(crate) fn pipeline(strip_managed: bool, custom: Option<&Transform>) -> Option<TransformFn> {
-    match (strip_managed, custom.cloned()) {
-        (false, None) => None,
-        (true, None) => Some(Arc::new(strip_managed_fields)),
-        (false, Some(t)) => Some(t.func),
-        (true, Some(t)) => Some(Arc::new(move |o| (t.func)(strip_managed_fields(o)))),
+/// The built-in steps an informer's options ask for (managedFields
+/// stripping, then the projection), then its own transform, as one
+/// function; `None` when there is nothing to do.
+pub(crate) fn pipeline(
+    strip_managed: bool,
+    projection: Option<&Projection>,
+    custom: Option<&Transform>,
+) -> Option<TransformFn> {
+    let custom = custom.map(|t| Arc::clone(&t.func));
+    let projection = projection.cloned();
+    match (strip_managed, projection, custom) {
+        (false, None, None) => None,
+        (false, None, Some(custom)) => Some(custom),
+        (strip_managed, projection, custom) => Some(Arc::new(move |mut object| {
+            if strip_managed {
+                object = strip_managed_fields(object);
+            }
+            if let Some(projection) = &projection {
+                object = projection.apply(object);
+            }
+            match &custom {
+                Some(custom) => custom(object),
+                None => object,
+            }
+        })),
     }
 }
 
@@ -127,12 +149,36 @@ mod tests {
         let b = Transform::new("drop-status", |o| o);
         assert_eq!(a, b);
         assert_ne!(a, Transform::new("other", |o| o));
-        assert!(pipeline(false, None).is_none());
-        let both = pipeline(true, Some(&a)).unwrap()(object());
+        assert!(pipeline(false, None, None).is_none());
+        let both = pipeline(true, None, Some(&a)).unwrap()(object());
         assert!(both.metadata.managed_fields.is_none());
         assert!(both.data.get("status").is_none());
-        let strip = pipeline(true, None).unwrap()(object());
+        let strip = pipeline(true, None, None).unwrap()(object());
         assert!(strip.metadata.managed_fields.is_none());
         assert!(strip.data.get("status").is_some());
+    }
+
+    #[test]
+    fn the_projection_runs_after_stripping_and_before_the_transform() {
+        // Keeping managedFields still loses them to stripping; the transform
+        // sees the projected object.
+        let projection = Projection::new(["metadata.managedFields", "status"]).unwrap();
+        let seen = Transform::new("status-or-not", |mut o: DynamicObject| {
+            let had_status = o.data.get("status").is_some();
+            o.data["had_status"] = had_status.into();
+            o
+        });
+        let all = pipeline(true, Some(&projection), Some(&seen)).unwrap()(object());
+        assert!(all.metadata.managed_fields.is_none());
+        assert_eq!(
+            all.data,
+            serde_json::json!({ "status": { "x": 1 }, "had_status": true })
+        );
+        let kept = pipeline(false, Some(&projection), None).unwrap()(object());
+        assert_eq!(kept.metadata.managed_fields.map(|m| m.len()), Some(1));
+        let none = Projection::new::<[&str; 0]>([]).unwrap();
+        let bare = pipeline(false, Some(&none), Some(&seen)).unwrap()(object());
+        assert_eq!(bare.data, serde_json::json!({ "had_status": false }));
+        assert_eq!(bare.metadata.name.as_deref(), Some("a"));
     }
 }
