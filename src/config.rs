@@ -22,12 +22,23 @@
 //!       labelKeys: keys(metadata.labels)
 //!   - resource: widgets.example.com
 //!     whenNotServed: wait
+//!     projection:
+//!       - spec.color
+//!       - status.conditions
+//!       - metadata.labels["app.kubernetes.io/name"]
 //! ```
 //!
+//! An informer's options are the fields of [`InformerOptions`], in camelCase.
+//! `projection` lists the fields each cached object keeps (see
+//! [`Projection`](crate::projection::Projection) for the paths and what is
+//! always kept); in a flow list (`projection: [spec.color, metadata.labels]`)
+//! a path with brackets is quoted, since `[` and `]` delimit the list there.
+//!
 //! Loading is strict: unknown fields, duplicate informer names or index
-//! names, bad selectors, bad durations and bad JMESPath expressions are all
-//! rejected, and **every** problem in the file is reported at once, each with
-//! file, line and column and the offending value ([`ConfigErrors`]).
+//! names, bad selectors, bad durations, bad projection paths and bad
+//! JMESPath expressions are all rejected, and **every** problem in the file
+//! is reported at once, each with file, line and column and the offending
+//! value ([`ConfigErrors`]).
 
 mod build;
 mod yaml;
@@ -44,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::parse_duration;
 use crate::index::{IndexFn, NAMESPACE_INDEX};
 pub use crate::options::{InformerOptions, WhenNotServed};
+use crate::projection::Projection;
 use crate::resource::ResourceName;
 use crate::selector::{Selector, validate_field_selector};
 
@@ -408,7 +420,7 @@ impl Validation<'_> {
     }
 
     /// What the schema cannot say: selectors, expressions, durations,
-    /// resource names, uniqueness.
+    /// projection paths, resource names, uniqueness.
     fn semantics(&mut self) {
         let value = self.doc.value.clone();
         if let Some(defaults) = value.get("defaults") {
@@ -498,6 +510,16 @@ impl Validation<'_> {
                     && let Err(e) = parse_duration(s)
                 {
                     self.error(&format!("{at}/backoff/{field}"), e);
+                }
+            }
+        }
+        if let Some(paths) = value.get("projection").and_then(|p| p.as_array()) {
+            for (i, path) in paths.iter().enumerate() {
+                // An empty path or another type is the schema's to report.
+                if let Some(path) = path.as_str().filter(|p| !p.is_empty())
+                    && let Err(e) = Projection::new([path])
+                {
+                    self.error(&format!("{at}/projection/{i}"), e.to_string());
                 }
             }
         }

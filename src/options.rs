@@ -117,8 +117,8 @@ pub struct InformerOptions {
     /// identifies an object (name, namespace, uid, resourceVersion,
     /// deletionTimestamp) are always kept, other metadata only when listed.
     /// Indexes, listers and handlers see the projected object. An empty
-    /// list keeps only the fields always kept; no list keeps everything.
-    /// See [`Projection`].
+    /// list keeps only the fields always kept; without a list, objects are
+    /// cached whole. See [`Projection`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projection: Option<Projection>,
     /// A transform applied to each object before caching, after

@@ -243,6 +243,12 @@ impl schemars::JsonSchema for Projection {
         "Projection".into()
     }
 
+    // Inline, so that `Option<Projection>` is an array or null rather than
+    // an `anyOf`, and a wrong item is reported as itself.
+    fn inline_schema() -> bool {
+        true
+    }
+
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "array",

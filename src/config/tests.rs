@@ -68,6 +68,77 @@ informers:
 }
 
 #[test]
+fn a_projection_is_a_list_of_paths_inherited_like_other_options() {
+    let set = load(
+        r#"defaults:
+  projection: [spec.nodeName, metadata.labels]
+informers:
+  - resource: pods
+  - resource: widgets.example.com
+    projection:
+      - spec.color
+      - metadata.labels["app.kubernetes.io/name"]
+      - "metadata.annotations['example.com/owner']"
+  - resource: configmaps
+    projection: ['data["a.b"]', metadata.labels]
+  - resource: secrets
+    projection: []
+"#,
+    )
+    .unwrap();
+    let paths: Vec<Option<Vec<String>>> = set
+        .informers
+        .iter()
+        .map(|i| i.options.projection.as_ref().map(Projection::paths))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            Some(vec!["metadata.labels".into(), "spec.nodeName".into()]),
+            Some(vec![
+                r#"metadata.annotations["example.com/owner"]"#.into(),
+                r#"metadata.labels["app.kubernetes.io/name"]"#.into(),
+                "spec.color".into(),
+            ]),
+            Some(vec![r#"data["a.b"]"#.into(), "metadata.labels".into()]),
+            Some(vec![]),
+        ]
+    );
+    assert_eq!(set.defaults.projection, set.informers[0].options.projection);
+    let none = load("informers:\n  - resource: pods\n").unwrap();
+    assert_eq!(none.informers[0].options.projection, None);
+}
+
+#[test]
+fn bad_projection_paths_are_reported_where_they_are() {
+    let found = errors(
+        r#"defaults:
+  projection: [spec/nodeName]
+informers:
+  - resource: pods
+    projection:
+      - spec.nodeName
+      - spec.containers[0].image
+      - ""
+      - 3
+  - resource: configmaps
+    projection: metadata.labels
+"#,
+    );
+    let text = found.join("\n");
+    for expected in [
+        r#"4:16 projection path "spec/nodeName", column 5: expected `.`, `[` or the end, found `/`"#,
+        r#"9:9 projection path "spec.containers[0].image", column 17: array elements cannot be chosen"#,
+        "10:9 \"\" is shorter than 1 character",
+        "11:9 3 is not of type \"string\"",
+        "13:17 \"metadata.labels\" is not of types \"null\", \"array\"",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert_eq!(found.len(), 5, "{text}");
+}
+
+#[test]
 fn json_files_load_too() {
     let set = InformerSet::load_str(
         r#"{"apiVersion": "kube-dynamic-informer.io/v1alpha1", "kind": "InformerSet",
