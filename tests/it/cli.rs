@@ -480,6 +480,88 @@ async fn watch_prints_json_lines_with_index_values() {
     }
 }
 
+#[tokio::test]
+async fn get_and_watch_keep_only_the_fields_named_with_keep() {
+    let (ns, full) = widgets("cli-keep").await;
+    // The widget as kept: identity, its spec (only a color), and the labels
+    // asked for.
+    let expect_kept = |object: &Value, labels: Option<Value>| {
+        let uid = &object["metadata"]["uid"];
+        let rv = &object["metadata"]["resourceVersion"];
+        assert!(uid.is_string() && rv.is_string(), "{object}");
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let color = if name == "b" { "blue" } else { "red" };
+        let mut expected = json!({
+            "apiVersion": widget_resource(&full).api_version,
+            "kind": "Widget",
+            "metadata": { "name": name, "namespace": ns, "uid": uid, "resourceVersion": rv },
+            "spec": { "color": color },
+        });
+        if let Some(labels) = labels {
+            expected["metadata"]["labels"] = labels;
+        }
+        assert_eq!(*object, expected);
+    };
+    let out = kdi(
+        User::Admin,
+        &[
+            "get",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "-o",
+            "json",
+            "--keep",
+            "spec.color",
+            "--keep",
+            "metadata.labels['tier']",
+        ],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    let objects: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(objects.len(), 3);
+    for object in &objects {
+        let tier = object["spec"]["color"].clone();
+        expect_kept(object, Some(json!({ "tier": tier })));
+    }
+
+    let out = kdi(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "--object",
+            "--max-events",
+            "3",
+            "--keep",
+            "spec",
+        ],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        expect_kept(&line["object"], None);
+    }
+
+    let out = kdi(User::Admin, &["get", "-r", &full, "--keep", "spec/color"]).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains(r#"--keep: projection path "spec/color", column 5"#),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The annotation `kubectl apply` leaves on what it applies: the manifest as
 /// written, `stringData` in plain text included.
 fn last_applied(manifest: &Value) -> (String, String) {

@@ -12,6 +12,7 @@ use kube_dynamic_informer::discovery::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::options::{InformerOptions, Storage};
+use kube_dynamic_informer::projection::Projection;
 use kube_dynamic_informer::scope::Namespaces;
 
 use crate::cluster::Cluster;
@@ -53,6 +54,15 @@ pub struct Selection {
     /// the config file's `storage`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub storage: Option<StorageArg>,
+    /// Cache only this field of each object, and what is under it
+    /// (repeatable): `spec.nodeName`, `status.conditions`,
+    /// `metadata.labels["app.kubernetes.io/name"]`. apiVersion, kind and
+    /// metadata name, namespace, uid, resourceVersion and deletionTimestamp
+    /// are always kept; other metadata (labels, annotations, ...) only when
+    /// named. Indexes and `--match` see only what is kept. Replaces the
+    /// config file's `projection`.
+    #[arg(long = "keep", value_name = "PATH")]
+    pub keep: Vec<String>,
     /// Treat the objects as secrets: print only their `apiVersion`, `kind`
     /// and `metadata`, without the last-applied annotation, and redact index
     /// values (core Secrets always are; `--show-secrets` prints all).
@@ -145,6 +155,10 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             )));
         }
     }
+    let projection = match sel.keep.as_slice() {
+        [] => None,
+        paths => Some(Projection::new(paths).map_err(|e| Failure::usage(format!("--keep: {e}")))?),
+    };
     // Command-line settings override the file's.
     let over = &mut set.defaults;
     let apply = |o: &mut InformerOptions| {
@@ -162,6 +176,9 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
         }
         if let Some(storage) = sel.storage {
             o.storage = storage.into();
+        }
+        if projection.is_some() {
+            o.projection.clone_from(&projection);
         }
         if sel.sensitive {
             o.sensitive = true;
