@@ -13,5 +13,6 @@ mod factory;
 mod informer;
 mod lister;
 mod measure;
+mod projection;
 mod reliability;
 mod testenv;
