@@ -11,7 +11,10 @@
 //!   resourceVersion and labels extracted (interned label keys, strings of up
 //!   to 22 bytes inline), decoded on read;
 //! - `json+zstd` — the same text compressed with zstd (level 3) and a
-//!   dictionary trained per store on its first 1,000 objects.
+//!   dictionary trained per store on its first 1,000 objects;
+//! - `projected` — `DynamicObject` and `tree+shared` again, of objects
+//!   cut by a `Projection` as the reflector cuts them (Widgets: keep
+//!   `metadata.labels` and `spec`; ConfigMaps: `metadata.labels` and `data`).
 //!
 //! Datasets, generated in the shape of `bench/clientgo/dataset.go` (with the
 //! metadata the API server adds: uid, resourceVersion, creationTimestamp,
@@ -48,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use kube_core::DynamicObject;
 use kube_dynamic_informer::compact::{CompactEntry, CompactObject, Interner};
+use kube_dynamic_informer::projection::Projection;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -127,6 +131,14 @@ impl Dataset {
             Dataset::ConfigMap => "/data/nodeName",
             _ => "/spec/nodeName",
         }
+    }
+    /// The paths of the projected rows: labels and the object's own content.
+    fn projection(self) -> Projection {
+        let content = match self {
+            Dataset::ConfigMap => "data",
+            _ => "spec",
+        };
+        Projection::new(["metadata.labels", content]).expect("valid paths")
     }
     fn json(self, i: usize) -> String {
         match self {
@@ -787,7 +799,7 @@ impl<D: Dictionary> Candidate for Zstd<D> {
 // ---------------------------------------------------------------------------
 
 struct Row {
-    candidate: &'static str,
+    candidate: String,
     heap: f64,
     glibc: f64,
     build_us: Option<f64>,
@@ -846,9 +858,21 @@ const BATCH: usize = 1000;
 const CHECKED: usize = 2000;
 
 fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) -> Row {
+    measure_with::<C>(dataset, n, samples, None)
+}
+
+/// A row of `C`, of each object as `projection` leaves it (when given),
+/// applied right after decoding as the reflector does.
+fn measure_with<C: Candidate>(
+    dataset: Dataset,
+    n: usize,
+    samples: &[DynamicObject],
+    projection: Option<&Projection>,
+) -> Row {
     let checked = n.min(CHECKED);
-    // Allocated before the first count: it holds one time per object.
+    // Allocated before the first count: they hold one time per object.
     let mut builds: Vec<f64> = Vec::with_capacity(n);
+    let mut projections: Vec<f64> = Vec::with_capacity(if projection.is_some() { n } else { 0 });
     let (live0, glibc0) = (live(), glibc_in_use());
     let mut ctx = C::ctx(samples);
     let mut store: Vec<C> = Vec::with_capacity(n);
@@ -860,7 +884,12 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
         for (k, text) in texts.iter().enumerate() {
             // Built right after decoding, as the informer would (the decoded
             // object is still in cache); its drop is not timed.
-            let object = decode(text);
+            let mut object = decode(text);
+            if let Some(projection) = projection {
+                let start = Instant::now();
+                object = projection.apply(object);
+                projections.push(start.elapsed().as_secs_f64() * 1e6);
+            }
             let original = (first + k < checked).then(|| object.clone());
             let c = match C::keep(object.clone()) {
                 Some(kept) => kept,
@@ -918,8 +947,22 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
         made.clear();
     }
     let full_us = median(&mut fulls);
+    let (candidate, note) = match projection {
+        None => (C::NAME.to_owned(), String::new()),
+        Some(projection) => (
+            format!(
+                "{}, projected to {}",
+                C::NAME,
+                projection.paths().join(" + ")
+            ),
+            format!(
+                "projection applied in {:.2} µs (median)",
+                median(&mut projections)
+            ),
+        ),
+    };
     Row {
-        candidate: C::NAME,
+        candidate,
         heap,
         glibc,
         build_us: (!builds.is_empty()).then(|| median(&mut builds)),
@@ -930,7 +973,7 @@ fn measure<C: Candidate>(dataset: Dataset, n: usize, samples: &[DynamicObject]) 
         rv_ns,
         pointer_ns,
         json_us,
-        note: String::new(),
+        note,
     }
 }
 
@@ -1013,6 +1056,19 @@ fn run(dataset: Dataset, n: usize) {
     rows.push(measure::<JsonText>(dataset, n, &samples));
     rows.push(zstd_row::<Trained>(dataset, n, &samples));
     rows.push(zstd_row::<NoDictionary>(dataset, n, &samples));
+    let projection = dataset.projection();
+    rows.push(measure_with::<Today>(
+        dataset,
+        n,
+        &samples,
+        Some(&projection),
+    ));
+    rows.push(measure_with::<Tree<SharedTrees>>(
+        dataset,
+        n,
+        &samples,
+        Some(&projection),
+    ));
     print_table(&rows);
     println!(
         "\nDecoding the JSON text into a `DynamicObject` (the wire's work, for reference): {decode_us:.2} µs per object."
