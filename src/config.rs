@@ -30,9 +30,9 @@
 //!
 //! An informer's options are the fields of [`InformerOptions`], in camelCase.
 //! `projection` lists the fields each cached object keeps (see
-//! [`Projection`](crate::projection::Projection) for the paths and what is
-//! always kept); in a flow list (`projection: [spec.color, metadata.labels]`)
-//! a path with brackets is quoted, since `[` and `]` delimit the list there.
+//! [`Projection`] for the paths and what is always kept); in a flow list
+//! (`projection: [spec.color, metadata.labels]`) a path with brackets is
+//! quoted, since `[` and `]` delimit the list there.
 //!
 //! Loading is strict: unknown fields, duplicate informer names or index
 //! names, bad selectors, bad durations, bad projection paths and bad

@@ -5,6 +5,7 @@
 //! kdi watch -r deployments.apps -r widgets.example.com --object
 //! kdi get -r pods --index node=node-1 -o table
 //! kdi get -r deploy -l 'app in (web, api)' -o yaml
+//! kdi get -r pods --keep spec.nodeName -o json # only that field cached
 //! kdi resources                                 # what discovery offers
 //! kdi resources widgets.example.com deploy       # what names designate
 //! kdi check informers.yaml                      # validate without a cluster
