@@ -1,13 +1,13 @@
 //! Projections against a real kube-apiserver: the cache holds only the kept
-//! fields, from the list and from watch events, and equal projections share
-//! one informer in a factory.
+//! fields, from the list and from watch events, in either storage mode, and
+//! equal projections share one informer in a factory.
 
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject, Patch, PatchParams};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::options::Storage;
 use kube_dynamic_informer::projection::Projection;
 use serde_json::{Value, json};
 
@@ -42,8 +42,12 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
     widget.metadata.annotations = Some([("note".to_string(), "x".to_string())].into());
     let created = support::create_many(&api, vec![widget], 1).await.remove(0);
 
-    let factory =
-        InformerFactory::with_options(client.clone(), InformerOptions::default().namespace(&ns));
+    let factory = InformerFactory::with_options(client.clone(), support::options().namespace(&ns));
+    // The storage mode the suite does not run in, so that both are tried.
+    let other_storage = match support::options().storage {
+        Storage::Objects => Storage::Compact,
+        Storage::Compact => Storage::Objects,
+    };
     let resource = format!("{}.{}.{}", ar.plural, ar.version, ar.group);
     let projected = factory
         .for_resource_with(&resource, |o| {
@@ -70,11 +74,23 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
         .for_resource_with(&resource, |o| o.projection(keep(&[])))
         .await
         .unwrap();
+    let in_other_storage = factory
+        .for_resource_with(&resource, |o| {
+            o.projection(keep(&[
+                "spec.color",
+                "spec.parts",
+                r#"metadata.labels["app.kubernetes.io/name"]"#,
+            ]))
+            .storage(other_storage)
+        })
+        .await
+        .unwrap();
     let whole = factory.for_resource(&resource).await.unwrap();
     assert_eq!(projected, same);
     assert_ne!(projected, whole);
     assert_ne!(projected, identity_only);
-    assert_eq!(factory.informers().len(), 3);
+    assert_ne!(projected, in_other_storage);
+    assert_eq!(factory.informers().len(), 4);
     projected
         .informer()
         .add_index("color", IndexFn::jmespath("color", "spec.color").unwrap())
@@ -128,6 +144,7 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
     };
     let created_rv = created.metadata.resource_version.as_deref().unwrap();
     assert_eq!(cached(&projected), kept(created_rv, "red"));
+    assert_eq!(cached(&in_other_storage), kept(created_rv, "red"));
     assert_eq!(cached(&identity_only), identity(created_rv));
 
     // Indexes, and the lister's label selectors, read the projected object.
@@ -171,6 +188,22 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
     )
     .await;
     assert_eq!(seen, kept(&patched_rv, "blue"));
+    support::wait_for(
+        "the update in the projected cache of the other storage mode",
+        Duration::from_secs(30),
+        || {
+            let now = cached(&in_other_storage);
+            let expected = kept(&patched_rv, "blue");
+            async move {
+                if now == expected {
+                    Ok(())
+                } else {
+                    Err(now.to_string())
+                }
+            }
+        },
+    )
+    .await;
     assert_eq!(lister.by_index("color", "blue").unwrap().len(), 1);
     factory.shutdown().await;
 }
