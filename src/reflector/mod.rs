@@ -1,8 +1,9 @@
 //! The list/watch loop that keeps a cache in step with the API server.
 //!
 //! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
-//! the complete list on as one [`Delta::Replace`], then watches from the
-//! list's resourceVersion and hands on each change. It owns every recovery
+//! the list on page by page ([`Delta::ListBegin`], [`Delta::ListPage`],
+//! [`Delta::ListEnd`]), then watches from the list's resourceVersion and
+//! hands on each change. It owns every recovery
 //! decision so that callers never have to:
 //!
 //! - a watch that ends normally (server timeout, randomised between 5 and 10
@@ -22,8 +23,7 @@
 //! ([`ListWatch::availability`]), the reflector also knows whether its
 //! resource is served at all: while it is not — a CRD not installed yet, or
 //! deleted — it sends no request and reports [`InformerStatus::Pending`];
-//! when a resource it had listed goes away it hands on an empty
-//! [`Delta::Replace`] (so the cache empties and handlers get the deletes) and
+//! when a resource it had listed goes away it hands on an empty list (so the cache empties and handlers get the deletes) and
 //! reports [`InformerStatus::Gone`] instead of retrying a 404 forever; once
 //! the resource is served again it lists anew.
 //!
