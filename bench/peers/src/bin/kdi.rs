@@ -276,6 +276,11 @@ fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
     m
 }
 
+/// How long the relist phase waits for the 410 and the relist after it: a
+/// restart of the API server and the informer's backoff (30 s at most) take
+/// well under a minute.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// What the poller saw of a relist, in seconds from the `relist-ready` line.
 struct RelistSeen {
     gone_s: f64,
@@ -371,7 +376,7 @@ async fn relist(
     emit(&json!({"event": "relist-ready", "peer": peer, "rss_mb": round(rss_before, 1)}));
     let seen = {
         let informer = informer.clone();
-        let timeout = args.timeout;
+        let timeout = args.timeout.min(RELIST_TIMEOUT);
         tokio::task::spawn_blocking(move || wait_for_relist(&informer, ready, timeout))
             .await
             .expect("relist poller")
@@ -406,15 +411,15 @@ async fn relist(
     }
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.join();
-    let sampled = sampled_kb.load(Ordering::Relaxed) as f64 / 1024.0;
-    m.insert("relist_peak_sampled_mb".into(), json!(round(sampled, 1)));
+    let sampled_mb = sampled_kb.load(Ordering::Relaxed) as f64 / 1024.0;
+    m.insert("relist_peak_sampled_mb".into(), json!(round(sampled_mb, 1)));
     m.insert(
         "relist_peak_mb".into(),
         json!(round(
             if reset {
-                proc_status_mb("VmHWM").max(sampled)
+                proc_status_mb("VmHWM").max(sampled_mb)
             } else {
-                sampled
+                sampled_mb
             },
             1
         )),
