@@ -9,15 +9,21 @@
 table per dataset and the issue's targets with where we stand; with --doc it
 also replaces the text between the markers <!-- bench:results:begin --> and
 <!-- bench:results:end --> in that file.
+
+Besides the main table, each dataset gets (when the run has them) a table of
+the kdi peer's reads per storage mode, one of the runs with other allocators
+(run names such as "kdi+mimalloc"), and one of the relist phase (records of
+kind "relist"). The targets of the compact storage get a table of their own.
 """
 import json
 import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
-PEERS = ["floor", "kdi", "kdi-streaming-list", "kdi-strip-per-page", "client-go", "kube-runtime"]
+PEERS = ["floor", "kdi", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "client-go", "kube-runtime"]
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
+    "kdi-compact": "**kube-dynamic-informer, compact storage**",
     "kdi-strip-per-page": "kube-dynamic-informer, strip in a wrapping ListWatch",
     "kdi-streaming-list": "kube-dynamic-informer, streaming list",
     "client-go": "client-go dynamicinformer",
@@ -48,10 +54,100 @@ def dataset_label(ds):
     return f"{kind}, {ds['n']:,} objects"
 
 
+def is_allocator_run(r):
+    """A run of kdi with another allocator than the default (scripts/bench --allocators)."""
+    return "+" in r.get("run", "")
+
+
+def main_runs(ds):
+    return [r for r in ds["runs"] if not is_allocator_run(r)]
+
+
+def peer_name(peer):
+    return PEER_NAMES.get(peer, peer)
+
+
+def per_update(r):
+    return r["cpu_burst_s"] * 1e6 / r["burst_updates"] if r.get("burst_updates") else None
+
+
+def order_key(r):
+    order = {p: i for i, p in enumerate(PEERS)}
+    return (r.get("strip", False), order.get(r["peer"], 9))
+
+
+def reads_table(ds):
+    """The kdi peer's Lister reads, one row per storage mode and strip."""
+    rows = [r for r in main_runs(ds) if r.get("get_p50_us") is not None]
+    if not rows:
+        return []
+    sel = next((r.get("label_selector") for r in rows if r.get("label_selector")), None)
+    out = [f"Reads of the kdi peer after its run ({fmt(rows[0].get('get_calls'), 0)} `get` of random keys; "
+           f"`list_all` and `list({sel})` timed {rows[0].get('list_repeats')} times each, the median shown; "
+           "`by_index` as above). Reads RSS peak is the peak RSS while they ran, reset before them.\n",
+           "| peer | strip managedFields | get p50 µs | get p99 µs | list_all ms | label list ms | label list hits "
+           "| by_index p50 µs | by_index p99 µs | reads RSS peak MiB |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in sorted(rows, key=order_key):
+        out.append("| " + " | ".join([
+            peer_name(r["peer"]), fmt(r.get("strip")), fmt(r.get("get_p50_us"), 2), fmt(r.get("get_p99_us"), 2),
+            fmt(r.get("list_all_ms"), 2), fmt(r.get("label_list_ms"), 2), fmt(r.get("label_list_hits"), 0),
+            fmt(r.get("by_index_p50_us"), 2), fmt(r.get("by_index_p99_us"), 2), fmt(r.get("reads_rss_peak_mb")),
+        ]) + " |")
+    out.append("")
+    return out
+
+
+def allocators_table(ds):
+    """kdi with each allocator, beside the default (glibc) runs of the same storage mode."""
+    alloc = [r for r in ds["runs"] if is_allocator_run(r)]
+    if not alloc:
+        return []
+    modes = {r["peer"] for r in alloc}
+    base = [r for r in main_runs(ds) if r["peer"] in modes and not r.get("strip")]
+    out = ["Allocators (kdi, managedFields kept; RSS after burst is read once the burst's updates were "
+           "handled and the settle time passed):\n",
+           "| peer | allocator | sync s | RSS steady MiB | RSS after burst MiB | RSS peak MiB | CPU to sync s "
+           "| CPU µs / update | lag p99 ms |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in sorted(base + alloc, key=lambda r: (order_key(r), r.get("run", ""))):
+        out.append("| " + " | ".join([
+            peer_name(r["peer"]), r.get("allocator", "glibc"), fmt(r.get("sync_s"), 2), fmt(r.get("rss_steady_mb")),
+            fmt(r.get("rss_end_mb")), fmt(r.get("rss_peak_mb")), fmt(r.get("cpu_sync_s"), 2),
+            fmt(per_update(r), 0), fmt(r.get("lag_p99_ms")),
+        ]) + " |")
+    out.append("")
+    return out
+
+
+def relist_table(ds):
+    rel = ds.get("relists") or []
+    if not rel:
+        return []
+    out = ["Relist after 410 Gone (the API server restarted under a synced kdi peer; relist s is from the "
+           "410 to the watch that follows the list; wait s from the restart's start to the 410):\n",
+           "| peer | strip managedFields | RSS before MiB | relist peak MiB | × before | RSS after MiB "
+           "| relist s | CPU s | wait s | objects |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in sorted(rel, key=order_key):
+        if r.get("relist_error"):
+            out.append(f"| {peer_name(r['peer'])} | {fmt(r.get('strip'))} | {fmt(r.get('relist_rss_before_mb'))} "
+                       f"| – | – | – | – | – | – | {r['relist_error']} |")
+            continue
+        out.append("| " + " | ".join([
+            peer_name(r["peer"]), fmt(r.get("strip")), fmt(r.get("relist_rss_before_mb")),
+            fmt(r.get("relist_peak_mb")), fmt(ratio(r.get("relist_peak_mb"), r.get("relist_rss_before_mb")), 2),
+            fmt(r.get("relist_rss_after_mb")), fmt(r.get("relist_s"), 2), fmt(r.get("relist_cpu_s"), 2),
+            fmt(r.get("relist_wait_s"), 1), fmt(r.get("relist_objects"), 0),
+        ]) + " |")
+    out.append("")
+    return out
+
+
 def tables(results):
     out = []
     for ds in results["datasets"]:
-        runs = ds["runs"]
+        runs = main_runs(ds)
         floor = next((r for r in runs if r["peer"] == "floor"), None)
         out.append(f"### {dataset_label(ds)}\n")
         if ds.get("load"):
@@ -68,8 +164,7 @@ def tables(results):
             "| by_index p50 µs | by_index p99 µs |"
         )
         out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-        order = {p: i for i, p in enumerate(PEERS)}
-        for r in sorted(runs, key=lambda r: (r.get("strip", False), order.get(r["peer"], 9))):
+        for r in sorted(runs, key=order_key):
             peer = r["peer"]
             scan = " (scan)" if r.get("by_index_scan") else ""
             rss_steady = r.get("rss_steady_mb")
@@ -78,7 +173,7 @@ def tables(results):
                        "–", fmt(r.get("cpu_s"), 2), "–", "–", "–", "–", "–", "–"]
             else:
                 row = [
-                    PEER_NAMES.get(peer, peer),
+                    peer_name(peer),
                     fmt(r.get("strip")),
                     fmt(r.get("sync_s"), 2),
                     fmt(ratio(r.get("sync_s"), floor and floor["sync_s"]), 2),
@@ -105,11 +200,96 @@ def tables(results):
                        "request latency; CPU µs / update is the peer's CPU time from its synced line to "
                        "the end of the burst divided by the updates it handled.")
         out.append("")
+        out.extend(reads_table(ds))
+        out.extend(allocators_table(ds))
+        out.extend(relist_table(ds))
     return out
 
 
 def find(ds, peer, strip=False):
-    return next((r for r in ds["runs"] if r["peer"] == peer and r.get("strip", False) == strip), None)
+    return next((r for r in main_runs(ds) if r["peer"] == peer and r.get("strip", False) == strip), None)
+
+
+def find_relist(ds, peer, strip=False):
+    return next((r for r in ds.get("relists") or [] if r["peer"] == peer and r.get("strip", False) == strip
+                 and not r.get("relist_error")), None)
+
+
+def compact_targets(results):
+    """The compact storage's targets: memory against client-go (largest Widget set and the
+    ConfigMaps), sync, burst CPU against objects mode, lag, relist; reads beside objects mode."""
+    crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
+    cms = [d for d in results["datasets"] if d["dataset"] == "configmap"]
+    sets = ([max(crd, key=lambda d: d["n"])] if crd else []) + ([max(cms, key=lambda d: d["n"])] if cms else [])
+    if not any(find(d, "kdi-compact") or find(d, "kdi-compact", True) for d in sets):
+        return []
+    rows = []
+
+    def row(name, target, ours, ok):
+        mark = "–" if ok is None else ("met" if ok else "**missed**")
+        rows.append(f"| {name} | {target} | {ours} | {mark} |")
+
+    for ds in sets:
+        short = f"{ds['n']:,} {'Widgets' if ds['dataset'] == 'crd' else 'ConfigMaps'}"
+        for strip, label in ((False, "managedFields kept"), (True, "managedFields stripped")):
+            c, g = find(ds, "kdi-compact", strip), find(ds, "client-go", strip)
+            if not (c and g):
+                continue
+            for field, what in (("rss_steady_mb", "Steady RSS"), ("rss_peak_mb", "Peak RSS")):
+                r = ratio(c.get(field), g.get(field))
+                row(f"{what}, {label} ({short})", "≤ 0.5× client-go",
+                    f"{fmt(c.get(field))} vs {fmt(g.get(field))} MiB ({fmt(r, 2)}×)", None if r is None else r <= 0.5)
+    if crd:
+        ds = sets[0]
+        short = f"{ds['n']:,} Widgets"
+        c, o, g, fl = find(ds, "kdi-compact"), find(ds, "kdi"), find(ds, "client-go"), find(ds, "floor")
+        if c and g:
+            row(f"Time to sync vs client-go ({short})", "≤ client-go",
+                f"{fmt(c['sync_s'], 2)} s vs {fmt(g['sync_s'], 2)} s ({fmt(ratio(c['sync_s'], g['sync_s']), 2)}×)",
+                c["sync_s"] <= g["sync_s"])
+        if c and fl:
+            r = ratio(c["sync_s"], fl["sync_s"])
+            row(f"Time to sync vs raw list ({short})", "≤ 1.2× floor", f"{fmt(r, 2)}× ({fmt(fl['sync_s'], 2)} s floor)",
+                r <= 1.2)
+        if c and o and per_update(c) is not None and per_update(o) is not None:
+            r = ratio(per_update(c), per_update(o))
+            row(f"CPU per update during the burst ({short})", "≤ 1.2× objects mode",
+                f"{fmt(per_update(c), 0)} vs {fmt(per_update(o), 0)} µs ({fmt(r, 2)}×)", r <= 1.2)
+        if c and g and c.get("lag_p99_ms") is not None and g.get("lag_p99_ms") is not None:
+            row(f"Lag p99 during the burst ({short})", "≤ client-go",
+                f"{fmt(c['lag_p99_ms'])} vs {fmt(g['lag_p99_ms'])} ms", c["lag_p99_ms"] <= g["lag_p99_ms"])
+        for strip, label in ((False, "managedFields kept"), (True, "managedFields stripped")):
+            rc = find_relist(ds, "kdi-compact", strip)
+            if rc:
+                r = ratio(rc.get("relist_peak_mb"), rc.get("relist_rss_before_mb"))
+                ro = find_relist(ds, "kdi", strip)
+                beside = (f"; objects mode {fmt(ratio(ro.get('relist_peak_mb'), ro.get('relist_rss_before_mb')), 2)}×"
+                          if ro else "")
+                row(f"Peak RSS during a 410 relist, {label} ({short})", "≤ 1.3× steady before",
+                    f"{fmt(rc['relist_peak_mb'])} vs {fmt(rc['relist_rss_before_mb'])} MiB ({fmt(r, 2)}×){beside}",
+                    None if r is None else r <= 1.3)
+        if c and o:
+            def beside(field, unit, digits=2):
+                a, b = c.get(field), o.get(field)
+                if a is None or b is None:
+                    return None
+                return f"{fmt(a, digits)} vs {fmt(b, digits)} {unit} ({fmt(ratio(a, b), 2)}×)"
+            for name, p50, p99, unit in (("get", "get_p50_us", "get_p99_us", "µs"),
+                                          ("by_index", "by_index_p50_us", "by_index_p99_us", "µs")):
+                a, b = beside(p50, unit), beside(p99, unit)
+                if a and b:
+                    row(f"{name} p50 / p99 ({short})", "beside objects mode", f"p50 {a}; p99 {b}", None)
+            a = beside("list_all_ms", "ms")
+            if a:
+                row(f"list_all ({short})", "beside objects mode", a, None)
+            a = beside("label_list_ms", "ms")
+            if a:
+                row(f"label-selector list, {fmt(c.get('label_list_hits'), 0)} hits ({short})", "beside objects mode",
+                    f"`{c.get('label_selector')}`: {a}", None)
+    if not rows:
+        return []
+    return ["### Targets of the compact storage (kdi-compact)\n", "| target | goal | this run | |",
+            "|---|---|---|---|", *rows, ""]
 
 
 def targets(results):
@@ -173,7 +353,7 @@ def environment(results):
 
 
 def render(results):
-    return "\n".join([*environment(results), *targets(results), *tables(results)])
+    return "\n".join([*environment(results), *targets(results), *compact_targets(results), *tables(results)])
 
 
 def assemble(records_path, config_path, env_path):
@@ -189,13 +369,16 @@ def assemble(records_path, config_path, env_path):
                 continue
             rec = json.loads(line)
             key = (rec["dataset"], rec["n"])
-            ds = datasets.setdefault(key, {"dataset": rec["dataset"], "n": rec["n"], "runs": [], "bursts": []})
+            ds = datasets.setdefault(key, {"dataset": rec["dataset"], "n": rec["n"], "runs": [], "bursts": [],
+                                           "relists": []})
             kind = rec.pop("kind")
             if kind == "load":
                 ds["load"] = rec
             elif kind == "burst":
                 ds["bursts"].append(rec)
                 ds["burst_count"] = rec["count"]
+            elif kind == "relist":
+                ds["relists"].append(rec)
             elif kind == "run":
                 ds["runs"].append(rec)
                 if rec["peer"] == "floor" and rec.get("list_bytes"):

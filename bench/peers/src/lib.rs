@@ -4,7 +4,13 @@
 //!
 //! Each peer prints JSON lines on stdout: `{"event":"synced",..}` once its
 //! cache has synced (the script then starts the update burst), and one result
-//! line at the end. The Go peer (bench/clientgo) prints the same fields.
+//! line at the end. The Go peer (bench/clientgo) prints the same fields. The
+//! kdi peer with `--relist` also prints `{"event":"relist-ready",..}` when it
+//! waits for the script to force a relist (see `kdi.rs`).
+//!
+//! Built with the cargo feature `mimalloc` or `jemalloc`, every peer of the
+//! crate uses that allocator instead of the system's (glibc's) malloc;
+//! `allocator()` names the one in use, and each result line carries it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +22,31 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
 use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Map, Value, json};
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// The allocator this binary runs with: `mimalloc`, `jemalloc`, or `glibc`
+/// (the system's), followed by `MALLOC_ARENA_MAX=N` when that variable is
+/// set for glibc.
+#[must_use]
+pub fn allocator() -> String {
+    if cfg!(feature = "mimalloc") {
+        "mimalloc".into()
+    } else if cfg!(feature = "jemalloc") {
+        "jemalloc".into()
+    } else {
+        match std::env::var("MALLOC_ARENA_MAX") {
+            Ok(n) if !n.is_empty() => format!("glibc MALLOC_ARENA_MAX={n}"),
+            _ => "glibc".into(),
+        }
+    }
+}
 
 /// The annotation the loader stamps on each update: `<burst id>:<unix nanos>`.
 pub const STAMP_ANNOTATION: &str = "bench.kdi.dev/stamp";
@@ -35,8 +66,15 @@ pub struct Args {
     pub burst_id: String,
     /// Updates the burst writes.
     pub burst_count: u64,
-    /// `by_index` calls to time.
+    /// `by_index` calls to time, and `get` calls (kdi).
     pub queries: usize,
+    /// Timed repetitions of each whole-cache read, `list_all` and the
+    /// label-selector list (kdi).
+    pub list_repeats: usize,
+    /// How the cache holds its objects: `objects` or `compact` (kdi).
+    pub storage: String,
+    /// After the run, wait for a relist forced by the script and measure it (kdi).
+    pub relist: bool,
     /// Wait after sync (and after the burst) before reading steady RSS.
     pub settle: Duration,
     /// Give up after this long.
@@ -59,6 +97,9 @@ impl Args {
             burst_id: String::new(),
             burst_count: 0,
             queries: 20_000,
+            list_repeats: 5,
+            storage: "objects".into(),
+            relist: false,
             settle: Duration::from_secs(3),
             timeout: Duration::from_secs(900),
         };
@@ -74,6 +115,11 @@ impl Args {
                 "burst-id" => args.burst_id = value(),
                 "burst-count" => args.burst_count = value().parse().expect("--burst-count"),
                 "queries" => args.queries = value().parse().expect("--queries"),
+                "list-repeats" => {
+                    args.list_repeats = value().parse().expect("--list-repeats");
+                }
+                "storage" => args.storage = value(),
+                "relist" => args.relist = true,
                 "settle" => args.settle = parse_duration(&value()),
                 "timeout" => args.timeout = parse_duration(&value()),
                 other => panic!("unknown flag --{other}"),
@@ -82,6 +128,10 @@ impl Args {
         assert!(
             matches!(args.dataset.as_str(), "crd" | "configmap"),
             "--dataset crd|configmap"
+        );
+        assert!(
+            matches!(args.storage.as_str(), "objects" | "compact"),
+            "--storage objects|compact"
         );
         args
     }
@@ -100,6 +150,34 @@ impl Args {
                 "configmaps",
             )
         }
+    }
+
+    /// The cache key (`namespace/name`) of object number `i`, as the loader
+    /// (bench/clientgo/dataset.go) names it.
+    #[must_use]
+    pub fn key_of(&self, i: u64) -> String {
+        let ns = i % 10;
+        if self.dataset == "crd" {
+            format!("bench-{ns}/widget-{i:06}")
+        } else {
+            format!("bench-{ns}/cm-{i:06}")
+        }
+    }
+
+    /// `count` keys of random objects among the first `objects`, the same
+    /// sequence in every run.
+    #[must_use]
+    pub fn random_keys(&self, objects: usize, count: usize) -> Vec<String> {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let n = u64::try_from(objects.max(1)).unwrap_or(u64::MAX);
+        (0..count)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                self.key_of(x % n)
+            })
+            .collect()
     }
 
     /// The three indexes, as JMESPath expressions (the Go peer has the same
@@ -364,12 +442,52 @@ pub fn query_values(queries: usize) -> Vec<String> {
         .collect()
 }
 
-/// Prints one JSON line on stdout.
+/// The label selector of the timed `Lister::list` read: both datasets label
+/// object `i` with `release: canary` when `i % 7 == 6` and `tier` cycling
+/// through frontend, backend, cache (`labelsOf` in bench/clientgo/dataset.go),
+/// so it matches 2 objects in 21 (4,762 of 50,000).
+pub const LABEL_SELECTOR: &str = "release=canary,tier in (frontend,backend)";
+
+/// Times `f` on each value, one call at a time, and drops what it returned
+/// after the timing; returns the sorted durations in microseconds and the
+/// sum of `size` of the results (hits).
+pub fn time_each<T, R>(
+    values: &[T],
+    mut f: impl FnMut(&T) -> R,
+    size: impl Fn(&R) -> usize,
+) -> (Vec<f64>, usize) {
+    let mut durations = Vec::with_capacity(values.len());
+    let mut hits = 0;
+    for value in values {
+        let t = std::time::Instant::now();
+        let r = f(value);
+        let d = t.elapsed();
+        hits += size(&r);
+        drop(r);
+        durations.push(d.as_secs_f64() * 1e6);
+    }
+    durations.sort_by(f64::total_cmp);
+    (durations, hits)
+}
+
+/// Resets `VmHWM` (the peak RSS) to the current RSS: writes `5` to
+/// `/proc/self/clear_refs` (Linux 4.0 and later). False when that failed.
+#[must_use]
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// The end of every peer's run: waits for the update burst (when there is
 /// one), then adds the burst figures, end and peak RSS and CPU to `result`
 /// and prints it. Burst CPU counts from the call, after the by_index
 /// queries.
 pub async fn finish_run(result: &mut Value, handlers: &Handlers, args: &Args) {
+    end_of_run(result, handlers, args).await;
+    emit(result);
+}
+
+/// [`finish_run`] without the printing: the kdi peer measures more after it.
+pub async fn end_of_run(result: &mut Value, handlers: &Handlers, args: &Args) {
     let cpu_before_burst = cpu_seconds();
     let fields = result.as_object_mut().expect("object");
     if !args.burst_id.is_empty() && args.burst_count > 0 {
@@ -390,9 +508,10 @@ pub async fn finish_run(result: &mut Value, handlers: &Handlers, args: &Args) {
         "cpu_burst_s".into(),
         json!(round(cpu_seconds() - cpu_before_burst, 3)),
     );
-    emit(result);
+    fields.insert("allocator".into(), json!(allocator()));
 }
 
+/// Prints one JSON line on stdout.
 pub fn emit(value: &Value) {
     println!("{value}");
 }

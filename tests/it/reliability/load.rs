@@ -7,8 +7,10 @@
 //! ```
 //!
 //! `KDI_LOAD_OBJECTS`, `KDI_LOAD_RATE` (updates per second), `KDI_LOAD_SECS`
-//! and `KDI_LOAD_WORKERS` (requests in flight) change the figures. The test
-//! prints what it measured; RELIABILITY.md records a run.
+//! and `KDI_LOAD_WORKERS` (requests in flight) change the figures;
+//! `KDI_LOAD_TEST_STORAGE` (`objects`, the default, or `compact`) chooses how
+//! the informer's cache holds its objects. The test prints what it measured,
+//! memory growth included; RELIABILITY.md records a run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +21,7 @@ use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::options::{InformerOptions, Storage};
 use kube_dynamic_informer::scope::Scope;
 use serde_json::json;
 use tokio::sync::Semaphore;
@@ -61,6 +63,12 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
     let rate = setting("KDI_LOAD_RATE", 1_000);
     let secs = setting("KDI_LOAD_SECS", 60);
     let workers = setting("KDI_LOAD_WORKERS", 96) as usize;
+    let storage = match std::env::var("KDI_LOAD_TEST_STORAGE").as_deref() {
+        Ok("compact") => Storage::Compact,
+        Ok("objects" | "") | Err(_) => Storage::Objects,
+        Ok(other) => panic!("KDI_LOAD_TEST_STORAGE={other}: objects or compact"),
+    };
+    eprintln!("load: {objects} objects, {rate} updates/s for {secs} s, storage {storage:?}");
 
     // A control plane of its own, so the load does not slow the other tests
     // and its 50,000 objects do not stay behind.
@@ -103,7 +111,8 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
     let index = |name: &str, expr: &str| IndexFn::jmespath(name, expr).unwrap();
     let options = InformerOptions::default()
         .namespace(&ns)
-        .strip_managed_fields();
+        .strip_managed_fields()
+        .storage(storage);
     let informer =
         SharedInformer::new(client.clone(), ar.clone(), Scope::Namespaced, options).unwrap();
     for (name, func) in [
@@ -289,7 +298,7 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
          load: {updates} updates in {update_time:.1?} = {:.0}/s sustained (target {rate}/s; per-second min {} median {} max {}), {} failed\n\
          load: cache caught up {catch_up:.1?} after the last update; {} lists ({} after 410), {} watch requests, {} watch events\n\
          load: handler events: {} (checker), {} (counter); problems: none\n\
-         load: RSS before {:.1} MiB, peak {:.1} MiB, after {:.1} MiB ({growth:+.1}%)",
+         load: RSS ({storage:?} storage) before {:.1} MiB, peak {:.1} MiB, after {:.1} MiB ({growth:+.1}%)",
         objects as f64 / create_time.as_secs_f64(),
         updates as f64 / update_time.as_secs_f64(),
         per_second.first().unwrap_or(&0),

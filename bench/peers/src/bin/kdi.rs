@@ -1,28 +1,51 @@
 //! This library's peer: a shared informer with three JMESPath indexes and two
 //! handlers, measuring itself (see the crate docs for the output).
 //!
+//! `--storage objects|compact` chooses how the cache holds its objects
+//! (`InformerOptions::storage`); the peer is named `kdi` or `kdi-compact`.
+//!
 //! With `--strip-per-page` (and `--strip-managed-fields`) the transform runs
 //! inside a wrapping `ListWatch`, on each list page and watch event as it
 //! arrives: what a user could do by hand, against which the built-in
 //! transform (which also runs page by page) is checked.
+//!
+//! After sync (and the burst, when there is one) and its memory figures, the
+//! peer times the reads a controller makes through its `Lister`: `get` of
+//! random keys, `list_all`, and `list` with [`LABEL_SELECTOR`]. The peak RSS
+//! is reset first (`/proc/self/clear_refs`), so that `reads_rss_peak_mb`
+//! shows what those reads add, and the run's `rss_peak_mb` does not.
+//!
+//! With `--relist` it skips those reads, prints `{"event":"relist-ready",..}`,
+//! resets the peak RSS and waits until the reflector has relisted after a
+//! 410 Gone (`ReflectorStats::relists_after_gone`) that the script forces by
+//! restarting the API server: its new watch cache starts at a newer
+//! resourceVersion than the informer's, so the informer's next watch gets 410
+//! and it lists everything again. The relist fields are the RSS before it,
+//! the peak during it, the time from the 410 to the watch that follows the
+//! list, and the CPU in between.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kdi_bench_peers::{
-    Args, Handlers, cpu_seconds, emit, finish_run, percentile, proc_status_mb, query_values, round,
+    Args, Handlers, LABEL_SELECTOR, cpu_seconds, emit, end_of_run, percentile, proc_status_mb,
+    query_values, reset_peak_rss, round, time_each,
 };
 use kube::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
+use kube_dynamic_informer::Lister;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, SharedInformer};
+use kube_dynamic_informer::informer::{Event, Registration, SharedInformer};
 use kube_dynamic_informer::list_watch::{
     ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
 };
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::options::{InformerOptions, Storage};
+use kube_dynamic_informer::resource::ResourceKey;
 use kube_dynamic_informer::scope::Scope;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Strips managedFields from every object as each list page or watch event
@@ -79,7 +102,23 @@ async fn main() {
     let args = Args::parse();
     let client = args.client().await;
 
-    let mut options = InformerOptions::default().streaming_list(streaming_list);
+    let storage = match args.storage.as_str() {
+        "compact" => Storage::Compact,
+        _ => Storage::Objects,
+    };
+    let mut peer = match (strip_per_page, streaming_list) {
+        (true, _) => "kdi-strip-per-page",
+        (false, true) => "kdi-streaming-list",
+        (false, false) => "kdi",
+    }
+    .to_string();
+    if storage == Storage::Compact {
+        peer = format!("{peer}-compact");
+    }
+
+    let mut options = InformerOptions::default()
+        .streaming_list(streaming_list)
+        .storage(storage);
     let informer = if strip_per_page {
         SharedInformer::with_list_watch(
             StripPerPage(ApiListWatch::new(
@@ -108,7 +147,7 @@ async fn main() {
 
     let handlers = Handlers::new(&args);
     let h1 = handlers.clone();
-    informer.add_handler(move |event: Event| {
+    let r1 = informer.add_handler(move |event: Event| {
         if let Event::Update {
             new,
             is_resync: false,
@@ -119,7 +158,7 @@ async fn main() {
         }
     });
     let h2 = handlers.clone();
-    informer.add_handler(move |event: Event| match &event {
+    let r2 = informer.add_handler(move |event: Event| match &event {
         Event::Add { object, .. } => h2.tally(object, 1),
         Event::Update { new, .. } => h2.tally(new, 0),
         Event::Delete { object, .. } => h2.tally(object, -1),
@@ -144,25 +183,15 @@ async fn main() {
     for value in &values {
         drop(store.by_index("node", value));
     }
-    let mut durations = Vec::with_capacity(values.len());
-    let mut hits = 0usize;
-    for value in &values {
-        let t = Instant::now();
-        let items = store.by_index("node", value).expect("node index");
-        let d = t.elapsed();
-        hits += items.len();
-        drop(items);
-        durations.push(d.as_secs_f64() * 1e6);
-    }
-    durations.sort_by(f64::total_cmp);
+    let (durations, hits) = time_each(
+        &values,
+        |value| store.by_index("node", value).expect("node index"),
+        Vec::len,
+    );
 
     #[allow(clippy::cast_precision_loss)]
     let mut result = json!({
-        "peer": match (strip_per_page, streaming_list) {
-            (true, _) => "kdi-strip-per-page",
-            (false, true) => "kdi-streaming-list",
-            (false, false) => "kdi",
-        },
+        "peer": peer, "storage": args.storage,
         "dataset": args.dataset, "objects": objects, "strip": args.strip_managed_fields || strip_per_page,
         "sync_s": round(sync_s, 3), "cpu_sync_s": round(cpu_sync, 3),
         "rss_sync_mb": round(rss_sync, 1), "rss_steady_mb": round(rss_steady, 1),
@@ -170,9 +199,234 @@ async fn main() {
         "by_index_p99_us": round(percentile(&durations, 99.0), 2),
         "by_index_hits_avg": round(hits as f64 / values.len().max(1) as f64, 1),
     });
-    emit(&json!({"event": "synced", "peer": "kdi", "objects": objects}));
+    emit(&json!({"event": "synced", "peer": peer, "objects": objects}));
 
-    finish_run(&mut result, &handlers, &args).await;
+    end_of_run(&mut result, &handlers, &args).await;
+    let lister = Lister::new(
+        informer.store(),
+        ResourceKey::from(&args.resource()),
+        Scope::Namespaced,
+    );
+    let fields = result.as_object_mut().expect("object");
+    if args.relist {
+        // No reads first: what they allocate and free (a whole decoded list,
+        // in compact mode) would count in the RSS before the relist.
+        fields.extend(relist(&informer, &[r1, r2], &args, &peer).await);
+    } else {
+        fields.extend(reads(&lister, &args, objects));
+    }
+    emit(&result);
     cancel.cancel();
     let _ = task.await;
+}
+
+/// Median of sorted microseconds, in milliseconds.
+fn median_ms(sorted_us: &[f64]) -> f64 {
+    round(percentile(sorted_us, 50.0) / 1000.0, 3)
+}
+
+/// Times the `Lister` reads: `get` of random keys (one untimed pass first,
+/// as for `by_index`), then `list_all` and `list(LABEL_SELECTOR)`, each once
+/// untimed and `--list-repeats` times timed. Results are dropped outside the
+/// timed calls.
+#[allow(clippy::cast_precision_loss)]
+fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
+    let reset = reset_peak_rss();
+    let started = Instant::now();
+    let keys = args.random_keys(objects, args.queries);
+    for key in &keys {
+        drop(lister.get(key));
+    }
+    let (get, found) = time_each(&keys, |key| lister.get(key), |o| usize::from(o.is_some()));
+    let repeats: Vec<usize> = (0..args.list_repeats.max(1)).collect();
+    drop(lister.list_all());
+    let (all, all_hits) = time_each(&repeats, |_| lister.list_all(), Vec::len);
+    drop(lister.list(LABEL_SELECTOR));
+    let (selected, selected_hits) = time_each(
+        &repeats,
+        |_| lister.list(LABEL_SELECTOR).expect("label selector"),
+        Vec::len,
+    );
+    let mut m = Map::new();
+    m.insert("get_p50_us".into(), json!(round(percentile(&get, 50.0), 2)));
+    m.insert("get_p99_us".into(), json!(round(percentile(&get, 99.0), 2)));
+    m.insert("get_found".into(), json!(found));
+    m.insert("get_calls".into(), json!(keys.len()));
+    m.insert("list_all_ms".into(), json!(median_ms(&all)));
+    m.insert("list_all_objects".into(), json!(all_hits / repeats.len()));
+    m.insert("label_selector".into(), json!(LABEL_SELECTOR));
+    m.insert("label_list_ms".into(), json!(median_ms(&selected)));
+    m.insert(
+        "label_list_hits".into(),
+        json!(selected_hits / repeats.len()),
+    );
+    m.insert("list_repeats".into(), json!(repeats.len()));
+    m.insert(
+        "reads_s".into(),
+        json!(round(started.elapsed().as_secs_f64(), 2)),
+    );
+    m.insert(
+        "reads_rss_peak_mb".into(),
+        if reset {
+            json!(round(proc_status_mb("VmHWM"), 1))
+        } else {
+            Value::Null
+        },
+    );
+    m
+}
+
+/// How long the relist phase waits for the 410 and the relist after it: a
+/// restart of the API server and the informer's backoff (30 s at most) take
+/// well under a minute.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What the poller saw of a relist, in seconds from the `relist-ready` line.
+struct RelistSeen {
+    gone_s: f64,
+    done_s: f64,
+    cpu_s: f64,
+    relists: u64,
+}
+
+/// Waits (on a thread of its own, so that a busy runtime does not delay the
+/// readings) until `relists_after_gone` has gone up, then until the list that
+/// follows is complete (`lists` up) and the next watch was requested, which
+/// the reflector does right after the store took the list. Polls every 10 ms.
+fn wait_for_relist(
+    informer: &SharedInformer,
+    ready: Instant,
+    timeout: Duration,
+) -> Result<RelistSeen, String> {
+    let stats = informer.stats();
+    let gone0 = stats.relists_after_gone.load(Ordering::SeqCst);
+    let lists0 = stats.lists.load(Ordering::SeqCst);
+    let mut gone: Option<(Instant, f64)> = None;
+    let mut listed: Option<(Instant, u64)> = None;
+    loop {
+        let now = Instant::now();
+        let relists = stats.relists_after_gone.load(Ordering::SeqCst);
+        let lists = stats.lists.load(Ordering::SeqCst);
+        let watches = stats.watch_requests.load(Ordering::SeqCst);
+        if gone.is_none() && relists > gone0 {
+            gone = Some((now, cpu_seconds()));
+        }
+        if let Some((gone_at, gone_cpu)) = gone {
+            if listed.is_none() && lists > lists0 {
+                listed = Some((now, watches));
+            }
+            if let Some((listed_at, watches_then)) = listed {
+                // The watch after the list; or, had it started before this
+                // thread saw the list, the list itself (5 s without another
+                // watch request).
+                let done_at = if watches > watches_then {
+                    Some(now)
+                } else if now - listed_at > Duration::from_secs(5) {
+                    Some(listed_at)
+                } else {
+                    None
+                };
+                if let Some(done_at) = done_at {
+                    return Ok(RelistSeen {
+                        gone_s: (gone_at - ready).as_secs_f64(),
+                        done_s: (done_at - ready).as_secs_f64(),
+                        cpu_s: cpu_seconds() - gone_cpu,
+                        relists: relists - gone0,
+                    });
+                }
+            }
+        }
+        if now - ready > timeout {
+            return Err(format!(
+                "no relist after 410 within {timeout:?} (relists after 410: {relists}, lists: {lists}, status: {})",
+                informer.status()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The relist phase (`--relist`): see the module docs.
+#[allow(clippy::cast_precision_loss)]
+async fn relist(
+    informer: &SharedInformer,
+    registrations: &[Registration],
+    args: &Args,
+    peer: &str,
+) -> Map<String, Value> {
+    let mut m = Map::new();
+    let rss_before = proc_status_mb("VmRSS");
+    let reset = reset_peak_rss();
+    // RSS sampled every 10 ms besides VmHWM (the only peak when the reset
+    // is refused).
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampled_kb = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, sampled_kb) = (stop.clone(), sampled_kb.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let kb = (proc_status_mb("VmRSS") * 1024.0) as u64;
+                sampled_kb.fetch_max(kb, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let ready = Instant::now();
+    emit(&json!({"event": "relist-ready", "peer": peer, "rss_mb": round(rss_before, 1)}));
+    let seen = {
+        let informer = informer.clone();
+        let timeout = args.timeout.min(RELIST_TIMEOUT);
+        tokio::task::spawn_blocking(move || wait_for_relist(&informer, ready, timeout))
+            .await
+            .expect("relist poller")
+    };
+    m.insert("relist_rss_before_mb".into(), json!(round(rss_before, 1)));
+    match seen {
+        Ok(seen) => {
+            // The handlers take the relist's events (changed objects only).
+            let drained = Instant::now();
+            while registrations.iter().any(|r| r.backlog() > 0) && drained.elapsed() < args.timeout
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(args.settle).await;
+            m.insert("relist_wait_s".into(), json!(round(seen.gone_s, 2)));
+            m.insert(
+                "relist_s".into(),
+                json!(round(seen.done_s - seen.gone_s, 3)),
+            );
+            m.insert("relist_cpu_s".into(), json!(round(seen.cpu_s, 3)));
+            m.insert("relists_after_gone".into(), json!(seen.relists));
+            m.insert("relist_objects".into(), json!(informer.store().len()));
+            m.insert(
+                "relist_rss_after_mb".into(),
+                json!(round(proc_status_mb("VmRSS"), 1)),
+            );
+        }
+        Err(e) => {
+            eprintln!("kdi: {e}");
+            m.insert("relist_error".into(), json!(e));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    let sampled_mb = sampled_kb.load(Ordering::Relaxed) as f64 / 1024.0;
+    m.insert("relist_peak_sampled_mb".into(), json!(round(sampled_mb, 1)));
+    m.insert(
+        "relist_peak_mb".into(),
+        json!(round(
+            if reset {
+                proc_status_mb("VmHWM").max(sampled_mb)
+            } else {
+                sampled_mb
+            },
+            1
+        )),
+    );
+    m.insert(
+        "relist_peak_from".into(),
+        json!(if reset { "VmHWM" } else { "sampled" }),
+    );
+    m
 }
