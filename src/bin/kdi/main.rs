@@ -24,6 +24,14 @@
 //! not sync ends with one such line per informer, `"synced": false`.
 //! `get` ends at the first 403; `watch` waits for access.
 
+/// kdi runs on jemalloc: with glibc's allocator, a compact cache under a
+/// stream of updates spent about twice the CPU per update in `malloc` and
+/// kept more memory (BENCHMARKS.md, "Allocators"). The library itself never
+/// chooses an allocator; that is the application's call.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod cluster;
 mod exit;
 mod get;
