@@ -6,7 +6,7 @@
 
 `assemble` groups the JSON lines the peers, the loader and the script wrote
 (each tagged with "kind", "dataset" and "n") by dataset. `render` prints one
-table per dataset and the issue's targets with where we stand; with --doc it
+table per dataset and the targets with where we stand; with --doc it
 also replaces the text between the markers <!-- bench:results:begin --> and
 <!-- bench:results:end --> in that file.
 
@@ -293,7 +293,7 @@ def compact_targets(results):
 
 
 def targets(results):
-    """The issue's targets, judged on the largest CRD dataset of the run."""
+    """The targets, judged on the largest CRD dataset of the run."""
     crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
     if not crd:
         return []

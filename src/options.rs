@@ -60,7 +60,10 @@ pub enum Storage {
     /// filtering and printing read the compact form without decoding (see
     /// [`CachedObject`](crate::store::CachedObject)). What hands out every
     /// object — `list_all`, a late handler's replay, a resync — decodes
-    /// those nobody holds: pick `Objects` when that happens often.
+    /// those nobody holds: pick `Objects` when that happens often. Run the
+    /// application on jemalloc (or another allocator that does not fragment
+    /// like glibc's): with glibc's malloc each update costs about twice the
+    /// CPU (BENCHMARKS.md, "Allocators").
     Compact,
 }
 
