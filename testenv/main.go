@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/component-base/version"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 )
 
@@ -72,7 +73,8 @@ type readyLine struct {
 	DataDir     string            `json:"dataDir"`
 	Kubeconfigs map[string]string `json:"kubeconfigs"`
 	Pid         int               `json:"pid"`
-	Version     string            `json:"version"`
+	// Version is the Kubernetes release (set at build time by scripts/testenv).
+	Version string `json:"version"`
 }
 
 type multiFlag []string
@@ -239,7 +241,7 @@ func run() error {
 			return err
 		}
 	}
-	line := readyLine{Ready: true, Server: server, DataDir: dir, Kubeconfigs: kubeconfigs, Pid: os.Getpid(), Version: "v1.37.2"}
+	line := readyLine{Ready: true, Server: server, DataDir: dir, Kubeconfigs: kubeconfigs, Pid: os.Getpid(), Version: version.Get().GitVersion}
 	if err := saveJSON(readyPath, line); err != nil {
 		return err
 	}

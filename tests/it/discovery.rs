@@ -2,6 +2,8 @@
 //! CRD resources, refresh on a miss, aggregated and per-group discovery
 //! agreeing, an aggregated API that is down, and CRDs coming and going.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -129,7 +131,7 @@ async fn built_in_resources_resolve_by_every_name_form() {
     assert!(snapshot.resources().iter().all(|r| !r.plural.contains('/')));
     assert!(
         snapshot.is_aggregated(),
-        "v1.37 offers aggregated discovery"
+        "every supported release (v1.34 on) offers aggregated discovery"
     );
 }
 
@@ -173,6 +175,76 @@ async fn aggregated_and_per_group_discovery_agree() {
     let raw: APIResourceList = client.list_api_group_resources("apps/v1").await.unwrap();
     assert!(raw.resources.iter().any(|r| r.name == "deployments/scale"));
     assert!(!p.iter().any(|r| r.plural.contains('/')));
+}
+
+/// A client whose requests for aggregated discovery reach the server as plain
+/// `application/json` requests, as from a server (or a proxy in front of it)
+/// that does not offer aggregated discovery; counts the requests it changed.
+fn client_without_aggregated_discovery(
+    config: kube_client::Config,
+) -> (kube_client::Client, Arc<AtomicUsize>) {
+    let rewritten = Arc::new(AtomicUsize::new(0));
+    let count = rewritten.clone();
+    let layer = tower::util::MapRequestLayer::new(
+        move |mut request: http::Request<kube_client::client::Body>| {
+            let accept = request.headers().get(http::header::ACCEPT);
+            if accept.is_some_and(|a| a.to_str().unwrap_or("").contains("apidiscovery")) {
+                count.fetch_add(1, Ordering::SeqCst);
+                request.headers_mut().insert(
+                    http::header::ACCEPT,
+                    http::HeaderValue::from_static("application/json"),
+                );
+            }
+            request
+        },
+    );
+    let client = kube_client::client::ClientBuilder::try_from(config)
+        .expect("client stack")
+        .with_layer(&layer)
+        .build();
+    (client, rewritten)
+}
+
+#[tokio::test]
+async fn discovery_falls_back_to_each_group_version_where_aggregated_discovery_is_not_offered() {
+    let admin = support::admin().await;
+    let aggregated = DiscoveryCache::new(admin).refresh().await.unwrap();
+    let (client, rewritten) =
+        client_without_aggregated_discovery(support::config(support::User::Admin).await);
+    // Aggregated discovery asked for (the default), plain documents served.
+    let discovery = DiscoveryCache::new(client);
+    let snapshot = discovery.refresh().await.unwrap();
+    assert!(
+        rewritten.load(Ordering::SeqCst) >= 1,
+        "the library asked for aggregated discovery first"
+    );
+    assert!(aggregated.is_aggregated());
+    assert!(
+        !snapshot.is_aggregated(),
+        "read per group version after the plain answer"
+    );
+    // Built-in groups only: other tests add and remove CRDs meanwhile.
+    let built_in =
+        |r: &&kube_dynamic_informer::resource::KnownResource| !r.group.contains("kdi-test");
+    let mut a: Vec<_> = aggregated
+        .resources()
+        .iter()
+        .filter(built_in)
+        .cloned()
+        .collect();
+    let mut p: Vec<_> = snapshot
+        .resources()
+        .iter()
+        .filter(built_in)
+        .cloned()
+        .collect();
+    a.sort_by_key(|r| r.key());
+    p.sort_by_key(|r| r.key());
+    assert_eq!(a, p);
+    assert_eq!(
+        resolve(&discovery, "deploy").await.unwrap(),
+        "deployments.v1.apps"
+    );
 }
 
 #[tokio::test]

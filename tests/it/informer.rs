@@ -508,9 +508,16 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
     cancel.cancel();
 }
 
+/// Servers honour `sendInitialEvents` while their WatchList gate is on (the
+/// default from v1.34 on; v1.33 had it off): the informer syncs from the
+/// watch alone. Where the gate is off the same informer falls back to a list.
 #[tokio::test]
 async fn streaming_lists_sync_without_a_list_request() {
     let client = support::admin().await;
+    // A release that no longer reports the gate has the feature for good.
+    let honoured = support::feature_enabled(&client, "WatchList")
+        .await
+        .unwrap_or(true);
     let ns = support::namespace(&client, "inf-stream").await;
     let ar = support::install_crd(&client, &support::widget_crd(&support::unique_group())).await;
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
@@ -535,11 +542,12 @@ async fn streaming_lists_sync_without_a_list_request() {
         .unwrap();
     assert_eq!(informer.store().len(), 30);
     let stats = informer.stats();
-    assert_eq!(
-        stats.list_requests.load(Ordering::Relaxed),
-        0,
-        "no list request"
-    );
+    let lists = stats.list_requests.load(Ordering::Relaxed);
+    if honoured {
+        assert_eq!(lists, 0, "no list request");
+    } else {
+        assert!(lists >= 1, "WatchList is off: synced by a list");
+    }
     // Live events continue on the same path.
     api.create(
         &PostParams::default(),
@@ -552,6 +560,90 @@ async fn streaming_lists_sync_without_a_list_request() {
     })
     .await;
     cancel.cancel();
+}
+
+/// On a server with the WatchList gate off, a streaming list is refused
+/// (422, `sendInitialEvents` forbidden): the informer lists instead, without
+/// reporting an error, syncs and follows live changes.
+#[tokio::test]
+async fn streaming_lists_fall_back_to_list_then_watch_where_the_server_refuses_them() {
+    if !support::is_testenv() {
+        eprintln!("skipped: starts a local testenv with the WatchList gate off");
+        return;
+    }
+    let opts = support::controlplane::Options {
+        apiserver_args: vec!["--feature-gates=WatchList=false".into()],
+        ..support::controlplane::Options::default()
+    };
+    let cp = tokio::task::spawn_blocking(move || support::controlplane::ControlPlane::start(&opts))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = Client::try_from(
+        support::config_from_file(cp.ready().kubeconfig("admin")).await,
+    )
+    .unwrap();
+    assert_eq!(
+        support::feature_enabled(&client, "WatchList").await,
+        Some(false),
+        "the server reports WatchList off"
+    );
+    let ns = support::namespace(&client, "inf-stream-off").await;
+    let configmaps = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+    };
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &configmaps);
+    support::create_many(
+        &api,
+        (0..30)
+            .map(|i| DynamicObject::new(&format!("cm{i}"), &configmaps))
+            .collect(),
+        8,
+    )
+    .await;
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let informer = SharedInformer::new(
+        client.clone(),
+        configmaps.clone(),
+        Scope::Namespaced,
+        crate::support::options()
+            .namespace(&ns)
+            .streaming_list(true),
+    )
+    .unwrap();
+    let seen = errors.clone();
+    informer.on_error(move |e| seen.lock().unwrap().push(e.to_string()));
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().len(), 30);
+    let stats = informer.stats();
+    assert_eq!(stats.list_requests.load(Ordering::Relaxed), 1, "one list");
+    assert!(
+        errors.lock().unwrap().is_empty(),
+        "a refused streaming list is no error: {:?}",
+        errors.lock().unwrap()
+    );
+    api.create(
+        &PostParams::default(),
+        &DynamicObject::new("late", &configmaps),
+    )
+    .await
+    .unwrap();
+    eventually("late object cached", Duration::from_secs(30), || {
+        informer.store().get(&format!("{ns}/late")).map(|_| ())
+    })
+    .await;
+    cancel.cancel();
+    drop(client);
+    cp.stop();
 }
 
 #[tokio::test]

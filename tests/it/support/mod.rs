@@ -8,7 +8,11 @@
 //! - `KDI_TESTENV_DIR=/path/to/data-dir`: a testenv already running there
 //!   (`scripts/testenv start` prints the path).
 //! - otherwise: one testenv control plane started for this test binary and
-//!   gone when it exits.
+//!   gone when it exits, of the Kubernetes release `KDI_TESTENV_VERSION`
+//!   names (v1.37.2 when unset; see `scripts/testenv`).
+//!
+//! Tests that need a newer server than the oldest supported one check the
+//! server's `/version` with [`server_at_least`] and skip otherwise.
 
 #![allow(dead_code)]
 
@@ -131,6 +135,90 @@ pub fn local_options() -> Options {
 /// rely on its users, compaction interval and uncached resource).
 pub fn is_testenv() -> bool {
     matches!(env(), Env::Testenv { .. })
+}
+
+/// A Kubernetes release as the server's `/version` names it (major and
+/// minor; a provider suffix such as `34+` is ignored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ServerVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl ServerVersion {
+    /// Reads `major` and `minor` of a `/version` answer.
+    pub fn parse(major: &str, minor: &str) -> Option<ServerVersion> {
+        let number = |s: &str| {
+            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        };
+        Some(ServerVersion {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
+    }
+}
+
+impl std::fmt::Display for ServerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The release of the tests' server, read from its `/version` once.
+pub async fn server_version() -> ServerVersion {
+    static VERSION: OnceLock<ServerVersion> = OnceLock::new();
+    if let Some(v) = VERSION.get() {
+        return *v;
+    }
+    let info = admin()
+        .await
+        .apiserver_version()
+        .await
+        .expect("reading the server's /version");
+    let v = ServerVersion::parse(&info.major, &info.minor).unwrap_or_else(|| {
+        panic!(
+            "/version: cannot read major {:?} minor {:?} ({})",
+            info.major, info.minor, info.git_version
+        )
+    });
+    *VERSION.get_or_init(|| v)
+}
+
+/// Whether the server is Kubernetes `1.minor` or newer. When it is older,
+/// says that the test is skipped, what for (`needs`) and on which release,
+/// and returns false; the test then returns:
+///
+/// ```ignore
+/// if !support::server_at_least(36, "a feature of v1.36").await {
+///     return;
+/// }
+/// ```
+pub async fn server_at_least(minor: u32, needs: &str) -> bool {
+    let v = server_version().await;
+    if v >= (ServerVersion { major: 1, minor }) {
+        return true;
+    }
+    eprintln!("skipped: needs Kubernetes 1.{minor} or newer ({needs}); the server is {v}");
+    false
+}
+
+/// Whether the server of `client` (an admin's) has the feature gate `name`
+/// enabled, from the `kubernetes_feature_enabled` metric of its `/metrics`
+/// (`None` when the server does not report that gate).
+pub async fn feature_enabled(client: &Client, name: &str) -> Option<bool> {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a /metrics request");
+    let text = client
+        .request_text(request)
+        .await
+        .expect("reading the server's /metrics");
+    let label = format!("name=\"{name}\"");
+    text.lines()
+        .filter(|l| l.starts_with("kubernetes_feature_enabled{") && l.contains(&label))
+        .find_map(|l| l.rsplit(' ').next())
+        .map(|value| value.trim() == "1")
 }
 
 /// A client configuration for `user`.
