@@ -579,10 +579,8 @@ async fn streaming_lists_fall_back_to_list_then_watch_where_the_server_refuses_t
         .await
         .unwrap()
         .unwrap_or_else(|e| panic!("{e}"));
-    let client = Client::try_from(
-        support::config_from_file(cp.ready().kubeconfig("admin")).await,
-    )
-    .unwrap();
+    let client =
+        Client::try_from(support::config_from_file(cp.ready().kubeconfig("admin")).await).unwrap();
     assert_eq!(
         support::feature_enabled(&client, "WatchList").await,
         Some(false),

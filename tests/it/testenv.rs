@@ -13,6 +13,38 @@ use serde_json::json;
 use crate::support::controlplane::{ControlPlane, Options};
 use crate::support::{self, User};
 
+/// The server is the release the control plane was built as, and that is
+/// the one `KDI_TESTENV_VERSION` asks for: `scripts/compat` relies on it and
+/// records the `server version:` line.
+#[tokio::test]
+async fn the_server_runs_the_release_asked_for() {
+    let info = support::admin().await.apiserver_version().await.unwrap();
+    println!("server version: {}", info.git_version);
+    let v = support::server_version().await;
+    assert!(
+        info.git_version.starts_with(&format!("v{v}.")),
+        "{} against {v}",
+        info.git_version
+    );
+    if let support::Env::Testenv {
+        ready,
+        _process: process,
+    } = support::env()
+    {
+        assert_eq!(info.git_version, ready.version, "the ready line's release");
+        if process.is_some()
+            && let Ok(asked) = std::env::var("KDI_TESTENV_VERSION")
+        {
+            let asked = if asked.starts_with('v') {
+                asked
+            } else {
+                format!("v{asked}")
+            };
+            assert_eq!(info.git_version, asked, "KDI_TESTENV_VERSION");
+        }
+    }
+}
+
 #[tokio::test]
 async fn crd_is_served_then_objects_are_created_listed_and_watched() {
     let client = support::admin().await;

@@ -24,6 +24,9 @@ pub struct Ready {
     pub data_dir: PathBuf,
     pub kubeconfigs: std::collections::BTreeMap<String, PathBuf>,
     pub pid: u32,
+    /// The Kubernetes release it runs, e.g. `v1.37.2`.
+    #[serde(default)]
+    pub version: String,
 }
 
 impl Ready {
@@ -72,7 +75,8 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// Builds testenv once per process (cached across runs by the script) and
-/// returns the binary.
+/// returns the binary: of the release `KDI_TESTENV_VERSION` names, which the
+/// script reads (v1.37.2 when unset).
 pub fn binary() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
