@@ -205,6 +205,13 @@ async fn tls_is_verified_unless_turned_off_and_no_secret_reaches_logs_or_errors(
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
+    // tracing decides once per log statement, when a thread first reaches
+    // it, whether anyone wants it. While a single subscriber is registered,
+    // it asks only the default subscriber of that thread: a statement first
+    // reached by another test's thread (which has none) would stay off here
+    // too. A second registered subscriber, alive as long as this test, makes
+    // it ask every registered subscriber instead (tracing-core 0.1).
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let admin = support::admin().await;
