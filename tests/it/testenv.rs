@@ -26,6 +26,7 @@ async fn the_server_runs_the_release_asked_for() {
         "{} against {v}",
         info.git_version
     );
+    assert!(support::server_at_least(v.minor, "its own release").await);
     if let support::Env::Testenv {
         ready,
         _process: process,
@@ -43,6 +44,17 @@ async fn the_server_runs_the_release_asked_for() {
             assert_eq!(info.git_version, asked, "KDI_TESTENV_VERSION");
         }
     }
+}
+
+#[test]
+fn server_versions_ignore_provider_suffixes_and_order_by_release() {
+    use support::ServerVersion;
+    let v = |major, minor| Some(ServerVersion { major, minor });
+    assert_eq!(ServerVersion::parse("1", "34"), v(1, 34));
+    assert_eq!(ServerVersion::parse("1", "35+"), v(1, 35));
+    assert_eq!(ServerVersion::parse("1", ""), None);
+    assert!(v(1, 34) < v(1, 37) && v(1, 37) < v(2, 0));
+    assert_eq!(v(1, 36).unwrap().to_string(), "1.36");
 }
 
 #[tokio::test]
