@@ -134,7 +134,9 @@ pub struct InformerOptions {
     /// Use streaming lists (`sendInitialEvents`) where the server has them.
     /// Off by default: a paged list with the next page requested ahead
     /// syncs at least as fast (see BENCHMARKS.md), and a server or proxy that
-    /// ignores `sendInitialEvents` would never end the initial events.
+    /// ignores `sendInitialEvents` never ends the initial events: the
+    /// informer then lists in pages once that watch ends (at its server-side
+    /// timeout), so it syncs late.
     pub streaming_list: bool,
     /// Objects per list page; `0` lists everything in one response.
     /// client-go: 500.

@@ -555,7 +555,12 @@ impl Reflector {
             };
             let event = match next {
                 None => {
-                    // Ended before the initial events did: start over.
+                    // Ended before the initial events did. A server or proxy
+                    // that ignores `sendInitialEvents` never sends their end,
+                    // and its watch ends only at its timeout: list in pages
+                    // from now on, which works everywhere.
+                    tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
+                    self.streaming_unsupported = true;
                     return ListOutcome::Failed(ReflectorError::StreamingListCut {
                         resource: self.key.clone(),
                     });

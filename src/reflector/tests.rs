@@ -816,3 +816,32 @@ async fn a_streaming_list_hands_on_pages_and_deletes_what_left_a_page_handed_on(
     // and added again: only a is deleted after the end.
     assert_eq!(seen, ["begin", "page[a,b]", "page[c,b]", "end", "delete a"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_that_ends_before_its_end_bookmark_falls_back_to_pages() {
+    // A server that ignores sendInitialEvents: a plain watch that sends the
+    // objects and ends at its timeout, never with the end bookmark.
+    let script = Script::default()
+        .watch(WatchAnswer::Events(vec![
+            Ok(WatchEvent::Added(obj("a", "1"))),
+            Ok(bookmark("5", false)),
+        ]))
+        .list(Ok(page(vec![item("a", "1"), item("b", "2")], "10", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
+            obj("c", "11"),
+        ))]));
+    let options = InformerOptions::default().streaming_list(true);
+    let (seen, stats, _) = run_until(&script, options, 2).await;
+    assert_eq!(seen, ["replace[a,b]", "upsert c"]);
+    let calls = script.calls();
+    assert!(matches!(
+        &calls[0],
+        Call::Watch {
+            initial_events: true,
+            ..
+        }
+    ));
+    assert!(matches!(&calls[1], Call::List { .. }), "{calls:?}");
+    assert!(matches!(&calls[2], Call::Watch { rv, initial_events: false, .. } if rv == "10"));
+    assert_eq!(stats.errors.load(Ordering::Relaxed), 1);
+}
