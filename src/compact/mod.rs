@@ -621,6 +621,7 @@ mod object;
 mod ser;
 mod view;
 
+pub(crate) use object::split_pointer;
 pub use object::{CompactEntry, CompactObject};
 pub use view::{
     ArrayRef, ManagedFieldView, ObjectIter, ObjectRef, OwnerRefView, StrMap, StrMapIter, ValueRef,

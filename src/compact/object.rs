@@ -254,7 +254,7 @@ pub(super) fn owned<T: Serialize + ?Sized>(value: &T) -> Option<ValueRef<'static
 
 /// Splits `/first/rest...` into the unescaped first token and `/rest...`;
 /// `None` for the empty pointer, and for one that does not start with `/`.
-pub(super) fn split_pointer(pointer: &str) -> Option<(Cow<'_, str>, &str)> {
+pub(crate) fn split_pointer(pointer: &str) -> Option<(Cow<'_, str>, &str)> {
     let tail = pointer.strip_prefix('/')?;
     let (token, rest) = match tail.find('/') {
         Some(i) => tail.split_at(i),

@@ -574,7 +574,10 @@ impl Reflector {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
-            match event {
+            // An object deleted during the initial events (not expected, but
+            // allowed): out of the page, and deleted after the end if its
+            // page was handed on already.
+            let gone = match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(o) = self.admit(o)
                         && let Some(key) = object_key(&o)
@@ -590,28 +593,18 @@ impl Reflector {
                         ));
                         self.listing(listed, listed_before);
                     }
+                    None
                 }
-                WatchEvent::Deleted(o) => {
-                    if let Some(key) = object_key(&o) {
-                        page.shift_remove(&key);
-                        if handed_on.contains(&key) {
-                            deleted.insert(key, o);
-                        }
-                    }
-                }
+                WatchEvent::Deleted(o) => Some(o),
                 WatchEvent::Skipped {
                     object,
                     deleted: was_deleted,
                 } => {
                     self.note_skipped(&object);
-                    if was_deleted
-                        && let Some(stub) = self.stub(&object)
-                        && let Some(key) = object_key(&stub)
-                    {
-                        page.shift_remove(&key);
-                        if handed_on.contains(&key) {
-                            deleted.insert(key, stub);
-                        }
+                    if was_deleted {
+                        self.stub(&object)
+                    } else {
+                        None
                     }
                 }
                 WatchEvent::Bookmark {
@@ -623,7 +616,15 @@ impl Reflector {
                     }
                     return ListOutcome::Listed(resource_version, deleted.into_values().collect());
                 }
-                WatchEvent::Bookmark { .. } => {}
+                WatchEvent::Bookmark { .. } => None,
+            };
+            if let Some(o) = gone
+                && let Some(key) = object_key(&o)
+            {
+                page.shift_remove(&key);
+                if handed_on.contains(&key) {
+                    deleted.insert(key, o);
+                }
             }
         }
     }

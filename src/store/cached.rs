@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube_core::{DynamicObject, ObjectMeta};
 use serde::Serialize;
 
-use crate::compact::{CompactEntry, CompactObject, OwnerRefView, StrMap, ValueRef};
+use crate::compact::{CompactEntry, CompactObject, OwnerRefView, StrMap, ValueRef, split_pointer};
 use crate::options::Storage;
 
 /// One cached object as the store holds it: the decoded `DynamicObject`
@@ -50,16 +50,9 @@ pub(super) enum Held {
     Compact(Arc<CompactEntry>),
 }
 
-impl Held {
-    pub(super) fn object(&self) -> Arc<DynamicObject> {
-        match self {
-            Held::Object(object) => object.clone(),
-            Held::Compact(entry) => entry.get(),
-        }
-    }
-
+impl CachedObject {
     pub(super) fn into_object(self) -> Arc<DynamicObject> {
-        match self {
+        match self.0 {
             Held::Object(object) => object,
             Held::Compact(entry) => entry.get(),
         }
@@ -68,23 +61,16 @@ impl Held {
     /// The object, to read once (indexing, comparing): a decode with
     /// [`Storage::Compact`] that leaves no `Weak` behind.
     pub(super) fn with_object<T>(&self, f: impl FnOnce(&DynamicObject) -> T) -> T {
-        match self {
+        match &self.0 {
             Held::Object(object) => f(object),
             Held::Compact(entry) => f(&entry.compact().to_object()),
         }
     }
 
-    pub(super) fn resource_version(&self) -> Option<&str> {
-        match self {
-            Held::Object(object) => object.metadata.resource_version.as_deref(),
-            Held::Compact(entry) => entry.compact().resource_version(),
-        }
-    }
-
     /// Whether `self` and `other` hold the very same object (not merely an
     /// equal one).
-    pub(super) fn same(&self, other: &Held) -> bool {
-        match (self, other) {
+    pub(super) fn same(&self, other: &CachedObject) -> bool {
+        match (&self.0, &other.0) {
             (Held::Object(a), Held::Object(b)) => Arc::ptr_eq(a, b),
             (Held::Compact(a), Held::Compact(b)) => Arc::ptr_eq(a, b),
             _ => false,
@@ -94,7 +80,7 @@ impl Held {
     /// Frees what a dropped decoded object still keeps (see
     /// [`CompactEntry::forget_dropped`]).
     pub(super) fn forget_dropped(&self) {
-        if let Held::Compact(entry) = self {
+        if let Held::Compact(entry) = &self.0 {
             entry.forget_dropped();
         }
     }
@@ -103,7 +89,10 @@ impl Held {
 impl CachedObject {
     /// The whole object (see the type's docs for what it costs).
     pub fn object(&self) -> Arc<DynamicObject> {
-        self.0.object()
+        match &self.0 {
+            Held::Object(object) => object.clone(),
+            Held::Compact(entry) => entry.get(),
+        }
     }
 
     /// How the store holds this object.
@@ -164,7 +153,10 @@ impl CachedObject {
 
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> Option<&str> {
-        self.0.resource_version()
+        match &self.0 {
+            Held::Object(o) => o.metadata.resource_version.as_deref(),
+            Held::Compact(e) => e.compact().resource_version(),
+        }
     }
 
     /// `metadata.labels` (empty when absent); a selector matches them in
@@ -238,17 +230,13 @@ const EMPTY: StrMap<'static> = StrMap::EMPTY;
 /// A JSON pointer into a decoded object: borrowed, except in `metadata`
 /// (typed, so serialised first) and for the whole object.
 fn decoded_pointer<'a>(object: &'a DynamicObject, pointer: &str) -> Option<ValueRef<'a>> {
-    let Some(rest) = pointer.strip_prefix('/') else {
+    let Some((first, tail)) = split_pointer(pointer) else {
         return pointer
             .is_empty()
             .then(|| serde_json::to_value(object).ok().map(ValueRef::Owned))
             .flatten();
     };
-    let (first, tail) = match rest.find('/') {
-        Some(at) => (&rest[..at], &rest[at..]),
-        None => (rest, ""),
-    };
-    match first {
+    match &*first {
         "apiVersion" | "kind" => {
             let types = object.types.as_ref()?;
             let value = if first == "kind" {
@@ -266,24 +254,20 @@ fn decoded_pointer<'a>(object: &'a DynamicObject, pointer: &str) -> Option<Value
 /// A JSON pointer into typed metadata: its strings borrowed, the rest built
 /// for the occasion.
 fn decoded_metadata_pointer<'a>(meta: &'a ObjectMeta, pointer: &str) -> Option<ValueRef<'a>> {
-    let unescape = |token: &str| token.replace("~1", "/").replace("~0", "~");
-    let mut tokens = pointer.strip_prefix('/').map(|p| p.splitn(2, '/'));
-    let field = tokens.as_mut().and_then(Iterator::next);
-    let rest = tokens.as_mut().and_then(Iterator::next);
     let string = |s: &'a Option<String>| s.as_deref().map(ValueRef::String);
     let from_map = |map: &'a Option<BTreeMap<String, String>>, key: &str| {
-        map.as_ref()?
-            .get(&unescape(key))
-            .map(|v| ValueRef::String(v))
+        map.as_ref()?.get(key).map(|v| ValueRef::String(v))
     };
-    match (field, rest) {
-        (Some("name"), None) => string(&meta.name),
-        (Some("namespace"), None) => string(&meta.namespace),
-        (Some("uid"), None) => string(&meta.uid),
-        (Some("resourceVersion"), None) => string(&meta.resource_version),
-        (Some("generateName"), None) => string(&meta.generate_name),
-        (Some("labels"), Some(key)) if !key.contains('/') => from_map(&meta.labels, key),
-        (Some("annotations"), Some(key)) if !key.contains('/') => from_map(&meta.annotations, key),
+    let (field, rest) = split_pointer(pointer)?;
+    let key = split_pointer(rest).filter(|(_, tail)| tail.is_empty());
+    match (&*field, rest, key) {
+        ("name", "", _) => string(&meta.name),
+        ("namespace", "", _) => string(&meta.namespace),
+        ("uid", "", _) => string(&meta.uid),
+        ("resourceVersion", "", _) => string(&meta.resource_version),
+        ("generateName", "", _) => string(&meta.generate_name),
+        ("labels", _, Some((key, _))) => from_map(&meta.labels, &key),
+        ("annotations", _, Some((key, _))) => from_map(&meta.annotations, &key),
         _ => serde_json::to_value(meta)
             .ok()?
             .pointer(pointer)

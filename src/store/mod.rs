@@ -214,7 +214,7 @@ struct State {
 }
 
 struct Entry {
-    held: Held,
+    held: CachedObject,
     /// Per index slot, the distinct values this object is filed under (the
     /// reverse map, so an update or delete knows what to remove).
     values: Box<[Box<[Arc<str>]>]>,
@@ -235,8 +235,8 @@ struct IndexData {
 /// map holds. Most values of selective indexes (by uid, by owner) hold one
 /// object, which needs no map.
 enum Members {
-    One(Key, Held),
-    Many(HashMap<Key, Held>),
+    One(Key, CachedObject),
+    Many(HashMap<Key, CachedObject>),
 }
 
 impl IndexDef {
@@ -270,7 +270,7 @@ fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Ve
 
 impl Members {
     /// Files `object` under `key`, replacing what was filed under it.
-    fn insert(&mut self, key: &Key, object: &Held) {
+    fn insert(&mut self, key: &Key, object: &CachedObject) {
         match self {
             Members::One(existing, filed) if **existing == **key => *filed = object.clone(),
             Members::One(existing, filed) => {
@@ -287,7 +287,7 @@ impl Members {
     }
 
     /// Replaces the object filed under `key`, if there is one.
-    fn refresh(&mut self, key: &str, object: &Held) {
+    fn refresh(&mut self, key: &str, object: &CachedObject) {
         let filed = match self {
             Members::One(existing, filed) if &**existing == key => Some(filed),
             Members::One(..) => None,
@@ -322,7 +322,7 @@ impl Members {
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&Key, &Held)> {
+    fn iter(&self) -> impl Iterator<Item = (&Key, &CachedObject)> {
         let (one, many) = match self {
             Members::One(key, object) => (Some((key, object)), None),
             Members::Many(map) => (None, Some(map.iter())),
@@ -332,7 +332,7 @@ impl Members {
 
     /// `f` of every member, allocated once (the chained iterator does not
     /// know its length up front).
-    fn collect<T>(&self, f: impl FnMut((&Key, &Held)) -> T) -> Vec<T> {
+    fn collect<T>(&self, f: impl FnMut((&Key, &CachedObject)) -> T) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len());
         out.extend(self.iter().map(f));
         out
@@ -342,7 +342,12 @@ impl Members {
 impl IndexData {
     /// Files `object` under each value and returns the stored (shared)
     /// values.
-    fn insert_all(&mut self, values: Vec<String>, key: &Key, object: &Held) -> Box<[Arc<str>]> {
+    fn insert_all(
+        &mut self,
+        values: Vec<String>,
+        key: &Key,
+        object: &CachedObject,
+    ) -> Box<[Arc<str>]> {
         values
             .into_iter()
             .map(|value| match self.by_value.get_full_mut(value.as_str()) {
@@ -361,7 +366,7 @@ impl IndexData {
     }
 
     /// Points the entries of `key` under `values` at `object`.
-    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &Held) {
+    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &CachedObject) {
         for value in values {
             if let Some(members) = self.by_value.get_mut(&**value) {
                 members.refresh(key, object);
@@ -410,7 +415,12 @@ impl State {
 
     /// Inserts or replaces an object with values computed for the first
     /// `computed.len()` indexes (indexes added since are computed here).
-    fn insert(&mut self, key: &str, object: Held, mut computed: Vec<Vec<String>>) -> Option<Held> {
+    fn insert(
+        &mut self,
+        key: &str,
+        object: CachedObject,
+        mut computed: Vec<Vec<String>>,
+    ) -> Option<CachedObject> {
         if computed.len() < self.defs.len() {
             let missing = &self.defs[computed.len()..];
             computed.extend(object.with_object(|o| evaluate_all(missing, key, o)));
@@ -451,7 +461,7 @@ impl State {
         }
     }
 
-    fn remove(&mut self, key: &str) -> Option<Held> {
+    fn remove(&mut self, key: &str) -> Option<CachedObject> {
         let entry = self.objects.swap_remove(key)?;
         for (index, values) in self.indexes.iter_mut().zip(&entry.values) {
             index.remove_all(values, key);
@@ -480,7 +490,7 @@ impl Store {
     /// (see [`CachedObject`]).
     pub fn cached(&self, key: &str) -> Option<CachedObject> {
         let held = self.shared.read().objects.get(key)?.held.clone();
-        Some(CachedObject(held))
+        Some(held)
     }
 
     /// The object with this namespace (`None` for cluster-scoped) and name.
@@ -505,9 +515,10 @@ impl Store {
                 .map(|entry| entry.held.object())
                 .collect(),
             Storage::Compact => {
-                let held: Vec<Held> = state.objects.values().map(|e| e.held.clone()).collect();
+                let held: Vec<CachedObject> =
+                    state.objects.values().map(|e| e.held.clone()).collect();
                 drop(state);
-                held.into_iter().map(Held::into_object).collect()
+                held.into_iter().map(CachedObject::into_object).collect()
             }
         }
     }
@@ -519,7 +530,7 @@ impl Store {
             .read()
             .objects
             .values()
-            .map(|entry| CachedObject(entry.held.clone()))
+            .map(|entry| entry.held.clone())
             .collect()
     }
 
@@ -544,18 +555,17 @@ impl Store {
         &self,
         mut keep: impl FnMut(&CachedObject) -> bool,
     ) -> Vec<Arc<DynamicObject>> {
-        let kept: Vec<Held> = {
+        let kept: Vec<CachedObject> = {
             let state = self.shared.read();
             let mut kept = Vec::new();
             for entry in state.objects.values() {
-                let cached = CachedObject(entry.held.clone());
-                if keep(&cached) {
-                    kept.push(cached.0);
+                if keep(&entry.held) {
+                    kept.push(entry.held.clone());
                 }
             }
             kept
         };
-        kept.into_iter().map(Held::into_object).collect()
+        kept.into_iter().map(CachedObject::into_object).collect()
     }
 
     /// Every key.
@@ -598,7 +608,7 @@ impl Store {
             Storage::Compact => {
                 let held = members.collect(|(_, held)| held.clone());
                 drop(state);
-                held.into_iter().map(Held::into_object).collect()
+                held.into_iter().map(CachedObject::into_object).collect()
             }
         })
     }
@@ -617,7 +627,7 @@ impl Store {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
-            Some(members) => members.collect(|(_, held)| CachedObject(held.clone())),
+            Some(members) => members.collect(|(_, held)| held.clone()),
             None => Vec::new(),
         })
     }
@@ -709,7 +719,7 @@ impl Store {
                 Ok(())
             }
         };
-        let snapshot: Vec<(Key, Held)> = {
+        let snapshot: Vec<(Key, CachedObject)> = {
             let state = self.shared.read();
             duplicate(&state)?;
             state
@@ -723,7 +733,7 @@ impl Store {
             func,
             failures: AtomicU64::new(0),
         });
-        let mut precomputed: HashMap<Key, (Held, Vec<String>)> = snapshot
+        let mut precomputed: HashMap<Key, (CachedObject, Vec<String>)> = snapshot
             .into_iter()
             .map(|(key, held)| {
                 let values = held.with_object(|o| def.values(&key, &IndexInput::new(o)));
@@ -796,12 +806,15 @@ impl StoreWriter {
     }
 
     /// The stored form of `object`.
-    fn hold(&mut self, object: &Arc<DynamicObject>) -> Held {
+    fn hold(&mut self, object: &Arc<DynamicObject>) -> CachedObject {
         match self.storage {
-            Storage::Objects => Held::Object(object.clone()),
+            Storage::Objects => CachedObject(Held::Object(object.clone())),
             Storage::Compact => {
                 let compact = CompactObject::from_object(object, &mut self.interner);
-                Held::Compact(Arc::new(CompactEntry::new(compact, Some(object))))
+                CachedObject(Held::Compact(Arc::new(CompactEntry::new(
+                    compact,
+                    Some(object),
+                ))))
             }
         }
     }
@@ -810,12 +823,11 @@ impl StoreWriter {
     /// the cache's size have happened since the last pass, frees what the
     /// decoded objects nobody holds any more still keep (amortised: a pass
     /// visits each object once).
-    fn wrote(&mut self, writes: usize) {
+    fn wrote(&mut self, writes: usize, len: usize) {
         if self.storage != Storage::Compact {
             return;
         }
         self.writes_since_forget += writes;
-        let len = self.store.len();
         if self.writes_since_forget >= (len / 2).max(FORGET_EVERY) {
             self.forget_dropped();
         }
@@ -852,16 +864,19 @@ impl StoreWriter {
         };
         let computed = evaluate_all(&self.store.defs(), &key, &object);
         let held = self.hold(&object);
-        let old = self.store.shared.write().insert(&key, held, computed);
-        self.wrote(1);
-        old.map(Held::into_object)
+        let (old, len) = {
+            let mut state = self.store.shared.write();
+            (state.insert(&key, held, computed), state.objects.len())
+        };
+        self.wrote(1, len);
+        old.map(CachedObject::into_object)
     }
 
     /// Removes the object with this key (a watch Deleted event) and returns
     /// its last known state.
     pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
         let old = self.store.shared.write().remove(key);
-        old.map(Held::into_object)
+        old.map(CachedObject::into_object)
     }
 
     /// Removes the object with this key; returns whether there was one. As
@@ -967,32 +982,38 @@ impl StoreWriter {
     }
 
     fn fill_page(&mut self, keyed: Vec<(String, Arc<DynamicObject>)>) -> ReplaceOutcome {
+        let prepared = self.prepare(keyed);
+        let (replaced, len) = {
+            let mut state = self.store.shared.write();
+            let replaced = apply(&mut state, prepared);
+            (replaced, state.objects.len())
+        };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome::default();
+        outcome.record(replaced);
+        outcome
+    }
+
+    /// Index values and stored form of objects about to be written, computed
+    /// before the write lock is taken.
+    fn prepare(
+        &mut self,
+        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+    ) -> Vec<Prepared> {
         let defs = self.store.defs();
-        let prepared: Vec<_> = keyed
+        keyed
             .into_iter()
             .map(|(key, object)| {
                 let computed = evaluate_all(&defs, &key, &object);
                 let held = self.hold(&object);
-                (key, object, held, computed)
+                Prepared {
+                    key,
+                    object,
+                    held,
+                    computed,
+                }
             })
-            .collect();
-        let writes = prepared.len();
-        let mut outcome = ReplaceOutcome::default();
-        let replaced: Vec<(Arc<DynamicObject>, Option<Held>)> = {
-            let mut state = self.store.shared.write();
-            prepared
-                .into_iter()
-                .map(|(key, object, held, computed)| (object, state.insert(&key, held, computed)))
-                .collect()
-        };
-        for (object, old) in replaced {
-            match old {
-                Some(old) => outcome.updated.push((old.into_object(), object)),
-                None => outcome.added.push(object),
-            }
-        }
-        self.wrote(writes);
-        outcome
+            .collect()
     }
 
     /// Completes the list started by [`StoreWriter::begin_list`] (an empty
@@ -1010,46 +1031,63 @@ impl StoreWriter {
             self.forget_dropped();
             return ReplaceOutcome::default();
         }
-        let defs = self.store.defs();
-        let changes: Vec<_> = listing
-            .staged
-            .into_iter()
-            .map(|(key, object)| {
-                let computed = evaluate_all(&defs, &key, &object);
-                let held = self.hold(&object);
-                (key, object, held, computed)
-            })
-            .collect();
-        let mut outcome = ReplaceOutcome {
-            unchanged: listing.seen.len(),
-            ..ReplaceOutcome::default()
-        };
-        let writes = changes.len();
-        let (replaced, gone) = {
+        let changes = self.prepare(listing.staged);
+        let (replaced, gone, len) = {
             let mut state = self.store.shared.write();
-            let listed: HashSet<&str> = changes.iter().map(|(key, ..)| key.as_str()).collect();
+            let listed: HashSet<&str> = changes.iter().map(|c| c.key.as_str()).collect();
             let gone: Vec<Key> = state
                 .objects
                 .keys()
                 .filter(|key| !listing.seen.contains(&***key) && !listed.contains(&***key))
                 .cloned()
                 .collect();
-            let gone: Vec<Held> = gone.iter().filter_map(|key| state.remove(key)).collect();
-            let replaced: Vec<(Arc<DynamicObject>, Option<Held>)> = changes
-                .into_iter()
-                .map(|(key, object, held, computed)| (object, state.insert(&key, held, computed)))
-                .collect();
-            (replaced, gone)
+            let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
+            let replaced = apply(&mut state, changes);
+            (replaced, gone, state.objects.len())
         };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome {
+            unchanged: listing.seen.len(),
+            ..ReplaceOutcome::default()
+        };
+        outcome.record(replaced);
+        outcome.deleted = gone.into_iter().map(CachedObject::into_object).collect();
+        outcome
+    }
+}
+
+/// An object about to be written, with its stored form and index values.
+struct Prepared {
+    key: String,
+    object: Arc<DynamicObject>,
+    held: CachedObject,
+    computed: Vec<Vec<String>>,
+}
+
+/// Writes prepared objects; returns each object with the one it replaced.
+fn apply(
+    state: &mut State,
+    prepared: Vec<Prepared>,
+) -> Vec<(Arc<DynamicObject>, Option<CachedObject>)> {
+    prepared
+        .into_iter()
+        .map(|p| {
+            let old = state.insert(&p.key, p.held, p.computed);
+            (p.object, old)
+        })
+        .collect()
+}
+
+impl ReplaceOutcome {
+    /// Files written objects as added or updated (the replaced one decoded
+    /// if need be, after the lock is released).
+    fn record(&mut self, replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) {
         for (object, old) in replaced {
             match old {
-                Some(old) => outcome.updated.push((old.into_object(), object)),
-                None => outcome.added.push(object),
+                Some(old) => self.updated.push((old.into_object(), object)),
+                None => self.added.push(object),
             }
         }
-        outcome.deleted = gone.into_iter().map(Held::into_object).collect();
-        self.wrote(writes);
-        outcome
     }
 }
 
@@ -1066,7 +1104,7 @@ struct Listing {
 /// The fewest writes between two passes of [`StoreWriter::forget_dropped`].
 const FORGET_EVERY: usize = 1024;
 
-fn changed(old: &Held, new: &DynamicObject) -> bool {
+fn changed(old: &CachedObject, new: &DynamicObject) -> bool {
     match (old.resource_version(), &new.metadata.resource_version) {
         (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
         (None, None) => old.with_object(|old| old != new),
