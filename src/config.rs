@@ -497,7 +497,7 @@ impl Validation<'_> {
         {
             self.error(&format!("{at}/fieldSelector"), e.to_string());
         }
-        for field in ["resync", "minWatchTimeout"] {
+        for field in ["resync", "minWatchTimeout", "staleAfter"] {
             if let Some(s) = value.get(field).and_then(|s| s.as_str())
                 && let Err(e) = parse_duration(s)
             {

@@ -101,6 +101,7 @@ pub mod scope;
 pub mod selector;
 pub mod status;
 pub mod store;
+pub mod telemetry;
 pub mod transform;
 
 pub use discovery::DiscoveryCache;

@@ -149,6 +149,19 @@ pub struct InformerOptions {
         schemars(schema_with = "crate::duration::go::schema")
     )]
     pub min_watch_timeout: Duration,
+    /// A synced informer that has received no event, bookmark or list for
+    /// this long reports [`InformerStatus::Stale`](crate::status::InformerStatus::Stale)
+    /// (and `kdi_informer_stale` 1) until the next one arrives. The API
+    /// server sends a bookmark on a quiet watch about once a minute, and a
+    /// watch ends (and is reopened) every `minWatchTimeout`–twice that, so
+    /// silence beyond a few minutes means the watch is not delivering.
+    /// Zero turns the signal off. Default: 3 minutes.
+    #[serde(with = "crate::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::duration::go::schema")
+    )]
+    pub stale_after: Duration,
     /// Retry backoff after list and watch errors.
     pub backoff: BackoffConfig,
     /// What a factory does when the resource is not served.
@@ -181,6 +194,7 @@ impl Default for InformerOptions {
             streaming_list: false,
             page_size: 500,
             min_watch_timeout: Duration::from_secs(300),
+            stale_after: Duration::from_secs(180),
             backoff: BackoffConfig::default(),
             when_not_served: WhenNotServed::Wait,
             sensitive: false,
@@ -299,6 +313,14 @@ impl InformerOptions {
     #[must_use]
     pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
         self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a synced informer may go without an event, bookmark or
+    /// list before it reports itself stale (zero: never).
+    #[must_use]
+    pub fn stale_after(mut self, silence: Duration) -> Self {
+        self.stale_after = silence;
         self
     }
 

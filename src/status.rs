@@ -17,6 +17,14 @@ pub enum InformerStatus {
     },
     /// The cache holds a complete list and the watch is running.
     Synced,
+    /// Synced, but nothing (no event, bookmark or list) has arrived for
+    /// longer than [`InformerOptions::stale_after`](crate::options::InformerOptions::stale_after):
+    /// the cache may be behind the server. Back to [`Synced`](Self::Synced)
+    /// at the next event or bookmark.
+    Stale {
+        /// How long nothing had arrived when the informer said so.
+        silent_for: Duration,
+    },
     /// The last list or watch failed; retrying after a backoff.
     BackingOff {
         /// The error, as text.
@@ -51,12 +59,24 @@ pub enum InformerStatus {
     Stopped,
 }
 
+impl InformerStatus {
+    /// Synced, stale or not: the cache holds a complete list and the watch
+    /// is open.
+    #[must_use]
+    pub fn is_synced(&self) -> bool {
+        matches!(self, InformerStatus::Synced | InformerStatus::Stale { .. })
+    }
+}
+
 impl fmt::Display for InformerStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InformerStatus::NotStarted => write!(f, "not started"),
             InformerStatus::Syncing { listed } => write!(f, "syncing ({listed} objects listed)"),
             InformerStatus::Synced => write!(f, "synced"),
+            InformerStatus::Stale { silent_for } => {
+                write!(f, "stale (nothing received for {}s)", silent_for.as_secs())
+            }
             InformerStatus::BackingOff {
                 error,
                 attempt,

@@ -1,5 +1,6 @@
-//! One handler registration: its queue, its thread, its counters, and the
-//! handles users hold ([`Registration`], [`EventStream`]).
+//! One handler registration: its queue and who drains it (the handler
+//! pool, a task, or an event stream), its counters, and the handles users
+//! hold ([`Registration`], [`EventStream`]).
 
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -10,43 +11,278 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use futures::task::AtomicWaker;
+use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use super::Shared;
 use super::event::{Event, EventHandler};
+use super::pool::{HandlerPool, Runnable, TURN};
+use super::queue::{Item, Queue};
+use crate::resource::ResourceKey;
+use crate::telemetry::HandlerMetrics;
 
 /// Options of one handler registration.
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_dynamic_informer::informer::HandlerOptions;
+///
+/// let options = HandlerOptions::default()
+///     .name("audit")
+///     .resync(Duration::from_secs(600))
+///     .coalesce(true);
+/// assert!(options.coalesce);
+/// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct HandlerOptions {
     /// This handler's resync period; `None` uses the informer's default.
     /// Zero disables resync for this handler.
     pub resync: Option<Duration>,
+    /// Coalesce by object key when the handler falls behind: the queue then
+    /// keeps, per object, at most a delete (of the state the handler last
+    /// saw) and the latest add or update, so its length is bounded by the
+    /// number of objects, not of events. The handler sees the latest state
+    /// of each object, never an older one after a newer; deletes are never
+    /// dropped (an object added and deleted before the handler got to it
+    /// arrives as a delete only); a pending update keeps the `old` the
+    /// handler last saw; resyncs of an object with events pending are
+    /// dropped. Off by default: every event is delivered.
+    pub coalesce: bool,
+    /// A name for logs and metrics (`handler` label); by default
+    /// `handler-<id>`.
+    pub name: Option<String>,
 }
 
-/// What the dispatcher pushes into a handler's queue.
-pub(super) enum Item {
-    Event(Event),
-    /// All initial Adds were queued before this marker: once the consumer
-    /// reaches it, the registration has synced.
-    Synced,
+impl HandlerOptions {
+    /// Sets [`resync`](Self::resync).
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = Some(period);
+        self
+    }
+
+    /// Sets [`coalesce`](Self::coalesce).
+    #[must_use]
+    pub fn coalesce(mut self, coalesce: bool) -> Self {
+        self.coalesce = coalesce;
+        self
+    }
+
+    /// Sets [`name`](Self::name).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
 }
 
 /// The shared counters of one registration.
 #[derive(Debug, Default)]
 pub(super) struct ListenerState {
     pub(super) id: u64,
+    pub(super) name: String,
     pub(super) backlog: AtomicUsize,
     pub(super) delivered: AtomicU64,
     pub(super) panics: AtomicU64,
     pub(super) synced: AtomicBool,
     pub(super) removed: AtomicBool,
+    pub(super) metrics: HandlerMetrics,
+}
+
+impl ListenerState {
+    /// Publishes the backlog to its gauge.
+    fn publish_backlog(&self) {
+        self.metrics.backlog(self.backlog.load(Ordering::Relaxed));
+    }
+}
+
+/// Who drains a mailbox.
+pub(super) enum Target {
+    /// A handler run on the process's handler pool.
+    Pool(Box<dyn EventHandler>),
+    /// A task on the tokio runtime (async handlers), woken by the notify.
+    Task(tokio::sync::Notify),
+    /// An [`EventStream`]'s consumer.
+    Stream(AtomicWaker),
+}
+
+struct MailboxInner {
+    queue: Queue,
+    /// Queued for a turn (pool), or a wake-up is pending (task, stream).
+    scheduled: bool,
+    /// A turn is being delivered.
+    running: bool,
+}
+
+/// One registration's queue and whoever drains it.
+pub(super) struct Mailbox {
+    pub(super) state: Arc<ListenerState>,
+    inner: Mutex<MailboxInner>,
+    target: Target,
+    resource: ResourceKey,
+}
+
+impl Mailbox {
+    pub(super) fn new(
+        state: Arc<ListenerState>,
+        coalesce: bool,
+        target: Target,
+        resource: ResourceKey,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            state,
+            inner: Mutex::new(MailboxInner {
+                queue: Queue::new(coalesce),
+                scheduled: false,
+                running: false,
+            }),
+            target,
+            resource,
+        })
+    }
+
+    /// Queues an event; false once the registration is removed.
+    fn push(self: &Arc<Self>, event: Event) -> bool {
+        if self.state.removed.load(Ordering::Acquire) {
+            return false;
+        }
+        let wake = {
+            let mut m = self.inner.lock();
+            let grew = m.queue.push(event);
+            if grew >= 0 {
+                self.state
+                    .backlog
+                    .fetch_add(grew.unsigned_abs(), Ordering::Relaxed);
+            } else {
+                self.state
+                    .backlog
+                    .fetch_sub(grew.unsigned_abs(), Ordering::Relaxed);
+            }
+            !std::mem::replace(&mut m.scheduled, true)
+        };
+        if wake {
+            self.wake();
+        }
+        self.state.publish_backlog();
+        true
+    }
+
+    fn push_synced(self: &Arc<Self>) {
+        let wake = {
+            let mut m = self.inner.lock();
+            m.queue.push_synced();
+            !std::mem::replace(&mut m.scheduled, true)
+        };
+        if wake {
+            self.wake();
+        }
+    }
+
+    fn wake(self: &Arc<Self>) {
+        match &self.target {
+            Target::Pool(_) => HandlerPool::global().schedule(self.clone()),
+            Target::Task(notify) => notify.notify_one(),
+            Target::Stream(waker) => waker.wake(),
+        }
+    }
+
+    /// Takes the next turn's items; an empty turn clears `scheduled`, so the
+    /// next push wakes the consumer again.
+    pub(super) fn take_turn(&self, out: &mut Vec<Item>) {
+        let mut m = self.inner.lock();
+        m.queue.take(TURN, out);
+        if out.is_empty() {
+            m.scheduled = false;
+        } else {
+            m.running = true;
+        }
+    }
+
+    /// Ends a turn; true when more items wait.
+    pub(super) fn end_turn(&self) -> bool {
+        let mut m = self.inner.lock();
+        m.running = false;
+        if m.queue.is_empty() {
+            m.scheduled = false;
+            false
+        } else {
+            true
+        }
+    }
+
+    /// Whether a turn is being delivered.
+    pub(super) fn is_running(&self) -> bool {
+        self.inner.lock().running
+    }
+
+    /// Marks the registration removed and drops what is queued for a
+    /// handler (a stream's consumer still takes what was queued, then ends).
+    pub(super) fn close(self: &Arc<Self>) {
+        self.state.removed.store(true, Ordering::Release);
+        if !matches!(self.target, Target::Stream(_)) {
+            let mut m = self.inner.lock();
+            m.queue.clear();
+            self.state.backlog.store(0, Ordering::Relaxed);
+        }
+        match &self.target {
+            Target::Pool(_) => {}
+            Target::Task(notify) => notify.notify_one(),
+            Target::Stream(waker) => waker.wake(),
+        }
+        self.state.publish_backlog();
+    }
+
+    /// One queued event was handled.
+    pub(super) fn handed_event(&self) {
+        self.state.backlog.fetch_sub(1, Ordering::Relaxed);
+        self.state.publish_backlog();
+    }
+
+    /// The synced marker was reached.
+    pub(super) fn handed_synced(&self) {
+        self.state.synced.store(true, Ordering::Release);
+    }
+
+    pub(super) fn resource(&self) -> &ResourceKey {
+        &self.resource
+    }
+}
+
+impl Runnable for Mailbox {
+    fn run_turn(&self) -> bool {
+        let Target::Pool(handler) = &self.target else {
+            return false;
+        };
+        let mut items = Vec::with_capacity(TURN);
+        self.take_turn(&mut items);
+        if items.is_empty() {
+            return false;
+        }
+        for item in items {
+            if self.state.removed.load(Ordering::Acquire) {
+                break;
+            }
+            match item {
+                Item::Event(event) => {
+                    let kind = event.kind();
+                    let started = std::time::Instant::now();
+                    deliver(handler.as_ref(), event, &self.state, &self.resource);
+                    self.state.metrics.delivered(kind, started.elapsed());
+                    self.handed_event();
+                }
+                Item::Synced => self.handed_synced(),
+            }
+        }
+        self.end_turn()
+    }
 }
 
 /// Where a listener's events go.
 pub(super) enum Sink {
-    /// A queue drained by a handler thread or an event stream.
-    Queue(mpsc::UnboundedSender<Item>),
+    /// A queue drained by the handler pool, a task or an event stream.
+    Mailbox(Arc<Mailbox>),
     /// Called in place (non-shared informer).
     Inline(Arc<dyn EventHandler>),
 }
@@ -65,18 +301,14 @@ pub(super) struct Listener {
 
 impl Listener {
     /// Queues an event; false when the consumer is gone.
-    pub(super) fn push(&self, event: Event, resource: &crate::resource::ResourceKey) -> bool {
+    pub(super) fn push(&self, event: Event, resource: &ResourceKey) -> bool {
         match &self.sink {
-            Sink::Queue(tx) => {
-                self.state.backlog.fetch_add(1, Ordering::Relaxed);
-                if tx.send(Item::Event(event)).is_err() {
-                    self.state.backlog.fetch_sub(1, Ordering::Relaxed);
-                    return false;
-                }
-                true
-            }
+            Sink::Mailbox(mailbox) => mailbox.push(event),
             Sink::Inline(handler) => {
+                let kind = event.kind();
+                let started = std::time::Instant::now();
                 deliver(handler.as_ref(), event, &self.state, resource);
+                self.state.metrics.delivered(kind, started.elapsed());
                 true
             }
         }
@@ -88,16 +320,20 @@ impl Listener {
         }
         self.sync_marked = true;
         match &self.sink {
-            Sink::Queue(tx) => {
-                let _ = tx.send(Item::Synced);
-            }
+            Sink::Mailbox(mailbox) => mailbox.push_synced(),
             Sink::Inline(_) => self.state.synced.store(true, Ordering::Release),
         }
     }
 
     pub(super) fn is_closed(&self) -> bool {
         self.state.removed.load(Ordering::Acquire)
-            || matches!(&self.sink, Sink::Queue(tx) if tx.is_closed())
+    }
+
+    pub(super) fn mailbox(&self) -> Option<&Arc<Mailbox>> {
+        match &self.sink {
+            Sink::Mailbox(m) => Some(m),
+            Sink::Inline(_) => None,
+        }
     }
 }
 
@@ -106,19 +342,29 @@ pub(super) fn deliver(
     handler: &dyn EventHandler,
     event: Event,
     state: &ListenerState,
-    resource: &crate::resource::ResourceKey,
+    resource: &ResourceKey,
 ) {
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| handler.on_event(event)));
     state.delivered.fetch_add(1, Ordering::Relaxed);
     if let Err(panic) = result {
-        state.panics.fetch_add(1, Ordering::Relaxed);
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "<non-string panic>".into());
-        tracing::error!(resource = %resource, registration = state.id, panic = %message, "event handler panicked; it will receive the next event");
+        note_panic(panic.as_ref(), state, resource);
     }
+}
+
+/// Counts and logs a handler's panic.
+pub(super) fn note_panic(
+    panic: &(dyn std::any::Any + Send),
+    state: &ListenerState,
+    resource: &ResourceKey,
+) {
+    state.panics.fetch_add(1, Ordering::Relaxed);
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "<non-string panic>".into());
+    state.metrics.panics.increment(1);
+    tracing::error!(resource = %resource, handler = %state.name, panic = %message, "event handler panicked; it will receive the next event");
 }
 
 /// The handle of one handler registration.
@@ -162,11 +408,13 @@ impl Registration {
 fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
     state.removed.store(true, Ordering::Release);
     if let Some(shared) = informer.upgrade() {
-        shared
-            .dispatch
-            .lock()
-            .listeners
-            .retain(|l| l.state.id != state.id);
+        let mut d = shared.dispatch.lock();
+        if let Some(i) = d.listeners.iter().position(|l| l.state.id == state.id) {
+            let listener = d.listeners.swap_remove(i);
+            if let Some(mailbox) = listener.mailbox() {
+                mailbox.close();
+            }
+        }
     }
 }
 
@@ -184,20 +432,21 @@ impl fmt::Debug for Registration {
 /// An async stream of an informer's events (see
 /// [`SharedInformer::events`](super::SharedInformer::events)).
 pub struct EventStream {
-    pub(super) rx: mpsc::UnboundedReceiver<Item>,
-    pub(super) state: Arc<ListenerState>,
+    pub(super) mailbox: Arc<Mailbox>,
+    /// Items taken from the mailbox and not yet handed out.
+    pub(super) buffer: std::collections::VecDeque<Item>,
     pub(super) informer: std::sync::Weak<Shared>,
 }
 
 impl EventStream {
     /// True once every initial Add has been taken from the stream.
     pub fn has_synced(&self) -> bool {
-        self.state.synced.load(Ordering::Acquire)
+        self.mailbox.state.synced.load(Ordering::Acquire)
     }
 
     /// Events queued and not yet taken.
     pub fn backlog(&self) -> usize {
-        self.state.backlog.load(Ordering::Relaxed)
+        self.mailbox.state.backlog.load(Ordering::Relaxed)
     }
 }
 
@@ -206,34 +455,104 @@ impl Stream for EventStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         loop {
-            match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(Item::Event(e))) => {
-                    self.state.backlog.fetch_sub(1, Ordering::Relaxed);
-                    self.state.delivered.fetch_add(1, Ordering::Relaxed);
-                    return Poll::Ready(Some(e));
+            match self.buffer.pop_front() {
+                Some(Item::Event(event)) => {
+                    self.mailbox.handed_event();
+                    self.mailbox.state.delivered.fetch_add(1, Ordering::Relaxed);
+                    self.mailbox
+                        .state
+                        .metrics
+                        .delivered(event.kind(), Duration::ZERO);
+                    return Poll::Ready(Some(event));
                 }
-                Poll::Ready(Some(Item::Synced)) => {
-                    self.state.synced.store(true, Ordering::Release);
+                Some(Item::Synced) => {
+                    self.mailbox.handed_synced();
+                    continue;
                 }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+                None => {}
             }
+            if let Target::Stream(waker) = &self.mailbox.target {
+                waker.register(cx.waker());
+            }
+            let mut items = Vec::with_capacity(TURN);
+            self.mailbox.take_turn(&mut items);
+            if items.is_empty() {
+                if self.mailbox.state.removed.load(Ordering::Acquire) {
+                    return Poll::Ready(None);
+                }
+                return Poll::Pending;
+            }
+            self.mailbox.end_turn();
+            self.buffer.extend(items);
         }
     }
 }
 
 impl Drop for EventStream {
     fn drop(&mut self) {
-        unregister(&self.informer, &self.state);
+        unregister(&self.informer, &self.mailbox.state);
+        self.mailbox.close();
     }
 }
 
 impl fmt::Debug for EventStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventStream")
-            .field("id", &self.state.id)
+            .field("id", &self.mailbox.state.id)
             .field("synced", &self.has_synced())
             .field("backlog", &self.backlog())
             .finish()
+    }
+}
+
+/// Hands an async handler its events, one future at a time, until the
+/// registration is removed.
+pub(super) async fn drain_async<F, Fut>(mailbox: Arc<Mailbox>, handler: F)
+where
+    F: Fn(Event) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    use futures::FutureExt;
+
+    let Target::Task(notify) = &mailbox.target else {
+        return;
+    };
+    let mut items = Vec::with_capacity(TURN);
+    loop {
+        mailbox.take_turn(&mut items);
+        if items.is_empty() {
+            if mailbox.state.removed.load(Ordering::Acquire) {
+                return;
+            }
+            notify.notified().await;
+            continue;
+        }
+        for item in items.drain(..) {
+            if mailbox.state.removed.load(Ordering::Acquire) {
+                break;
+            }
+            let event = match item {
+                Item::Event(event) => event,
+                Item::Synced => {
+                    mailbox.handed_synced();
+                    continue;
+                }
+            };
+            let kind = event.kind();
+            let started = std::time::Instant::now();
+            let call = std::panic::catch_unwind(AssertUnwindSafe(|| handler(event)));
+            let outcome = match call {
+                Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            mailbox.state.delivered.fetch_add(1, Ordering::Relaxed);
+            if let Err(panic) = outcome {
+                note_panic(panic.as_ref(), &mailbox.state, mailbox.resource());
+            }
+            mailbox.state.metrics.delivered(kind, started.elapsed());
+            mailbox.handed_event();
+        }
+        items.clear();
+        mailbox.end_turn();
     }
 }

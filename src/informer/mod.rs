@@ -35,7 +35,10 @@
 //! [`StoreWriter`]: crate::store::StoreWriter
 
 mod event;
+mod freshness;
 mod listener;
+mod pool;
+mod queue;
 
 use std::fmt;
 use std::sync::Arc;
@@ -45,13 +48,15 @@ use std::time::Duration;
 use kube_client::Client;
 use kube_core::ApiResource;
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use event::{Event, EventHandler};
+pub use freshness::WaitError;
 pub use listener::{EventStream, HandlerOptions, Registration};
-use listener::{Item, Listener, ListenerState, Sink, deliver};
+use listener::{Listener, ListenerState, Mailbox, Sink, Target};
+pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 
 pub use crate::status::InformerStatus;
 
@@ -64,6 +69,7 @@ use crate::resource::ResourceKey;
 use crate::resync::ResyncClock;
 use crate::scope::{NamespaceOnClusterScoped, Scope};
 use crate::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
+use crate::telemetry::InformerMetrics;
 
 /// Errors of informer construction and use.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +118,12 @@ pub enum InformerError {
         /// The resource.
         resource: ResourceKey,
     },
+    /// An async handler was added outside a tokio runtime.
+    #[error("{resource}: async handlers run on the tokio runtime; add them from within one")]
+    NoRuntime {
+        /// The resource.
+        resource: ResourceKey,
+    },
 }
 
 /// Everything guarded by the dispatch lock.
@@ -134,10 +146,16 @@ struct Shared {
     store: Store,
     dispatch: Mutex<Dispatch>,
     status: watch::Sender<InformerStatus>,
-    /// Handler threads, joined on stop.
-    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Async handlers' tasks, awaited on stop.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Resync ticks wake up when the check period changes.
     resync_changed: tokio::sync::Notify,
+    metrics: InformerMetrics,
+    /// When the last delta arrived (ms since `clock`), for staleness.
+    last_delta: std::sync::atomic::AtomicU64,
+    clock: std::time::Instant,
+    /// The status was set to stale (cleared by the next delta).
+    stale: std::sync::atomic::AtomicBool,
 }
 
 /// One cache and one watch for a resource, shared by any number of handlers.
@@ -224,12 +242,16 @@ impl SharedInformer {
                 }),
                 options,
                 stats: reflector.stats(),
+                metrics: reflector.metrics(),
                 reflector: Mutex::new(Some((reflector, writer))),
                 error_hook,
                 store,
                 status,
-                threads: Mutex::new(Vec::new()),
+                tasks: Mutex::new(Vec::new()),
                 resync_changed: tokio::sync::Notify::new(),
+                last_delta: std::sync::atomic::AtomicU64::new(0),
+                clock: std::time::Instant::now(),
+                stale: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -264,9 +286,11 @@ impl SharedInformer {
     /// # Errors
     /// A duplicate name.
     pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), InformerError> {
+        let name = name.into();
+        let counter = self.shared.metrics.index_failures(&name);
         self.shared
             .store
-            .add_index(name, func)
+            .add_index_counted(name, func, counter)
             .map_err(|source| InformerError::Index {
                 resource: self.shared.key.clone(),
                 source,
@@ -280,45 +304,98 @@ impl SharedInformer {
     }
 
     /// Adds a handler, before or after start. It first receives an Add (with
-    /// `in_initial_list = true`) for every cached object, then live events.
-    /// It runs on a thread of its own until [`Registration::remove`] or the
-    /// informer stops.
+    /// `in_initial_list = true`) for every cached object, then live events,
+    /// in order, until [`Registration::remove`] or the informer stops.
+    ///
+    /// Handlers run on the process's handler pool (see
+    /// [`HandlerPoolSettings`]): a bounded set of threads shared by every
+    /// informer, not a thread per handler. Each handler has its own queue and
+    /// is called by one worker at a time; one that blocks for longer than the
+    /// pool's stall threshold has a worker started in its place, so it does
+    /// not hold up the others. A handler that waits on I/O most of the time
+    /// is better written as an [async handler](Self::add_async_handler).
     pub fn add_handler_with(
         &self,
         handler: impl EventHandler,
         options: HandlerOptions,
     ) -> Registration {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let state = self.register(Sink::Queue(tx), options.resync);
-        let thread_state = state.clone();
-        let resource = self.shared.key.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("kdi-handler-{}", state.id))
-            .spawn(move || {
-                while let Some(item) = rx.blocking_recv() {
-                    if thread_state.removed.load(Ordering::Acquire) {
-                        break;
-                    }
-                    match item {
-                        Item::Event(event) => {
-                            deliver(&handler, event, &thread_state, &resource);
-                            thread_state.backlog.fetch_sub(1, Ordering::Relaxed);
-                        }
-                        Item::Synced => thread_state.synced.store(true, Ordering::Release),
-                    }
-                }
-            });
-        match spawned {
-            Ok(handle) => self.shared.threads.lock().push(handle),
-            Err(e) => {
-                tracing::error!(resource = %self.shared.key, error = %e, "could not start a handler thread");
-                state.removed.store(true, Ordering::Release);
-            }
-        }
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Pool(Box::new(handler)),
+            self.shared.key.clone(),
+        );
+        self.register(state.clone(), Sink::Mailbox(mailbox), options.resync);
         Registration {
             state,
             informer: Arc::downgrade(&self.shared),
         }
+    }
+
+    /// Adds an async handler with the informer's default resync period. See
+    /// [`add_async_handler_with`](Self::add_async_handler_with).
+    ///
+    /// # Errors
+    /// [`InformerError::NoRuntime`] outside a tokio runtime.
+    pub fn add_async_handler<F, Fut>(&self, handler: F) -> Result<Registration, InformerError>
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.add_async_handler_with(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler that returns a future, run on the tokio runtime (one
+    /// task per handler, no thread): each event's future is awaited before
+    /// the next event is handed over. Same guarantees as
+    /// [`add_handler_with`](Self::add_handler_with): replay, order, synced
+    /// marker, panics caught (in the call and in the future) and counted.
+    ///
+    /// ```no_run
+    /// # async fn demo(informer: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+    /// use kube_dynamic_informer::informer::Event;
+    ///
+    /// let registration = informer.add_async_handler(|event: Event| async move {
+    ///     // e.g. call another service without blocking a thread
+    ///     println!("{} {:?}", event.kind(), event.object().metadata.name);
+    /// })?;
+    /// # drop(registration); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`InformerError::NoRuntime`] outside a tokio runtime.
+    pub fn add_async_handler_with<F, Fut>(
+        &self,
+        handler: F,
+        options: HandlerOptions,
+    ) -> Result<Registration, InformerError>
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
+                resource: self.shared.key.clone(),
+            })?;
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Task(tokio::sync::Notify::new()),
+            self.shared.key.clone(),
+        );
+        self.register(
+            state.clone(),
+            Sink::Mailbox(mailbox.clone()),
+            options.resync,
+        );
+        let task = runtime.spawn(listener::drain_async(mailbox, handler));
+        self.shared.tasks.lock().push(task);
+        Ok(Registration {
+            state,
+            informer: Arc::downgrade(&self.shared),
+        })
     }
 
     /// A stream of events with the same replay guarantee as a handler: first
@@ -328,25 +405,47 @@ impl SharedInformer {
         self.events_with(HandlerOptions::default())
     }
 
-    /// [`events`](Self::events) with handler options (its own resync period).
+    /// [`events`](Self::events) with handler options (its own resync period,
+    /// coalescing).
     pub fn events_with(&self, options: HandlerOptions) -> EventStream {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let state = self.register(Sink::Queue(tx), options.resync);
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Stream(futures::task::AtomicWaker::new()),
+            self.shared.key.clone(),
+        );
+        self.register(state, Sink::Mailbox(mailbox.clone()), options.resync);
         EventStream {
-            rx,
-            state,
+            mailbox,
+            buffer: std::collections::VecDeque::new(),
             informer: Arc::downgrade(&self.shared),
         }
     }
 
-    fn register(&self, sink: Sink, requested_resync: Option<Duration>) -> Arc<ListenerState> {
-        let mut d = self.shared.dispatch.lock();
-        let id = d.next_id;
-        d.next_id += 1;
-        let state = Arc::new(ListenerState {
+    /// The shared counters of a new registration, with its id and metric
+    /// series.
+    fn new_listener_state(&self, options: &HandlerOptions) -> Arc<ListenerState> {
+        let id = {
+            let mut d = self.shared.dispatch.lock();
+            let id = d.next_id;
+            d.next_id += 1;
+            id
+        };
+        let name = options
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("handler-{id}"));
+        Arc::new(ListenerState {
             id,
+            metrics: self.shared.metrics.handler(&name),
+            name,
             ..ListenerState::default()
-        });
+        })
+    }
+
+    fn register(&self, state: Arc<ListenerState>, sink: Sink, requested_resync: Option<Duration>) {
+        let mut d = self.shared.dispatch.lock();
         let started = d.started;
         let requested = requested_resync.unwrap_or(self.shared.options.resync);
         let r = d.clock.add_handler(requested, started);
@@ -359,7 +458,7 @@ impl SharedInformer {
             self.shared.resync_changed.notify_one();
         }
         let mut listener = Listener {
-            state: state.clone(),
+            state,
             sink,
             requested_resync,
             resync: r.period,
@@ -381,7 +480,6 @@ impl SharedInformer {
             listener.mark_synced();
         }
         d.listeners.push(listener);
-        state
     }
 
     /// Whether the cache holds a complete list (it stays true through later
@@ -503,9 +601,11 @@ impl SharedInformer {
             shared.process(&mut writer, delta);
         });
         let resync = self.shared.resync_loop(cancel.clone());
+        let staleness = self.shared.staleness_loop(cancel.clone());
         tokio::select! {
             () = reflect => {}
             () = resync => {}
+            () = staleness => {}
         }
         self.shared.stop_listeners().await;
         self.shared.status.send_replace(InformerStatus::Stopped);
@@ -535,10 +635,28 @@ impl Shared {
     /// dispatch lock.
     fn process(&self, writer: &mut StoreWriter, delta: Delta) {
         // Objects arrive transformed (see ReflectorConfig::transform).
+        self.last_delta.store(self.elapsed_ms(), Ordering::Relaxed);
+        if self.stale.swap(false, Ordering::Relaxed) {
+            self.status.send_if_modified(|status| {
+                if matches!(status, InformerStatus::Stale { .. }) {
+                    *status = InformerStatus::Synced;
+                    true
+                } else {
+                    false
+                }
+            });
+            self.metrics.stale.set(0.0);
+        }
+        if let Delta::ResourceVersion(rv) = &delta {
+            writer.set_resource_version(rv);
+            self.metrics.synced_to(rv);
+            return;
+        }
         let mut d = self.dispatch.lock();
         let mut events = Vec::new();
         let mut first_sync = false;
         match delta {
+            Delta::ResourceVersion(_) => {}
             Delta::ListBegin => writer.begin_list(),
             Delta::ListPage(objects) => {
                 let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
@@ -577,6 +695,8 @@ impl Shared {
                 }
             }
         }
+        #[allow(clippy::cast_precision_loss)]
+        self.metrics.objects.set(self.store.len() as f64);
         let resource = &self.key;
         d.listeners.retain_mut(|l| {
             if l.is_closed() {
@@ -645,25 +765,81 @@ impl Shared {
         }
     }
 
-    /// Closes every queue and waits (up to 5 s) for handler threads to end.
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Reports the informer stale while it is synced and nothing has arrived
+    /// for `stale_after`.
+    async fn staleness_loop(&self, cancel: CancellationToken) {
+        let limit = self.options.stale_after;
+        if limit.is_zero() {
+            return cancel.cancelled().await;
+        }
+        let check = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(check) => {}
+            }
+            let silent = Duration::from_millis(
+                self.elapsed_ms()
+                    .saturating_sub(self.last_delta.load(Ordering::Relaxed)),
+            );
+            if silent < limit {
+                continue;
+            }
+            let became_stale = self.status.send_if_modified(|status| match status {
+                InformerStatus::Synced => {
+                    *status = InformerStatus::Stale { silent_for: silent };
+                    true
+                }
+                _ => false,
+            });
+            if became_stale {
+                self.stale.store(true, Ordering::Relaxed);
+                self.metrics.stale.set(1.0);
+                tracing::warn!(resource = %self.key, silent_for = ?silent, "nothing received from the watch for longer than staleAfter; the cache may be behind the server");
+            }
+        }
+    }
+
+    /// Closes every queue, waits (up to 5 s) for handlers in a call to
+    /// return and for async handlers' tasks to end.
     async fn stop_listeners(&self) {
-        {
+        let mailboxes: Vec<Arc<Mailbox>> = {
             let mut d = self.dispatch.lock();
+            let mailboxes = d
+                .listeners
+                .iter()
+                .filter_map(|l| l.mailbox().cloned())
+                .collect();
             for l in &d.listeners {
                 l.state.removed.store(true, Ordering::Release);
             }
             d.listeners.clear();
+            mailboxes
+        };
+        for m in &mailboxes {
+            m.close();
         }
-        let handles = std::mem::take(&mut *self.threads.lock());
+        let tasks = std::mem::take(&mut *self.tasks.lock());
         let deadline = Instant::now() + Duration::from_secs(5);
-        for h in handles {
-            while !h.is_finished() && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            if h.is_finished() {
-                let _ = h.join();
-            } else {
-                tracing::warn!(resource = %self.key, "an event handler is still running after stop; its thread is left to finish");
+        let finished = |m: &Arc<Mailbox>| !m.is_running();
+        while Instant::now() < deadline
+            && (!mailboxes.iter().all(finished)
+                || !tasks.iter().all(tokio::task::JoinHandle::is_finished))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if !mailboxes.iter().all(finished)
+            || !tasks.iter().all(tokio::task::JoinHandle::is_finished)
+        {
+            tracing::warn!(resource = %self.key, "an event handler is still running after stop; it is left to finish");
+        }
+        for task in tasks {
+            if !task.is_finished() {
+                task.abort();
             }
         }
     }
@@ -748,10 +924,9 @@ impl Informer {
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
         // Claim the run first, so that a second `run` adds no second handler.
         let run = self.inner.prepare()?;
-        let state = self
-            .inner
-            .register(Sink::Inline(self.handler.clone()), None);
-        drop(state);
+        let state = self.inner.new_listener_state(&HandlerOptions::default());
+        self.inner
+            .register(state, Sink::Inline(self.handler.clone()), None);
         self.inner.run_prepared(run, cancel).await;
         Ok(())
     }

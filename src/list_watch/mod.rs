@@ -48,6 +48,8 @@ pub struct ListPage {
     pub continue_token: Option<String>,
     /// Objects of this page that could not be decoded.
     pub skipped: Vec<UndecodableObject>,
+    /// Size of the response body in bytes (0 when not known).
+    pub bytes: usize,
 }
 
 /// A watch event.

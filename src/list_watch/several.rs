@@ -61,6 +61,7 @@ impl ApiListWatch {
                 }
                 all.objects.extend(page.objects);
                 all.skipped.extend(page.skipped);
+                all.bytes += page.bytes;
             }
             let rv = rv.unwrap_or_default();
             all.resource_version.clone_from(&rv);

@@ -142,7 +142,10 @@ pub(super) async fn list(
     // that nothing allocated from again, and every update grew the process
     // by the object it replaced (+466 MiB over 20,000 updates of 50,000
     // Widgets).
-    decode_list(&text).map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))
+    let mut page = decode_list(&text)
+        .map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))?;
+    page.bytes = text.len();
+    Ok(page)
 }
 
 /// `metadata.continue` of a list response, read without decoding its items
@@ -322,6 +325,7 @@ fn page(meta: ListMeta, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObj
         resource_version: meta.resource_version.unwrap_or_default(),
         continue_token: meta.continue_.filter(|c| !c.is_empty()),
         skipped,
+        bytes: 0,
     }
 }
 

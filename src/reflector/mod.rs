@@ -46,8 +46,10 @@ use crate::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent
 use crate::object_key::object_key;
 use crate::options::InformerOptions;
 use crate::resource::ResourceKey;
+use crate::scope::Namespaces;
 use crate::scope::ResourceAvailability;
 use crate::status::InformerStatus;
+use crate::telemetry::{InformerMetrics, ListReason, Received};
 use crate::transform::TransformFn;
 
 /// A change for the cache, in the order the server reported it.
@@ -73,6 +75,9 @@ pub enum Delta {
     Upsert(DynamicObject),
     /// An object was deleted; this is its final state.
     Delete(DynamicObject),
+    /// The cache now reflects the server up to this resourceVersion: sent
+    /// after each complete list (the list's), each event and each bookmark.
+    ResourceVersion(String),
 }
 
 /// Counters of what a reflector did, for observability and tests.
@@ -164,6 +169,7 @@ pub struct Reflector {
     transform: Option<TransformFn>,
     status: watch::Sender<InformerStatus>,
     stats: Arc<ReflectorStats>,
+    metrics: InformerMetrics,
     error_hook: Arc<Mutex<Option<ErrorHook>>>,
     /// The server refused a streaming list once; use list-then-watch.
     streaming_unsupported: bool,
@@ -188,6 +194,10 @@ struct Progress {
     resume_rv: Option<String>,
     /// A complete list was handed on at least once.
     listed: bool,
+    /// Why the next complete list is made.
+    next_list: ListReason,
+    /// When the reflector started (for the first sync's duration).
+    started: std::time::Instant,
 }
 
 /// Result of one list attempt.
@@ -212,6 +222,13 @@ impl Reflector {
         status: watch::Sender<InformerStatus>,
         error_hook: Arc<Mutex<Option<ErrorHook>>>,
     ) -> Self {
+        let metrics = InformerMetrics::new(
+            &ResourceKey::from(&resource),
+            &match &options.namespaces {
+                Namespaces::All => String::new(),
+                Namespaces::Only(set) => set.iter().cloned().collect::<Vec<_>>().join(","),
+            },
+        );
         Self {
             lw,
             key: ResourceKey::from(&resource),
@@ -220,6 +237,7 @@ impl Reflector {
             options: options.clone(),
             status,
             stats: Arc::new(ReflectorStats::default()),
+            metrics,
             error_hook,
             streaming_unsupported: false,
         }
@@ -228,6 +246,11 @@ impl Reflector {
     /// The reflector's counters.
     pub fn stats(&self) -> Arc<ReflectorStats> {
         self.stats.clone()
+    }
+
+    /// The informer's metric series, which this reflector records into.
+    pub(crate) fn metrics(&self) -> InformerMetrics {
+        self.metrics.clone()
     }
 
     /// Sets the status, notifying only on a change.
@@ -248,6 +271,8 @@ impl Reflector {
             backoff: Backoff::new(self.options.backoff.clone()),
             resume_rv: None,
             listed: false,
+            next_list: ListReason::First,
+            started: std::time::Instant::now(),
         };
         match self.lw.availability() {
             None => self.run_served(&cancel, &mut sink, &mut progress).await,
@@ -297,6 +322,9 @@ impl Reflector {
                     }
                 }
                 ResourceAvailability::Served { resource, .. } => {
+                    if progress.listed && progress.resume_rv.is_none() {
+                        progress.next_list = ListReason::ServedAgain;
+                    }
                     if !resource.kind.is_empty() {
                         self.key = ResourceKey::from(&resource);
                         self.resource = resource;
@@ -342,6 +370,7 @@ impl Reflector {
                     let streaming = self.options.streaming_list
                         && self.lw.capabilities().streaming_list
                         && !self.streaming_unsupported;
+                    let list_started = std::time::Instant::now();
                     let outcome = if streaming {
                         self.streaming_list(cancel, progress.listed, sink).await
                     } else {
@@ -350,6 +379,9 @@ impl Reflector {
                     match outcome {
                         ListOutcome::Cancelled => break,
                         ListOutcome::Failed(err) => {
+                            if progress.listed {
+                                progress.next_list = ListReason::Error;
+                            }
                             if !self.wait_after(&err, progress, cancel).await {
                                 break;
                             }
@@ -361,7 +393,16 @@ impl Reflector {
                             for object in deleted {
                                 sink(Delta::Delete(object));
                             }
+                            sink(Delta::ResourceVersion(rv.clone()));
+                            self.metrics
+                                .listed(progress.next_list, list_started.elapsed());
+                            if !progress.listed {
+                                self.metrics
+                                    .sync_duration
+                                    .set(progress.started.elapsed().as_secs_f64());
+                            }
                             progress.listed = true;
+                            progress.next_list = ListReason::Error;
                             rv
                         }
                     }
@@ -377,6 +418,7 @@ impl Reflector {
                 WatchEnd::Resume => progress.resume_rv = Some(last_rv),
                 WatchEnd::Relist => {
                     ReflectorStats::inc(&self.stats.relists_after_gone);
+                    progress.next_list = ListReason::Expired;
                     progress.resume_rv = None;
                 }
                 WatchEnd::Failed(err) => {
@@ -397,6 +439,7 @@ impl Reflector {
         cancel: &CancellationToken,
     ) -> bool {
         ReflectorStats::inc(&self.stats.errors);
+        self.metrics.errors.increment(1);
         let delay = progress.backoff.next_delay();
         let error = error_chain(err);
         tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
@@ -460,6 +503,7 @@ impl Reflector {
         sink(Delta::ListBegin);
         loop {
             ReflectorStats::inc(&self.stats.list_requests);
+            self.metrics.list_requests.increment(1);
             let page = tokio::select! {
                 _ = cancel.cancelled() => return ListOutcome::Cancelled,
                 page = self.lw.list(&params) => page,
@@ -484,6 +528,7 @@ impl Reflector {
                     });
                 }
             };
+            self.metrics.list_bytes.increment(page.bytes as u64);
             for skipped in &page.skipped {
                 self.note_skipped(skipped);
             }
@@ -518,6 +563,7 @@ impl Reflector {
         let mut params = self.watch_params();
         params.send_initial_events = true;
         ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
         let stream = tokio::select! {
             _ = cancel.cancelled() => return ListOutcome::Cancelled,
             s = self.lw.watch(&params, "") => s,
@@ -638,6 +684,7 @@ impl Reflector {
         sink: &mut (impl FnMut(Delta) + Send),
     ) -> WatchEnd {
         ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
         let params = self.watch_params();
         let stream = tokio::select! {
             _ = cancel.cancelled() => return WatchEnd::Cancelled,
@@ -676,6 +723,13 @@ impl Reflector {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
+            self.metrics.received(match &event {
+                WatchEvent::Added(_) => Received::Added,
+                WatchEvent::Modified(_) => Received::Modified,
+                WatchEvent::Deleted(_) => Received::Deleted,
+                WatchEvent::Bookmark { .. } => Received::Bookmark,
+                WatchEvent::Skipped { .. } => Received::Skipped,
+            });
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     if let Some(rv) = &o.metadata.resource_version {
@@ -705,14 +759,18 @@ impl Reflector {
                 }
                 WatchEvent::Bookmark {
                     resource_version, ..
-                } => *last_rv = resource_version,
+                } => {
+                    *last_rv = resource_version;
+                }
             }
+            sink(Delta::ResourceVersion(last_rv.clone()));
         }
     }
 
     /// Counts and logs an object that could not be decoded.
     fn note_skipped(&self, object: &UndecodableObject) {
         ReflectorStats::inc(&self.stats.skipped_objects);
+        self.metrics.skipped.increment(1);
         tracing::warn!(
             resource = %self.key,
             object = %object,

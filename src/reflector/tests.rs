@@ -47,6 +47,7 @@ fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ListPage {
         resource_version: rv.into(),
         continue_token: cont.map(Into::into),
         skipped: Vec::new(),
+        bytes: 0,
     }
 }
 
@@ -200,6 +201,7 @@ struct Fold {
 impl Fold {
     fn push(&mut self, delta: Delta) -> Option<Got> {
         match delta {
+            Delta::ResourceVersion(_) => None,
             Delta::ListBegin => {
                 self.begins += 1;
                 self.list = Some(Vec::new());
@@ -750,8 +752,12 @@ async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec
     let stop = cancel.clone();
     let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
     let task = tokio::spawn(reflector.run(cancel.clone(), move |d| {
+        if matches!(d, Delta::ResourceVersion(_)) {
+            return;
+        }
         let mut v = sink_seen.lock().unwrap();
         v.push(match d {
+            Delta::ResourceVersion(_) => unreachable!(),
             Delta::ListBegin => "begin".to_owned(),
             Delta::ListPage(p) => {
                 format!("page[{}]", p.iter().map(name).collect::<Vec<_>>().join(","))

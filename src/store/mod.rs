@@ -122,6 +122,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use indexmap::IndexMap;
 use kube_core::DynamicObject;
 use parking_lot::RwLock;
+use tokio::sync::watch;
 
 use crate::compact::{CompactEntry, CompactObject, Interner};
 use crate::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
@@ -129,9 +130,11 @@ use crate::object_key::{key_from_parts, object_key};
 use crate::options::Storage;
 
 mod cached;
+mod version;
 
 pub use cached::CachedObject;
 use cached::Held;
+pub use version::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
 
 /// Errors of store queries and index declarations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -189,6 +192,7 @@ type Key = Arc<str>;
 #[derive(Clone)]
 pub struct Store {
     shared: Arc<RwLock<State>>,
+    sync: Arc<watch::Sender<SyncPoint>>,
 }
 
 /// The only handle that changes the cache's objects. Not `Clone`: one task
@@ -224,6 +228,8 @@ struct IndexDef {
     name: String,
     func: IndexFn,
     failures: AtomicU64,
+    /// The failures' metric series (see [`crate::telemetry`]).
+    failure_metric: metrics::Counter,
 }
 
 #[derive(Default)]
@@ -251,6 +257,7 @@ impl IndexDef {
             }
             Err(err) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
+                self.failure_metric.increment(1);
                 tracing::warn!(
                     index = %self.name,
                     object = key,
@@ -394,6 +401,7 @@ impl State {
                 name: NAMESPACE_INDEX.to_owned(),
                 func: IndexFn::namespace(),
                 failures: AtomicU64::new(0),
+                failure_metric: metrics::Counter::noop(),
             })]),
             indexes: vec![IndexData::default()],
         }
@@ -471,6 +479,24 @@ impl State {
 }
 
 impl Store {
+    /// The resourceVersion this cache reflects (see [`SyncPoint`]): once the
+    /// cache holds a write whose response carried resourceVersion *R*, this
+    /// is *R* or later. `None` before the first list.
+    pub fn resource_version(&self) -> Option<Arc<str>> {
+        self.sync.borrow().resource_version.clone()
+    }
+
+    /// Where the cache stands: its resourceVersion, and whether a relist is
+    /// being received.
+    pub fn sync_point(&self) -> SyncPoint {
+        self.sync.borrow().clone()
+    }
+
+    /// A receiver that sees every change of the [`SyncPoint`].
+    pub fn watch_sync_point(&self) -> watch::Receiver<SyncPoint> {
+        self.sync.subscribe()
+    }
+
     fn defs(&self) -> Arc<[Arc<IndexDef>]> {
         self.shared.read().defs.clone()
     }
@@ -711,7 +737,17 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), StoreError> {
-        let name = name.into();
+        self.add_index_counted(name.into(), func, metrics::Counter::noop())
+    }
+
+    /// [`add_index`](Self::add_index), counting the function's failures in
+    /// `failure_metric` too.
+    pub(crate) fn add_index_counted(
+        &self,
+        name: String,
+        func: IndexFn,
+        failure_metric: metrics::Counter,
+    ) -> Result<(), StoreError> {
         let duplicate = |state: &State| {
             if state.defs.iter().any(|def| def.name == name) {
                 Err(StoreError::DuplicateIndex { name: name.clone() })
@@ -732,6 +768,7 @@ impl Store {
             name: name.clone(),
             func,
             failures: AtomicU64::new(0),
+            failure_metric,
         });
         let mut precomputed: HashMap<Key, (CachedObject, Vec<String>)> = snapshot
             .into_iter()
@@ -786,12 +823,27 @@ impl StoreWriter {
         Self {
             store: Store {
                 shared: Arc::new(RwLock::new(State::new(storage))),
+                sync: Arc::new(watch::Sender::new(SyncPoint::default())),
             },
             storage,
             interner: Interner::new(),
             listing: None,
             writes_since_forget: 0,
         }
+    }
+
+    /// Records the resourceVersion the cache now reflects (a list's, then
+    /// each event's and bookmark's); ends a relist's
+    /// [`SyncPoint::relisting`].
+    pub fn set_resource_version(&mut self, resource_version: &str) {
+        self.store.sync.send_if_modified(|sync| {
+            if sync.resource_version.as_deref() == Some(resource_version) && !sync.relisting {
+                return false;
+            }
+            sync.resource_version = Some(resource_version.into());
+            sync.relisting = false;
+            true
+        });
     }
 
     /// A read handle on this cache (cheap; clone it freely).
@@ -928,6 +980,11 @@ impl StoreWriter {
     /// unchanged objects and the changed objects themselves, not a second
     /// copy of the cache.
     pub fn begin_list(&mut self) {
+        self.store.sync.send_if_modified(|sync| {
+            let was = sync.relisting;
+            sync.relisting = sync.resource_version.is_some();
+            was != sync.relisting
+        });
         self.listing = Some(Listing {
             fill: self.store.is_empty(),
             seen: HashSet::new(),

@@ -42,6 +42,7 @@ enum State {
     Pending,
     Gone,
     Stopped,
+    Stale,
 }
 
 impl State {
@@ -51,6 +52,7 @@ impl State {
             InformerStatus::NotStarted => (State::NotStarted, String::new()),
             InformerStatus::Syncing { .. } => (State::Syncing, String::new()),
             InformerStatus::Synced => (State::Synced, String::new()),
+            InformerStatus::Stale { .. } => (State::Stale, status.to_string()),
             InformerStatus::BackingOff { code, error, .. } => (
                 match code {
                     Some(403) => State::Forbidden,
@@ -71,6 +73,7 @@ impl State {
             State::NotStarted => "notStarted",
             State::Syncing => "syncing",
             State::Synced => "synced",
+            State::Stale => "stale",
             State::Forbidden => "forbidden",
             State::Unauthorized => "unauthorized",
             State::Retrying => "retrying",
@@ -86,6 +89,7 @@ impl State {
             State::NotStarted => "not started",
             State::Syncing => "syncing",
             State::Synced => "synced",
+            State::Stale => "stale",
             State::Forbidden => "access denied",
             State::Unauthorized => "credentials refused",
             State::Retrying => "retrying after an error",
@@ -239,11 +243,7 @@ impl Progress {
                 return Err(self.refused(i));
             }
             self.say_changes();
-            if self
-                .tracked
-                .iter()
-                .all(|t| *t.status.borrow() == InformerStatus::Synced)
-            {
+            if self.tracked.iter().all(|t| t.status.borrow().is_synced()) {
                 self.say_index_failures();
                 return Ok(());
             }
@@ -442,7 +442,7 @@ impl Progress {
     /// it was doing.
     fn timed_out(&self, timeout: Duration) -> Failure {
         let late: Vec<usize> = (0..self.tracked.len())
-            .filter(|&i| *self.tracked[i].status.borrow() != InformerStatus::Synced)
+            .filter(|&i| !self.tracked[i].status.borrow().is_synced())
             .collect();
         let mut message = format!(
             "{} of {} caches did not sync within {timeout:?}",

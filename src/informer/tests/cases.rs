@@ -4,6 +4,7 @@ use std::sync::atomic::AtomicU64;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
+use tokio::sync::mpsc;
 use kube_client::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
 use serde_json::json;
@@ -106,6 +107,7 @@ impl ListWatch for FakeServer {
                 resource_version: rv,
                 continue_token: None,
                 skipped: Vec::new(),
+                bytes: 0,
             })
         }
         .boxed()
@@ -538,17 +540,19 @@ async fn indexes_added_before_start_and_later_are_queryable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopping_ends_every_handler_thread() {
+async fn stopping_closes_every_handler() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
     let inf = informer(&server, options());
     let regs: Vec<_> = (0..3).map(|_| inf.add_handler(|_e: Event| {})).collect();
     let cancel = CancellationToken::new();
     let task = inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(inf.shared.threads.lock().len(), 3);
+    eventually("handlers synced", || regs.iter().all(Registration::has_synced)).await;
+    assert_eq!(inf.shared.dispatch.lock().listeners.len(), 3);
     cancel.cancel();
     task.await.unwrap();
-    assert!(inf.shared.threads.lock().is_empty(), "threads joined");
+    assert!(inf.shared.dispatch.lock().listeners.is_empty(), "listeners closed");
+    assert!(inf.shared.tasks.lock().is_empty(), "tasks awaited");
     assert!(
         inf.start(CancellationToken::new()).is_err(),
         "an informer runs once"
@@ -623,12 +627,8 @@ async fn resync_redelivers_from_memory_on_each_handlers_period() {
         options().resync(Duration::from_secs(10)),
     );
     let mut default = inf.events();
-    let mut slow = inf.events_with(HandlerOptions {
-        resync: Some(Duration::from_secs(25)),
-    });
-    let mut never = inf.events_with(HandlerOptions {
-        resync: Some(Duration::ZERO),
-    });
+    let mut slow = inf.events_with(HandlerOptions::default().resync(Duration::from_secs(25)));
+    let mut never = inf.events_with(HandlerOptions::default().resync(Duration::ZERO));
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
@@ -659,9 +659,7 @@ async fn a_handler_added_before_start_lowers_the_check_period() {
     let fast = Recorder::default();
     inf.add_handler_with(
         fast.handler(),
-        HandlerOptions {
-            resync: Some(Duration::from_secs(5)),
-        },
+        HandlerOptions::default().resync(Duration::from_secs(5)),
     );
     assert_eq!(
         inf.shared.dispatch.lock().clock.check_period(),
@@ -674,9 +672,7 @@ async fn a_handler_added_before_start_lowers_the_check_period() {
     let late = Recorder::default();
     inf.add_handler_with(
         late.handler(),
-        HandlerOptions {
-            resync: Some(Duration::from_secs(1)),
-        },
+        HandlerOptions::default().resync(Duration::from_secs(1)),
     );
     let periods: Vec<Duration> = inf
         .shared

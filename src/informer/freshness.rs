@@ -1,0 +1,230 @@
+//! Reading one's own writes through the cache: waiting until the cache
+//! reflects a resourceVersion.
+
+use std::cmp::Ordering;
+use std::time::Duration;
+
+use kube_core::DynamicObject;
+
+use super::SharedInformer;
+use crate::resource::ResourceKey;
+use crate::status::InformerStatus;
+use crate::store::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
+
+/// Why [`SharedInformer::wait_for_resource_version`] returned without the
+/// cache reflecting the resourceVersion.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WaitError {
+    /// The resourceVersion asked for, or the one the cache holds, is not a
+    /// number that can be compared.
+    #[error("{resource}: {source}")]
+    Incomparable {
+        /// The resource.
+        resource: ResourceKey,
+        /// Which resourceVersion.
+        #[source]
+        source: IncomparableResourceVersion,
+    },
+    /// The object given is not of this informer's resource: its write shows
+    /// in another informer's cache.
+    #[error(
+        "{resource}: the object is a {object_kind} ({object_api_version}), not of this informer's resource"
+    )]
+    OtherResource {
+        /// The informer's resource.
+        resource: ResourceKey,
+        /// The object's `apiVersion`.
+        object_api_version: String,
+        /// The object's `kind`.
+        object_kind: String,
+    },
+    /// The object has no `metadata.resourceVersion` (it was not returned by
+    /// the server).
+    #[error("{resource}: the object has no metadata.resourceVersion")]
+    NoResourceVersion {
+        /// The resource.
+        resource: ResourceKey,
+    },
+    /// The time ran out while a relist was being received: the cache jumps
+    /// to the relisted state at its end.
+    #[error(
+        "{resource}: a relist was in progress when {timeout:?} ran out waiting for resourceVersion {wanted} (the cache is at {synced_to})"
+    )]
+    RelistInProgress {
+        /// The resource.
+        resource: ResourceKey,
+        /// The resourceVersion waited for.
+        wanted: String,
+        /// The resourceVersion the cache reflects.
+        synced_to: String,
+        /// How long was waited.
+        timeout: Duration,
+    },
+    /// The time ran out.
+    #[error(
+        "{resource}: the cache did not reach resourceVersion {wanted} within {timeout:?} (it is at {synced_to}; {status})"
+    )]
+    TimedOut {
+        /// The resource.
+        resource: ResourceKey,
+        /// The resourceVersion waited for.
+        wanted: String,
+        /// The resourceVersion the cache reflects (`none` before the first
+        /// list).
+        synced_to: String,
+        /// How long was waited.
+        timeout: Duration,
+        /// What the informer was doing then.
+        status: Box<InformerStatus>,
+    },
+    /// The informer stopped.
+    #[error("{resource}: the informer stopped")]
+    Stopped {
+        /// The resource.
+        resource: ResourceKey,
+    },
+}
+
+impl SharedInformer {
+    /// The resourceVersion the cache reflects (see
+    /// [`Store::sync_point`](crate::store::Store::sync_point)).
+    #[must_use]
+    pub fn synced_resource_version(&self) -> Option<String> {
+        self.shared
+            .store
+            .resource_version()
+            .map(|rv| rv.to_string())
+    }
+
+    /// Waits until the cache reflects `resource_version`: the resourceVersion
+    /// of a write's response (create, update, patch, delete) of an object of
+    /// this resource. Once this returns, a read of the cache shows that
+    /// write or a later state, and handlers have been handed its event.
+    ///
+    /// The cache moves forward with each event and bookmark of its watch, so
+    /// a resourceVersion of a write to another resource (or to an object the
+    /// informer's selectors leave out) is reached only at the next event or
+    /// bookmark (the API server sends one about once a minute on a quiet
+    /// watch); [`wait_for_object`](Self::wait_for_object) refuses objects of
+    /// other resources.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: kube_client::Client, informer: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use kube_client::api::{Api, PostParams};
+    /// use kube_core::{ApiResource, DynamicObject};
+    ///
+    /// let api: Api<DynamicObject> = Api::namespaced_with(client, "shop", informer.resource());
+    /// let mut widget = DynamicObject::new("w1", informer.resource()).within("shop");
+    /// widget.data = serde_json::json!({ "spec": { "size": 3 } });
+    /// let created = api.create(&PostParams::default(), &widget).await?;
+    /// informer.wait_for_object(&created, Duration::from_secs(5)).await?;
+    /// assert!(informer.store().get("shop/w1").is_some());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`WaitError::TimedOut`] (with where the cache is and the informer's
+    /// status), [`WaitError::RelistInProgress`],
+    /// [`WaitError::Incomparable`] for a resourceVersion that is not a
+    /// number, [`WaitError::Stopped`].
+    pub async fn wait_for_resource_version(
+        &self,
+        resource_version: &str,
+        timeout: Duration,
+    ) -> Result<(), WaitError> {
+        let resource = || self.shared.key.clone();
+        // A malformed resourceVersion is refused at once, not after the wait.
+        compare_resource_versions(resource_version, "0").map_err(|source| {
+            WaitError::Incomparable {
+                resource: resource(),
+                source,
+            }
+        })?;
+        let mut sync = self.shared.store.watch_sync_point();
+        let incomparable = |source| WaitError::Incomparable {
+            resource: resource(),
+            source,
+        };
+        let reached = |point: &SyncPoint| -> Result<bool, IncomparableResourceVersion> {
+            let Some(current) = &point.resource_version else {
+                return Ok(false);
+            };
+            Ok(compare_resource_versions(current, resource_version)? != Ordering::Less)
+        };
+        let wait = async {
+            loop {
+                if reached(&sync.borrow_and_update()).map_err(incomparable)? {
+                    return Ok(());
+                }
+                if sync.changed().await.is_err() || matches!(self.status(), InformerStatus::Stopped)
+                {
+                    return Err(WaitError::Stopped {
+                        resource: resource(),
+                    });
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(result) => result,
+            Err(_) => {
+                let point = self.shared.store.sync_point();
+                if reached(&point).map_err(incomparable)? {
+                    return Ok(());
+                }
+                let synced_to = point
+                    .resource_version
+                    .as_deref()
+                    .unwrap_or("none")
+                    .to_owned();
+                if point.relisting {
+                    Err(WaitError::RelistInProgress {
+                        resource: resource(),
+                        wanted: resource_version.to_owned(),
+                        synced_to,
+                        timeout,
+                    })
+                } else {
+                    Err(WaitError::TimedOut {
+                        resource: resource(),
+                        wanted: resource_version.to_owned(),
+                        synced_to,
+                        timeout,
+                        status: Box::new(self.status()),
+                    })
+                }
+            }
+        }
+    }
+
+    /// [`wait_for_resource_version`](Self::wait_for_resource_version) with
+    /// the resourceVersion of `object`, an object the server returned from a
+    /// write; refuses an object of another resource.
+    ///
+    /// # Errors
+    /// [`WaitError::OtherResource`], [`WaitError::NoResourceVersion`], and
+    /// those of `wait_for_resource_version`.
+    pub async fn wait_for_object(
+        &self,
+        object: &DynamicObject,
+        timeout: Duration,
+    ) -> Result<(), WaitError> {
+        let resource = &self.shared.resource;
+        if let Some(types) = &object.types
+            && (types.api_version != resource.api_version || types.kind != resource.kind)
+        {
+            return Err(WaitError::OtherResource {
+                resource: self.shared.key.clone(),
+                object_api_version: types.api_version.clone(),
+                object_kind: types.kind.clone(),
+            });
+        }
+        let Some(rv) = &object.metadata.resource_version else {
+            return Err(WaitError::NoResourceVersion {
+                resource: self.shared.key.clone(),
+            });
+        };
+        self.wait_for_resource_version(rv, timeout).await
+    }
+}

@@ -1,0 +1,241 @@
+//! Metrics of informers and their handlers, recorded through the
+//! [`metrics`] facade.
+//!
+//! The library records; the application chooses where the figures go by
+//! installing a recorder (an exporter) of the `metrics` ecosystem —
+//! `metrics-exporter-prometheus` for a Prometheus scrape endpoint (what
+//! `kdi watch --metrics-addr` uses), `metrics-exporter-opentelemetry`,
+//! statsd, or none at all, in which case recording costs a branch. The
+//! `metrics` crate was chosen for that split: a small, stable facade (like
+//! `log`/`tracing` for logs) that libraries record into without choosing an
+//! exporter, widely used, and cheap on hot paths (a handle per series is
+//! resolved once; recording is an atomic operation).
+//!
+//! **Install the recorder before creating informers**: each informer and
+//! handler registers its series once, when it is created.
+//!
+//! # Series
+//!
+//! Every informer series carries `resource` (e.g.
+//! `widgets.v1.example.com`, `pods.v1`) and `namespace` (the namespaces it
+//! watches, comma-separated, or empty for all). Handler series add `handler`
+//! ([`HandlerOptions::name`](crate::informer::HandlerOptions::name), by
+//! default `handler-<id>`).
+//!
+//! | name | type | labels | what | client-go / controller-runtime |
+//! |---|---|---|---|---|
+//! | `kdi_informer_objects` | gauge | | objects in the cache | — |
+//! | `kdi_informer_lists_total` | counter | `reason`: `first`, `expired` (410), `error` (retry after a failed list), `served_again` | complete lists received | `reflector` list counts (removed from client-go in 1.17) |
+//! | `kdi_informer_list_requests_total` | counter | | list requests (pages count one each) | — |
+//! | `kdi_informer_list_bytes_total` | counter | | bytes of list responses (paged lists; a streaming list's events are not counted) | — |
+//! | `kdi_informer_list_duration_seconds` | histogram | | time to receive a complete list | — |
+//! | `kdi_informer_sync_duration_seconds` | gauge | | time from start to the first complete list | — |
+//! | `kdi_informer_watch_starts_total` | counter | | watch requests | — |
+//! | `kdi_informer_events_received_total` | counter | `type`: `added`, `modified`, `deleted`, `bookmark`, `skipped` | watch events received | — |
+//! | `kdi_informer_skipped_objects_total` | counter | | objects that could not be decoded | — |
+//! | `kdi_informer_errors_total` | counter | | failed lists and watches (each led to a backoff) | — |
+//! | `kdi_informer_index_failures_total` | counter | `index` | objects an index function failed on | — |
+//! | `kdi_informer_last_event_timestamp_seconds` | gauge | | Unix time of the last event, bookmark or list | — |
+//! | `kdi_informer_stale` | gauge | | 1 while the informer is [stale](crate::status::InformerStatus::Stale) | — |
+//! | `kdi_informer_resource_version` | gauge | | the resourceVersion the cache is synced to, when it is a number | client-go 1.36 `informer_store_resource_version` |
+//! | `kdi_handler_events_delivered_total` | counter | `type`: `Add`, `Update`, `Resync`, `Delete` | events handed to the handler | controller-runtime `workqueue_adds_total` (roughly) |
+//! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go 1.36 `informer_queued_items`; controller-runtime `workqueue_depth` |
+//! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | controller-runtime `workqueue_work_duration_seconds` |
+//! | `kdi_handler_panics_total` | counter | | panics caught in the handler | controller-runtime `controller_runtime_reconcile_panics_total` |
+//!
+//! Two informers of the same resource and namespaces (say, with different
+//! label selectors) share their series.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+
+use crate::resource::ResourceKey;
+
+/// Why a complete list was made, for `kdi_informer_lists_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListReason {
+    First,
+    Expired,
+    Error,
+    ServedAgain,
+}
+
+/// The series of one informer, registered once.
+#[derive(Clone)]
+pub(crate) struct InformerMetrics {
+    resource: String,
+    namespace: String,
+    pub(crate) objects: Gauge,
+    lists: [Counter; 4],
+    pub(crate) list_requests: Counter,
+    pub(crate) list_bytes: Counter,
+    pub(crate) list_duration: Histogram,
+    pub(crate) sync_duration: Gauge,
+    pub(crate) watch_starts: Counter,
+    received: [Counter; 5],
+    pub(crate) skipped: Counter,
+    pub(crate) errors: Counter,
+    last_event: Gauge,
+    pub(crate) stale: Gauge,
+    resource_version: Gauge,
+}
+
+/// A watch event type, for `kdi_informer_events_received_total`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Received {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Skipped,
+}
+
+impl InformerMetrics {
+    pub(crate) fn new(resource: &ResourceKey, namespaces: &str) -> Self {
+        let resource = resource.to_string();
+        let namespace = namespaces.to_owned();
+        let labels = [
+            ("resource", resource.clone()),
+            ("namespace", namespace.clone()),
+        ];
+        let list = |reason: &'static str| counter!("kdi_informer_lists_total", "resource" => resource.clone(), "namespace" => namespace.clone(), "reason" => reason);
+        let received = |kind: &'static str| counter!("kdi_informer_events_received_total", "resource" => resource.clone(), "namespace" => namespace.clone(), "type" => kind);
+        Self {
+            objects: gauge!("kdi_informer_objects", &labels),
+            lists: [
+                list("first"),
+                list("expired"),
+                list("error"),
+                list("served_again"),
+            ],
+            list_requests: counter!("kdi_informer_list_requests_total", &labels),
+            list_bytes: counter!("kdi_informer_list_bytes_total", &labels),
+            list_duration: histogram!("kdi_informer_list_duration_seconds", &labels),
+            sync_duration: gauge!("kdi_informer_sync_duration_seconds", &labels),
+            watch_starts: counter!("kdi_informer_watch_starts_total", &labels),
+            received: [
+                received("added"),
+                received("modified"),
+                received("deleted"),
+                received("bookmark"),
+                received("skipped"),
+            ],
+            skipped: counter!("kdi_informer_skipped_objects_total", &labels),
+            errors: counter!("kdi_informer_errors_total", &labels),
+            last_event: gauge!("kdi_informer_last_event_timestamp_seconds", &labels),
+            stale: gauge!("kdi_informer_stale", &labels),
+            resource_version: gauge!("kdi_informer_resource_version", &labels),
+            resource,
+            namespace,
+        }
+    }
+
+    pub(crate) fn listed(&self, reason: ListReason, took: Duration) {
+        let i = match reason {
+            ListReason::First => 0,
+            ListReason::Expired => 1,
+            ListReason::Error => 2,
+            ListReason::ServedAgain => 3,
+        };
+        self.lists[i].increment(1);
+        self.list_duration.record(took.as_secs_f64());
+        self.touched();
+    }
+
+    pub(crate) fn received(&self, kind: Received) {
+        self.received[kind as usize].increment(1);
+        self.touched();
+    }
+
+    /// Something arrived from the server now.
+    fn touched(&self) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.last_event.set(now);
+    }
+
+    /// The resourceVersion the cache is synced to, when it is a number.
+    pub(crate) fn synced_to(&self, resource_version: &str) {
+        if let Ok(rv) = resource_version.parse::<u64>() {
+            // Gauges are f64: exact up to 2^53, beyond any etcd revision.
+            #[allow(clippy::cast_precision_loss)]
+            self.resource_version.set(rv as f64);
+        }
+    }
+
+    /// The counter of index `index`'s failures.
+    pub(crate) fn index_failures(&self, index: &str) -> Counter {
+        counter!("kdi_informer_index_failures_total", "resource" => self.resource.clone(), "namespace" => self.namespace.clone(), "index" => index.to_owned())
+    }
+
+    /// The series of a handler of this informer.
+    pub(crate) fn handler(&self, name: &str) -> HandlerMetrics {
+        let labels = [
+            ("resource", self.resource.clone()),
+            ("namespace", self.namespace.clone()),
+            ("handler", name.to_owned()),
+        ];
+        let delivered = |kind: &'static str| counter!("kdi_handler_events_delivered_total", "resource" => self.resource.clone(), "namespace" => self.namespace.clone(), "handler" => name.to_owned(), "type" => kind);
+        HandlerMetrics {
+            delivered: [
+                delivered("Add"),
+                delivered("Update"),
+                delivered("Resync"),
+                delivered("Delete"),
+            ],
+            backlog: gauge!("kdi_handler_backlog", &labels),
+            processing: histogram!("kdi_handler_processing_seconds", &labels),
+            panics: counter!("kdi_handler_panics_total", &labels),
+        }
+    }
+}
+
+/// The series of one handler registration.
+#[derive(Clone)]
+pub(crate) struct HandlerMetrics {
+    delivered: [Counter; 4],
+    backlog: Gauge,
+    processing: Histogram,
+    pub(crate) panics: Counter,
+}
+
+impl HandlerMetrics {
+    /// One event of kind `kind` (from [`Event::kind`](crate::informer::Event::kind))
+    /// was handled in `took`.
+    pub(crate) fn delivered(&self, kind: &str, took: Duration) {
+        let i = match kind {
+            "Add" => 0,
+            "Update" => 1,
+            "Resync" => 2,
+            _ => 3,
+        };
+        self.delivered[i].increment(1);
+        self.processing.record(took.as_secs_f64());
+    }
+
+    /// Sets the backlog gauge.
+    pub(crate) fn backlog(&self, backlog: usize) {
+        #[allow(clippy::cast_precision_loss)]
+        self.backlog.set(backlog as f64);
+    }
+}
+
+impl Default for HandlerMetrics {
+    /// Series that record nothing.
+    fn default() -> Self {
+        Self {
+            delivered: std::array::from_fn(|_| Counter::noop()),
+            backlog: Gauge::noop(),
+            processing: Histogram::noop(),
+            panics: Counter::noop(),
+        }
+    }
+}
+
+impl std::fmt::Debug for HandlerMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HandlerMetrics")
+    }
+}
