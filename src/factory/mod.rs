@@ -104,6 +104,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube_client::Client;
+use kube_core::DynamicObject;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -113,7 +114,7 @@ pub use resource_ref::ResourceRef;
 pub use sync::{CacheSyncError, CacheSyncReport};
 
 use crate::discovery::{DiscoveryCache, DiscoveryError};
-use crate::informer::{InformerError, SharedInformer};
+use crate::informer::{InformerError, SharedInformer, WaitError};
 use crate::list_watch::ApiListWatch;
 use crate::lister::Lister;
 use crate::options::{InformerOptions, WhenNotServed};
@@ -619,6 +620,54 @@ impl InformerFactory {
         let count = removed.len();
         stop_entries(removed).await;
         Ok(count)
+    }
+
+    /// Waits until every informer of this factory that caches `object` (its
+    /// apiVersion and kind, its namespace) reflects it: `object` is what the
+    /// server returned from a write. See
+    /// [`SharedInformer::wait_for_resource_version`](crate::informer::SharedInformer::wait_for_resource_version).
+    /// Returns how many informers were waited for.
+    ///
+    /// # Errors
+    /// [`WaitError::NotCached`] when no informer caches such objects, or
+    /// the first informer's error.
+    pub async fn wait_for_object(
+        &self,
+        object: &DynamicObject,
+        timeout: Duration,
+    ) -> Result<usize, WaitError> {
+        let (api_version, kind) = object
+            .types
+            .as_ref()
+            .map(|t| (t.api_version.clone(), t.kind.clone()))
+            .unwrap_or_default();
+        let namespace = object.metadata.namespace.clone();
+        let informers: Vec<GenericInformer> = self
+            .informers()
+            .into_iter()
+            .filter(|gi| {
+                let resource = gi.informer().resource();
+                let watched = match (&gi.options().namespaces, &namespace) {
+                    (Namespaces::All, _) | (_, None) => true,
+                    (Namespaces::Only(set), Some(ns)) => set.contains(ns),
+                };
+                resource.api_version == api_version && resource.kind == kind && watched
+            })
+            .collect();
+        if informers.is_empty() {
+            return Err(WaitError::NotCached {
+                object_api_version: api_version,
+                object_kind: kind,
+                namespace,
+            });
+        }
+        let waits = informers
+            .iter()
+            .map(|gi| gi.informer().wait_for_object(object, timeout));
+        for result in futures::future::join_all(waits).await {
+            result?;
+        }
+        Ok(informers.len())
     }
 
     /// Stops every informer and the discovery watch, and waits until they

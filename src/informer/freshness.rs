@@ -39,6 +39,17 @@ pub enum WaitError {
         /// The object's `kind`.
         object_kind: String,
     },
+    /// No informer of the factory caches objects of this kind in this
+    /// namespace.
+    #[error("no informer caches {object_kind} ({object_api_version}){}", namespace.as_ref().map(|n| format!(" in namespace {n}")).unwrap_or_default())]
+    NotCached {
+        /// The object's `apiVersion`.
+        object_api_version: String,
+        /// The object's `kind`.
+        object_kind: String,
+        /// The object's namespace.
+        namespace: Option<String>,
+    },
     /// The object has no `metadata.resourceVersion` (it was not returned by
     /// the server).
     #[error("{resource}: the object has no metadata.resourceVersion")]

@@ -153,7 +153,7 @@ struct Shared {
     metrics: InformerMetrics,
     /// When the last delta arrived (ms since `clock`), for staleness.
     last_delta: std::sync::atomic::AtomicU64,
-    clock: std::time::Instant,
+    clock: Instant,
     /// The status was set to stale (cleared by the next delta).
     stale: std::sync::atomic::AtomicBool,
 }
@@ -250,7 +250,7 @@ impl SharedInformer {
                 tasks: Mutex::new(Vec::new()),
                 resync_changed: tokio::sync::Notify::new(),
                 last_delta: std::sync::atomic::AtomicU64::new(0),
-                clock: std::time::Instant::now(),
+                clock: Instant::now(),
                 stale: std::sync::atomic::AtomicBool::new(false),
             }),
         }

@@ -717,3 +717,286 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
+
+/// A gate handlers wait at until the test opens it.
+#[derive(Clone, Default)]
+struct Gate(Arc<(StdMutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    fn wait(&self) {
+        let (open, cvar) = &*self.0;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = cvar.wait(open).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        let (open, cvar) = &*self.0;
+        *open.lock().unwrap() = true;
+        cvar.notify_all();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_that_block_do_not_hold_up_the_others() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    let gate = Gate::default();
+    // More blocked handlers than the pool has workers.
+    let blocked: Vec<Registration> = (0..handler_pool_stats().workers + 2)
+        .map(|_| {
+            let gate = gate.clone();
+            inf.add_handler(move |_e: Event| gate.wait())
+        })
+        .collect();
+    let free = Recorder::default();
+    let reg = inf.add_handler(free.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Added(obj("b", 2)));
+    eventually("the free handler's events", || free.len() >= 2).await;
+    assert_eq!(free.take(), ["add a (initial)", "add b"]);
+    assert!(reg.has_synced());
+    assert!(blocked.iter().all(|r| r.backlog() == 2), "each blocked handler holds its two events");
+    gate.open();
+    eventually("blocked handlers drained", || {
+        blocked.iter().all(|r| r.backlog() == 0 && r.has_synced())
+    })
+    .await;
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_handlers_run_in_order_and_survive_panics() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    let seen = Arc::new(StdMutex::new(Vec::new()));
+    let sink = seen.clone();
+    let reg = inf
+        .add_async_handler(move |e: Event| {
+            let sink = sink.clone();
+            async move {
+                tokio::task::yield_now().await;
+                assert_ne!(e.object().metadata.name.as_deref(), Some("boom"), "boom");
+                sink.lock().unwrap().push(describe(&e));
+            }
+        })
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let task = inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    for (name, rv) in [("b", 2), ("boom", 3), ("c", 4)] {
+        server.send(WatchEvent::Added(obj(name, rv)));
+    }
+    eventually("three events", || seen.lock().unwrap().len() >= 3).await;
+    assert_eq!(*seen.lock().unwrap(), ["add a (initial)", "add b", "add c"]);
+    assert_eq!(reg.panics(), 1);
+    assert_eq!(reg.delivered(), 4);
+    assert!(reg.has_synced());
+    cancel.cancel();
+    task.await.unwrap();
+    assert!(inf.shared.tasks.lock().is_empty(), "the task was awaited");
+}
+
+#[test]
+fn an_async_handler_needs_a_runtime() {
+    let inf = SharedInformer::with_list_watch(FakeServer::default(), resource(), options());
+    let err = inf.add_async_handler(|_e: Event| async {}).unwrap_err();
+    assert!(matches!(err, InformerError::NoRuntime { .. }), "{err}");
+    assert!(err.to_string().contains("tokio runtime"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coalescing_handler_sees_the_latest_state_with_a_bounded_backlog() {
+    let names: Vec<String> = (0..10).map(|i| format!("o{i}")).collect();
+    let server = FakeServer::with_list(names.iter().map(|n| obj(n, 1)).collect());
+    let inf = informer(&server, options());
+    let gate = Gate::default();
+    let seen: Arc<StdMutex<HashMap<String, Vec<String>>>> = Arc::default();
+    let reg = {
+        let (gate, seen) = (gate.clone(), seen.clone());
+        inf.add_handler_with(
+            move |e: Event| {
+                gate.wait();
+                let o = e.object();
+                let state = match &e {
+                    Event::Delete { .. } => "deleted".to_owned(),
+                    _ => o.metadata.resource_version.clone().unwrap(),
+                };
+                seen.lock()
+                    .unwrap()
+                    .entry(o.metadata.name.clone().unwrap())
+                    .or_default()
+                    .push(state);
+            },
+            HandlerOptions::default().coalesce(true),
+        )
+    };
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let mut rv = 10;
+    for _ in 0..100 {
+        for n in &names {
+            rv += 1;
+            server.send(WatchEvent::Modified(obj(n, rv)));
+        }
+    }
+    server.send(WatchEvent::Deleted(obj("o9", rv + 1)));
+    eventually("the cache took every event", || {
+        inf.synced_resource_version() == Some((rv + 1).to_string())
+    })
+    .await;
+    // 1,001 events sent; the handler holds one turn, the queue one entry
+    // per object.
+    assert!(reg.backlog() <= 10 + 11, "backlog {}", reg.backlog());
+    gate.open();
+    eventually("drained", || reg.backlog() == 0).await;
+    let seen = seen.lock().unwrap();
+    for (i, n) in names.iter().enumerate() {
+        let states = &seen[n];
+        let last = states.last().unwrap();
+        if n == "o9" {
+            assert_eq!(last, "deleted");
+        } else {
+            assert_eq!(*last, (10 + 990 + i + 1).to_string(), "{n}: {states:?}");
+        }
+        let rvs: Vec<u64> = states.iter().filter_map(|s| s.parse().ok()).collect();
+        assert!(rvs.windows(2).all(|w| w[0] < w[1]), "{n} went back: {states:?}");
+    }
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_is_in_the_store_before_its_events_reach_handlers() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 1), obj("c", 1)]);
+    let inf = informer(&server, options());
+    let store = inf.store();
+    let views = Arc::new(StdMutex::new(Vec::new()));
+    let reg = {
+        let views = views.clone();
+        inf.add_handler(move |e: Event| {
+            if matches!(e, Event::Add { in_initial_list: true, .. }) {
+                return;
+            }
+            let mut keys: Vec<String> = store
+                .list()
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{}:{}",
+                        o.metadata.name.as_deref().unwrap(),
+                        o.metadata.resource_version.as_deref().unwrap()
+                    )
+                })
+                .collect();
+            keys.sort();
+            views.lock().unwrap().push((describe(&e), keys.join(",")));
+        })
+    };
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.queue_list(vec![obj("a", 2), obj("c", 1), obj("d", 2)]);
+    server.expire();
+    eventually("the relist's three events", || views.lock().unwrap().len() >= 3).await;
+    let views = views.lock().unwrap();
+    let events: Vec<&str> = views.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(events, ["add d", "update a 1->2", "delete b (tombstone)"]);
+    for (event, seen) in views.iter() {
+        assert_eq!(seen, "a:2,c:1,d:2", "what {event} found in the store");
+    }
+    drop(reg);
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_watch_is_reported_stale_until_something_arrives() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options().stale_after(Duration::from_secs(60)));
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    tokio::time::sleep(Duration::from_secs(50)).await;
+    assert_eq!(inf.status(), InformerStatus::Synced);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(
+        matches!(inf.status(), InformerStatus::Stale { silent_for } if silent_for >= Duration::from_secs(60)),
+        "{:?}",
+        inf.status()
+    );
+    assert!(inf.status().is_synced());
+    server.send(WatchEvent::Bookmark {
+        resource_version: "50".into(),
+        initial_events_end: false,
+    });
+    eventually("fresh again", || inf.status() == InformerStatus::Synced).await;
+    assert_eq!(inf.synced_resource_version().as_deref(), Some("50"));
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_follows_the_resource_version_and_waits_for_one() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    assert_eq!(inf.synced_resource_version().as_deref(), Some("0"), "the list's");
+
+    let waiter = {
+        let inf = inf.clone();
+        tokio::spawn(async move {
+            inf.wait_for_resource_version("7", Duration::from_secs(10))
+                .await
+                .map(|()| inf.store().get("ns/b").is_some())
+        })
+    };
+    server.send(WatchEvent::Modified(obj("a", 5)));
+    eventually("rv 5", || inf.synced_resource_version().as_deref() == Some("5")).await;
+    assert!(!waiter.is_finished());
+    server.send(WatchEvent::Added(obj("b", 7)));
+    assert!(waiter.await.unwrap().unwrap(), "b was in the cache when the wait ended");
+    inf.wait_for_resource_version("6", Duration::ZERO).await.unwrap();
+
+    let err = inf
+        .wait_for_resource_version("100", Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, WaitError::TimedOut { synced_to, .. } if synced_to == "7"),
+        "{err}"
+    );
+    let err = inf
+        .wait_for_resource_version("abc", Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WaitError::Incomparable { .. }), "{err}");
+    let mut other = obj("x", 9);
+    other.types.as_mut().unwrap().kind = "Gadget".into();
+    let err = inf
+        .wait_for_object(&other, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WaitError::OtherResource { .. }), "{err}");
+    inf.wait_for_object(&obj("b", 7), Duration::ZERO).await.unwrap();
+
+    // A relist that does not end: the wait says so.
+    server.expire();
+    eventually("relisting", || inf.store().sync_point().relisting).await;
+    let err = inf
+        .wait_for_resource_version("8", Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WaitError::RelistInProgress { .. }), "{err}");
+    assert!(err.to_string().contains("relist"), "{err}");
+    cancel.cancel();
+}
