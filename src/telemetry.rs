@@ -42,6 +42,9 @@
 //! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go 1.36 `informer_queued_items`; controller-runtime `workqueue_depth` |
 //! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | controller-runtime `workqueue_work_duration_seconds` |
 //! | `kdi_handler_panics_total` | counter | | panics caught in the handler | controller-runtime `controller_runtime_reconcile_panics_total` |
+//! | `kdi_handler_pool_threads` | gauge | (none) | worker threads of the [handler pool](crate::informer::HandlerPoolSettings) | — |
+//! | `kdi_handler_pool_blocked` | gauge | (none) | workers in one handler call longer than the stall threshold | — |
+//! | `kdi_handler_pool_waiting` | gauge | (none) | handler queues waiting for a worker | controller-runtime `workqueue_depth` (roughly) |
 //!
 //! Two informers of the same resource and namespaces (say, with different
 //! label selectors) share their series.

@@ -272,9 +272,18 @@ impl Inner {
             inner: self.clone(),
         };
         let period = self.settings.stall_after / 2;
+        let threads = metrics::gauge!("kdi_handler_pool_threads");
+        let blocked = metrics::gauge!("kdi_handler_pool_blocked");
+        let waiting = metrics::gauge!("kdi_handler_pool_waiting");
         loop {
             std::thread::sleep(period);
             let mut state = self.state.lock();
+            #[allow(clippy::cast_precision_loss)]
+            {
+                threads.set(state.busy.len() as f64);
+                blocked.set(self.blocked(&state) as f64);
+                waiting.set(state.queue.len() as f64);
+            }
             if state.queue.is_empty() || state.idle > 0 {
                 continue;
             }

@@ -1239,3 +1239,233 @@ async fn get_into_a_closed_pipe_ends_quietly() {
     assert_eq!(code, Some(documented_exit("closed output")), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// One sample of a Prometheus text exposition.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: std::collections::BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Parses the Prometheus text format (version 0.0.4): `# HELP`/`# TYPE`
+/// lines and samples `name{label="value",...} number`. Fails the test on
+/// any line that is neither; returns the samples and the declared types.
+fn parse_exposition(text: &str) -> (Vec<Sample>, std::collections::BTreeMap<String, String>) {
+    let valid_name = |n: &str| {
+        !n.is_empty()
+            && n.chars().enumerate().all(|(i, c)| {
+                c == '_' || c == ':' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
+            })
+    };
+    let mut samples = Vec::new();
+    let mut types = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
+            assert!(valid_name(name), "{line}");
+            assert!(
+                ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                "{line}"
+            );
+            types.insert(name.to_string(), kind.to_string());
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample: series value");
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("value of {line:?}")),
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series, std::collections::BTreeMap::new()),
+            Some((name, rest)) => {
+                let body = rest.strip_suffix('}').expect("labels end with }");
+                let mut labels = std::collections::BTreeMap::new();
+                let mut rest = body;
+                while !rest.is_empty() {
+                    let (key, after) = rest.split_once("=\"").expect("label=\"value\"");
+                    assert!(valid_name(key), "label {key:?} in {line}");
+                    let mut value = String::new();
+                    let mut chars = after.char_indices();
+                    let end = loop {
+                        match chars.next().expect("closing quote") {
+                            (i, '"') => break i,
+                            (_, '\\') => value.push(chars.next().expect("escaped char").1),
+                            (_, c) => value.push(c),
+                        }
+                    };
+                    labels.insert(key.to_string(), value);
+                    rest = after[end + 1..].trim_start_matches(',');
+                }
+                (name, labels)
+            }
+        };
+        assert!(valid_name(name), "metric name {name:?}");
+        samples.push(Sample {
+            name: name.to_string(),
+            labels,
+            value,
+        });
+    }
+    (samples, types)
+}
+
+/// `GET /metrics` on `addr`, as a scraper does; `None` while nothing
+/// listens.
+async fn scrape(addr: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: kdi\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut response = String::new();
+    conn.read_to_string(&mut response).await.ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    Some(body.to_string())
+}
+
+#[tokio::test]
+async fn watch_serves_metrics_in_the_prometheus_format() {
+    let (ns, full) = widgets("cli-metrics").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut watch = Running::start(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "--define-index",
+            "color=spec.color",
+            "--metrics-addr",
+            &addr,
+        ],
+        &[],
+    );
+    let value = |samples: &[Sample], name: &str, extra: &[(&str, &str)]| -> Option<f64> {
+        samples
+            .iter()
+            .find(|s| {
+                s.name == name
+                    && s.labels.get("resource").map(String::as_str) == Some(full.as_str())
+                    && extra
+                        .iter()
+                        .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|s| s.value)
+    };
+    // Synced with the three widgets, and their Adds handed to kdi's printer.
+    let (samples, types) = support::wait_for("metrics of the synced cache", DEADLINE, || async {
+        let body = scrape(&addr).await.ok_or("nothing listening yet")?;
+        let (samples, types) = parse_exposition(&body);
+        let printed = value(
+            &samples,
+            "kdi_handler_events_delivered_total",
+            &[("handler", "print"), ("type", "Add")],
+        );
+        let objects = value(&samples, "kdi_informer_objects", &[]);
+        if objects == Some(3.0) && printed == Some(3.0) {
+            Ok((samples, types))
+        } else {
+            Err(format!("objects {objects:?}, printed {printed:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        value(&samples, "kdi_informer_lists_total", &[("reason", "first")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "kdi_informer_objects",
+            &[("namespace", ns.as_str())]
+        ),
+        Some(3.0)
+    );
+    assert!(value(&samples, "kdi_informer_list_bytes_total", &[]).unwrap() > 0.0);
+    assert!(value(&samples, "kdi_informer_sync_duration_seconds", &[]).unwrap() > 0.0);
+    assert!(value(&samples, "kdi_informer_resource_version", &[]).unwrap() > 0.0);
+    assert!(value(&samples, "kdi_informer_last_event_timestamp_seconds", &[]).unwrap() > 1.7e9);
+    assert_eq!(value(&samples, "kdi_informer_stale", &[]), Some(0.0));
+    assert_eq!(
+        value(
+            &samples,
+            "kdi_handler_processing_seconds_count",
+            &[("handler", "print")]
+        ),
+        Some(3.0)
+    );
+    assert!(
+        value(
+            &samples,
+            "kdi_handler_processing_seconds_bucket",
+            &[("handler", "print"), ("le", "+Inf")]
+        )
+        .is_some(),
+        "a histogram with buckets"
+    );
+    for (name, kind) in [
+        ("kdi_informer_objects", "gauge"),
+        ("kdi_informer_lists_total", "counter"),
+        ("kdi_informer_watch_starts_total", "counter"),
+        ("kdi_handler_processing_seconds", "histogram"),
+        ("kdi_handler_backlog", "gauge"),
+    ] {
+        assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
+    }
+    // The index fails on an object whose spec.color is an object: a new
+    // such widget shows as an event received and an index failure.
+    let client = support::admin().await;
+    let api = Api::<DynamicObject>::namespaced_with(client, &ns, &widget_resource(&full));
+    api.create(
+        &PostParams::default(),
+        &support::widget(&widget_resource(&full), "d", json!({ "color": { "r": 1 } })),
+    )
+    .await
+    .unwrap();
+    support::wait_for("the new widget in the metrics", DEADLINE, || async {
+        let (samples, _) = parse_exposition(&scrape(&addr).await.ok_or("nothing listening")?);
+        let objects = value(&samples, "kdi_informer_objects", &[]);
+        let added = value(&samples, "kdi_informer_events_received_total", &[("type", "added")]);
+        let printed = value(&samples, "kdi_handler_events_delivered_total", &[("handler", "print"), ("type", "Add")]);
+        let failures = value(&samples, "kdi_informer_index_failures_total", &[("index", "color")]);
+        if objects == Some(4.0) && added >= Some(1.0) && printed == Some(4.0) && failures >= Some(1.0) {
+            Ok(())
+        } else {
+            Err(format!("objects {objects:?}, added {added:?}, printed {printed:?}, index failures {failures:?}"))
+        }
+    })
+    .await;
+    let _ = watch.first_line_then_close().await;
+    let (code, _, err) = watch.end().await;
+    assert_eq!(code, Some(documented_exit("closed output")), "{err}");
+}
+
+#[tokio::test]
+async fn a_metrics_address_in_use_is_refused_before_anything_else() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = kdi(
+        User::Admin,
+        &["watch", "-r", "configmaps", "--metrics-addr", &addr],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains("--metrics-addr") && stderr(&out).contains(&addr),
+        "{}",
+        stderr(&out)
+    );
+}

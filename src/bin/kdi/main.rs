@@ -36,6 +36,7 @@ mod cluster;
 mod exit;
 mod get;
 mod informers;
+mod metrics;
 mod output;
 mod progress;
 mod resources;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::Event;
+use kube_dynamic_informer::informer::{Event, HandlerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
@@ -43,9 +43,16 @@ pub struct WatchArgs {
     /// Leave out the initial Add events of objects that existed at start.
     #[arg(long)]
     pub skip_initial: bool,
+    /// Serve metrics in the Prometheus text format on this address (e.g.
+    /// `127.0.0.1:9464`), from the start, syncing included.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
+    if let Some(addr) = args.metrics_addr {
+        crate::metrics::serve(addr)?;
+    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let object = args.object;
     let skip_initial = args.skip_initial;
@@ -75,27 +82,31 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
                     .map(|(n, f)| (n.clone(), f.clone()))
                     .collect();
                 let indexes = Arc::new(indexes);
-                let reg = informer.informer().add_handler(move |e: Event| {
-                    if skip_initial
-                        && matches!(
-                            e,
-                            Event::Add {
-                                in_initial_list: true,
-                                ..
-                            }
-                        )
-                    {
-                        return;
-                    }
-                    let line = match &resource {
-                        Some(r) => event_line(&name, r, &e, object, redaction, &indexes),
-                        None => {
-                            let r = resource_label(&served);
-                            event_line(&name, &r, &e, object, redaction, &indexes)
+                let printer = HandlerOptions::default().name("print");
+                let reg = informer.informer().add_handler_with(
+                    move |e: Event| {
+                        if skip_initial
+                            && matches!(
+                                e,
+                                Event::Add {
+                                    in_initial_list: true,
+                                    ..
+                                }
+                            )
+                        {
+                            return;
                         }
-                    };
-                    let _ = tx.send(line);
-                });
+                        let line = match &resource {
+                            Some(r) => event_line(&name, r, &e, object, redaction, &indexes),
+                            None => {
+                                let r = resource_label(&served);
+                                event_line(&name, &r, &e, object, redaction, &indexes)
+                            }
+                        };
+                        let _ = tx.send(line);
+                    },
+                    printer,
+                );
                 registrations
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
