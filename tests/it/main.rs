@@ -10,6 +10,7 @@ mod cli;
 
 mod discovery;
 mod factory;
+mod freshness;
 mod informer;
 mod lister;
 mod measure;
