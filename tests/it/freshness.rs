@@ -99,7 +99,11 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
             .await
             .unwrap_or_else(|e| panic!("write {n}: {e}"));
         let cached = informer.store().get(&key).expect("cached");
-        assert_eq!(n_of(&cached), n, "the cache shows write {n} once the wait returns");
+        assert_eq!(
+            n_of(&cached),
+            n,
+            "the cache shows write {n} once the wait returns"
+        );
     }
     stop.store(true, Ordering::Relaxed);
     load.await.unwrap();
@@ -126,7 +130,12 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
     let full = format!("widgets.v1.{}", ar.group);
     factory.for_resource(full.as_str()).await.unwrap();
     factory.start().unwrap();
-    assert!(factory.wait_for_cache_sync(Duration::from_secs(60)).await.all_synced());
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(60))
+            .await
+            .all_synced()
+    );
     let written = api
         .patch(
             "mine",
@@ -189,7 +198,11 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
             move |e: Event| {
                 std::thread::sleep(Duration::from_millis(10));
                 let o = e.object();
-                let n = if matches!(e, Event::Delete { .. }) { -2 } else { n_of(o) };
+                let n = if matches!(e, Event::Delete { .. }) {
+                    -2
+                } else {
+                    n_of(o)
+                };
                 seen.lock()
                     .unwrap()
                     .entry(o.metadata.name.clone().unwrap())

@@ -16,4 +16,5 @@ mod lister;
 mod measure;
 mod projection;
 mod reliability;
+mod scale;
 mod testenv;
