@@ -62,7 +62,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::SharedInformer;
+use crate::informer::{HandlerOptions, SharedInformer};
 use crate::options::InformerOptions;
 use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
 use crate::scope::{ResourceAvailability, Scope};
@@ -666,8 +666,9 @@ impl DiscoveryCache {
             // Only a namespace restriction can make construction fail.
             return;
         };
-        let mut crd_events = Some(crds.events());
-        let mut service_events = Some(services.events());
+        let mut crd_events = Some(crds.events_with(HandlerOptions::default().name("discovery")));
+        let mut service_events =
+            Some(services.events_with(HandlerOptions::default().name("discovery")));
         let stop = cancel.child_token();
         let _stop_informers = stop.clone().drop_guard();
         let _ = crds.start(stop.clone());

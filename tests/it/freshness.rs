@@ -1,5 +1,12 @@
 //! Freshness and handlers under load against a real kube-apiserver: reading
 //! one's own writes through the cache, a coalescing handler under a burst.
+//!
+//! The burst's figures in BENCHMARKS.md ("Handlers under a burst") come from
+//! a release build, alone on the machine:
+//!
+//! ```text
+//! cargo test --release --features cli --test it freshness::a_coalescing -- --nocapture
+//! ```
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +22,18 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support;
+
+/// This process's resident memory in KiB.
+fn rss_kib() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
 
 /// `spec.n` of an object (-1 when absent).
 fn n_of(o: &DynamicObject) -> i64 {
@@ -219,14 +238,18 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
         .await
         .unwrap();
 
+    let rss_before = rss_kib();
+    let largest_rss = Arc::new(AtomicUsize::new(0));
     let largest_backlog = Arc::new(AtomicUsize::new(0));
     let watching = CancellationToken::new();
     let sampler = {
         let (largest, watching) = (largest_backlog.clone(), watching.clone());
+        let largest_rss = largest_rss.clone();
         let registration_backlog = move || registration.backlog();
         tokio::spawn(async move {
             loop {
                 largest.fetch_max(registration_backlog(), Ordering::Relaxed);
+                largest_rss.fetch_max(rss_kib(), Ordering::Relaxed);
                 tokio::select! {
                     _ = watching.cancelled() => return registration_backlog,
                     _ = tokio::time::sleep(Duration::from_millis(20)) => {}
@@ -274,6 +297,14 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
     })
     .await;
     let largest = largest_backlog.load(Ordering::Relaxed);
+    let delivered: usize = seen.lock().unwrap().values().map(Vec::len).sum();
+    println!(
+        "burst: {} updates to {OBJECTS} objects, handler 10 ms per event, coalescing: largest backlog {largest}, {delivered} events delivered; RSS {} MiB before, at most {} MiB during, {} MiB after",
+        OBJECTS * ROUNDS as usize,
+        rss_before / 1024,
+        largest_rss.load(Ordering::Relaxed) / 1024,
+        rss_kib() / 1024,
+    );
     assert!(
         largest <= OBJECTS + 32,
         "the backlog reached {largest}, more than one entry per object (+ one turn)"
@@ -292,7 +323,6 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
             "{name}: an older state after a newer one: {states:?}"
         );
     }
-    let delivered: usize = seen.values().map(Vec::len).sum();
     assert!(
         delivered < OBJECTS * (ROUNDS as usize + 1),
         "coalescing folded updates: {delivered} delivered"
