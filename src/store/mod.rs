@@ -1084,6 +1084,9 @@ impl StoreWriter {
             self.begin_list();
             return self.end_list();
         };
+        self.store
+            .sync
+            .send_if_modified(|sync| std::mem::replace(&mut sync.relisting, false));
         if listing.fill {
             self.forget_dropped();
             return ReplaceOutcome::default();

@@ -73,6 +73,31 @@ mod tests {
     }
 
     #[test]
+    fn the_sync_point_follows_lists_and_resource_versions() {
+        let mut writer = crate::store::StoreWriter::new();
+        let store = writer.reader();
+        assert_eq!(store.sync_point(), SyncPoint::default());
+        writer.begin_list();
+        assert!(!store.sync_point().relisting, "a first list is no relist");
+        writer.end_list();
+        writer.set_resource_version("10");
+        assert_eq!(store.resource_version().as_deref(), Some("10"));
+        writer.set_resource_version("12");
+        writer.begin_list();
+        assert_eq!(
+            store.sync_point(),
+            SyncPoint {
+                resource_version: Some("12".into()),
+                relisting: true
+            }
+        );
+        writer.end_list();
+        assert!(!store.sync_point().relisting);
+        writer.set_resource_version("20");
+        assert_eq!(store.resource_version().as_deref(), Some("20"));
+    }
+
+    #[test]
     fn refuses_what_is_not_a_plain_number() {
         for bad in ["", "01", "-1", "1.5", "1e3", " 1", "abc"] {
             assert_eq!(
