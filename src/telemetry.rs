@@ -35,12 +35,12 @@
 //! | `kdi_informer_skipped_objects_total` | counter | | objects that could not be decoded | — |
 //! | `kdi_informer_errors_total` | counter | | failed lists and watches (each led to a backoff) | — |
 //! | `kdi_informer_index_failures_total` | counter | `index` | objects an index function failed on | — |
-//! | `kdi_informer_last_event_timestamp_seconds` | gauge | | Unix time of the last event, bookmark or list | — |
+//! | `kdi_informer_last_event_timestamp_seconds` | gauge | | Unix time of the last event, bookmark or list (time since: `time() - kdi_informer_last_event_timestamp_seconds` in PromQL) | — |
 //! | `kdi_informer_stale` | gauge | | 1 while the informer is [stale](crate::status::InformerStatus::Stale) | — |
-//! | `kdi_informer_resource_version` | gauge | | the resourceVersion the cache is synced to, when it is a number | client-go 1.36 `informer_store_resource_version` |
+//! | `kdi_informer_resource_version` | gauge | | the resourceVersion the cache is synced to, when it is a number | client-go (1.36+, named informers only) `informer_store_resource_version` (its 15 last digits) |
 //! | `kdi_handler_events_delivered_total` | counter | `type`: `Add`, `Update`, `Resync`, `Delete` | events handed to the handler | controller-runtime `workqueue_adds_total` (roughly) |
-//! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go 1.36 `informer_queued_items`; controller-runtime `workqueue_depth` |
-//! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | controller-runtime `workqueue_work_duration_seconds` |
+//! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go `informer_queued_items` (one FIFO per informer, not per handler); controller-runtime `workqueue_depth` |
+//! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | client-go `informer_processing_latency_seconds`; controller-runtime `workqueue_work_duration_seconds` |
 //! | `kdi_handler_panics_total` | counter | | panics caught in the handler | controller-runtime `controller_runtime_reconcile_panics_total` |
 //! | `kdi_handler_pool_threads` | gauge | (none) | worker threads of the [handler pool](crate::informer::HandlerPoolSettings) | — |
 //! | `kdi_handler_pool_blocked` | gauge | (none) | workers in one handler call longer than the stall threshold | — |
@@ -51,7 +51,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+use metrics::{
+    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram,
+    gauge, histogram,
+};
 
 use crate::resource::ResourceKey;
 
@@ -94,8 +97,88 @@ pub(crate) enum Received {
     Skipped,
 }
 
+/// Registers the help text and unit of every series with the recorder
+/// installed at the time (exporters print them, e.g. as `# HELP`).
+fn describe() {
+    describe_gauge!("kdi_informer_objects", "Objects in the cache.");
+    describe_counter!(
+        "kdi_informer_lists_total",
+        "Complete lists received, by reason: first, expired (410), error, served_again."
+    );
+    describe_counter!(
+        "kdi_informer_list_requests_total",
+        "List requests (pages count one each)."
+    );
+    describe_counter!(
+        "kdi_informer_list_bytes_total",
+        Unit::Bytes,
+        "Bytes of list responses."
+    );
+    describe_histogram!(
+        "kdi_informer_list_duration_seconds",
+        Unit::Seconds,
+        "Time to receive a complete list."
+    );
+    describe_gauge!(
+        "kdi_informer_sync_duration_seconds",
+        Unit::Seconds,
+        "Time from start to the first complete list."
+    );
+    describe_counter!("kdi_informer_watch_starts_total", "Watch requests.");
+    describe_counter!(
+        "kdi_informer_events_received_total",
+        "Watch events received, by type."
+    );
+    describe_counter!(
+        "kdi_informer_skipped_objects_total",
+        "Objects that could not be decoded."
+    );
+    describe_counter!("kdi_informer_errors_total", "Failed lists and watches.");
+    describe_counter!(
+        "kdi_informer_index_failures_total",
+        "Objects an index function failed on, by index."
+    );
+    describe_gauge!(
+        "kdi_informer_last_event_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time of the last event, bookmark or list."
+    );
+    describe_gauge!(
+        "kdi_informer_stale",
+        "1 while nothing has arrived for longer than staleAfter."
+    );
+    describe_gauge!(
+        "kdi_informer_resource_version",
+        "The resourceVersion the cache reflects, when it is a number."
+    );
+    describe_counter!(
+        "kdi_handler_events_delivered_total",
+        "Events handed to the handler, by type."
+    );
+    describe_gauge!("kdi_handler_backlog", "Events queued for the handler.");
+    describe_histogram!(
+        "kdi_handler_processing_seconds",
+        Unit::Seconds,
+        "Time in the handler per event."
+    );
+    describe_counter!("kdi_handler_panics_total", "Panics caught in the handler.");
+    describe_gauge!(
+        "kdi_handler_pool_threads",
+        "Worker threads of the handler pool."
+    );
+    describe_gauge!(
+        "kdi_handler_pool_blocked",
+        "Workers in one handler call longer than the stall threshold."
+    );
+    describe_gauge!(
+        "kdi_handler_pool_waiting",
+        "Handler queues waiting for a worker."
+    );
+}
+
 impl InformerMetrics {
     pub(crate) fn new(resource: &ResourceKey, namespaces: &str) -> Self {
+        describe();
         let resource = resource.to_string();
         let namespace = namespaces.to_owned();
         let labels = [
