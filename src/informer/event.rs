@@ -61,7 +61,8 @@ impl Event {
     }
 }
 
-/// Receives an informer's events, one at a time, on the handler's own thread.
+/// Receives an informer's events, one at a time and in order, on a worker of the
+/// process's handler pool (see [`HandlerPoolSettings`](super::HandlerPoolSettings)).
 ///
 /// Closures `Fn(Event)` implement it.
 ///

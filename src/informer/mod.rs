@@ -14,11 +14,24 @@
 //!   cached, then the live events, with no gap and no duplicate. Store updates
 //!   and the enqueueing of their events happen under one lock, and a new
 //!   handler takes its snapshot under the same lock.
-//! - **Isolation**: each handler has its own unbounded queue and its own
-//!   thread. A slow handler delays neither the others nor the cache; its
-//!   backlog is visible through [`Registration::backlog`]. A handler that
-//!   panics is caught, logged and counted ([`Registration::panics`]), and
-//!   receives the next event as usual.
+//! - **Isolation**: each handler has its own queue, run in order by one
+//!   worker at a time of the process's handler pool ([`HandlerPoolSettings`]):
+//!   a bounded set of threads shared by every informer, which starts a worker
+//!   in place of one that stays in a handler longer than its stall threshold.
+//!   A slow or blocked handler delays neither the others nor the cache; its
+//!   backlog is visible through [`Registration::backlog`], and
+//!   [`HandlerOptions::coalesce`] bounds it by the number of objects. A
+//!   handler that panics is caught, logged and counted
+//!   ([`Registration::panics`]), and receives the next event as usual. Async
+//!   handlers ([`SharedInformer::add_async_handler`]) run as tasks on the
+//!   tokio runtime.
+//! - **Atomic relists**: a relist is applied to the store as a whole before
+//!   its events are queued, so a handler reading the store while it handles
+//!   them sees the whole relisted state (as client-go's atomic FIFO).
+//! - **Freshness**: the store knows the resourceVersion it reflects;
+//!   [`SharedInformer::wait_for_object`] returns once a write shows in the
+//!   cache; a watch silent for longer than
+//!   [`InformerOptions::stale_after`] makes the status [`InformerStatus::Stale`].
 //! - **Relists reconcile**: after a relist the cache equals the server;
 //!   objects that vanished are delivered as [`Event::Delete`] with
 //!   `final_state_unknown = true` and their last known state (client-go's
@@ -566,9 +579,9 @@ impl SharedInformer {
         ))
     }
 
-    /// Lists, watches and dispatches until `cancel` fires, then stops every
-    /// handler thread (waiting up to 5 s for handlers still running) and
-    /// returns.
+    /// Lists, watches and dispatches until `cancel` fires, then closes every
+    /// handler's queue (waiting up to 5 s for handlers in a call and async
+    /// handlers' tasks) and returns.
     ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`].
