@@ -115,7 +115,9 @@ pub mod prelude {
     pub use crate::discovery::DiscoveryCache;
     pub use crate::factory::{CacheSyncReport, GenericInformer, InformerFactory};
     pub use crate::index::IndexFn;
-    pub use crate::informer::{Event, EventHandler, InformerStatus, SharedInformer};
+    pub use crate::informer::{
+        Event, EventHandler, HandlerOptions, InformerStatus, SharedInformer, WaitError,
+    };
     pub use crate::lister::Lister;
     pub use crate::options::InformerOptions;
     pub use crate::projection::Projection;

@@ -294,3 +294,31 @@ impl Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_installed_once_and_then_reported() {
+        // Whichever install came first (here or a handler elsewhere in this
+        // process) is in force; a second one is refused with it.
+        let _ = HandlerPoolSettings::default().workers(6).install();
+        let refused = HandlerPoolSettings::default().workers(3).install();
+        let in_force = refused.expect_err("the pool already runs");
+        assert_eq!(in_force.workers, handler_pool_stats().workers);
+    }
+
+    #[test]
+    fn settings_are_clamped() {
+        let s = HandlerPoolSettings::default()
+            .workers(0)
+            .stall_after(Duration::ZERO);
+        assert_eq!(s.workers, 1);
+        assert_eq!(s.stall_after, Duration::from_millis(10));
+        assert_eq!(
+            HandlerPoolSettings::default().workers(usize::MAX).workers,
+            MAX_WORKERS
+        );
+    }
+}
