@@ -93,6 +93,7 @@ pub mod list_watch;
 pub mod lister;
 pub mod object_key;
 pub mod options;
+pub mod pattern;
 pub mod projection;
 pub mod reflector;
 pub mod resource;
