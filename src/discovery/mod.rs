@@ -644,6 +644,40 @@ impl DiscoveryCache {
             })
     }
 
+    /// `(group, plural)` of every resource a CRD defines: what
+    /// [`keep_current`](Self::keep_current) last saw of the CRDs, or else
+    /// the CRDs listed now.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Request`] when the CRDs cannot be listed (the
+    /// client may not, for instance).
+    pub async fn custom_resources(&self) -> Result<Arc<HashSet<(String, String)>>, DiscoveryError> {
+        if let Some(known) = self.inner.custom.lock().clone() {
+            return Ok(known);
+        }
+        let api: kube_client::Api<kube_core::DynamicObject> =
+            kube_client::Api::all_with(self.inner.client.clone(), &crd_resource());
+        let list = api
+            .list_metadata(&kube_client::api::ListParams::default())
+            .await
+            .map_err(|source| DiscoveryError::Request {
+                path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".into(),
+                source,
+            })?;
+        // Metadata carries only the name, `<plural>.<group>`: the plural
+        // has no dots, the group is the rest.
+        Ok(Arc::new(
+            list.items
+                .iter()
+                .filter_map(|crd| {
+                    let name = crd.metadata.name.as_deref()?;
+                    let (plural, group) = name.split_once('.')?;
+                    Some((group.to_string(), plural.to_string()))
+                })
+                .collect(),
+        ))
+    }
+
     /// The served resource with exactly this key, reading discovery again
     /// when it is not in the cache; `None` when it is not served.
     ///

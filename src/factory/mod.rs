@@ -94,6 +94,7 @@
 //! ```
 
 mod generic;
+mod pattern;
 mod resource_ref;
 mod sync;
 
@@ -180,6 +181,9 @@ pub enum FactoryError {
     /// [`InformerFactory::shutdown`] was called.
     #[error("the informer factory was shut down")]
     ShutDown,
+    /// A resource pattern is malformed.
+    #[error(transparent)]
+    Pattern(crate::pattern::PatternError),
     /// [`InformerFactory::start`] was called outside a tokio runtime.
     #[error("starting informers needs a tokio runtime")]
     NoRuntime,

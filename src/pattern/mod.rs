@@ -47,7 +47,6 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::discovery::DiscoverySnapshot;
@@ -92,7 +91,8 @@ pub enum PatternError {
 }
 
 /// Which scope of resources a pattern keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 pub enum ScopeFilter {
     /// Only resources whose objects live in namespaces.
     Namespaced,
@@ -102,7 +102,8 @@ pub enum ScopeFilter {
 
 /// A rule designating resources; see the [module docs](self). The default
 /// designates nothing: set at least one criterion or `include`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResourcePattern {
     /// API groups, as globs: `*` for every group (the core group included),
@@ -130,7 +131,7 @@ pub struct ResourcePattern {
     /// The version to watch; resources not served in it are not selected.
     /// Default: each group's preferred version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[cfg_attr(feature = "config", schemars(length(min = 1)))]
     pub version: Option<String>,
 }
 

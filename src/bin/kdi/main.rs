@@ -138,8 +138,13 @@ fn check(args: &CheckArgs) -> ExitCode {
     for file in &args.files {
         match InformerSet::load_file(file) {
             Ok(set) => {
+                let patterns = match set.patterns.len() {
+                    0 => String::new(),
+                    1 => ", 1 pattern".to_string(),
+                    n => format!(", {n} patterns"),
+                };
                 said = said.and(output::print_line(format!(
-                    "{}: ok ({} informers)",
+                    "{}: ok ({} informers{patterns})",
                     file.display(),
                     set.informers.len()
                 )));
