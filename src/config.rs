@@ -388,6 +388,29 @@ impl InformerSet {
     }
 }
 
+/// Where the value at `pointer` (a JSON pointer such as
+/// `/informers/1/resource`) starts in config `text`, or its nearest
+/// ancestor present; `None` when `text` does not parse. For locating
+/// problems found after a file was loaded, such as a resource the cluster
+/// does not serve.
+///
+/// ```
+/// use kube_dynamic_informer::config::{Position, position_of};
+/// let text = "informers:\n  - resource: pods\n  - resource: nope\n";
+/// assert_eq!(position_of(text, "/informers/1/resource"), Some(Position { line: 3, column: 15 }));
+/// ```
+#[must_use]
+pub fn position_of(text: &str, pointer: &str) -> Option<Position> {
+    yaml::parse(text).ok().map(|doc| doc.position(pointer))
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`, as
+/// [`ConfigError::path`] shows a place.
+#[must_use]
+pub fn pointer_path(pointer: &str) -> String {
+    display_path(pointer)
+}
+
 impl ConfigErrors {
     /// One problem with the file as a whole.
     fn whole_file(file: &Path, message: String) -> Self {

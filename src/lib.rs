@@ -80,6 +80,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod backoff;
 pub mod compact;
 #[cfg(feature = "config")]
@@ -97,6 +98,8 @@ pub mod pattern;
 pub mod projection;
 pub mod reflector;
 pub mod resource;
+#[cfg(feature = "config")]
+pub mod resource_set;
 pub(crate) mod resync;
 pub mod scope;
 pub mod selector;

@@ -165,7 +165,7 @@ impl InformerSet {
                     });
                 }
             };
-            add_indexes(&informer, spec)?;
+            add_indexes(&informer, spec).map_err(|e| *e)?;
             informers.push(ConfiguredInformer {
                 name,
                 spec: spec.clone(),
@@ -190,7 +190,7 @@ impl InformerSet {
                     options: informer.informer().options().clone(),
                     indexes: pattern.indexes.clone(),
                 };
-                add_indexes(&informer, &spec)?;
+                add_indexes(&informer, &spec).map_err(|e| *e)?;
                 informers.push(ConfiguredInformer {
                     name: name.clone(),
                     spec,
@@ -207,7 +207,7 @@ impl InformerSet {
 }
 
 /// Adds the indexes of `spec` to `informer`.
-fn add_indexes(informer: &GenericInformer, spec: &InformerSpec) -> Result<(), BuildError> {
+fn add_indexes(informer: &GenericInformer, spec: &InformerSpec) -> Result<(), Box<BuildError>> {
     let name = spec.name().to_string();
     for (index, func) in spec.index_functions().map_err(|e| BuildError::Index {
         name: name.clone(),
@@ -217,18 +217,18 @@ fn add_indexes(informer: &GenericInformer, spec: &InformerSpec) -> Result<(), Bu
         match informer.informer().add_index(index.clone(), func) {
             Ok(()) => {}
             Err(InformerError::Index { source, .. }) => {
-                return Err(BuildError::Index {
+                return Err(Box::new(BuildError::Index {
                     name,
                     index,
                     message: source.to_string(),
-                });
+                }));
             }
             Err(e) => {
-                return Err(BuildError::Index {
+                return Err(Box::new(BuildError::Index {
                     name,
                     index,
                     message: e.to_string(),
-                });
+                }));
             }
         }
     }

@@ -495,7 +495,12 @@ fn pattern_fields_are_those_of_the_type() {
         .scope(crate::pattern::ScopeFilter::Cluster)
         .version("v1");
     let value = serde_json::to_value(full).unwrap();
-    let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut known = PATTERN_FIELDS.to_vec();
     keys.sort_unstable();
     known.sort_unstable();

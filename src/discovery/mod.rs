@@ -77,6 +77,9 @@ use follow::{
     slim_crd,
 };
 
+/// `(group, plural)` pairs.
+pub type GroupPlurals = HashSet<(String, String)>;
+
 /// Errors of discovery.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -150,7 +153,7 @@ pub struct DiscoverySnapshot {
     verbs: HashMap<ResourceKey, Vec<String>>,
     categories: HashMap<ResourceKey, Vec<String>>,
     /// `(group, plural)` of every resource a CRD defines, when known.
-    custom: Option<Arc<HashSet<(String, String)>>>,
+    custom: Option<Arc<GroupPlurals>>,
     unavailable: Vec<UnavailableGroupVersion>,
     aggregated: bool,
     generation: u64,
@@ -484,7 +487,7 @@ struct Inner {
     name_moves: AtomicBool,
     /// `(group, plural)` of the CRDs [`DiscoveryCache::keep_current`] last
     /// saw, copied into each new snapshot.
-    custom: Mutex<Option<Arc<HashSet<(String, String)>>>>,
+    custom: Mutex<Option<Arc<GroupPlurals>>>,
 }
 
 /// What an availability channel follows.

@@ -195,7 +195,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 .any(|r| r == i.name() || *r == i.resource)
         });
         set.patterns
-            .retain(|p| sel.resources.iter().any(|r| *r == p.name));
+            .retain(|p| sel.resources.contains(&p.name));
         if set.informers.is_empty() && set.patterns.is_empty() {
             return Err(Failure::usage(format!(
                 "no informer of the config file is named {}",
