@@ -310,7 +310,7 @@ impl ResourceSet {
             }),
         };
         let mut state = set.inner.state.lock().await;
-        let plan = set.plan(&state, &config, true).await;
+        let plan = set.plan(&state, &config).await;
         if !plan.errors.is_empty() {
             let errors = locate(&plan.errors, source);
             set.discard(&state, plan.created).await;
