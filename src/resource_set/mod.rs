@@ -283,7 +283,8 @@ impl ResourceSet {
     }
 
     /// Builds the set of `config` in `factory`; `source` (file and text)
-    /// locates errors.
+    /// locates errors, and makes this first load the
+    /// [`last_reload`](Self::last_reload).
     ///
     /// # Errors
     /// As [`new`](Self::new).
@@ -318,7 +319,20 @@ impl ResourceSet {
             set.inner.factory.shutdown().await;
             return Err(ReloadError { errors });
         }
-        set.commit(&mut state, plan, Removal::Reloaded).await;
+        let counts = set.commit(&mut state, plan, Removal::Reloaded).await;
+        if let Some((_, text)) = source {
+            let status = ReloadStatus {
+                at: SystemTime::now(),
+                hash: reload::content_hash(text.as_bytes()),
+                success: true,
+                errors: Vec::new(),
+                kept: counts.kept,
+                added: counts.added,
+                removed: counts.removed,
+                replaced: counts.replaced,
+            };
+            set.record_locked(&mut state, status);
+        }
         drop(state);
         Ok(set)
     }
@@ -429,6 +443,20 @@ impl ResourceSet {
     /// # Errors
     /// [`ReloadError`] with every problem, each with file, line and column.
     pub async fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadStatus, ReloadError> {
+        self.reload_file_with(path, |_| {}).await
+    }
+
+    /// As [`reload_file`](Self::reload_file), with `adjust` applied to the
+    /// config once loaded: for settings given apart from the file (a
+    /// command line's overrides).
+    ///
+    /// # Errors
+    /// As [`reload_file`](Self::reload_file).
+    pub async fn reload_file_with(
+        &self,
+        path: impl AsRef<Path>,
+        adjust: impl FnOnce(&mut InformerSet),
+    ) -> Result<ReloadStatus, ReloadError> {
         let path = path.as_ref();
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
@@ -441,7 +469,10 @@ impl ResourceSet {
         };
         let hash = reload::content_hash(text.as_bytes());
         let config = match InformerSet::load_str(&text, path) {
-            Ok(config) => config,
+            Ok(mut config) => {
+                adjust(&mut config);
+                config
+            }
             Err(errors) => {
                 let err = ReloadError {
                     errors: errors.errors,

@@ -188,14 +188,20 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             set
         }
     };
+    adjust(sel, &mut set)?;
+    Ok(set)
+}
+
+/// The command line's settings over a config file's: `-r` selecting
+/// entries, namespaces, selectors, storage, `--keep`, `--sensitive`.
+pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     if sel.config.is_some() && !sel.resources.is_empty() {
         set.informers.retain(|i| {
             sel.resources
                 .iter()
                 .any(|r| r == i.name() || *r == i.resource)
         });
-        set.patterns
-            .retain(|p| sel.resources.contains(&p.name));
+        set.patterns.retain(|p| sel.resources.contains(&p.name));
         if set.informers.is_empty() && set.patterns.is_empty() {
             return Err(Failure::usage(format!(
                 "no informer of the config file is named {}",
@@ -239,7 +245,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
     for p in &mut set.patterns {
         apply(&mut p.options);
     }
-    Ok(set)
+    Ok(())
 }
 
 /// One informer of the command, as declared.
