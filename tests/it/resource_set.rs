@@ -5,4 +5,5 @@
 mod access;
 #[cfg(feature = "cli")]
 mod cli;
+mod example;
 mod patterns;

@@ -206,7 +206,7 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
     let file = dir.join("set.yaml");
     let status_file = dir.join("status.json");
     let widgets_entry = format!(
-        "  - name: widgets\n    match: {{ groups: [\"{group}\"], include: [widgets], exclude: [gadgets] }}\n    namespaces: [{ns}]\n"
+        "  - name: widgets\n    match: {{ groups: [\"{group}\"], exclude: [gadgets] }}\n    namespaces: [{ns}]\n"
     );
     let config_maps = format!("  - name: cms\n    resource: configmaps\n    namespaces: [{ns}]\n");
     write_atomically(
@@ -412,4 +412,51 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
     assert_eq!(requests(&admin, &group, "widgets").await, before);
     kdi.stop().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Patterns on the command line: `-r group:GROUP` selects every resource
+/// of the group, `--exclude` leaves one out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_with_a_pattern_and_an_exclusion() {
+    let admin = support::admin().await;
+    let f = super::access::fixture(&admin).await;
+    let pattern = format!("group:{}", f.group);
+    let run = |extra: &'static [&'static str]| {
+        let mut args = vec![
+            "get",
+            "-r",
+            pattern.as_str(),
+            "-n",
+            f.ns_a.as_str(),
+            "-o",
+            "name",
+        ];
+        args.extend_from_slice(extra);
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        async move {
+            let out = Command::new(env!("CARGO_BIN_EXE_kdi"))
+                .arg("--kubeconfig")
+                .arg(kubeconfig(User::Admin))
+                .args(&args)
+                .env_remove("KUBECONFIG")
+                .output()
+                .await
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    assert_eq!(
+        run(&[]).await,
+        format!("{0}/gadgets-1\n{0}/widgets-1\n", f.ns_a)
+    );
+    assert_eq!(
+        run(&["--exclude", "gadgets"]).await,
+        format!("{}/widgets-1\n", f.ns_a)
+    );
 }
