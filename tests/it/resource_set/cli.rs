@@ -408,6 +408,28 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
         "{again}"
     );
 
+    // Options changed: the gadgets informer is replaced by one with them.
+    let gadgets_selected = format!(
+        "  - name: gadgets\n    resource: gadgets.{group}\n    namespaces: [{ns}]\n    labelSelector: app=gadget\n"
+    );
+    write_atomically(
+        &file,
+        &format!("{HEADER}informers:\n{gadgets_selected}patterns:\n{widgets_indexed}"),
+    );
+    kdi.stderr_json("the old gadgets informer removed", |v| {
+        v["set"] == "removed" && v["informer"] == "gadgets"
+    })
+    .await;
+    kdi.stderr_json("the new gadgets informer added", |v| {
+        v["set"] == "added" && v["informer"] == "gadgets"
+    })
+    .await;
+    let replaced = kdi
+        .stderr_json("the reload replacing gadgets", |v| v["reload"].is_object())
+        .await;
+    assert_eq!(replaced["reload"]["replaced"], 1, "{replaced}");
+    assert_eq!(replaced["reload"]["kept"], 1, "{replaced}");
+
     // Through all of it the widgets informer kept its watch.
     assert_eq!(requests(&admin, &group, "widgets").await, before);
     kdi.stop().await;
@@ -451,6 +473,20 @@ async fn get_with_a_pattern_and_an_exclusion() {
             String::from_utf8_lossy(&out.stdout).into_owned()
         }
     };
+    // `check` counts patterns, without a cluster.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/configs/example-crds-pattern.yaml"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args(["check", example])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{example}: ok (0 informers, 2 patterns)\n")
+    );
     assert_eq!(
         run(&[]).await,
         format!("{0}/gadgets-1\n{0}/widgets-1\n", f.ns_a)
