@@ -59,6 +59,18 @@
 //! }
 //! ```
 //!
+//! # Rules instead of lists
+//!
+//! A [`pattern::ResourcePattern`] designates resources by group glob
+//! (`*.example.com`), category (`qa`, `all`) or origin (defined by a CRD),
+//! with `include`/`exclude` and a scope filter;
+//! [`InformerFactory::for_pattern`] makes informers for what it selects now.
+//! A [`resource_set::ResourceSet`] runs the informers and patterns of a
+//! config file and keeps them right while they run: it follows discovery
+//! (CRDs that start or stop matching), applies a changed config without
+//! touching what did not change, and can leave out what the user may not
+//! watch ([`access`]) until access is granted.
+//!
 //! # Notes
 //!
 //! ## What metadata-only mode saves
