@@ -554,7 +554,7 @@ impl ResourceSet {
             created: Vec::new(),
             errors: Vec::new(),
         };
-        let mut wants = self.wants(config, &mut plan).await;
+        let mut wants = self.wants(state, config, &mut plan).await;
         if let AccessPolicy::Skip { .. } = self.inner.policy {
             self.restrict_to_access(&mut wants, &mut plan).await;
         }
@@ -645,7 +645,7 @@ impl ResourceSet {
 
     /// What each entry of `config` asks for: informers named one by one,
     /// and each resource a pattern selects now.
-    async fn wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
+    async fn wants(&self, state: &State, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
         let factory = &self.inner.factory;
         let mut wants = Vec::new();
         let snapshot = factory.discovery().snapshot();
@@ -679,6 +679,24 @@ impl ResourceSet {
                 Ok(selected) => selected,
                 Err(e) => {
                     plan.errors.push((format!("{at}/match"), e.to_string()));
+                    // What the pattern selected stays until it can be
+                    // evaluated again (a reload with this error is refused
+                    // anyway).
+                    for current in state
+                        .members
+                        .values()
+                        .filter(|m| m.from_pattern && m.entry == pattern.name)
+                    {
+                        wants.push(Want {
+                            at: at.clone(),
+                            entry: current.entry.clone(),
+                            resource: current.resource.clone(),
+                            target: Target::Key(current.informer.resource().clone()),
+                            options: current.informer.informer().options().clone(),
+                            known: None,
+                            indexes: pattern.indexes.clone(),
+                        });
+                    }
                     continue;
                 }
             };
