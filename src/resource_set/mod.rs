@@ -379,6 +379,30 @@ impl ResourceSet {
         }
     }
 
+    /// Asks the server whether each member's informer may list and watch
+    /// what it watches (see [`crate::access`]): one row per resource and
+    /// namespace. Members whose resource is not served are not asked about.
+    /// Whatever the [`AccessPolicy`], this only reports.
+    pub async fn check_access(&self) -> AccessTable {
+        let members = self.members().await;
+        let mut checks: Vec<AccessCheck> = Vec::new();
+        for m in &members {
+            let (Some(served), Some(scope)) = (m.informer.api_resource(), m.informer.scope())
+            else {
+                continue;
+            };
+            let check = AccessCheck::new(
+                ResourceKey::from(&served),
+                scope == crate::scope::Scope::Namespaced,
+                m.informer.options().namespaces.clone(),
+            );
+            if !checks.contains(&check) {
+                checks.push(check);
+            }
+        }
+        AccessTable::check(self.inner.factory.client(), &checks).await
+    }
+
     /// The result of the last reload ([`apply`](Self::apply) or
     /// [`reload_file`](Self::reload_file)): when, the hash of the content,
     /// whether it was applied, and the errors if not. `None` before the

@@ -255,7 +255,27 @@ pub async fn watch_set(
         .collect();
     check_index_values(&args.index_values, &declared)?;
     for s in resource_set.status().await.skipped {
-        say(format!("kdi: skipping {}: {}", s.entry, s.reason));
+        if json {
+            say(skipped_json(&s));
+        } else {
+            say(format!("kdi: skipping {}: {}", s.entry, s.reason));
+        }
+    }
+    if !args.skip_forbidden {
+        // Said before starting; the informers retry until allowed.
+        for row in resource_set.check_access().await.rows {
+            if let Some(denial) = row.denial() {
+                if json {
+                    say(
+                        json!({ "resource": row.resource.to_string(), "namespace": row.namespace, "access": "denied", "reason": denial }),
+                    );
+                } else {
+                    say(format!(
+                        "kdi: {denial}; its informer retries until allowed (--skip-forbidden leaves it out instead)"
+                    ));
+                }
+            }
+        }
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let output = Output {

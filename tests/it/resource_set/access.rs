@@ -248,3 +248,54 @@ async fn check_cluster_prints_the_access_table() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `kdi watch -f` as Alice says before starting what she may not watch;
+/// with `--skip-forbidden` it leaves gadgets out and watches widgets in
+/// her namespace.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_says_what_is_denied_or_skips_it() {
+    use super::cli::Kdi;
+    let admin = support::admin().await;
+    let f = fixture(&admin).await;
+    let dir = std::env::temp_dir().join(format!("kdi-access-watch-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("set.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\npatterns:\n  - name: crds\n    match: {{ groups: [\"{}\"] }}\n    namespaces: [{}, {}]\n",
+            f.group, f.ns_a, f.ns_b
+        ),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+
+    let mut kdi = Kdi::start(User::Alice, &["watch", "-f", path, "--timeout", "0"]);
+    let gadgets = format!("gadgets.v1.{}", f.group);
+    let denied = kdi
+        .stderr_json("gadgets said denied", |v| {
+            v["access"] == "denied"
+                && v["resource"] == gadgets.as_str()
+                && v["namespace"] == f.ns_a.as_str()
+        })
+        .await;
+    assert!(
+        denied["reason"].as_str().unwrap().contains("list denied"),
+        "{denied}"
+    );
+    kdi.stop().await;
+
+    let mut kdi = Kdi::start(User::Alice, &["watch", "-f", path, "--skip-forbidden"]);
+    let skipped = kdi
+        .stderr_json("gadgets skipped", |v| v["set"] == "skipped")
+        .await;
+    assert_eq!(skipped["resource"], gadgets.as_str(), "{skipped}");
+    let ours = format!("{}/widgets-1", f.ns_a);
+    let line = kdi
+        .event("the widget Alice may see", |v| v["type"] == "Add")
+        .await;
+    assert_eq!(line["key"], ours.as_str(), "{line}");
+    kdi.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
