@@ -12,7 +12,10 @@
 //! namespace (or all namespaces, or none for a cluster-scoped resource): the
 //! server's authorizers answer exactly as they would for the request itself,
 //! whatever they are (RBAC, webhooks, node). Every user may create these
-//! reviews (the `system:basic-user` role).
+//! reviews (the `system:basic-user` role). `SelfSubjectRulesReview` is not
+//! used: it lists RBAC rules of one namespace only, and says itself that
+//! its answer is incomplete whenever another authorizer (a webhook) takes
+//! part, while an access review is the authorizers' own verdict.
 //!
 //! ```no_run
 //! # async fn demo(client: kube_client::Client) {
