@@ -209,6 +209,9 @@ struct Plan {
     created: Vec<GenericInformer>,
     /// JSON pointer → message.
     errors: Vec<(String, String)>,
+    /// How many of `errors` are resources not served under
+    /// `whenNotServed: fail`.
+    unserved: usize,
 }
 
 /// What one entry asks for, before an informer is had.
@@ -313,11 +316,14 @@ impl ResourceSet {
         let mut state = set.inner.state.lock().await;
         let plan = set.plan(&state, &config).await;
         if !plan.errors.is_empty() {
-            let errors = locate(&plan.errors, source);
+            let err = ReloadError {
+                errors: locate(&plan.errors, source),
+                unserved: plan.unserved == plan.errors.len(),
+            };
             set.discard(&state, plan.created).await;
             drop(state);
             set.inner.factory.shutdown().await;
-            return Err(ReloadError { errors });
+            return Err(err);
         }
         let counts = set.commit(&mut state, plan, Removal::Reloaded).await;
         if let Some((_, text)) = source {
@@ -500,6 +506,7 @@ impl ResourceSet {
             Err(errors) => {
                 let err = ReloadError {
                     errors: errors.errors,
+                    unserved: false,
                 };
                 self.record(reload::failed(hash, &err)).await;
                 return Err(err);
@@ -520,6 +527,7 @@ impl ResourceSet {
         if !plan.errors.is_empty() {
             let err = ReloadError {
                 errors: locate(&plan.errors, source),
+                unserved: plan.unserved == plan.errors.len(),
             };
             self.discard(&state, plan.created).await;
             let status = reload::failed(hash, &err);
@@ -577,6 +585,7 @@ impl ResourceSet {
             skipped: Vec::new(),
             created: Vec::new(),
             errors: Vec::new(),
+            unserved: 0,
         };
         let mut wants = self.wants(state, config, &mut plan).await;
         if let AccessPolicy::Skip { .. } = self.inner.policy {
@@ -636,6 +645,9 @@ impl ResourceSet {
                             continue;
                         }
                         Err(e) => {
+                            if matches!(e, FactoryError::NotServed { .. }) {
+                                plan.unserved += 1;
+                            }
                             let (pointer, message) = match &want.target {
                                 Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
                                 Target::Key(k) => {

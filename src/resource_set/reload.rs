@@ -47,6 +47,10 @@ impl ReloadStatus {
 pub struct ReloadError {
     /// The problems, at least one.
     pub errors: Vec<ConfigError>,
+    /// Whether every problem is a resource not served under
+    /// `whenNotServed: fail`: the cluster's state rather than a mistake in
+    /// the config.
+    pub unserved: bool,
 }
 
 impl fmt::Display for ReloadError {
@@ -61,6 +65,7 @@ impl fmt::Display for ReloadError {
 impl ReloadError {
     pub(super) fn whole(file: &Path, message: String) -> Self {
         ReloadError {
+            unserved: false,
             errors: vec![ConfigError {
                 file: file.to_path_buf(),
                 position: None,
@@ -99,7 +104,9 @@ pub(super) fn content_hash(bytes: &[u8]) -> String {
 pub(super) fn read(path: &Path) -> Result<(InformerSet, String), ReloadError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ReloadError::whole(path, format!("cannot read the file: {e}")))?;
-    let config =
-        InformerSet::load_str(&text, path).map_err(|e| ReloadError { errors: e.errors })?;
+    let config = InformerSet::load_str(&text, path).map_err(|e| ReloadError {
+        errors: e.errors,
+        unserved: false,
+    })?;
     Ok((config, text))
 }

@@ -48,6 +48,7 @@ fn factory_errors_point_at_the_field_they_are_about() {
 #[test]
 fn a_refused_reload_reads_like_config_errors() {
     let err = ReloadError {
+        unserved: false,
         errors: vec![
             ConfigError {
                 file: "a.yaml".into(),

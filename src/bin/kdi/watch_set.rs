@@ -238,7 +238,15 @@ pub async fn watch_set(
     let source = file.as_deref().zip(text.as_deref());
     let resource_set = ResourceSet::in_factory(factory, set, policy, source)
         .await
-        .map_err(Failure::usage)?;
+        .map_err(|e| {
+            // A resource not served under `whenNotServed: fail` is a cache
+            // that cannot sync, not a wrong config.
+            if e.unserved {
+                Failure::not_synced(e)
+            } else {
+                Failure::usage(e)
+            }
+        })?;
     let (members, mut events) = resource_set.subscribe().await;
     let declared: Vec<Declared> = members
         .iter()

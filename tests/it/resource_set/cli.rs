@@ -496,3 +496,38 @@ async fn get_with_a_pattern_and_an_exclusion() {
         format!("{}/widgets-1\n", f.ns_a)
     );
 }
+
+/// `kdi watch -f` over a file naming a resource not served, under
+/// `whenNotServed: fail`: exit 3 (a cache that cannot sync), the entry
+/// located.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_refuses_an_unserved_resource_it_may_not_wait_for_with_exit_3() {
+    let dir = std::env::temp_dir().join(format!("kdi-unserved-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("set.yaml");
+    let group = support::unique_group();
+    write_atomically(
+        &file,
+        &format!(
+            "{HEADER}informers:\n  - resource: nosuchthings.v1.{group}\n    whenNotServed: fail\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig(User::Admin))
+        .args(["watch", "-f", file.to_str().unwrap()])
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "kdi: {}:4:15: informers[0].resource: ",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
