@@ -23,7 +23,7 @@ use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Declared, adjust};
 use crate::output::{Redaction, event_line, say};
-use crate::progress::{Progress, resource_label};
+use crate::progress::{Membership, Progress, resource_label};
 use crate::watch::{WatchArgs, check_index_values, stdout_closed};
 
 /// Index functions a member's lines show; replaced when a reload adds
@@ -208,6 +208,20 @@ async fn write_status(set: &ResourceSet, path: &Path) {
     }
 }
 
+/// A member as the progress report and index checks see it.
+fn declared_member(m: &SetMember) -> Declared {
+    Declared {
+        name: m.entry.clone(),
+        informer: m.informer.clone(),
+        indexes: m
+            .indexes
+            .iter()
+            .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
+            .collect(),
+        sensitive: m.informer.informer().options().sensitive,
+    }
+}
+
 /// A file's bytes, or nothing when it cannot be read now.
 fn contents(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
@@ -248,19 +262,7 @@ pub async fn watch_set(
             }
         })?;
     let (members, mut events) = resource_set.subscribe().await;
-    let declared: Vec<Declared> = members
-        .iter()
-        .map(|m| Declared {
-            name: m.entry.clone(),
-            informer: m.informer.clone(),
-            indexes: m
-                .indexes
-                .iter()
-                .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
-                .collect(),
-            sensitive: m.informer.informer().options().sensitive,
-        })
-        .collect();
+    let declared: Vec<Declared> = members.iter().map(declared_member).collect();
     check_index_values(&args.index_values, &declared)?;
     for s in resource_set.status().await.skipped {
         if json {
@@ -312,7 +314,8 @@ pub async fn watch_set(
         write_status(&resource_set, path).await;
     }
     let stop_reporting = CancellationToken::new();
-    let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
+    let (joins, joined) = tokio::sync::mpsc::unbounded_channel();
+    let reporting = tokio::spawn(progress.follow_set(stop_reporting.clone(), joined));
 
     let deadline = args
         .duration
@@ -358,6 +361,7 @@ pub async fn watch_set(
                         if let Some(old) = printers.insert(key, output.printer(m)) {
                             old.registration.remove();
                         }
+                        let _ = joins.send(Membership::Joined(declared_member(m)));
                     }
                     SetEvent::Updated(m) => {
                         let key = (m.entry.clone(), m.resource.clone());
@@ -372,6 +376,7 @@ pub async fn watch_set(
                         if let Some(old) = printers.remove(&key) {
                             old.registration.remove();
                         }
+                        let _ = joins.send(Membership::Left(member.entry.clone(), member.informer.clone()));
                     }
                     _ => {}
                 }
