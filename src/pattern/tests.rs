@@ -251,3 +251,29 @@ fn globs_never_backtrack_badly_and_match_whole_groups() {
     let long = "a".repeat(10_000);
     assert!(!group_matches(&format!("{}b", "*a".repeat(50)), &long));
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Whatever a command line says, parsing answers without a panic.
+        #[test]
+        fn parsing_never_panics(input in ".{0,80}") {
+            let _ = ResourcePattern::parse(&input);
+        }
+
+        /// A group matches the glob made by replacing any part of it with
+        /// `*`, and never a glob with a literal it lacks.
+        #[test]
+        fn a_star_stands_for_any_part(group in "[a-z0-9.-]{0,30}", from in 0usize..31, len in 0usize..31) {
+            let from = from.min(group.len());
+            let to = (from + len).min(group.len());
+            let glob = format!("{}*{}", &group[..from], &group[to..]);
+            prop_assert!(glob_matches(glob.as_bytes(), group.as_bytes()), "{glob} {group}");
+            let with_x = format!("{group}X");
+            prop_assert!(!glob_matches(with_x.as_bytes(), group.as_bytes()));
+        }
+    }
+}
