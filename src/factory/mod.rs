@@ -334,6 +334,28 @@ impl InformerFactory {
         all
     }
 
+    /// Stops this one informer (not the others of its resource) and waits
+    /// until it has stopped; its cache is freed once no [`GenericInformer`]
+    /// handle refers to it. False when the factory no longer holds it.
+    pub async fn remove_informer(&self, informer: &GenericInformer) -> bool {
+        let removed = {
+            let mut state = self.inner.state.lock();
+            let key = state
+                .entries
+                .iter()
+                .find(|(_, e)| e.informer == *informer)
+                .map(|(k, _)| k.clone());
+            key.and_then(|k| state.entries.remove(&k))
+        };
+        match removed {
+            Some(entry) => {
+                stop_entries(vec![entry]).await;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The informer for `resource` with the factory's options; the same one
     /// every time. Started at once if the factory is.
     ///
@@ -629,28 +651,6 @@ impl InformerFactory {
         let count = removed.len();
         stop_entries(removed).await;
         Ok(count)
-    }
-
-    /// Stops this one informer (not the others of its resource) and waits
-    /// until it has stopped; its cache is freed once no [`GenericInformer`]
-    /// handle refers to it. False when the factory no longer holds it.
-    pub async fn remove_informer(&self, informer: &GenericInformer) -> bool {
-        let removed = {
-            let mut state = self.inner.state.lock();
-            let key = state
-                .entries
-                .iter()
-                .find(|(_, e)| e.informer == *informer)
-                .map(|(k, _)| k.clone());
-            key.and_then(|k| state.entries.remove(&k))
-        };
-        match removed {
-            Some(entry) => {
-                stop_entries(vec![entry]).await;
-                true
-            }
-            None => false,
-        }
     }
 
     /// Stops every informer and the discovery watch, and waits until they
