@@ -22,6 +22,24 @@ use crate::progress::resource_label;
 pub struct WatchArgs {
     #[command(flatten)]
     pub selection: Selection,
+    /// Ask the server first (SelfSubjectAccessReview) and watch only what
+    /// may be listed and watched: a resource forbidden everywhere is left
+    /// out and said, one allowed in some of its namespaces is watched in
+    /// those; asked again every `--access-recheck`, and started once
+    /// allowed. Without it, a forbidden informer retries its 403.
+    #[arg(long)]
+    pub skip_forbidden: bool,
+    /// How often `--skip-forbidden` asks again.
+    #[arg(long, default_value = "30s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub access_recheck: Duration,
+    /// How often the config file is read to see whether it changed (it is
+    /// then reloaded; SIGHUP reloads at once).
+    #[arg(long, default_value = "2s", value_parser = parse_interval, value_name = "DURATION")]
+    pub reload_check: Duration,
+    /// Write the informers, what was left out and the last reload to this
+    /// file as JSON whenever they change.
+    #[arg(long, value_name = "PATH")]
+    pub status_file: Option<std::path::PathBuf>,
     /// Include the whole object in each line.
     #[arg(long)]
     pub object: bool,
@@ -43,24 +61,6 @@ pub struct WatchArgs {
     /// Leave out the initial Add events of objects that existed at start.
     #[arg(long)]
     pub skip_initial: bool,
-    /// Ask the server first (SelfSubjectAccessReview) and watch only what
-    /// may be listed and watched: a resource forbidden everywhere is left
-    /// out and said, one allowed in some of its namespaces is watched in
-    /// those; asked again every `--access-recheck`, and started once
-    /// allowed. Without it, a forbidden informer retries its 403.
-    #[arg(long)]
-    pub skip_forbidden: bool,
-    /// How often `--skip-forbidden` asks again.
-    #[arg(long, default_value = "30s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub access_recheck: Duration,
-    /// How often the config file is read to see whether it changed (it is
-    /// then reloaded; SIGHUP reloads at once).
-    #[arg(long, default_value = "2s", value_parser = parse_interval, value_name = "DURATION")]
-    pub reload_check: Duration,
-    /// Write the informers, what was left out and the last reload to this
-    /// file as JSON whenever they change.
-    #[arg(long, value_name = "PATH")]
-    pub status_file: Option<std::path::PathBuf>,
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
@@ -71,6 +71,11 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
 }
 
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let object = args.object;
+    let skip_initial = args.skip_initial;
+    let wanted_indexes = args.index_values.clone();
+    let registrations = std::sync::Mutex::new(Vec::new());
     // A config file is followed (reloads), as are patterns (discovery) and
     // access checks; plain resources named with -r need none of that.
     if args.selection.config.is_some()
@@ -80,11 +85,6 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     {
         return crate::watch_set::watch_set(cluster, set, args).await;
     }
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let object = args.object;
-    let skip_initial = args.skip_initial;
-    let wanted_indexes = args.index_values.clone();
-    let registrations = std::sync::Mutex::new(Vec::new());
     let (factory, _informers, progress) =
         start_and_sync(cluster, set, &args.selection, false, |informers| {
             check_index_values(&wanted_indexes, informers)?;
