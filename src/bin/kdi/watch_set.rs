@@ -354,7 +354,8 @@ pub async fn watch_set(
             }
             event = events.recv() => {
                 let Some(event) = event else { break Ok(()) };
-                output.say_event(&event);
+                // Said once acted on (handlers, status file), so that what
+                // follows the line sees the change.
                 match &event {
                     SetEvent::Added(m) => {
                         let key = (m.entry.clone(), m.resource.clone());
@@ -383,6 +384,7 @@ pub async fn watch_set(
                 if let Some(path) = &args.status_file {
                     write_status(&resource_set, path).await;
                 }
+                output.say_event(&event);
                 false
             }
             _ = file_check.tick(), if file.is_some() => {

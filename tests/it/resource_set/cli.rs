@@ -351,8 +351,20 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
         errors[1].starts_with(&format!("{at}:14:20: ")) && errors[1].contains("labelSelector"),
         "{errors:?}"
     );
-    let after_refusal = status(&status_file);
-    assert_eq!(after_refusal["lastReload"]["success"], false);
+    // The status file is written just after the line is said.
+    let after_refusal = wait_for(
+        "the refusal in the status file",
+        Duration::from_secs(30),
+        || async {
+            let now = status(&status_file);
+            if now["lastReload"]["success"] == false {
+                Ok(now)
+            } else {
+                Err(now.to_string())
+            }
+        },
+    )
+    .await;
     assert_eq!(members(&after_refusal).len(), 2, "{after_refusal}");
     widgets
         .patch(
