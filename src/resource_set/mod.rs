@@ -473,19 +473,19 @@ impl ResourceSet {
     /// # Errors
     /// [`ReloadError`] with every problem, each with file, line and column.
     pub async fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadStatus, ReloadError> {
-        self.reload_file_with(path, |_| {}).await
+        self.reload_file_with(path, |_| Ok(())).await
     }
 
     /// As [`reload_file`](Self::reload_file), with `adjust` applied to the
     /// config once loaded: for settings given apart from the file (a
-    /// command line's overrides).
+    /// command line's overrides). An error of `adjust` refuses the reload.
     ///
     /// # Errors
-    /// As [`reload_file`](Self::reload_file).
+    /// As [`reload_file`](Self::reload_file), and what `adjust` says.
     pub async fn reload_file_with(
         &self,
         path: impl AsRef<Path>,
-        adjust: impl FnOnce(&mut InformerSet),
+        adjust: impl FnOnce(&mut InformerSet) -> Result<(), String>,
     ) -> Result<ReloadStatus, ReloadError> {
         let path = path.as_ref();
         let text = match std::fs::read_to_string(path) {
@@ -499,10 +499,14 @@ impl ResourceSet {
         };
         let hash = reload::content_hash(text.as_bytes());
         let config = match InformerSet::load_str(&text, path) {
-            Ok(mut config) => {
-                adjust(&mut config);
-                config
-            }
+            Ok(mut config) => match adjust(&mut config) {
+                Ok(()) => config,
+                Err(message) => {
+                    let err = ReloadError::whole(path, message);
+                    self.record(reload::failed(hash, &err)).await;
+                    return Err(err);
+                }
+            },
             Err(errors) => {
                 let err = ReloadError {
                     errors: errors.errors,

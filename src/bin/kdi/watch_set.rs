@@ -403,11 +403,7 @@ pub async fn watch_set(
         if reload && let Some(path) = &file {
             // The result comes back as a Reloaded event.
             let _ = resource_set
-                .reload_file_with(path, |set| {
-                    if let Err(e) = adjust(sel, set) {
-                        say(format!("kdi: {}", e.message));
-                    }
-                })
+                .reload_file_with(path, |set| adjust(sel, set).map_err(|e| e.message))
                 .await;
         }
     };

@@ -543,3 +543,59 @@ async fn watch_refuses_an_unserved_resource_it_may_not_wait_for_with_exit_3() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `kdi watch -f FILE -r NAME` keeps selecting by name on reloads: a file
+/// that no longer has the entry named is refused, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_drops_the_entry_selected_on_the_command_line_is_refused() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "set-reload-select").await;
+    let dir = std::env::temp_dir().join(format!("kdi-reload-select-{}", support::suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("set.yaml");
+    write_atomically(
+        &file,
+        &format!(
+            "{HEADER}informers:\n  - name: cms\n    resource: configmaps\n    namespaces: [{ns}]\n"
+        ),
+    );
+    let mut kdi = Kdi::start(
+        User::Admin,
+        &[
+            "watch",
+            "-f",
+            file.to_str().unwrap(),
+            "-r",
+            "cms",
+            "--reload-check",
+            "200ms",
+        ],
+    );
+    // Running once its first event is out.
+    let cm: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "name": "cm" } })).unwrap();
+    Api::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    let key = format!("{ns}/cm");
+    kdi.event("the config map", |v| v["key"] == key.as_str())
+        .await;
+    write_atomically(
+        &file,
+        &format!(
+            "{HEADER}informers:\n  - name: other\n    resource: configmaps\n    namespaces: [{ns}]\n"
+        ),
+    );
+    let refused = kdi
+        .stderr_json("the reload refused", |v| v["reload"]["success"] == false)
+        .await;
+    assert!(
+        refused["reload"]["errors"]
+            .to_string()
+            .contains("no informer of the config file is named cms"),
+        "{refused}"
+    );
+    kdi.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
