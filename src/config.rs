@@ -55,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::parse_duration;
 use crate::index::{IndexFn, NAMESPACE_INDEX};
 pub use crate::options::{InformerOptions, WhenNotServed};
+use crate::pattern::ResourcePattern;
 use crate::projection::Projection;
 use crate::resource::ResourceName;
 use crate::selector::{Selector, validate_field_selector};
@@ -93,9 +94,82 @@ pub struct InformerSet {
     /// cluster-scoped resources ignore.
     #[serde(default)]
     pub defaults: InformerOptions,
-    /// The informers, at least one.
-    #[schemars(length(min = 1))]
+    /// The informers named one by one. A file holds at least one informer
+    /// or pattern.
+    #[serde(default)]
     pub informers: Vec<InformerSpec>,
+    /// Rules that designate resources by group, category or origin: each
+    /// resource a pattern selects gets an informer with the pattern's
+    /// options and indexes, and the set follows discovery (see
+    /// [`crate::resource_set`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<PatternSpec>,
+}
+
+/// One pattern of the file: the resources it selects and the options and
+/// indexes each of their informers gets.
+///
+/// ```yaml
+/// patterns:
+///   - name: example-crds
+///     match:
+///       groups: ["*.example.com"]
+///       customResources: true
+///       exclude: [gadgets.example.com]
+///     namespaces: [shop]       # for namespaced resources; cluster-scoped ones ignore it
+///     indexes:
+///       color: spec.color      # objects without spec.color are in no color entry
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatternSpec {
+    /// A name for this pattern, unique among the file's informers and
+    /// patterns.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Which resources: see [`ResourcePattern`].
+    #[serde(rename = "match")]
+    pub pattern: ResourcePattern,
+    /// Options of each informer (over `defaults`). A namespace restriction
+    /// applies to the namespaced resources selected; cluster-scoped ones
+    /// are watched whole.
+    #[serde(flatten)]
+    pub options: InformerOptions,
+    /// Named indexes, as for an informer; an expression that gives nothing
+    /// for a resource's objects leaves them out of that index.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_INDEXES))]
+    pub indexes: BTreeMap<String, String>,
+}
+
+impl PatternSpec {
+    /// A pattern entry with default options and no indexes.
+    #[must_use]
+    pub fn new(name: impl Into<String>, pattern: ResourcePattern) -> Self {
+        Self {
+            name: name.into(),
+            pattern,
+            options: InformerOptions::default(),
+            indexes: BTreeMap::new(),
+        }
+    }
+
+    /// The indexes, compiled.
+    ///
+    /// # Errors
+    /// An expression that does not compile (a loaded file never has one).
+    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::index::IndexError> {
+        compile_indexes(&self.indexes)
+    }
+}
+
+fn compile_indexes(
+    indexes: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, IndexFn>, crate::index::IndexError> {
+    indexes
+        .iter()
+        .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
+        .collect()
 }
 
 /// One informer of the file.
@@ -148,10 +222,7 @@ impl InformerSpec {
     /// # Errors
     /// An expression that does not compile (a loaded file never has one).
     pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::index::IndexError> {
-        self.indexes
-            .iter()
-            .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
-            .collect()
+        compile_indexes(&self.indexes)
     }
 }
 
@@ -317,6 +388,29 @@ impl InformerSet {
     }
 }
 
+/// Where the value at `pointer` (a JSON pointer such as
+/// `/informers/1/resource`) starts in config `text`, or its nearest
+/// ancestor present; `None` when `text` does not parse. For locating
+/// problems found after a file was loaded, such as a resource the cluster
+/// does not serve.
+///
+/// ```
+/// use kube_dynamic_informer::config::{Position, position_of};
+/// let text = "informers:\n  - resource: pods\n  - resource: nope\n";
+/// assert_eq!(position_of(text, "/informers/1/resource"), Some(Position { line: 3, column: 15 }));
+/// ```
+#[must_use]
+pub fn position_of(text: &str, pointer: &str) -> Option<Position> {
+    yaml::parse(text).ok().map(|doc| doc.position(pointer))
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`, as
+/// [`ConfigError::path`] shows a place.
+#[must_use]
+pub fn pointer_path(pointer: &str) -> String {
+    display_path(pointer)
+}
+
 impl ConfigErrors {
     /// One problem with the file as a whole.
     fn whole_file(file: &Path, message: String) -> Self {
@@ -337,10 +431,12 @@ fn with_defaults(mut doc: serde_json::Value) -> serde_json::Value {
     let Some(defaults) = doc.get("defaults").and_then(|d| d.as_object()).cloned() else {
         return doc;
     };
-    if let Some(informers) = doc.get_mut("informers").and_then(|i| i.as_array_mut()) {
-        for informer in informers.iter_mut().filter_map(|i| i.as_object_mut()) {
-            for (key, value) in &defaults {
-                informer.entry(key.clone()).or_insert_with(|| value.clone());
+    for list in ["informers", "patterns"] {
+        if let Some(entries) = doc.get_mut(list).and_then(|i| i.as_array_mut()) {
+            for entry in entries.iter_mut().filter_map(|i| i.as_object_mut()) {
+                for (key, value) in &defaults {
+                    entry.entry(key.clone()).or_insert_with(|| value.clone());
+                }
             }
         }
     }
@@ -426,9 +522,26 @@ impl Validation<'_> {
         if let Some(defaults) = value.get("defaults") {
             self.options("/defaults", defaults);
         }
-        let Some(informers) = value.get("informers").and_then(|i| i.as_array()) else {
-            return;
-        };
+        let empty = Vec::new();
+        let informers = value
+            .get("informers")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        let patterns = value
+            .get("patterns")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        if informers.is_empty() && patterns.is_empty() && value.is_object() {
+            let at = if value.get("informers").is_some() {
+                "/informers"
+            } else {
+                ""
+            };
+            self.error(
+                at,
+                "no informers and no patterns: declare at least one of them".to_string(),
+            );
+        }
         let mut names = HashSet::new();
         for (i, informer) in informers.iter().enumerate() {
             let at = format!("/informers/{i}");
@@ -450,37 +563,71 @@ impl Validation<'_> {
                 } else {
                     format!("{at}/resource")
                 };
-                if !names.insert(name.clone()) {
-                    self.error(
-                        &name_at,
-                        format!(
-                            "duplicate informer name {name:?}; give one of them a distinct `name`"
-                        ),
-                    );
+                self.unique_name(&mut names, name, &name_at);
+            }
+            self.indexes(&at, informer);
+        }
+        for (i, entry) in patterns.iter().enumerate() {
+            let at = format!("/patterns/{i}");
+            self.options(&at, entry);
+            if let Some(name) = entry.get("name").and_then(|n| n.as_str()) {
+                self.unique_name(&mut names, name.to_string(), &format!("{at}/name"));
+            }
+            // Unknown fields and wrong types are the schema's to report;
+            // the rest of the pattern is still checked.
+            if let Some(Ok(pattern)) = entry.get("match").and_then(|m| m.as_object()).map(|m| {
+                let known: serde_json::Map<String, serde_json::Value> = m
+                    .iter()
+                    .filter(|(k, _)| PATTERN_FIELDS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                serde_json::from_value::<ResourcePattern>(known.into())
+            }) {
+                for (field, index, problem) in pattern.problems() {
+                    let mut pointer = format!("{at}/match");
+                    if !field.is_empty() {
+                        pointer.push('/');
+                        pointer.push_str(field);
+                    }
+                    if let Some(index) = index {
+                        pointer.push_str(&format!("/{index}"));
+                    }
+                    self.error(&pointer, problem.to_string());
                 }
             }
-            // Past the limit (which the schema reports) the expressions are
-            // not compiled: there may be hundreds of thousands.
-            if let Some(indexes) = informer
-                .get("indexes")
-                .and_then(|x| x.as_object())
-                .filter(|x| x.len() <= MAX_INDEXES)
-            {
-                for (name, expr) in indexes {
-                    let index_at = format!("{at}/indexes/{}", yaml::escape(name));
-                    if name == NAMESPACE_INDEX {
-                        self.key_error(
-                            &index_at,
-                            format!(
-                                "index name {name:?} is reserved: every informer has it built in"
-                            ),
-                        );
-                    }
-                    if let Some(expr) = expr.as_str()
-                        && let Err(e) = IndexFn::jmespath(name, expr)
-                    {
-                        self.error(&index_at, e.to_string());
-                    }
+            self.indexes(&at, entry);
+        }
+    }
+
+    fn unique_name(&mut self, names: &mut HashSet<String>, name: String, at: &str) {
+        if !names.insert(name.clone()) {
+            self.error(
+                at,
+                format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
+            );
+        }
+    }
+
+    fn indexes(&mut self, at: &str, entry: &serde_json::Value) {
+        // Past the limit (which the schema reports) the expressions are
+        // not compiled: there may be hundreds of thousands.
+        if let Some(indexes) = entry
+            .get("indexes")
+            .and_then(|x| x.as_object())
+            .filter(|x| x.len() <= MAX_INDEXES)
+        {
+            for (name, expr) in indexes {
+                let index_at = format!("{at}/indexes/{}", yaml::escape(name));
+                if name == NAMESPACE_INDEX {
+                    self.key_error(
+                        &index_at,
+                        format!("index name {name:?} is reserved: every informer has it built in"),
+                    );
+                }
+                if let Some(expr) = expr.as_str()
+                    && let Err(e) = IndexFn::jmespath(name, expr)
+                {
+                    self.error(&index_at, e.to_string());
                 }
             }
         }
@@ -611,6 +758,17 @@ fn display_path(pointer: &str) -> String {
     }
     out
 }
+
+/// The fields of a pattern's `match`.
+const PATTERN_FIELDS: &[&str] = &[
+    "groups",
+    "categories",
+    "customResources",
+    "include",
+    "exclude",
+    "scope",
+    "version",
+];
 
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()

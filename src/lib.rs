@@ -59,6 +59,18 @@
 //! }
 //! ```
 //!
+//! # Rules instead of lists
+//!
+//! A [`pattern::ResourcePattern`] designates resources by group glob
+//! (`*.example.com`), category (`qa`, `all`) or origin (defined by a CRD),
+//! with `include`/`exclude` and a scope filter;
+//! [`InformerFactory::for_pattern`] makes informers for what it selects now.
+//! A [`resource_set::ResourceSet`] runs the informers and patterns of a
+//! config file and keeps them right while they run: it follows discovery
+//! (CRDs that start or stop matching), applies a changed config without
+//! touching what did not change, and can leave out what the user may not
+//! watch ([`access`]) until access is granted.
+//!
 //! # Notes
 //!
 //! ## What metadata-only mode saves
@@ -80,6 +92,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod backoff;
 pub mod compact;
 #[cfg(feature = "config")]
@@ -93,9 +106,12 @@ pub mod list_watch;
 pub mod lister;
 pub mod object_key;
 pub mod options;
+pub mod pattern;
 pub mod projection;
 pub mod reflector;
 pub mod resource;
+#[cfg(feature = "config")]
+pub mod resource_set;
 pub(crate) mod resync;
 pub mod scope;
 pub mod selector;

@@ -165,34 +165,38 @@ impl InformerSet {
                     });
                 }
             };
-            for (index, func) in spec.index_functions().map_err(|e| BuildError::Index {
-                name: name.clone(),
-                index: String::new(),
-                message: e.to_string(),
-            })? {
-                match informer.informer().add_index(index.clone(), func) {
-                    Ok(()) => {}
-                    Err(InformerError::Index { source, .. }) => {
-                        return Err(BuildError::Index {
-                            name,
-                            index,
-                            message: source.to_string(),
-                        });
-                    }
-                    Err(e) => {
-                        return Err(BuildError::Index {
-                            name,
-                            index,
-                            message: e.to_string(),
-                        });
-                    }
-                }
-            }
+            add_indexes(&informer, spec).map_err(|e| *e)?;
             informers.push(ConfiguredInformer {
                 name,
                 spec: spec.clone(),
                 informer,
             });
+        }
+        for pattern in &self.patterns {
+            let name = pattern.name.clone();
+            let options = pattern.options.clone();
+            let found = factory
+                .for_pattern(&pattern.pattern, |_| options.clone())
+                .await
+                .map_err(|source| BuildError::Informer {
+                    name: name.clone(),
+                    resource: format!("pattern {name:?}"),
+                    source,
+                })?;
+            for informer in found {
+                let spec = InformerSpec {
+                    name: Some(name.clone()),
+                    resource: informer.resource().to_string(),
+                    options: informer.informer().options().clone(),
+                    indexes: pattern.indexes.clone(),
+                };
+                add_indexes(&informer, &spec).map_err(|e| *e)?;
+                informers.push(ConfiguredInformer {
+                    name: name.clone(),
+                    spec,
+                    informer,
+                });
+            }
         }
         Ok(ConfiguredFactory {
             factory,
@@ -200,4 +204,33 @@ impl InformerSet {
             skipped,
         })
     }
+}
+
+/// Adds the indexes of `spec` to `informer`.
+fn add_indexes(informer: &GenericInformer, spec: &InformerSpec) -> Result<(), Box<BuildError>> {
+    let name = spec.name().to_string();
+    for (index, func) in spec.index_functions().map_err(|e| BuildError::Index {
+        name: name.clone(),
+        index: String::new(),
+        message: e.to_string(),
+    })? {
+        match informer.informer().add_index(index.clone(), func) {
+            Ok(()) => {}
+            Err(InformerError::Index { source, .. }) => {
+                return Err(Box::new(BuildError::Index {
+                    name,
+                    index,
+                    message: source.to_string(),
+                }));
+            }
+            Err(e) => {
+                return Err(Box::new(BuildError::Index {
+                    name,
+                    index,
+                    message: e.to_string(),
+                }));
+            }
+        }
+    }
+    Ok(())
 }

@@ -400,3 +400,109 @@ fn example_configs_validate_against_the_schema() {
     }
     assert!(checked >= 3, "found {checked} example configs");
 }
+
+#[test]
+fn patterns_load_with_defaults_and_their_problems_are_located() {
+    let set = load(
+        r#"defaults:
+  stripManagedFields: true
+patterns:
+  - name: example-crds
+    match:
+      groups: ["*.example.com"]
+      customResources: true
+      exclude: [gadgets.example.com]
+      scope: Namespaced
+    namespaces: [shop]
+    indexes:
+      color: spec.color
+"#,
+    )
+    .unwrap();
+    assert!(set.informers.is_empty());
+    let p = &set.patterns[0];
+    assert_eq!(p.name, "example-crds");
+    assert!(p.options.strip_managed_fields, "inherited");
+    assert_eq!(p.pattern.groups, ["*.example.com"]);
+    assert_eq!(
+        p.pattern.scope,
+        Some(crate::pattern::ScopeFilter::Namespaced)
+    );
+    assert_eq!(p.index_functions().unwrap().len(), 1);
+
+    let found = errors(
+        r#"informers:
+  - resource: pods
+patterns:
+  - name: pods
+    match:
+      groups: [ok.io, Bad_Group]
+      exclude: [""]
+      colour: blue
+    indexes:
+      x: "spec.[("
+  - name: nothing
+    match: {}
+"#,
+    );
+    assert_eq!(found.len(), 6, "{found:#?}");
+    assert!(
+        found[0].starts_with("6:11 duplicate informer name \"pods\""),
+        "{found:#?}"
+    );
+    assert!(
+        found[1].starts_with("8:23 group pattern \"Bad_Group\""),
+        "{found:#?}"
+    );
+    assert!(
+        found[2].starts_with("9:17 exclude entry \"\""),
+        "{found:#?}"
+    );
+    assert!(
+        found[3].starts_with("10:7 unknown field \"colour\""),
+        "{found:#?}"
+    );
+    assert!(found[4].starts_with("12:10"), "{found:#?}");
+    assert!(
+        found[5].starts_with("14:12 a pattern needs at least one"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_file_needs_informers_or_patterns() {
+    let found = errors("informers: []\n");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("no informers and no patterns"),
+        "{found:?}"
+    );
+    let found = errors("defaults: {}\n");
+    assert!(
+        found[0].contains("no informers and no patterns"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn pattern_fields_are_those_of_the_type() {
+    let full = crate::pattern::ResourcePattern::default()
+        .groups(["a"])
+        .categories(["b"])
+        .custom_resources(true)
+        .include(["c"])
+        .exclude(["d"])
+        .scope(crate::pattern::ScopeFilter::Cluster)
+        .version("v1");
+    let value = serde_json::to_value(full).unwrap();
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut known = PATTERN_FIELDS.to_vec();
+    keys.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(keys, known);
+}

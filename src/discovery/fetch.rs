@@ -92,6 +92,9 @@ pub(super) fn add_aggregated(snapshot: &mut DiscoverySnapshot, list: APIGroupDis
                     // Versions come in order of preference.
                     preferred_version: position == 0,
                 };
+                if !r.categories.is_empty() {
+                    snapshot.categories.insert(known.key(), r.categories);
+                }
                 snapshot.verbs.insert(known.key(), r.verbs);
                 snapshot.resources.push(known);
             }
@@ -181,6 +184,9 @@ pub(super) async fn fetch_per_group(
                 namespaced: r.namespaced,
                 preferred_version: preferred,
             };
+            if let Some(categories) = r.categories.filter(|c| !c.is_empty()) {
+                snapshot.categories.insert(known.key(), categories);
+            }
             snapshot.verbs.insert(known.key(), r.verbs);
             snapshot.resources.push(known);
         }

@@ -139,3 +139,16 @@ pub(super) fn api_service_resource() -> ApiResource {
         plural: "apiservices".into(),
     }
 }
+
+/// `(group, plural)` of every resource the CRDs define.
+pub(super) fn custom_resources(crds: &[Arc<DynamicObject>]) -> HashSet<(String, String)> {
+    crds.iter()
+        .filter_map(|crd| {
+            let spec = &crd.data["spec"];
+            Some((
+                spec["group"].as_str()?.to_string(),
+                spec["names"]["plural"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}

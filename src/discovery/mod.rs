@@ -73,8 +73,12 @@ mod follow;
 
 use fetch::fetch;
 use follow::{
-    CrdExpectation, api_service_resource, crd_resource, drain, next_or_pending, slim_crd,
+    CrdExpectation, api_service_resource, crd_resource, custom_resources, drain, next_or_pending,
+    slim_crd,
 };
+
+/// `(group, plural)` pairs.
+pub type GroupPlurals = HashSet<(String, String)>;
 
 /// Errors of discovery.
 #[derive(Debug, thiserror::Error)]
@@ -147,12 +151,52 @@ impl fmt::Display for UnavailableGroupVersion {
 pub struct DiscoverySnapshot {
     resources: Vec<KnownResource>,
     verbs: HashMap<ResourceKey, Vec<String>>,
+    categories: HashMap<ResourceKey, Vec<String>>,
+    /// `(group, plural)` of every resource a CRD defines, when known.
+    custom: Option<Arc<GroupPlurals>>,
     unavailable: Vec<UnavailableGroupVersion>,
     aggregated: bool,
     generation: u64,
 }
 
 impl DiscoverySnapshot {
+    /// A snapshot of an aggregated discovery document
+    /// (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, as `/api` and
+    /// `/apis` serve it), with `custom` the `(group, plural)` pairs defined
+    /// by CRDs when known: for tools that read saved discovery, and tests.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::discovery::DiscoverySnapshot;
+    /// use kube_dynamic_informer::resource::ResourceKey;
+    ///
+    /// let doc = serde_json::json!({ "items": [{
+    ///     "metadata": { "name": "example.com" },
+    ///     "versions": [{ "version": "v1", "resources": [{
+    ///         "resource": "widgets", "responseKind": { "kind": "Widget" },
+    ///         "scope": "Namespaced", "verbs": ["list", "watch"], "categories": ["qa"]
+    ///     }]}]
+    /// }]});
+    /// let snapshot = DiscoverySnapshot::from_aggregated(serde_json::from_value(doc)?, None);
+    /// let key = ResourceKey::new("example.com", "v1", "widgets");
+    /// assert!(snapshot.is_watchable(&key));
+    /// assert_eq!(snapshot.categories(&key), ["qa"]);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    #[must_use]
+    pub fn from_aggregated(
+        list: kube_core::discovery::v2::APIGroupDiscoveryList,
+        custom: Option<HashSet<(String, String)>>,
+    ) -> Self {
+        let mut snapshot = DiscoverySnapshot {
+            aggregated: true,
+            generation: 1,
+            custom: custom.map(Arc::new),
+            ..DiscoverySnapshot::default()
+        };
+        fetch::add_aggregated(&mut snapshot, list);
+        snapshot
+    }
+
     /// Every served resource, once per served version; no subresources.
     #[must_use]
     pub fn resources(&self) -> &[KnownResource] {
@@ -179,6 +223,23 @@ impl DiscoverySnapshot {
     pub fn is_watchable(&self, key: &ResourceKey) -> bool {
         let verbs = self.verbs(key);
         verbs.iter().any(|v| v == "list") && verbs.iter().any(|v| v == "watch")
+    }
+
+    /// The categories the resource belongs to (`all`, or those a CRD
+    /// declares, such as `qa`); empty when it is in none or not served.
+    #[must_use]
+    pub fn categories(&self, key: &ResourceKey) -> &[String] {
+        self.categories.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `plural` in `group` is defined by a CustomResourceDefinition;
+    /// `None` when that is not known: the CRDs are read only while
+    /// [`DiscoveryCache::keep_current`] runs (and the client may read them).
+    #[must_use]
+    pub fn is_custom(&self, group: &str, plural: &str) -> Option<bool> {
+        self.custom
+            .as_ref()
+            .map(|c| c.contains(&(group.to_string(), plural.to_string())))
     }
 
     /// Group versions that could not be discovered.
@@ -424,6 +485,9 @@ struct Inner {
     /// up another at the next refresh: [`DiscoveryCache::keep_current`]
     /// refreshes soon instead of at its period.
     name_moves: AtomicBool,
+    /// `(group, plural)` of the CRDs [`DiscoveryCache::keep_current`] last
+    /// saw, copied into each new snapshot.
+    custom: Mutex<Option<Arc<GroupPlurals>>>,
 }
 
 /// What an availability channel follows.
@@ -473,6 +537,7 @@ impl DiscoveryCache {
                 refresh: tokio::sync::Mutex::new(()),
                 watchers: Mutex::new(HashMap::new()),
                 name_moves: AtomicBool::new(false),
+                custom: Mutex::new(None),
             }),
         }
     }
@@ -509,6 +574,7 @@ impl DiscoveryCache {
         }
         let mut snapshot = fetch(&self.inner.client, &self.inner.config).await?;
         snapshot.generation = current.generation + 1;
+        snapshot.custom = self.inner.custom.lock().clone();
         let snapshot = Arc::new(snapshot);
         self.publish(snapshot.clone());
         Ok(snapshot)
@@ -579,6 +645,40 @@ impl DiscoveryCache {
                 unavailable: snapshot.unavailable_for(name),
                 source,
             })
+    }
+
+    /// `(group, plural)` of every resource a CRD defines: what
+    /// [`keep_current`](Self::keep_current) last saw of the CRDs, or else
+    /// the CRDs listed now.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Request`] when the CRDs cannot be listed (the
+    /// client may not, for instance).
+    pub async fn custom_resources(&self) -> Result<Arc<HashSet<(String, String)>>, DiscoveryError> {
+        if let Some(known) = self.inner.custom.lock().clone() {
+            return Ok(known);
+        }
+        let api: kube_client::Api<kube_core::DynamicObject> =
+            kube_client::Api::all_with(self.inner.client.clone(), &crd_resource());
+        let list = api
+            .list_metadata(&kube_client::api::ListParams::default())
+            .await
+            .map_err(|source| DiscoveryError::Request {
+                path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".into(),
+                source,
+            })?;
+        // Metadata carries only the name, `<plural>.<group>`: the plural
+        // has no dots, the group is the rest.
+        Ok(Arc::new(
+            list.items
+                .iter()
+                .filter_map(|crd| {
+                    let name = crd.metadata.name.as_deref()?;
+                    let (plural, group) = name.split_once('.')?;
+                    Some((group.to_string(), plural.to_string()))
+                })
+                .collect(),
+        ))
     }
 
     /// The served resource with exactly this key, reading discovery again
@@ -724,6 +824,10 @@ impl DiscoveryCache {
         let mut delay = Duration::from_millis(100);
         loop {
             let seen = self.snapshot().generation;
+            if crds.has_synced() {
+                let custom = custom_resources(&crds.store().list());
+                *self.inner.custom.lock() = Some(Arc::new(custom));
+            }
             match self.refresh_after(seen).await {
                 Ok(snapshot) => {
                     let expected = CrdExpectation::from_store(&crds.store().list());

@@ -94,6 +94,7 @@
 //! ```
 
 mod generic;
+mod pattern;
 mod resource_ref;
 mod sync;
 
@@ -181,6 +182,9 @@ pub enum FactoryError {
     /// [`InformerFactory::shutdown`] was called.
     #[error("the informer factory was shut down")]
     ShutDown,
+    /// A resource pattern is malformed.
+    #[error(transparent)]
+    Pattern(crate::pattern::PatternError),
     /// [`InformerFactory::start`] was called outside a tokio runtime.
     #[error("starting informers needs a tokio runtime")]
     NoRuntime,
@@ -298,6 +302,12 @@ impl InformerFactory {
         }
     }
 
+    /// The client the factory's informers use.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
     /// The factory's discovery cache.
     #[must_use]
     pub fn discovery(&self) -> &DiscoveryCache {
@@ -323,6 +333,28 @@ impl InformerFactory {
             .collect();
         all.sort_by(|a, b| a.resource.cmp(&b.resource).then(a.id.cmp(&b.id)));
         all
+    }
+
+    /// Stops this one informer (not the others of its resource) and waits
+    /// until it has stopped; its cache is freed once no [`GenericInformer`]
+    /// handle refers to it. False when the factory no longer holds it.
+    pub async fn remove_informer(&self, informer: &GenericInformer) -> bool {
+        let removed = {
+            let mut state = self.inner.state.lock();
+            let key = state
+                .entries
+                .iter()
+                .find(|(_, e)| e.informer == *informer)
+                .map(|(k, _)| k.clone());
+            key.and_then(|k| state.entries.remove(&k))
+        };
+        match removed {
+            Some(entry) => {
+                stop_entries(vec![entry]).await;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The informer for `resource` with the factory's options; the same one

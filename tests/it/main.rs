@@ -16,5 +16,6 @@ mod lister;
 mod measure;
 mod projection;
 mod reliability;
+mod resource_set;
 mod scale;
 mod testenv;

@@ -7,11 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::config::{BuildError, InformerSet, InformerSpec, MAX_INDEXES};
+use kube_dynamic_informer::config::{
+    BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec,
+};
 use kube_dynamic_informer::discovery::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::options::{InformerOptions, Storage};
+use kube_dynamic_informer::pattern::{ResourcePattern, ScopeFilter};
 use kube_dynamic_informer::projection::Projection;
 use kube_dynamic_informer::scope::Namespaces;
 
@@ -30,8 +33,11 @@ pub struct Selection {
     #[arg(short = 'f', long = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// A resource to watch: plural, kind, short name, `plural.group`,
-    /// `plural.version.group`, `group/version/plural`. Repeatable. With
-    /// `--config`, selects informers of the file by name or resource.
+    /// `plural.version.group`, `group/version/plural`; or a pattern: a
+    /// group glob (`'*'`, `'*.example.com'`), `category:qa`,
+    /// `custom:GROUP-GLOB` (resources of CRDs), `group:apps`. Repeatable.
+    /// With `--config`, selects informers and patterns of the file by name
+    /// or resource.
     #[arg(short = 'r', long = "resource", value_name = "RESOURCE")]
     pub resources: Vec<String>,
     /// Only these namespaces (repeatable); default all.
@@ -68,6 +74,15 @@ pub struct Selection {
     /// values (core Secrets always are; `--show-secrets` prints all).
     #[arg(long)]
     pub sensitive: bool,
+    /// Leave resources out of the patterns given with `-r`: a plural,
+    /// singular, kind or short name, alone or followed by `.GROUP`
+    /// (`events`, `events.events.k8s.io`). Repeatable.
+    #[arg(long = "exclude", value_name = "NAME")]
+    pub exclude: Vec<String>,
+    /// Keep only namespaced or only cluster-scoped resources in the
+    /// patterns given with `-r`.
+    #[arg(long = "scope", value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
     /// How long to wait for caches to sync; `0` waits for ever.
     #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
     pub timeout: Duration,
@@ -94,6 +109,15 @@ impl From<StorageArg> for Storage {
             StorageArg::Compact => Storage::Compact,
         }
     }
+}
+
+/// `--scope`: the values of [`ScopeFilter`].
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// Namespaced resources.
+    Namespaced,
+    /// Cluster-scoped resources.
+    Cluster,
 }
 
 fn parse_interval_arg(s: &str) -> Result<Duration, String> {
@@ -127,28 +151,58 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                     indexes.len()
                 )));
             }
-            InformerSet {
+            let mut set = InformerSet {
                 api_version: kube_dynamic_informer::config::API_VERSION.into(),
                 kind: kube_dynamic_informer::config::KIND.into(),
                 defaults: InformerOptions::default(),
-                informers: sel
-                    .resources
-                    .iter()
-                    .map(|r| InformerSpec {
+                informers: Vec::new(),
+                patterns: Vec::new(),
+            };
+            for r in &sel.resources {
+                match ResourcePattern::parse(r).map_err(|e| Failure::usage(format!("-r: {e}")))? {
+                    Some(mut pattern) => {
+                        pattern.exclude.extend(sel.exclude.iter().cloned());
+                        pattern.scope = sel.scope.map(|s| match s {
+                            ScopeArg::Namespaced => ScopeFilter::Namespaced,
+                            ScopeArg::Cluster => ScopeFilter::Cluster,
+                        });
+                        pattern
+                            .check()
+                            .map_err(|e| Failure::usage(format!("-r {r:?}: {e}")))?;
+                        set.patterns.push(PatternSpec {
+                            indexes: indexes.clone(),
+                            ..PatternSpec::new(r.clone(), pattern)
+                        });
+                    }
+                    None => set.informers.push(InformerSpec {
                         indexes: indexes.clone(),
                         ..InformerSpec::new(r.clone())
-                    })
-                    .collect(),
+                    }),
+                }
             }
+            if set.patterns.is_empty() && (!sel.exclude.is_empty() || sel.scope.is_some()) {
+                return Err(Failure::usage(
+                    "--exclude and --scope apply to patterns given with -r ('*.example.com', category:NAME, custom:GROUP-GLOB, group:GROUP-GLOB); no -r is one",
+                ));
+            }
+            set
         }
     };
+    adjust(sel, &mut set)?;
+    Ok(set)
+}
+
+/// The command line's settings over a config file's: `-r` selecting
+/// entries, namespaces, selectors, storage, `--keep`, `--sensitive`.
+pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     if sel.config.is_some() && !sel.resources.is_empty() {
         set.informers.retain(|i| {
             sel.resources
                 .iter()
                 .any(|r| r == i.name() || *r == i.resource)
         });
-        if set.informers.is_empty() {
+        set.patterns.retain(|p| sel.resources.contains(&p.name));
+        if set.informers.is_empty() && set.patterns.is_empty() {
             return Err(Failure::usage(format!(
                 "no informer of the config file is named {}",
                 sel.resources.join(" or ")
@@ -188,7 +242,10 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
     for i in &mut set.informers {
         apply(&mut i.options);
     }
-    Ok(set)
+    for p in &mut set.patterns {
+        apply(&mut p.options);
+    }
+    Ok(())
 }
 
 /// One informer of the command, as declared.

@@ -163,6 +163,15 @@ pub fn resource_label(informer: &GenericInformer) -> String {
     }
 }
 
+/// An informer joining or leaving a running set, for
+/// [`Progress::follow_set`].
+pub enum Membership {
+    /// Joined, as declared.
+    Joined(Declared),
+    /// Left: its name and informer.
+    Left(String, GenericInformer),
+}
+
 /// Reports on a set of informers; see the [module docs](self).
 pub struct Progress {
     json: bool,
@@ -184,38 +193,46 @@ impl Drop for Progress {
 impl Progress {
     /// Follows `informers`' statuses; `json` when stderr is not a terminal.
     pub fn new(informers: &[Declared], json: bool, interval: Duration) -> Self {
-        let changes = Arc::new(Notify::new());
-        let mut forwarders = Vec::new();
-        let tracked = informers
-            .iter()
-            .map(|d| {
-                let status = d.informer.informer().watch_status();
-                let mut forward = status.clone();
-                let changed = changes.clone();
-                forwarders.push(tokio::spawn(async move {
-                    while forward.changed().await.is_ok() {
-                        changed.notify_one();
-                    }
-                }));
-                Tracked {
-                    label: d.name.clone(),
-                    informer: d.informer.clone(),
-                    indexes: d.indexes.keys().cloned().collect(),
-                    status,
-                    said: None,
-                    spoke: false,
-                    since: Instant::now(),
-                    failures: BTreeMap::new(),
-                }
-            })
-            .collect();
-        Progress {
+        let mut progress = Progress {
             json,
             interval,
-            tracked,
-            changes,
-            forwarders,
+            tracked: Vec::new(),
+            changes: Arc::new(Notify::new()),
+            forwarders: Vec::new(),
+        };
+        for d in informers {
+            progress.track(d);
         }
+        progress
+    }
+
+    /// Follows one more informer (one that joined a running set).
+    pub fn track(&mut self, d: &Declared) {
+        let status = d.informer.informer().watch_status();
+        let mut forward = status.clone();
+        let changed = self.changes.clone();
+        self.forwarders.push(tokio::spawn(async move {
+            while forward.changed().await.is_ok() {
+                changed.notify_one();
+            }
+        }));
+        self.tracked.push(Tracked {
+            label: d.name.clone(),
+            informer: d.informer.clone(),
+            indexes: d.indexes.keys().cloned().collect(),
+            status,
+            said: None,
+            spoke: false,
+            since: Instant::now(),
+            failures: BTreeMap::new(),
+        });
+    }
+
+    /// Stops following the informer `name` declared (it left a running
+    /// set).
+    pub fn untrack(&mut self, name: &str, informer: &GenericInformer) {
+        self.tracked
+            .retain(|t| !(t.label == name && t.informer == *informer));
     }
 
     /// Waits until every cache has synced, saying what happens. `timeout`
@@ -272,6 +289,29 @@ impl Progress {
                 _ = cancel.cancelled() => return,
                 () = changes.notified() => {}
                 _ = reminders.tick() => self.remind(),
+            }
+        }
+    }
+
+    /// As [`follow`](Self::follow), for a set whose informers come and go
+    /// as `joins` says.
+    pub async fn follow_set(
+        mut self,
+        cancel: CancellationToken,
+        mut joins: tokio::sync::mpsc::UnboundedReceiver<Membership>,
+    ) {
+        let mut reminders = self.reminders();
+        let changes = self.changes.clone();
+        loop {
+            self.say_changes();
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                () = changes.notified() => {}
+                _ = reminders.tick() => self.remind(),
+                Some(m) = joins.recv() => match m {
+                    Membership::Joined(d) => self.track(&d),
+                    Membership::Left(name, informer) => self.untrack(&name, &informer),
+                },
             }
         }
     }

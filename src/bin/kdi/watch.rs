@@ -22,6 +22,24 @@ use crate::progress::resource_label;
 pub struct WatchArgs {
     #[command(flatten)]
     pub selection: Selection,
+    /// Ask the server first (SelfSubjectAccessReview) and watch only what
+    /// may be listed and watched: a resource forbidden everywhere is left
+    /// out and said, one allowed in some of its namespaces is watched in
+    /// those; asked again every `--access-recheck`, and started once
+    /// allowed. Without it, a forbidden informer retries its 403.
+    #[arg(long)]
+    pub skip_forbidden: bool,
+    /// How often `--skip-forbidden` asks again.
+    #[arg(long, default_value = "30s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub access_recheck: Duration,
+    /// How often the config file is read to see whether it changed (it is
+    /// then reloaded; SIGHUP reloads at once).
+    #[arg(long, default_value = "2s", value_parser = parse_interval, value_name = "DURATION")]
+    pub reload_check: Duration,
+    /// Write the informers, what was left out and the last reload to this
+    /// file as JSON whenever they change.
+    #[arg(long, value_name = "PATH")]
+    pub status_file: Option<std::path::PathBuf>,
     /// Include the whole object in each line.
     #[arg(long)]
     pub object: bool,
@@ -49,6 +67,13 @@ pub struct WatchArgs {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    match parse_duration_arg(s)? {
+        Duration::ZERO => Err("the interval must be longer than 0".into()),
+        d => Ok(d),
+    }
+}
+
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr)?;
@@ -58,6 +83,15 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
+    // A config file is followed (reloads), as are patterns (discovery) and
+    // access checks; plain resources named with -r need none of that.
+    if args.selection.config.is_some()
+        || !set.patterns.is_empty()
+        || args.skip_forbidden
+        || args.status_file.is_some()
+    {
+        return crate::watch_set::watch_set(cluster, set, args).await;
+    }
     let (factory, _informers, progress) =
         start_and_sync(cluster, set, &args.selection, false, |informers| {
             check_index_values(&wanted_indexes, informers)?;
@@ -160,7 +194,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
 }
 
 /// Every index named by `--index-values` exists on some informer.
-fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), Failure> {
+pub fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), Failure> {
     let known: BTreeSet<&String> = informers.iter().flat_map(|d| d.indexes.keys()).collect();
     for w in wanted {
         if w != "all" && !known.contains(w) {
@@ -190,7 +224,7 @@ fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), F
 /// libc's poll and tokio's `AsyncFd` registration both need it). A stdout
 /// that cannot be closed by a reader (a regular file, `/dev/null`) never
 /// reports anything: then this never resolves.
-async fn stdout_closed() {
+pub async fn stdout_closed() {
     #[cfg(unix)]
     {
         let (closed, wait) = tokio::sync::oneshot::channel();

@@ -1,0 +1,435 @@
+//! `kdi watch` over a resource set: a config file (reloaded when it changes
+//! or on SIGHUP) or patterns given with `-r`. Informers come and go with
+//! discovery, reloads and access; each change is said on stderr, and the
+//! set's state is written to `--status-file` when given.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::factory::InformerFactory;
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::{Event, Registration};
+use kube_dynamic_informer::resource_set::{
+    AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::Cluster;
+use crate::exit::Failure;
+use crate::informers::{Declared, adjust};
+use crate::output::{Redaction, event_line, say};
+use crate::progress::{Membership, Progress, resource_label};
+use crate::watch::{WatchArgs, check_index_values, stdout_closed};
+
+/// Index functions a member's lines show; replaced when a reload adds
+/// indexes.
+type Shown = Arc<RwLock<Arc<Vec<(String, IndexFn)>>>>;
+
+/// What prints one member's events.
+struct Printer {
+    registration: Registration,
+    shown: Shown,
+}
+
+struct Output {
+    tx: UnboundedSender<String>,
+    object: bool,
+    skip_initial: bool,
+    show_secrets: bool,
+    wanted_indexes: Vec<String>,
+    json: bool,
+}
+
+impl Output {
+    fn indexes(&self, member: &SetMember) -> Vec<(String, IndexFn)> {
+        member
+            .indexes
+            .iter()
+            .filter(|(n, _)| self.wanted_indexes.iter().any(|w| w == "all" || w == *n))
+            .filter_map(|(n, expr)| Some((n.clone(), IndexFn::jmespath(n, expr).ok()?)))
+            .collect()
+    }
+
+    fn printer(&self, member: &SetMember) -> Printer {
+        let shown: Shown = Arc::new(RwLock::new(Arc::new(self.indexes(member))));
+        let redaction = Redaction::for_resource(
+            member.informer.resource(),
+            member.informer.informer().options().sensitive,
+            self.show_secrets,
+        );
+        let tx = self.tx.clone();
+        let name = member.entry.clone();
+        let served = member.informer.clone();
+        let (object, skip_initial) = (self.object, self.skip_initial);
+        let indexes = shown.clone();
+        let registration = member.informer.informer().add_handler(move |e: Event| {
+            if skip_initial
+                && matches!(
+                    e,
+                    Event::Add {
+                        in_initial_list: true,
+                        ..
+                    }
+                )
+            {
+                return;
+            }
+            let indexes = indexes.read().map(|i| i.clone()).unwrap_or_default();
+            let line = event_line(
+                &name,
+                &resource_label(&served),
+                &e,
+                object,
+                redaction,
+                &indexes,
+            );
+            let _ = tx.send(line);
+        });
+        Printer {
+            registration,
+            shown,
+        }
+    }
+
+    /// Says a change of the set on stderr.
+    fn say_event(&self, event: &SetEvent) {
+        let (fields, words): (Value, String) = match event {
+            SetEvent::Added(m) => (
+                json!({ "informer": m.entry, "resource": m.resource, "set": "added" }),
+                format!("kdi: {}: now watching {}", m.entry, m.resource),
+            ),
+            SetEvent::Updated(m) => (
+                json!({ "informer": m.entry, "resource": m.resource, "set": "updated",
+                        "indexes": m.indexes.keys().collect::<Vec<_>>() }),
+                format!(
+                    "kdi: {}: {}: indexes now {}",
+                    m.entry,
+                    m.resource,
+                    m.indexes.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ),
+            SetEvent::Removed { member, reason } => (
+                json!({ "informer": member.entry, "resource": member.resource, "set": "removed",
+                        "reason": reason.to_string() }),
+                format!(
+                    "kdi: {}: stopped watching {}: {reason}",
+                    member.entry, member.resource
+                ),
+            ),
+            SetEvent::Skipped(s) => (skipped_json(s), skipped_words(s)),
+            SetEvent::Reloaded(r) => (json!({ "reload": reload_json(r) }), reload_words(r)),
+            _ => return,
+        };
+        if self.json {
+            say(fields);
+        } else {
+            say(words);
+        }
+    }
+}
+
+fn skipped_json(s: &SkippedMember) -> Value {
+    json!({ "informer": s.entry, "resource": s.resource, "set": "skipped", "reason": s.reason })
+}
+
+fn skipped_words(s: &SkippedMember) -> String {
+    format!("kdi: skipping {} ({}): {}", s.entry, s.resource, s.reason)
+}
+
+fn reload_json(r: &ReloadStatus) -> Value {
+    json!({
+        "at": r.at_unix_seconds(),
+        "hash": r.hash,
+        "success": r.success,
+        "errors": r.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "kept": r.kept,
+        "added": r.added,
+        "removed": r.removed,
+        "replaced": r.replaced,
+    })
+}
+
+fn reload_words(r: &ReloadStatus) -> String {
+    if r.success {
+        format!(
+            "kdi: config reloaded ({}): {} kept, {} added, {} removed, {} replaced",
+            r.hash, r.kept, r.added, r.removed, r.replaced
+        )
+    } else {
+        let mut out = format!(
+            "kdi: config refused ({}), the informers run on unchanged:",
+            r.hash
+        );
+        for e in &r.errors {
+            out.push_str(&format!("\n  {e}"));
+        }
+        out
+    }
+}
+
+/// Writes the set's state to `path` (through a temporary file renamed over
+/// it, so a reader never sees half of it).
+async fn write_status(set: &ResourceSet, path: &Path) {
+    let status = set.status().await;
+    let members: Vec<Value> = status
+        .members
+        .iter()
+        .map(|(m, s)| {
+            json!({
+                "informer": m.entry,
+                "resource": m.resource,
+                "served": resource_label(&m.informer),
+                "fromPattern": m.from_pattern,
+                "status": s.to_string(),
+                "synced": m.informer.has_synced(),
+                "objects": m.informer.lister().list_all().len(),
+                "indexes": m.indexes.keys().collect::<Vec<_>>(),
+                "namespaces": m.informer.informer().options().namespaces.to_string(),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "members": members,
+        "skipped": status.skipped.iter().map(skipped_json).collect::<Vec<_>>(),
+        "lastReload": status.last_reload.as_ref().map(reload_json),
+    });
+    let tmp = path.with_extension("tmp");
+    let text = format!("{doc:#}\n");
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)) {
+        say(format!(
+            "kdi: cannot write the status file {}: {e}",
+            path.display()
+        ));
+    }
+}
+
+/// A member as the progress report and index checks see it.
+fn declared_member(m: &SetMember) -> Declared {
+    Declared {
+        name: m.entry.clone(),
+        informer: m.informer.clone(),
+        indexes: m
+            .indexes
+            .iter()
+            .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
+            .collect(),
+        sensitive: m.informer.informer().options().sensitive,
+    }
+}
+
+/// A file's bytes, or nothing when it cannot be read now.
+fn contents(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+pub async fn watch_set(
+    cluster: &Cluster,
+    set: InformerSet,
+    args: WatchArgs,
+) -> Result<(), Failure> {
+    let sel = &args.selection;
+    let json = !std::io::stderr().is_terminal();
+    let policy = if args.skip_forbidden {
+        AccessPolicy::Skip {
+            recheck: args.access_recheck,
+        }
+    } else {
+        AccessPolicy::Watch
+    };
+    let factory = InformerFactory::with_options(cluster.client.clone(), set.defaults.clone());
+    factory
+        .discovery()
+        .refresh()
+        .await
+        .map_err(|e| cluster.unreachable(&e))?;
+    let file: Option<PathBuf> = sel.config.clone();
+    let text = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
+    let source = file.as_deref().zip(text.as_deref());
+    let resource_set = ResourceSet::in_factory(factory, set, policy, source)
+        .await
+        .map_err(|e| {
+            // A resource not served under `whenNotServed: fail` is a cache
+            // that cannot sync, not a wrong config.
+            if e.unserved {
+                Failure::not_synced(e)
+            } else {
+                Failure::usage(e)
+            }
+        })?;
+    let (members, mut events) = resource_set.subscribe().await;
+    let declared: Vec<Declared> = members.iter().map(declared_member).collect();
+    check_index_values(&args.index_values, &declared)?;
+    for s in resource_set.status().await.skipped {
+        if json {
+            say(skipped_json(&s));
+        } else {
+            say(format!("kdi: skipping {}: {}", s.entry, s.reason));
+        }
+    }
+    if !args.skip_forbidden {
+        // Said before starting; the informers retry until allowed.
+        for row in resource_set.check_access().await.rows {
+            if let Some(denial) = row.denial() {
+                if json {
+                    say(
+                        json!({ "resource": row.resource.to_string(), "namespace": row.namespace, "access": "denied", "reason": denial }),
+                    );
+                } else {
+                    say(format!(
+                        "kdi: {denial}; its informer retries until allowed (--skip-forbidden leaves it out instead)"
+                    ));
+                }
+            }
+        }
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let output = Output {
+        tx,
+        object: args.object,
+        skip_initial: args.skip_initial,
+        show_secrets: args.show_secrets,
+        wanted_indexes: args.index_values.clone(),
+        json,
+    };
+    let mut printers: BTreeMap<(String, String), Printer> = members
+        .iter()
+        .map(|m| ((m.entry.clone(), m.resource.clone()), output.printer(m)))
+        .collect();
+    let mut progress = Progress::new(&declared, json, sel.progress_interval);
+    let synced = async {
+        resource_set.start().map_err(Failure::cluster)?;
+        let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
+        progress.wait_for_sync(timeout, false).await
+    };
+    if let Err(failure) = synced.await {
+        resource_set.shutdown().await;
+        return Err(failure);
+    }
+    if let Some(path) = &args.status_file {
+        write_status(&resource_set, path).await;
+    }
+    let stop_reporting = CancellationToken::new();
+    let (joins, joined) = tokio::sync::mpsc::unbounded_channel();
+    let reporting = tokio::spawn(progress.follow_set(stop_reporting.clone(), joined));
+
+    let deadline = args
+        .duration
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
+    let expired = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => futures::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
+    let closed = stdout_closed();
+    tokio::pin!(closed);
+    let mut hangups = hangups();
+    let mut file_check = tokio::time::interval(args.reload_check);
+    file_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_seen = file.as_deref().and_then(contents);
+    let mut count = 0u64;
+    let stdout = std::io::stdout();
+    let result = loop {
+        let reload = tokio::select! {
+            line = rx.recv() => {
+                let Some(line) = line else { break Ok(()) };
+                let mut out = stdout.lock();
+                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        break Ok(());
+                    }
+                    break Err(Failure::output(e));
+                }
+                count += 1;
+                if args.max_events.is_some_and(|m| count >= m) {
+                    break Ok(());
+                }
+                false
+            }
+            event = events.recv() => {
+                let Some(event) = event else { break Ok(()) };
+                // Said once acted on (handlers, status file), so that what
+                // follows the line sees the change.
+                match &event {
+                    SetEvent::Added(m) => {
+                        let key = (m.entry.clone(), m.resource.clone());
+                        if let Some(old) = printers.insert(key, output.printer(m)) {
+                            old.registration.remove();
+                        }
+                        let _ = joins.send(Membership::Joined(declared_member(m)));
+                    }
+                    SetEvent::Updated(m) => {
+                        let key = (m.entry.clone(), m.resource.clone());
+                        if let Some(p) = printers.get(&key)
+                            && let Ok(mut shown) = p.shown.write()
+                        {
+                            *shown = Arc::new(output.indexes(m));
+                        }
+                    }
+                    SetEvent::Removed { member, .. } => {
+                        let key = (member.entry.clone(), member.resource.clone());
+                        if let Some(old) = printers.remove(&key) {
+                            old.registration.remove();
+                        }
+                        let _ = joins.send(Membership::Left(member.entry.clone(), member.informer.clone()));
+                    }
+                    _ => {}
+                }
+                if let Some(path) = &args.status_file {
+                    write_status(&resource_set, path).await;
+                }
+                output.say_event(&event);
+                false
+            }
+            _ = file_check.tick(), if file.is_some() => {
+                let now = file.as_deref().and_then(contents);
+                let changed = now.is_some() && now != last_seen;
+                if changed {
+                    last_seen = now;
+                }
+                changed
+            }
+            Some(()) = hangups.recv() => true,
+            _ = &mut expired => break Ok(()),
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut closed => break Ok(()),
+        };
+        if reload && let Some(path) = &file {
+            // The result comes back as a Reloaded event.
+            let _ = resource_set
+                .reload_file_with(path, |set| adjust(sel, set).map_err(|e| e.message))
+                .await;
+        }
+    };
+    stop_reporting.cancel();
+    let _ = reporting.await;
+    resource_set.shutdown().await;
+    result
+}
+
+/// SIGHUP, as a stream of unit values (never, where there is no SIGHUP).
+fn hangups() -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut hup) = signal(SignalKind::hangup()) {
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    if tx.send(()).is_err() {
+                        return;
+                    }
+                }
+            });
+            return rx;
+        }
+    }
+    drop(tx);
+    rx
+}
