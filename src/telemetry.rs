@@ -46,6 +46,18 @@
 //! | `kdi_handler_pool_blocked` | gauge | (none) | workers in one handler call longer than the stall threshold | — |
 //! | `kdi_handler_pool_waiting` | gauge | (none) | handler queues waiting for a worker | controller-runtime `workqueue_depth` (roughly) |
 //!
+//! A [resource set](crate::resource_set) records the result of its last
+//! config load or reload (no labels; as kube-state-metrics does for its own
+//! config):
+//!
+//! | name | type | what |
+//! |---|---|---|
+//! | `kdi_config_last_reload_successful` | gauge | 1 when the last load or reload was applied, 0 when it was refused |
+//! | `kdi_config_last_reload_timestamp_seconds` | gauge | Unix time of the last load or reload, applied or not |
+//! | `kdi_config_last_reload_success_timestamp_seconds` | gauge | Unix time of the last one applied |
+//! | `kdi_config_last_reload_errors` | gauge | problems found in the last one (0 when applied) |
+//! | `kdi_config_hash` | gauge | the low 52 bits of the FNV-1a hash of the config last tried, to tell versions apart |
+//!
 //! Two informers of the same resource and namespaces (say, with different
 //! label selectors) share their series.
 
@@ -174,6 +186,45 @@ fn describe() {
         "kdi_handler_pool_waiting",
         "Handler queues waiting for a worker."
     );
+}
+
+/// Records the result of a config load or reload: whether it was applied,
+/// when, the config's hash (hex), and how many problems it had.
+pub(crate) fn config_reloaded(success: bool, at_unix_seconds: f64, hash_hex: &str, errors: usize) {
+    describe_gauge!(
+        "kdi_config_last_reload_successful",
+        "1 when the last config load or reload was applied, 0 when it was refused."
+    );
+    describe_gauge!(
+        "kdi_config_last_reload_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time of the last config load or reload."
+    );
+    describe_gauge!(
+        "kdi_config_last_reload_success_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time of the last config load or reload applied."
+    );
+    describe_gauge!(
+        "kdi_config_last_reload_errors",
+        "Problems found in the last config load or reload."
+    );
+    describe_gauge!(
+        "kdi_config_hash",
+        "Low 52 bits of the hash of the config last tried."
+    );
+    gauge!("kdi_config_last_reload_successful").set(if success { 1.0 } else { 0.0 });
+    gauge!("kdi_config_last_reload_timestamp_seconds").set(at_unix_seconds);
+    if success {
+        gauge!("kdi_config_last_reload_success_timestamp_seconds").set(at_unix_seconds);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    gauge!("kdi_config_last_reload_errors").set(errors as f64);
+    if let Ok(hash) = u64::from_str_radix(hash_hex, 16) {
+        // f64 holds 52 bits exactly.
+        #[allow(clippy::cast_precision_loss)]
+        gauge!("kdi_config_hash").set((hash & ((1 << 52) - 1)) as f64);
+    }
 }
 
 impl InformerMetrics {

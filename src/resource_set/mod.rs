@@ -560,6 +560,12 @@ impl ResourceSet {
     }
 
     fn record_locked(&self, state: &mut State, status: ReloadStatus) {
+        crate::telemetry::config_reloaded(
+            status.success,
+            status.at_unix_seconds(),
+            &status.hash,
+            status.errors.len(),
+        );
         *self.inner.last_reload.lock() = Some(status.clone());
         state.last_reload = Some(status.clone());
         send(state, &SetEvent::Reloaded(status));

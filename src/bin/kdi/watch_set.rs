@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, Registration};
+use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
 use kube_dynamic_informer::resource_set::{
     AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
 };
@@ -67,29 +67,33 @@ impl Output {
         let served = member.informer.clone();
         let (object, skip_initial) = (self.object, self.skip_initial);
         let indexes = shown.clone();
-        let registration = member.informer.informer().add_handler(move |e: Event| {
-            if skip_initial
-                && matches!(
-                    e,
-                    Event::Add {
-                        in_initial_list: true,
-                        ..
-                    }
-                )
-            {
-                return;
-            }
-            let indexes = indexes.read().map(|i| i.clone()).unwrap_or_default();
-            let line = event_line(
-                &name,
-                &resource_label(&served),
-                &e,
-                object,
-                redaction,
-                &indexes,
-            );
-            let _ = tx.send(line);
-        });
+        let printer = HandlerOptions::default().name("print");
+        let registration = member.informer.informer().add_handler_with(
+            move |e: Event| {
+                if skip_initial
+                    && matches!(
+                        e,
+                        Event::Add {
+                            in_initial_list: true,
+                            ..
+                        }
+                    )
+                {
+                    return;
+                }
+                let indexes = indexes.read().map(|i| i.clone()).unwrap_or_default();
+                let line = event_line(
+                    &name,
+                    &resource_label(&served),
+                    &e,
+                    object,
+                    redaction,
+                    &indexes,
+                );
+                let _ = tx.send(line);
+            },
+            printer,
+        );
         Printer {
             registration,
             shown,

@@ -214,6 +214,29 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
         &format!("{HEADER}informers:\n{config_maps}patterns:\n{widgets_entry}"),
     );
 
+    let metrics_addr = format!(
+        "127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    // The last reload's result as the metrics show it: (successful, errors).
+    let reload_metrics = || async {
+        let body = support::prometheus::scrape(&metrics_addr)
+            .await
+            .ok_or("nothing listening")?;
+        let (samples, _) = support::prometheus::parse_exposition(&body);
+        let get = |name| support::prometheus::value(&samples, name, &[]);
+        match (
+            get("kdi_config_last_reload_successful"),
+            get("kdi_config_last_reload_errors"),
+        ) {
+            (Some(ok), Some(errors)) => Ok::<_, String>((ok, errors)),
+            other => Err(format!("no reload series yet: {other:?}")),
+        }
+    };
     let mut kdi = Kdi::start(
         User::Admin,
         &[
@@ -226,6 +249,8 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
             "200ms",
             "--status-file",
             status_file.to_str().unwrap(),
+            "--metrics-addr",
+            &metrics_addr,
         ],
     );
     let w1 = format!("{ns}/w1");
@@ -366,6 +391,11 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
     )
     .await;
     assert_eq!(members(&after_refusal).len(), 2, "{after_refusal}");
+    assert_eq!(
+        reload_metrics().await.unwrap(),
+        (0.0, 2.0),
+        "the refusal in the metrics"
+    );
     widgets
         .patch(
             "w1",
@@ -404,6 +434,17 @@ async fn reloads_apply_while_watch_runs_and_unchanged_informers_keep_their_watch
         .await;
     assert_eq!(applied["reload"]["kept"], 2, "{applied}");
     assert_eq!(applied["reload"]["added"], 0, "{applied}");
+    wait_for(
+        "the fix in the metrics",
+        Duration::from_secs(30),
+        || async {
+            match reload_metrics().await? {
+                (1.0, 0.0) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
 
     // SIGHUP reloads at once: the same file, nothing to change.
     let hup = std::process::Command::new("kill")

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 
 pub mod controlplane;
+pub mod prometheus;
 pub mod proxy;
 
 use std::path::PathBuf;
