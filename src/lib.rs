@@ -81,6 +81,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backoff;
+pub mod cluster_set;
 pub mod compact;
 #[cfg(feature = "config")]
 pub mod config;
