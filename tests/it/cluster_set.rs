@@ -1,0 +1,505 @@
+//! Cluster sets against several real control planes started in one test:
+//! a CRD present in some clusters only, clusters added and removed at run
+//! time, access granted in one cluster and not another, and a cluster
+//! killed and restarted while the others take writes.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube_client::{Client, Config};
+use kube_dynamic_informer::cluster_set::{ClusterEvent, ClusterSet, ResourceState, RetryDelays};
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::InformerStatus;
+use serde_json::json;
+
+use crate::reliability::{quick_backoff, tempdir};
+use crate::support::controlplane::{ControlPlane, Options};
+use crate::support::{self, User, wait_for};
+
+async fn start(opts: Options) -> ControlPlane {
+    tokio::task::spawn_blocking(move || ControlPlane::start(&opts))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Starts `n` control planes side by side.
+async fn start_many(n: usize) -> Vec<ControlPlane> {
+    futures::future::join_all((0..n).map(|_| start(support::local_options()))).await
+}
+
+async fn config_of(cp: &ControlPlane, user: User) -> Config {
+    support::config_from_file(cp.ready().kubeconfig(user.name())).await
+}
+
+fn quick_set() -> ClusterSet {
+    ClusterSet::with_retry(
+        support::options().backoff(quick_backoff()),
+        RetryDelays {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+        },
+    )
+}
+
+async fn create_namespace(client: &Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+}
+
+async fn create_config_map(client: &Client, ns: &str, name: &str, app: &str) {
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "app": app } },
+        "data": { "k": "v" }
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap_or_else(|e| panic!("creating configmap {ns}/{name}: {e}"));
+}
+
+async fn create_widget(client: &Client, group: &str, ns: &str, name: &str) {
+    let ar = kube_client::api::ApiResource {
+        group: group.to_string(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"),
+        "kind": "Widget",
+        "metadata": { "name": name },
+        "spec": { "size": 1 }
+    }))
+    .unwrap();
+    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap_or_else(|e| panic!("creating widget {ns}/{name}: {e}"));
+}
+
+/// What the set's handler was told: (cluster, resource, event kind, object
+/// name), in arrival order.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<(String, String, String, String)>>>);
+
+impl Seen {
+    fn handler(&self) -> impl Fn(ClusterEvent) + Send + Sync + 'static {
+        let seen = self.0.clone();
+        move |e: ClusterEvent| {
+            let name = e.event.object().metadata.name.clone().unwrap_or_default();
+            seen.lock().unwrap().push((
+                e.cluster.to_string(),
+                e.resource.to_string(),
+                e.event.kind().to_string(),
+                name,
+            ));
+        }
+    }
+
+    fn of_cluster(&self, cluster: &str) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.0 == cluster)
+            .count()
+    }
+
+    fn has(&self, cluster: &str, name: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.0 == cluster && s.3 == name)
+    }
+}
+
+fn keys(objects: &[kube_dynamic_informer::cluster_set::ClusterObject]) -> Vec<String> {
+    let mut keys: Vec<String> = objects.iter().map(|o| o.key()).collect();
+    keys.sort();
+    keys
+}
+
+/// The same CRD in two clusters and absent from a third; then installed in
+/// the third; a cluster removed and another added at run time; and a user
+/// allowed to read in one cluster and forbidden in another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs local testenv control planes");
+        return;
+    }
+    let cps = start_many(3).await;
+    let names = ["a", "b", "c"];
+    let mut admins = BTreeMap::new();
+    for (name, cp) in names.iter().zip(&cps) {
+        let client = Client::try_from(config_of(cp, User::Admin).await).unwrap();
+        admins.insert(*name, client);
+    }
+    let ns = format!("fleet-{}", support::suffix());
+    let group = support::unique_group();
+    let crd = support::widget_crd(&group);
+    for (name, client) in &admins {
+        create_namespace(client, &ns).await;
+        create_config_map(client, &ns, &format!("web-{name}"), "web").await;
+        create_config_map(client, &ns, &format!("db-{name}"), "db").await;
+        if *name != "c" {
+            support::install_crd(client, &crd).await;
+            create_widget(client, &group, &ns, "w1").await;
+        }
+    }
+
+    let widgets = format!("widgets.{group}");
+    let set = quick_set();
+    set.add_resource(widgets.as_str());
+    set.add_resource_with("configmaps", support::options().namespace(&ns));
+    let seen = Seen::default();
+    set.add_handler(seen.handler());
+    for (name, cp) in names.iter().zip(&cps) {
+        set.add_cluster(*name, config_of(cp, User::Admin).await)
+            .unwrap();
+    }
+    set.start().unwrap();
+    // An index declared after start reaches every cluster's informer as it
+    // is resolved.
+    set.add_index(
+        "configmaps",
+        "app",
+        IndexFn::jmespath("app", "metadata.labels.app").unwrap(),
+    )
+    .unwrap();
+
+    let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
+    for r in &report.results {
+        eprintln!("{r}");
+    }
+    for cluster in names {
+        assert_eq!(
+            report.get(cluster, "configmaps"),
+            Some(&Ok(())),
+            "{cluster}"
+        );
+    }
+    assert_eq!(report.get("a", &widgets), Some(&Ok(())));
+    assert_eq!(report.get("b", &widgets), Some(&Ok(())));
+    let missing = report.get("c", &widgets).unwrap().as_ref().unwrap_err();
+    assert_eq!(missing.reason(), "not-served", "{missing}");
+    assert_eq!(report.results.len(), 6);
+
+    // The merged view.
+    let widget_lister = set.lister(&widgets);
+    assert_eq!(
+        keys(&widget_lister.list_all()),
+        vec![format!("a/{ns}/w1"), format!("b/{ns}/w1")]
+    );
+    assert!(widget_lister.get(&format!("b/{ns}/w1")).is_some());
+    assert!(widget_lister.get(&format!("c/{ns}/w1")).is_none());
+    let cms = set.lister("configmaps");
+    assert_eq!(
+        keys(&cms.by_index("app", "web").unwrap()),
+        names.map(|c| format!("{c}/{ns}/web-{c}")).to_vec()
+    );
+    assert_eq!(
+        keys(&cms.list("app=db").unwrap()),
+        names.map(|c| format!("{c}/{ns}/db-{c}")).to_vec()
+    );
+    assert_eq!(cms.cluster("b").unwrap().list_all().len(), 2);
+    assert!(seen.has("a", "w1") && seen.has("b", "w1") && seen.has("c", "web-c"));
+    assert!(matches!(
+        set.status()
+            .iter()
+            .find(|(c, r, _)| &**c == "c" && **r == *widgets)
+            .map(|s| &s.2),
+        Some(ResourceState::Informer(InformerStatus::Pending { .. }))
+    ));
+
+    // The CRD installed in the third cluster: synced there, no restart.
+    support::install_crd(&admins["c"], &crd).await;
+    create_widget(&admins["c"], &group, &ns, "w1").await;
+    wait_for(
+        "c's widget in the merged view",
+        Duration::from_secs(30),
+        || async {
+            let got = keys(&widget_lister.list_all());
+            if got.len() == 3 {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(seen.has("c", "w1"));
+    let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
+    assert!(report.all_synced(), "{:?}", report.results);
+
+    // Removing a cluster: its caches leave the view, nothing more arrives.
+    let b_informer = set.informer("b", "configmaps").unwrap();
+    assert!(set.remove_cluster("b").await);
+    assert_eq!(b_informer.status(), InformerStatus::Stopped);
+    drop(b_informer);
+    assert!(cms.cluster("b").is_none());
+    assert!(cms.list_all().iter().all(|o| &*o.cluster != "b"));
+    let from_b = seen.of_cluster("b");
+    create_config_map(&admins["b"], &ns, "after-removal", "web").await;
+    // An event of another cluster created after b's proves the pipeline
+    // has moved past the moment b's would have arrived.
+    create_config_map(&admins["a"], &ns, "after-removal", "web").await;
+    wait_for("a's new configmap", Duration::from_secs(30), || async {
+        if seen.has("a", "after-removal") {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        seen.of_cluster("b"),
+        from_b,
+        "an event of a removed cluster"
+    );
+
+    // Adding a cluster at run time (b's server again, under a new name).
+    set.add_cluster("b2", config_of(&cps[1], User::Admin).await)
+        .unwrap();
+    wait_for("b2's caches", Duration::from_secs(30), || async {
+        let got: Vec<String> = keys(&cms.list_all())
+            .into_iter()
+            .filter(|k| k.starts_with("b2/"))
+            .collect();
+        if got.len() == 3 {
+            Ok(())
+        } else {
+            Err(format!("{got:?}"))
+        }
+    })
+    .await;
+    assert!(seen.has("b2", "after-removal"));
+    assert_eq!(
+        set.clusters()
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>(),
+        vec!["a", "b2", "c"]
+    );
+    set.shutdown().await;
+
+    // Access: alice may read configmaps in a, not in c.
+    support::grant_configmap_read(&admins["a"], &ns, User::Alice).await;
+    let alice = quick_set();
+    alice.add_resource_with("configmaps", support::options().namespace(&ns));
+    alice
+        .add_cluster("a", config_of(&cps[0], User::Alice).await)
+        .unwrap();
+    alice
+        .add_cluster("c", config_of(&cps[2], User::Alice).await)
+        .unwrap();
+    alice.start().unwrap();
+    let report = alice.wait_for_cache_sync(Duration::from_secs(5)).await;
+    for r in &report.results {
+        eprintln!("{r}");
+    }
+    assert_eq!(report.get("a", "configmaps"), Some(&Ok(())));
+    let refused = report.get("c", "configmaps").unwrap().as_ref().unwrap_err();
+    assert_eq!(refused.reason(), "forbidden", "{refused}");
+    assert_eq!(report.failures().count(), 1);
+    alice.shutdown().await;
+
+    for cp in cps {
+        tokio::task::spawn_blocking(move || cp.kill())
+            .await
+            .unwrap();
+    }
+}
+
+/// One cluster killed (kill -9) while another takes writes, and a third
+/// that never answers: the live cluster's events keep arriving, the dead one
+/// is reported, and once restarted it resyncs and converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs local testenv control planes to kill and restart");
+        return;
+    }
+    let dir = tempdir("cluster-set-crash");
+    let b_opts = Options {
+        data_dir: Some(dir.clone()),
+        ..support::local_options()
+    };
+    let (a, b) = tokio::join!(start(support::local_options()), start(b_opts.clone()));
+    let b_port = b.port();
+    let a_client = Client::try_from(config_of(&a, User::Admin).await).unwrap();
+    let b_config = config_of(&b, User::Admin).await;
+    let ns = format!("fleet-{}", support::suffix());
+    create_namespace(&a_client, &ns).await;
+    {
+        let b_client = Client::try_from(b_config.clone()).unwrap();
+        create_namespace(&b_client, &ns).await;
+        for i in 0..20 {
+            create_config_map(&b_client, &ns, &format!("seed-{i}"), "seed").await;
+        }
+    }
+
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut nowhere = b_config.clone();
+    nowhere.cluster_url = format!("https://127.0.0.1:{closed}").parse().unwrap();
+
+    let set = quick_set();
+    set.add_resource_with("configmaps", support::options().namespace(&ns));
+    let arrivals: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
+    {
+        let arrivals = arrivals.clone();
+        set.add_handler(move |e: ClusterEvent| {
+            if &*e.cluster == "a" && e.event.kind() == "Add" {
+                let name = e.event.object().metadata.name.clone().unwrap_or_default();
+                arrivals.lock().unwrap().insert(name, Instant::now());
+            }
+        });
+    }
+    set.add_cluster("a", config_of(&a, User::Admin).await)
+        .unwrap();
+    set.add_cluster("b", b_config.clone()).unwrap();
+    set.add_cluster("nowhere", nowhere).unwrap();
+    set.start().unwrap();
+    let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
+    assert_eq!(report.get("a", "configmaps"), Some(&Ok(())));
+    assert_eq!(report.get("b", "configmaps"), Some(&Ok(())));
+    let down = report
+        .get("nowhere", "configmaps")
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
+    assert_eq!(down.reason(), "unreachable", "{down}");
+
+    // Writes to a, timed from the request to the handler.
+    let lag_of = |prefix: &'static str, n: usize| {
+        let a_client = a_client.clone();
+        let ns = ns.clone();
+        let arrivals = arrivals.clone();
+        async move {
+            let mut lags = Vec::new();
+            for i in 0..n {
+                let name = format!("{prefix}-{i}");
+                let sent = Instant::now();
+                create_config_map(&a_client, &ns, &name, prefix).await;
+                let arrived = wait_for(
+                    &format!("{name} to reach the handler"),
+                    Duration::from_secs(30),
+                    || async {
+                        arrivals
+                            .lock()
+                            .unwrap()
+                            .get(&name)
+                            .copied()
+                            .ok_or_else(|| "not yet".to_string())
+                    },
+                )
+                .await;
+                lags.push(arrived.duration_since(sent));
+            }
+            lags.sort();
+            lags[lags.len() / 2]
+        }
+    };
+    let before = lag_of("before", 20).await;
+
+    tokio::task::spawn_blocking(move || b.kill()).await.unwrap();
+    wait_for("b reported as lost", Duration::from_secs(30), || async {
+        match set.informer("b", "configmaps").map(|gi| gi.status()) {
+            Some(InformerStatus::BackingOff {
+                synced_before: true,
+                ..
+            }) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let during = lag_of("during", 20).await;
+    assert_eq!(
+        set.lister("configmaps")
+            .cluster("a")
+            .unwrap()
+            .list_all()
+            .len(),
+        40
+    );
+    // b's cache is still served while it is away.
+    assert_eq!(
+        set.lister("configmaps")
+            .cluster("b")
+            .unwrap()
+            .list_all()
+            .len(),
+        20
+    );
+    eprintln!("median lag of a's events: {before:?} with b up, {during:?} with b killed");
+
+    // b back on the same port and data: changes made there meanwhile
+    // reach the set.
+    let b = start(Options {
+        port: Some(b_port),
+        ..b_opts
+    })
+    .await;
+    let b_client = Client::try_from(config_of(&b, User::Admin).await).unwrap();
+    let b_api = Api::<ConfigMap>::namespaced(b_client.clone(), &ns);
+    wait_for("deleting seed-0 in b", Duration::from_secs(30), || async {
+        b_api
+            .delete("seed-0", &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    create_config_map(&b_client, &ns, "after-restart", "new").await;
+    wait_for("b to converge", Duration::from_secs(60), || async {
+        let server: Vec<String> = b_api
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect();
+        let mut cached: Vec<String> = set
+            .lister("configmaps")
+            .cluster("b")
+            .map(|l| l.list_all())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        let mut server = server;
+        server.sort();
+        cached.sort();
+        if server == cached {
+            Ok(())
+        } else {
+            Err(format!(
+                "server {} objects, cache {}",
+                server.len(),
+                cached.len()
+            ))
+        }
+    })
+    .await;
+    let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
+    assert_eq!(report.get("b", "configmaps"), Some(&Ok(())));
+    set.shutdown().await;
+    tokio::task::spawn_blocking(move || a.kill()).await.unwrap();
+    tokio::task::spawn_blocking(move || b.kill()).await.unwrap();
+}
