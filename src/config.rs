@@ -41,9 +41,11 @@
 //! value ([`ConfigErrors`]).
 
 mod build;
+mod clusters;
 mod yaml;
 
 pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInformer};
+pub use clusters::ClustersConfig;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -96,6 +98,10 @@ pub struct InformerSet {
     /// The informers, at least one.
     #[schemars(length(min = 1))]
     pub informers: Vec<InformerSpec>,
+    /// The clusters to watch the informers in (see [`ClustersConfig`]);
+    /// when empty, the one cluster of the kubeconfig.
+    #[serde(default, skip_serializing_if = "ClustersConfig::is_empty")]
+    pub clusters: ClustersConfig,
 }
 
 /// One informer of the file.

@@ -76,6 +76,7 @@
 mod lister;
 mod report;
 mod source;
+pub(crate) use source::cluster_name_of;
 #[cfg(test)]
 mod tests;
 
@@ -143,7 +144,8 @@ pub enum ClusterSetError {
 pub struct ClusterEvent {
     /// The cluster's name.
     pub cluster: Arc<str>,
-    /// The resource as it was named to [`ClusterSet::add_resource`].
+    /// The resource as it was named to [`ClusterSet::add_resource`] (or
+    /// the name given to [`ClusterSet::add_named_resource`]).
     pub resource: Arc<str>,
     /// The event.
     pub event: Event,
@@ -169,7 +171,10 @@ type SetHandler = Arc<dyn Fn(ClusterEvent) + Send + Sync>;
 
 #[derive(Clone)]
 struct ResourceSpec {
+    /// What the set calls it: the resource as written, or a name of its own.
     name: Arc<str>,
+    /// The resource, as the factory takes it.
+    resource: Arc<str>,
     options: Option<InformerOptions>,
 }
 
@@ -298,15 +303,39 @@ impl ClusterSet {
     /// CRD that may be missing somewhere as `plural.group`). Adding the same
     /// name again does nothing.
     pub fn add_resource(&self, resource: impl Into<String>) {
-        self.push_resource(resource.into(), None);
+        let resource = resource.into();
+        self.push_resource(resource.clone(), resource, None);
     }
 
     /// As [`add_resource`](Self::add_resource), with options of its own.
     pub fn add_resource_with(&self, resource: impl Into<String>, options: InformerOptions) {
-        self.push_resource(resource.into(), Some(options));
+        let resource = resource.into();
+        self.push_resource(resource.clone(), resource, Some(options));
     }
 
-    fn push_resource(&self, name: String, options: Option<InformerOptions>) {
+    /// As [`add_resource_with`](Self::add_resource_with), under a name of
+    /// its own (which listers, handlers and reports then use), so that the
+    /// same resource can be watched with different options: the informers
+    /// of a config file, named there.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cluster_set::ClusterSet;
+    /// use kube_dynamic_informer::InformerOptions;
+    ///
+    /// let set = ClusterSet::new(InformerOptions::default());
+    /// set.add_named_resource("web-pods", "pods", InformerOptions::default().label_selector("app=web"));
+    /// assert_eq!(&*set.resources()[0], "web-pods");
+    /// ```
+    pub fn add_named_resource(
+        &self,
+        name: impl Into<String>,
+        resource: impl Into<String>,
+        options: InformerOptions,
+    ) {
+        self.push_resource(name.into(), resource.into(), Some(options));
+    }
+
+    fn push_resource(&self, name: String, resource: String, options: Option<InformerOptions>) {
         {
             let mut state = self.inner.state.lock();
             if state.resources.iter().any(|r| *r.name == *name) {
@@ -314,6 +343,7 @@ impl ClusterSet {
             }
             state.resources.push(ResourceSpec {
                 name: name.into(),
+                resource: resource.into(),
                 options,
             });
         }
@@ -658,7 +688,7 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
             let options = spec.options.clone().unwrap_or_else(|| defaults.clone());
             let resolved = tokio::select! {
                 () = cluster.cancel.cancelled() => return,
-                r = cluster.factory.for_resource_with(&*spec.name, |_| options) => r,
+                r = cluster.factory.for_resource_with(&*spec.resource, |_| options) => r,
             };
             match resolved {
                 Ok(gi) => {

@@ -93,7 +93,7 @@ pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, Clus
 }
 
 /// A file's name without its extension (`east.yaml` → `east`).
-pub(super) fn cluster_name_of(path: &Path) -> String {
+pub(crate) fn cluster_name_of(path: &Path) -> String {
     path.file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()

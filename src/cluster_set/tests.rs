@@ -135,3 +135,88 @@ async fn an_unreachable_cluster_is_reported_without_its_token() {
     ));
     set.shutdown().await;
 }
+
+/// A kubeconfig with one context per (name, port), each with a token.
+fn kubeconfig_text(contexts: &[(&str, u16)]) -> String {
+    let mut clusters = String::new();
+    let mut users = String::new();
+    let mut ctxs = String::new();
+    for (name, port) in contexts {
+        clusters.push_str(&format!(
+            "- name: {name}\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\n"
+        ));
+        users.push_str(&format!(
+            "- name: {name}\n  user:\n    token: secret-of-{name}\n"
+        ));
+        ctxs.push_str(&format!(
+            "- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n"
+        ));
+    }
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: {}\nclusters:\n{clusters}users:\n{users}contexts:\n{ctxs}",
+        contexts[0].0
+    )
+}
+
+#[cfg(feature = "config")]
+#[tokio::test]
+async fn the_clusters_section_names_contexts_files_and_a_directory() {
+    use crate::config::InformerSet;
+
+    let dir = std::env::temp_dir().join(format!("kdi-clusters-{}", std::process::id()));
+    let fleet = dir.join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    let main = dir.join("main.yaml");
+    std::fs::write(
+        &main,
+        kubeconfig_text(&[("east", 1), ("west", 2), ("lab", 3)]),
+    )
+    .unwrap();
+    std::fs::write(fleet.join("north.yaml"), kubeconfig_text(&[("n", 4)])).unwrap();
+    std::fs::write(fleet.join("south.kubeconfig"), kubeconfig_text(&[("s", 5)])).unwrap();
+    std::fs::write(fleet.join(".hidden"), "not a kubeconfig").unwrap();
+    let text = format!(
+        "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\nclusters:\n  kubeconfig: {}\n  contexts: [west, east]\n  kubeconfigs: [{}]\n  directory: {}\ninformers:\n  - resource: pods\n    name: web-pods\n    labelSelector: app=web\n    indexes: {{ node: spec.nodeName }}\n",
+        main.display(),
+        fleet.join("north.yaml").display(),
+        fleet.display()
+    );
+    let file = InformerSet::load_str(&text, "fleet.yaml").unwrap();
+    let clusters = file.clusters.clusters().await.unwrap();
+    let names: Vec<&str> = clusters.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["west", "east", "north", "north", "south"]);
+    assert_eq!(clusters[0].1.cluster_url.port_u16(), Some(2));
+
+    let all = crate::config::ClustersConfig {
+        kubeconfig: Some(main.clone()),
+        all_contexts: true,
+        ..Default::default()
+    };
+    let names: Vec<String> = all
+        .clusters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.0)
+        .collect();
+    assert_eq!(names, ["east", "west", "lab"]);
+
+    let missing = crate::config::ClustersConfig {
+        kubeconfig: Some(main.clone()),
+        contexts: vec!["nope".into()],
+        ..Default::default()
+    };
+    let err = missing.clusters().await.unwrap_err().to_string();
+    assert!(err.contains("\"nope\""), "{err}");
+    assert!(!err.contains("secret-of"), "{err}");
+
+    let set = file.cluster_set().unwrap();
+    assert_eq!(set.resources(), vec![Arc::<str>::from("web-pods")]);
+
+    let bad = text.replace("  contexts:", "  contxts:");
+    let errors = InformerSet::load_str(&bad, "fleet.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(errors.contains("contxts"), "{errors}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

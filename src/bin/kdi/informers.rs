@@ -139,6 +139,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                         ..InformerSpec::new(r.clone())
                     })
                     .collect(),
+                clusters: Default::default(),
             }
         }
     };
