@@ -503,3 +503,239 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     tokio::task::spawn_blocking(move || a.kill()).await.unwrap();
     tokio::task::spawn_blocking(move || b.kill()).await.unwrap();
 }
+
+/// One kubeconfig with a context per (name, admin kubeconfig file), each
+/// renamed to `name`.
+fn merged_kubeconfig(
+    parts: &[(&str, &std::path::Path)],
+    extra_server: Option<(&str, u16)>,
+) -> String {
+    use kube_client::config::Kubeconfig;
+    let mut merged = Kubeconfig::default();
+    for (name, path) in parts {
+        let mut kc = Kubeconfig::read_from(path).unwrap();
+        let mut cluster = kc.clusters.remove(0);
+        cluster.name = name.to_string();
+        let mut user = kc.auth_infos.remove(0);
+        user.name = name.to_string();
+        let mut context = kc.contexts.remove(0);
+        context.name = name.to_string();
+        let inner = context.context.as_mut().unwrap();
+        inner.cluster = name.to_string();
+        inner.user = Some(name.to_string());
+        merged.clusters.push(cluster);
+        merged.auth_infos.push(user);
+        merged.contexts.push(context);
+    }
+    if let Some((name, port)) = extra_server {
+        let mut cluster = merged.clusters[0].clone();
+        cluster.name = name.to_string();
+        cluster.cluster.as_mut().unwrap().server = Some(format!("https://127.0.0.1:{port}"));
+        let mut user = merged.auth_infos[0].clone();
+        user.name = name.to_string();
+        let mut context = merged.contexts[0].clone();
+        context.name = name.to_string();
+        let inner = context.context.as_mut().unwrap();
+        inner.cluster = name.to_string();
+        inner.user = Some(name.to_string());
+        merged.clusters.push(cluster);
+        merged.auth_infos.push(user);
+        merged.contexts.push(context);
+    }
+    merged.current_context = Some(parts[0].0.to_string());
+    serde_json::to_string_pretty(&merged).unwrap()
+}
+
+async fn kdi(args: &[&str]) -> std::process::Output {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .unwrap_or_else(|_| panic!("kdi {args:?} did not end within 120 s"))
+        .unwrap()
+}
+
+/// `kdi --context` repeated, `--all-contexts` and a config file's
+/// `clusters:` section: the cluster in every line, a column of tables, a
+/// cluster that cannot be reached reported without its credentials.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kdi_reads_and_watches_several_clusters() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs local testenv control planes");
+        return;
+    }
+    let support::Env::Testenv { ready, .. } = support::env() else {
+        unreachable!()
+    };
+    let one = ready.kubeconfig("admin").to_path_buf();
+    let cp = start(support::local_options()).await;
+    let two = cp.ready().kubeconfig("admin").to_path_buf();
+    let ns = format!("kdi-fleet-{}", support::suffix());
+    for (name, path) in [("one", &one), ("two", &two)] {
+        let client = Client::try_from(support::config_from_file(path).await).unwrap();
+        create_namespace(&client, &ns).await;
+        create_config_map(&client, &ns, &format!("cm-{name}"), "web").await;
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempdir("kdi-fleet");
+    let merged = dir.join("merged.json");
+    let text = merged_kubeconfig(&[("one", &one), ("two", &two)], Some(("down", closed)));
+    std::fs::write(&merged, &text).unwrap();
+    let token =
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["users"][0]["user"]["token"]
+            .as_str()
+            .map(str::to_string);
+    let merged_arg = merged.to_str().unwrap();
+
+    let out = kdi(&[
+        "--kubeconfig",
+        merged_arg,
+        "--context",
+        "one",
+        "--context",
+        "two",
+        "get",
+        "-r",
+        "configmaps",
+        "-n",
+        &ns,
+        "-l",
+        "app=web",
+    ])
+    .await;
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("CLUSTER"), "{table}");
+    assert!(
+        lines[1].starts_with("one ") && lines[1].contains("cm-one"),
+        "{table}"
+    );
+    assert!(
+        lines[2].starts_with("two ") && lines[2].contains("cm-two"),
+        "{table}"
+    );
+
+    // Every context, one of them down: what synced is printed, the rest
+    // is reported, and the exit code says not everything synced.
+    let out = kdi(&[
+        "--kubeconfig",
+        merged_arg,
+        "--all-contexts",
+        "get",
+        "-r",
+        "configmaps",
+        "-n",
+        &ns,
+        "-l",
+        "app=web",
+        "-o",
+        "json",
+        "--timeout",
+        "5s",
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let clusters: Vec<&str> = items
+        .iter()
+        .map(|i| i["cluster"].as_str().unwrap())
+        .collect();
+    assert_eq!(clusters, ["one", "two"]);
+    assert!(
+        stderr.contains("down") && stderr.contains("unreachable"),
+        "{stderr}"
+    );
+    if let Some(token) = &token {
+        assert!(!stderr.contains(token.as_str()), "the token in: {stderr}");
+    }
+
+    // watch: the cluster is a field of every line.
+    let out = kdi(&[
+        "--kubeconfig",
+        merged_arg,
+        "--context",
+        "one",
+        "--context",
+        "two",
+        "watch",
+        "-r",
+        "configmaps",
+        "-n",
+        &ns,
+        "-l",
+        "app=web",
+        "--max-events",
+        "2",
+    ])
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seen: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["cluster"].as_str().unwrap().to_string(),
+                v["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("one".to_string(), format!("{ns}/cm-one")),
+            ("two".to_string(), format!("{ns}/cm-two"))
+        ]
+    );
+
+    // A config file whose clusters are the kubeconfigs of a directory.
+    let fleet = dir.join("fleet");
+    std::fs::create_dir_all(&fleet).unwrap();
+    std::fs::copy(&one, fleet.join("east.yaml")).unwrap();
+    std::fs::copy(&two, fleet.join("west.yaml")).unwrap();
+    let config = dir.join("fleet.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\nclusters:\n  directory: {}\ninformers:\n  - resource: configmaps\n    name: web\n    namespaces: [{ns}]\n    labelSelector: app=web\n",
+            fleet.display()
+        ),
+    )
+    .unwrap();
+    let out = kdi(&["get", "-f", config.to_str().unwrap(), "-o", "name"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("east/{ns}/cm-one\nwest/{ns}/cm-two\n")
+    );
+    tokio::task::spawn_blocking(move || cp.kill())
+        .await
+        .unwrap();
+}
