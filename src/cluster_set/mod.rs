@@ -29,7 +29,7 @@
 //! - [`ClusterSet::lister`] reads one resource across every cluster
 //!   ([`ClusterLister`]): keys carry the cluster (`cluster/namespace/name`),
 //!   [`ClusterLister::by_index`] queries the index in every cluster, and
-//!   [`ClusterLister::cluster`] gives one cluster's own [`Lister`].
+//!   [`ClusterLister::cluster`] gives one cluster's own [`Lister`](crate::lister::Lister).
 //! - [`ClusterSet::wait_for_cache_sync`] answers once per cluster and
 //!   resource, with the reason for each failure ([`ClusterSyncReport`]).
 //!

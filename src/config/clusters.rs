@@ -1,16 +1,5 @@
-//! The `clusters:` section of a config file: which clusters a
-//! [`ClusterSet`] watches the file's informers in.
-//!
-//! ```yaml
-//! clusters:
-//!   kubeconfig: ~/.kube/fleet.yaml   # default: $KUBECONFIG or ~/.kube/config
-//!   contexts: [east, west]           # or allContexts: true
-//!   kubeconfigs: [/etc/fleet/north.yaml]
-//!   directory: /etc/fleet/clusters   # one cluster per file
-//! ```
-//!
-//! Clusters are named after their context, or after their file's name
-//! without its extension (`north.yaml` → `north`).
+//! The `clusters:` section of a config file ([`ClustersConfig`]), and a
+//! config file's informers as a [`ClusterSet`].
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +15,18 @@ use crate::cluster_set::{
 };
 use crate::index::IndexError;
 
-/// The clusters of a config file; see the [module docs](self).
+/// The `clusters:` section of a config file: the clusters a
+/// [`ClusterSet`] watches the file's informers in, named after their
+/// context, or after their kubeconfig file's name without its extension
+/// (`north.yaml` → `north`).
+///
+/// ```yaml
+/// clusters:
+///   kubeconfig: /etc/fleet/kubeconfig  # default: $KUBECONFIG or ~/.kube/config
+///   contexts: [east, west]             # or allContexts: true
+///   kubeconfigs: [/etc/fleet/north.yaml]
+///   directory: /etc/fleet/clusters     # one cluster per file
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClustersConfig {

@@ -88,8 +88,10 @@ async fn create_widget(client: &Client, group: &str, ns: &str, name: &str) {
 
 /// What the set's handler was told: (cluster, resource, event kind, object
 /// name), in arrival order.
+type SeenEvent = (String, String, String, String);
+
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(String, String, String, String)>>>);
+struct Seen(Arc<Mutex<Vec<SeenEvent>>>);
 
 impl Seen {
     fn handler(&self) -> impl Fn(ClusterEvent) + Send + Sync + 'static {
