@@ -741,3 +741,118 @@ async fn kdi_reads_and_watches_several_clusters() {
         .await
         .unwrap();
 }
+
+/// Peak RSS (KiB) and CPU seconds (user + system) of a command, from
+/// `/usr/bin/time`.
+async fn measured(args: &[String]) -> (u64, f64) {
+    let bin = std::env::var("KDI_MEASURE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kdi").into());
+    let out = tokio::process::Command::new("/usr/bin/time")
+        .args(["-f", "MEASURED %M %U %S"])
+        .arg(bin)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("MEASURED "))
+        .unwrap();
+    let v: Vec<f64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+    (v[0] as u64, v[1] + v[2])
+}
+
+/// N clusters × the same resource: one `kdi` over all of them against one
+/// `kdi` per cluster, each syncing and printing every object once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, run by hand: cargo build --release --features cli --bin kdi && KDI_MEASURE_BIN=target/release/kdi cargo test --features cli --test it cluster_set::measure -- --ignored --nocapture"]
+async fn measure_one_process_against_one_per_cluster() {
+    use futures::StreamExt;
+    let n: usize = std::env::var("KDI_MEASURE_CLUSTERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let objects: usize = std::env::var("KDI_MEASURE_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let cps = start_many(n).await;
+    let ns = format!("measure-{}", support::suffix());
+    for cp in &cps {
+        let client = Client::try_from(config_of(cp, User::Admin).await).unwrap();
+        create_namespace(&client, &ns).await;
+        let api = Api::<ConfigMap>::namespaced(client, &ns);
+        futures::stream::iter((0..objects).map(|i| {
+            let api = api.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(json!({
+                    "metadata": { "name": format!("cm-{i}"), "labels": { "app": "measure" } },
+                    "data": { "payload": "x".repeat(1024) }
+                }))
+                .unwrap();
+                api.create(&PostParams::default(), &cm).await.unwrap();
+            }
+        }))
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    }
+    let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+    let paths: Vec<std::path::PathBuf> = cps
+        .iter()
+        .map(|cp| cp.ready().kubeconfig("admin").to_path_buf())
+        .collect();
+    let parts: Vec<(&str, &std::path::Path)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(paths.iter().map(|p| p.as_path()))
+        .collect();
+    let dir = tempdir("measure-clusters");
+    let merged = dir.join("merged.json");
+    std::fs::write(&merged, merged_kubeconfig(&parts, None)).unwrap();
+    let base = |contexts: &[String], events: usize| {
+        let mut args = vec!["--kubeconfig".to_string(), merged.display().to_string()];
+        for c in contexts {
+            args.extend(["--context".to_string(), c.clone()]);
+        }
+        args.extend(
+            [
+                "watch",
+                "-r",
+                "configmaps",
+                "-n",
+                &ns,
+                "--max-events",
+                &events.to_string(),
+            ]
+            .map(String::from),
+        );
+        args
+    };
+    let (one_rss, one_cpu) = measured(&base(&names, n * objects)).await;
+    let mut sum_rss = 0;
+    let mut sum_cpu = 0.0;
+    let each = futures::future::join_all(names.iter().map(|c| {
+        let args = base(std::slice::from_ref(c), objects);
+        async move { measured(&args).await }
+    }))
+    .await;
+    for (rss, cpu) in each {
+        sum_rss += rss;
+        sum_cpu += cpu;
+    }
+    eprintln!(
+        "{n} clusters x {objects} ConfigMaps (1 KiB): one process {:.1} MiB peak RSS, {one_cpu:.2} s CPU; \
+         {n} processes {:.1} MiB peak RSS in total, {sum_cpu:.2} s CPU in total",
+        one_rss as f64 / 1024.0,
+        sum_rss as f64 / 1024.0
+    );
+    for cp in cps {
+        tokio::task::spawn_blocking(move || cp.kill())
+            .await
+            .unwrap();
+    }
+}
