@@ -30,7 +30,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for resource in resources.split(',') {
         set.add_resource(resource);
         // Every cluster's informer gets the index, present and future.
-        set.add_index(resource, "app", IndexFn::jmespath("app", "metadata.labels.app")?)?;
+        set.add_index(
+            resource,
+            "app",
+            IndexFn::jmespath("app", "metadata.labels.app")?,
+        )?;
     }
     let kubeconfig = Kubeconfig::read()?;
     let clusters = if contexts.is_empty() {

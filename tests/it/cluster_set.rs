@@ -323,9 +323,10 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     }
 }
 
-/// One cluster killed (kill -9) while another takes writes, and a third
-/// that never answers: the live cluster's events keep arriving, the dead one
-/// is reported, and once restarted it resyncs and converges.
+/// One cluster killed (kill -9) while another takes writes, a third that
+/// refuses connections and a fourth that accepts them and never answers:
+/// the live cluster's events keep arriving, the dead one is reported, and
+/// once restarted it resyncs and converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     if !support::is_testenv() {
@@ -359,6 +360,12 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         .port();
     let mut nowhere = b_config.clone();
     nowhere.cluster_url = format!("https://127.0.0.1:{closed}").parse().unwrap();
+    // A server that accepts connections and never answers: requests hang.
+    let silent_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut silent = b_config.clone();
+    silent.cluster_url = format!("https://{}", silent_listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
 
     let set = quick_set();
     set.add_resource_with("configmaps", support::options().namespace(&ns));
@@ -376,6 +383,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         .unwrap();
     set.add_cluster("b", b_config.clone()).unwrap();
     set.add_cluster("nowhere", nowhere).unwrap();
+    set.add_cluster("silent", silent).unwrap();
     set.start().unwrap();
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert_eq!(report.get("a", "configmaps"), Some(&Ok(())));
@@ -386,6 +394,12 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         .as_ref()
         .unwrap_err();
     assert_eq!(down.reason(), "unreachable", "{down}");
+    let hanging = report
+        .get("silent", "configmaps")
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
+    assert_eq!(hanging.reason(), "timed-out", "{hanging}");
 
     // Writes to a, timed from the request to the handler.
     let lag_of = |prefix: &'static str, n: usize| {
@@ -502,6 +516,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert_eq!(report.get("b", "configmaps"), Some(&Ok(())));
     set.shutdown().await;
+    drop(silent_listener);
     tokio::task::spawn_blocking(move || a.kill()).await.unwrap();
     tokio::task::spawn_blocking(move || b.kill()).await.unwrap();
 }
