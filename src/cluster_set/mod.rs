@@ -688,7 +688,10 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
             let options = spec.options.clone().unwrap_or_else(|| defaults.clone());
             let resolved = tokio::select! {
                 () = cluster.cancel.cancelled() => return,
-                r = cluster.factory.for_resource_with(&*spec.resource, |_| options) => r,
+                r = crate::telemetry::in_cluster(
+                    cluster.name.clone(),
+                    cluster.factory.for_resource_with(&*spec.resource, |_| options),
+                ) => r,
             };
             match resolved {
                 Ok(gi) => {

@@ -220,3 +220,87 @@ async fn the_clusters_section_names_contexts_files_and_a_directory() {
     assert!(errors.contains("contxts"), "{errors}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A recorder that keeps the keys of the series registered.
+#[derive(Default)]
+struct Keys(parking_lot::Mutex<Vec<metrics::Key>>);
+
+impl metrics::Recorder for Keys {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        self.0.lock().push(key.clone());
+        metrics::Counter::noop()
+    }
+    fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        self.0.lock().push(key.clone());
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(
+        &self,
+        key: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        self.0.lock().push(key.clone());
+        metrics::Histogram::noop()
+    }
+}
+
+/// Informers created for a cluster of a set label their series with it;
+/// others do not.
+#[test]
+fn series_of_a_cluster_carry_its_name() {
+    use crate::telemetry::{InformerMetrics, in_cluster};
+    let key = ResourceKey::new("", "v1", "configmaps");
+    let labels_of = |cluster: Option<&str>| {
+        let recorder = Keys::default();
+        metrics::with_local_recorder(&recorder, || {
+            let metrics = match cluster {
+                Some(c) => futures::executor::block_on(in_cluster(c.into(), async {
+                    InformerMetrics::new(&key, "")
+                })),
+                None => InformerMetrics::new(&key, ""),
+            };
+            let _ = metrics.handler("print");
+        });
+        let keys = recorder.0.lock().clone();
+        keys
+    };
+    let east = labels_of(Some("east"));
+    assert!(!east.is_empty());
+    for k in &east {
+        assert!(
+            k.labels()
+                .any(|l| l.key() == "cluster" && l.value() == "east"),
+            "{k:?}"
+        );
+    }
+    let objects = east
+        .iter()
+        .find(|k| k.name() == "kdi_informer_objects")
+        .unwrap();
+    let names: Vec<&str> = objects.labels().map(|l| l.key()).collect();
+    assert_eq!(names, ["resource", "namespace", "cluster"]);
+    for k in labels_of(None) {
+        assert!(k.labels().all(|l| l.key() != "cluster"), "{k:?}");
+    }
+}
