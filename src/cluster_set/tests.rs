@@ -282,8 +282,7 @@ fn series_of_a_cluster_carry_its_name() {
             };
             let _ = metrics.handler("print");
         });
-        let keys = recorder.0.lock().clone();
-        keys
+        recorder.0.into_inner()
     };
     let east = labels_of(Some("east"));
     assert!(!east.is_empty());
