@@ -462,6 +462,14 @@ impl ClusterSet {
     /// stopped; no handler call for it starts afterwards, and its caches are
     /// freed once no [`GenericInformer`] or [`Lister`](crate::lister::Lister)
     /// taken from it is held. Returns whether the cluster was in the set.
+    ///
+    /// ```no_run
+    /// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet, config: kube_client::Config) -> Result<(), Box<dyn std::error::Error>> {
+    /// set.add_cluster("north", config)?; // joins a running set at once
+    /// assert!(set.remove_cluster("east").await);
+    /// assert!(set.lister("deploy").cluster("east").is_none());
+    /// # Ok(()) }
+    /// ```
     pub async fn remove_cluster(&self, name: &str) -> bool {
         let entry = self.inner.state.lock().clusters.remove(name);
         let Some(entry) = entry else {
@@ -500,6 +508,17 @@ impl ClusterSet {
 
     /// Where every resource stands in every cluster, sorted by cluster then
     /// resource in the order they were added.
+    ///
+    /// ```no_run
+    /// # fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) {
+    /// use kube_dynamic_informer::cluster_set::ResourceState;
+    /// for (cluster, resource, state) in set.status() {
+    ///     if let ResourceState::Unresolved { unreachable: true, error } = state {
+    ///         eprintln!("{cluster}: {resource}: cannot reach the cluster: {error:?}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
     #[must_use]
     pub fn status(&self) -> Vec<(Arc<str>, Arc<str>, ResourceState)> {
         let (clusters, resources) = self.snapshot();

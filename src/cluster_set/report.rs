@@ -112,6 +112,19 @@ impl fmt::Display for ClusterSyncResult {
 /// The outcome of [`ClusterSet::wait_for_cache_sync`](super::ClusterSet::wait_for_cache_sync):
 /// one result per cluster and resource, sorted by cluster, then resource in
 /// the order they were added.
+///
+/// ```no_run
+/// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) {
+/// let report = set.wait_for_cache_sync(std::time::Duration::from_secs(30)).await;
+/// for r in &report.results {
+///     match &r.result {
+///         Ok(()) => println!("{} {}: synced", r.cluster, r.resource),
+///         // unreachable, forbidden, not-served, timed-out, ...
+///         Err(e) => println!("{} {}: {} ({e})", r.cluster, r.resource, e.reason()),
+///     }
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ClusterSyncReport {
     /// Per cluster and resource, whether the cache synced.
