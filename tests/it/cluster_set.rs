@@ -244,6 +244,41 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert!(report.all_synced(), "{:?}", report.results);
 
+    // The CRD deleted in the first cluster: gone there, its widget leaves
+    // the merged view, the others carry on.
+    Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(
+        admins["a"].clone(),
+    )
+    .delete(&format!("widgets.{group}"), &DeleteParams::default())
+    .await
+    .unwrap();
+    wait_for("the CRD gone from a", Duration::from_secs(60), || async {
+        let status = set.informer("a", &widgets).map(|gi| gi.status());
+        let got = keys(&widget_lister.list_all());
+        match status {
+            Some(InformerStatus::Gone { .. }) if got.len() == 2 => Ok(()),
+            other => Err(format!("{other:?} {got:?}")),
+        }
+    })
+    .await;
+    assert!(
+        seen.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.0 == "a" && s.2 == "Delete" && s.3 == "w1")
+    );
+    let gone = set.wait_for_cache_sync(Duration::from_secs(2)).await;
+    assert_eq!(
+        gone.get("a", &widgets)
+            .unwrap()
+            .as_ref()
+            .unwrap_err()
+            .reason(),
+        "gone"
+    );
+    assert_eq!(gone.failures().count(), 1);
+
     // Removing a cluster: its caches leave the view, nothing more arrives.
     let b_informer = set.informer("b", "configmaps").unwrap();
     assert!(set.remove_cluster("b").await);
