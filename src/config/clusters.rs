@@ -26,6 +26,7 @@ use crate::index::IndexError;
 ///   contexts: [east, west]             # or allContexts: true
 ///   kubeconfigs: [/etc/fleet/north.yaml]
 ///   directory: /etc/fleet/clusters     # one cluster per file
+///   local: home                        # the default kubeconfig, or in-cluster
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -46,6 +47,12 @@ pub struct ClustersConfig {
     /// A directory of kubeconfig files, one cluster each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory: Option<PathBuf>,
+    /// A name for the cluster the process would use on its own, as
+    /// `kube_client::Config::infer` finds it: the current context of
+    /// `$KUBECONFIG` or `~/.kube/config`, else the in-cluster configuration
+    /// of a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
 }
 
 impl ClustersConfig {
@@ -57,16 +64,29 @@ impl ClustersConfig {
             && self.contexts.is_empty()
             && self.kubeconfigs.is_empty()
             && self.directory.is_none()
+            && self.local.is_none()
     }
 
     /// The clusters this section names, with their client configuration,
-    /// sorted as written: contexts, then files, then the directory's files.
+    /// sorted as written: the local one, contexts, files, then the
+    /// directory's files.
     ///
     /// # Errors
     /// [`ClusterSetError::Kubeconfig`] naming the file or context that
     /// cannot be read or used.
     pub async fn clusters(&self) -> Result<Vec<(String, Config)>, ClusterSetError> {
         let mut out = Vec::new();
+        if let Some(name) = &self.local {
+            let config = Config::infer()
+                .await
+                .map_err(|e| ClusterSetError::Kubeconfig {
+                    what: format!(
+                        "the local cluster {name:?} (the default kubeconfig, or in-cluster)"
+                    ),
+                    error: crate::cluster_set::error_text(&e),
+                })?;
+            out.push((name.clone(), config));
+        }
         if self.all_contexts || !self.contexts.is_empty() {
             let kubeconfig = match &self.kubeconfig {
                 Some(path) => read(path)?,

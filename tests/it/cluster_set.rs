@@ -787,6 +787,36 @@ async fn kdi_reads_and_watches_several_clusters() {
         String::from_utf8_lossy(&out.stdout),
         format!("east/{ns}/cm-one\nwest/{ns}/cm-two\n")
     );
+
+    // The local cluster (here: the default kubeconfig) and a kubeconfig file.
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\nclusters:\n  local: home\n  kubeconfigs: [{}]\ninformers:\n  - resource: configmaps\n    namespaces: [{ns}]\n    labelSelector: app=web\n",
+            fleet.join("west.yaml").display()
+        ),
+    )
+    .unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args(["get", "-f", config.to_str().unwrap(), "-o", "name"])
+        .env("KUBECONFIG", &one)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("home/{ns}/cm-one\nwest/{ns}/cm-two\n")
+    );
     tokio::task::spawn_blocking(move || cp.kill())
         .await
         .unwrap();
