@@ -762,6 +762,43 @@ async fn kdi_reads_and_watches_several_clusters() {
         ]
     );
 
+    // watch over several clusters ends when its reader goes away.
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args([
+            "--kubeconfig",
+            merged_arg,
+            "--context",
+            "one",
+            "--context",
+            "two",
+            "watch",
+            "-r",
+            "configmaps",
+            "-n",
+            &ns,
+        ])
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with(r#"{"cluster":"#), "{first}");
+    drop(lines);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("kdi watch over several clusters to end once its output is closed")
+        .unwrap();
+    assert!(status.success(), "{status}");
+
     // A config file whose clusters are the kubeconfigs of a directory.
     let fleet = dir.join("fleet");
     std::fs::create_dir_all(&fleet).unwrap();

@@ -224,6 +224,8 @@ pub async fn watch(
         }
     };
     tokio::pin!(expired);
+    let closed = crate::watch::stdout_closed();
+    tokio::pin!(closed);
     let mut count = 0u64;
     let stdout = std::io::stdout();
     let result = loop {
@@ -231,6 +233,7 @@ pub async fn watch(
             line = rx.recv() => line,
             _ = &mut expired => break Ok(()),
             _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut closed => break Ok(()),
         };
         let Some(line) = next else { break Ok(()) };
         let mut out = stdout.lock();

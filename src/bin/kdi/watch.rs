@@ -190,7 +190,7 @@ fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), F
 /// libc's poll and tokio's `AsyncFd` registration both need it). A stdout
 /// that cannot be closed by a reader (a regular file, `/dev/null`) never
 /// reports anything: then this never resolves.
-async fn stdout_closed() {
+pub async fn stdout_closed() {
     #[cfg(unix)]
     {
         let (closed, wait) = tokio::sync::oneshot::channel();
