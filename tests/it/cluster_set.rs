@@ -554,6 +554,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     drop(silent_listener);
     tokio::task::spawn_blocking(move || a.kill()).await.unwrap();
     tokio::task::spawn_blocking(move || b.kill()).await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One kubeconfig with a context per (name, admin kubeconfig file), each
@@ -857,6 +858,7 @@ async fn kdi_reads_and_watches_several_clusters() {
     tokio::task::spawn_blocking(move || cp.kill())
         .await
         .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Peak RSS (KiB) and CPU seconds (user + system) of a command, from
@@ -972,4 +974,5 @@ async fn measure_one_process_against_one_per_cluster() {
             .await
             .unwrap();
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
