@@ -800,6 +800,56 @@ async fn kdi_reads_and_watches_several_clusters() {
         .unwrap();
     assert!(status.success(), "{status}");
 
+    // A cluster that cannot be reached is said again at each progress
+    // interval while the others' events are printed.
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args([
+            "--kubeconfig",
+            merged_arg,
+            "--all-contexts",
+            "watch",
+            "-r",
+            "configmaps",
+            "-n",
+            &ns,
+            "--timeout",
+            "1s",
+            "--progress-interval",
+            "1s",
+        ])
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut errors =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stderr.take().unwrap()));
+    let mut said = Vec::new();
+    while said
+        .iter()
+        .filter(|l: &&String| l.contains("\"waiting\""))
+        .count()
+        < 2
+    {
+        let line = tokio::time::timeout(Duration::from_secs(30), errors.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no progress lines; so far: {said:?}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("stderr closed; so far: {said:?}"));
+        said.push(line);
+    }
+    for line in &said {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["cluster"], "down", "{line}");
+        if let Some(token) = &token {
+            assert!(!line.contains(token.as_str()), "the token in: {line}");
+        }
+    }
+    assert!(said[0].contains("unreachable"), "{said:?}");
+    child.kill().await.unwrap();
+
     // A config file whose clusters are the kubeconfigs of a directory.
     let fleet = dir.join("fleet");
     std::fs::create_dir_all(&fleet).unwrap();

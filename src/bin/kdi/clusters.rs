@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use kube_client::config::Kubeconfig;
 use kube_dynamic_informer::cluster_set::{
-    ClusterEvent, ClusterSet, ClusterSyncReport, clusters_from_all_contexts, clusters_from_contexts,
+    ClusterEvent, ClusterSet, ClusterSyncReport, ResourceState, clusters_from_all_contexts,
+    clusters_from_contexts,
 };
 use kube_dynamic_informer::config::InformerSet;
 use kube_dynamic_informer::index::IndexFn;
@@ -126,6 +127,38 @@ fn report(sync: &ClusterSyncReport) -> bool {
     sync.all_synced()
 }
 
+/// Says which clusters and resources are still not synced, and why.
+fn still_waiting(set: &ClusterSet) {
+    let json = !std::io::stderr().is_terminal();
+    for (cluster, resource, state) in set.status() {
+        let why = match state {
+            ResourceState::Informer(status) if status.is_synced() => continue,
+            ResourceState::Informer(status) => status.to_string(),
+            ResourceState::Unresolved { unreachable, error } => {
+                let error = error.unwrap_or_else(|| "no answer yet".into());
+                if unreachable {
+                    format!("unreachable: {error}")
+                } else {
+                    error
+                }
+            }
+            _ => continue,
+        };
+        if json {
+            say(json!({
+                "cluster": &*cluster,
+                "informer": &*resource,
+                "synced": false,
+                "waiting": why,
+            }));
+        } else {
+            say(format!(
+                "kdi: cluster {cluster}: {resource}: still waiting: {why}"
+            ));
+        }
+    }
+}
+
 fn redaction(
     set: &ClusterSet,
     cluster: &str,
@@ -203,14 +236,20 @@ pub async fn watch(
         });
     }
     clusters.start().map_err(Failure::cluster)?;
-    // Reported once, while events already flow; late clusters join when
+    // Reported after `--timeout` while events already flow, then every
+    // `--progress-interval` for what still waits; late clusters join when
     // they answer.
     let reporting = {
         let clusters = clusters.clone();
         let timeout = args.selection.timeout;
+        let interval = args.selection.progress_interval;
         tokio::spawn(async move {
             if !timeout.is_zero() {
                 report(&clusters.wait_for_cache_sync(timeout).await);
+            }
+            loop {
+                tokio::time::sleep(interval).await;
+                still_waiting(&clusters);
             }
         })
     };
