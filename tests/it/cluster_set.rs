@@ -116,6 +116,23 @@ impl Seen {
             .count()
     }
 
+    /// Waits until the handler was told of `name` in `cluster` (handlers
+    /// run after the cache is updated).
+    async fn wait(&self, cluster: &str, name: &str) {
+        wait_for(
+            &format!("the handler to see {cluster} {name}"),
+            Duration::from_secs(30),
+            || async {
+                if self.has(cluster, name) {
+                    Ok(())
+                } else {
+                    Err(format!("{} events", self.0.lock().unwrap().len()))
+                }
+            },
+        )
+        .await;
+    }
+
     fn has(&self, cluster: &str, name: &str) -> bool {
         self.0
             .lock()
@@ -215,7 +232,9 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         names.map(|c| format!("{c}/{ns}/db-{c}")).to_vec()
     );
     assert_eq!(cms.cluster("b").unwrap().list_all().len(), 2);
-    assert!(seen.has("a", "w1") && seen.has("b", "w1") && seen.has("c", "web-c"));
+    seen.wait("a", "w1").await;
+    seen.wait("b", "w1").await;
+    seen.wait("c", "web-c").await;
     assert!(matches!(
         set.status()
             .iter()
@@ -240,7 +259,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         },
     )
     .await;
-    assert!(seen.has("c", "w1"));
+    seen.wait("c", "w1").await;
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert!(report.all_synced(), "{:?}", report.results);
 
@@ -261,13 +280,24 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         }
     })
     .await;
-    assert!(
-        seen.0
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|s| s.0 == "a" && s.2 == "Delete" && s.3 == "w1")
-    );
+    wait_for(
+        "the delete of a's widget",
+        Duration::from_secs(30),
+        || async {
+            let deleted = seen
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|s| s.0 == "a" && s.2 == "Delete" && s.3 == "w1");
+            if deleted {
+                Ok(())
+            } else {
+                Err("not yet".to_string())
+            }
+        },
+    )
+    .await;
     let gone = set.wait_for_cache_sync(Duration::from_secs(2)).await;
     assert_eq!(
         gone.get("a", &widgets)
@@ -320,7 +350,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         }
     })
     .await;
-    assert!(seen.has("b2", "after-removal"));
+    seen.wait("b2", "after-removal").await;
     assert_eq!(
         set.clusters()
             .iter()
