@@ -41,9 +41,11 @@
 //! value ([`ConfigErrors`]).
 
 mod build;
+mod clusters;
 mod yaml;
 
 pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInformer};
+pub use clusters::ClustersConfig;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -104,6 +106,10 @@ pub struct InformerSet {
     /// [`crate::resource_set`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<PatternSpec>,
+    /// The clusters to watch the informers in (see [`ClustersConfig`]);
+    /// when empty, the one cluster of the kubeconfig.
+    #[serde(default, skip_serializing_if = "ClustersConfig::is_empty")]
+    pub clusters: ClustersConfig,
 }
 
 /// One pattern of the file: the resources it selects and the options and

@@ -94,6 +94,7 @@
 
 pub mod access;
 pub mod backoff;
+pub mod cluster_set;
 pub mod compact;
 #[cfg(feature = "config")]
 pub mod config;

@@ -20,7 +20,10 @@
 //! `widgets.v1.example.com`, `pods.v1`) and `namespace` (the namespaces it
 //! watches, comma-separated, or empty for all). Handler series add `handler`
 //! ([`HandlerOptions::name`](crate::informer::HandlerOptions::name), by
-//! default `handler-<id>`).
+//! default `handler-<id>`). Informers of a
+//! [`ClusterSet`](crate::cluster_set::ClusterSet) also carry `cluster` (its
+//! name in the set), so that the same resource in several clusters makes
+//! several series; other informers carry no `cluster` label.
 //!
 //! | name | type | labels | what | client-go / controller-runtime |
 //! |---|---|---|---|---|
@@ -64,11 +67,26 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use metrics::{
-    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram,
-    gauge, histogram,
+    Counter, Gauge, Histogram, Label, Unit, counter, describe_counter, describe_gauge,
+    describe_histogram, gauge, histogram,
 };
 
 use crate::resource::ResourceKey;
+
+tokio::task_local! {
+    /// The cluster whose informers are being created, for their `cluster`
+    /// label.
+    static CLUSTER: std::sync::Arc<str>;
+}
+
+/// Runs `create` so that the informers it creates label their series with
+/// `cluster`.
+pub(crate) async fn in_cluster<F: std::future::Future>(
+    cluster: std::sync::Arc<str>,
+    create: F,
+) -> F::Output {
+    CLUSTER.scope(cluster, create).await
+}
 
 /// Why a complete list was made, for `kdi_informer_lists_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +100,9 @@ pub(crate) enum ListReason {
 /// The series of one informer, registered once.
 #[derive(Clone)]
 pub(crate) struct InformerMetrics {
-    resource: String,
-    namespace: String,
+    /// `resource`, `namespace`, and `cluster` when created for a cluster
+    /// set.
+    labels: Vec<Label>,
     pub(crate) objects: Gauge,
     lists: [Counter; 4],
     pub(crate) list_requests: Counter,
@@ -230,27 +249,35 @@ pub(crate) fn config_reloaded(success: bool, at_unix_seconds: f64, hash_hex: &st
 impl InformerMetrics {
     pub(crate) fn new(resource: &ResourceKey, namespaces: &str) -> Self {
         describe();
-        let resource = resource.to_string();
-        let namespace = namespaces.to_owned();
-        let labels = [
-            ("resource", resource.clone()),
-            ("namespace", namespace.clone()),
+        let mut labels = vec![
+            Label::new("resource", resource.to_string()),
+            Label::new("namespace", namespaces.to_owned()),
         ];
-        let list = |reason: &'static str| counter!("kdi_informer_lists_total", "resource" => resource.clone(), "namespace" => namespace.clone(), "reason" => reason);
-        let received = |kind: &'static str| counter!("kdi_informer_events_received_total", "resource" => resource.clone(), "namespace" => namespace.clone(), "type" => kind);
+        if let Ok(cluster) = CLUSTER.try_with(|c| c.to_string()) {
+            labels.push(Label::new("cluster", cluster));
+        }
+        let with = |key: &'static str, value: &'static str| {
+            let mut l = labels.clone();
+            l.push(Label::new(key, value));
+            l
+        };
+        let list =
+            |reason: &'static str| counter!("kdi_informer_lists_total", with("reason", reason));
+        let received =
+            |kind: &'static str| counter!("kdi_informer_events_received_total", with("type", kind));
         Self {
-            objects: gauge!("kdi_informer_objects", &labels),
+            objects: gauge!("kdi_informer_objects", labels.clone()),
             lists: [
                 list("first"),
                 list("expired"),
                 list("error"),
                 list("served_again"),
             ],
-            list_requests: counter!("kdi_informer_list_requests_total", &labels),
-            list_bytes: counter!("kdi_informer_list_bytes_total", &labels),
-            list_duration: histogram!("kdi_informer_list_duration_seconds", &labels),
-            sync_duration: gauge!("kdi_informer_sync_duration_seconds", &labels),
-            watch_starts: counter!("kdi_informer_watch_starts_total", &labels),
+            list_requests: counter!("kdi_informer_list_requests_total", labels.clone()),
+            list_bytes: counter!("kdi_informer_list_bytes_total", labels.clone()),
+            list_duration: histogram!("kdi_informer_list_duration_seconds", labels.clone()),
+            sync_duration: gauge!("kdi_informer_sync_duration_seconds", labels.clone()),
+            watch_starts: counter!("kdi_informer_watch_starts_total", labels.clone()),
             received: [
                 received("added"),
                 received("modified"),
@@ -258,13 +285,12 @@ impl InformerMetrics {
                 received("bookmark"),
                 received("skipped"),
             ],
-            skipped: counter!("kdi_informer_skipped_objects_total", &labels),
-            errors: counter!("kdi_informer_errors_total", &labels),
-            last_event: gauge!("kdi_informer_last_event_timestamp_seconds", &labels),
-            stale: gauge!("kdi_informer_stale", &labels),
-            resource_version: gauge!("kdi_informer_resource_version", &labels),
-            resource,
-            namespace,
+            skipped: counter!("kdi_informer_skipped_objects_total", labels.clone()),
+            errors: counter!("kdi_informer_errors_total", labels.clone()),
+            last_event: gauge!("kdi_informer_last_event_timestamp_seconds", labels.clone()),
+            stale: gauge!("kdi_informer_stale", labels.clone()),
+            resource_version: gauge!("kdi_informer_resource_version", labels.clone()),
+            labels,
         }
     }
 
@@ -304,17 +330,20 @@ impl InformerMetrics {
 
     /// The counter of index `index`'s failures.
     pub(crate) fn index_failures(&self, index: &str) -> Counter {
-        counter!("kdi_informer_index_failures_total", "resource" => self.resource.clone(), "namespace" => self.namespace.clone(), "index" => index.to_owned())
+        let mut labels = self.labels.clone();
+        labels.push(Label::new("index", index.to_owned()));
+        counter!("kdi_informer_index_failures_total", labels)
     }
 
     /// The series of a handler of this informer.
     pub(crate) fn handler(&self, name: &str) -> HandlerMetrics {
-        let labels = [
-            ("resource", self.resource.clone()),
-            ("namespace", self.namespace.clone()),
-            ("handler", name.to_owned()),
-        ];
-        let delivered = |kind: &'static str| counter!("kdi_handler_events_delivered_total", "resource" => self.resource.clone(), "namespace" => self.namespace.clone(), "handler" => name.to_owned(), "type" => kind);
+        let mut labels = self.labels.clone();
+        labels.push(Label::new("handler", name.to_owned()));
+        let delivered = |kind: &'static str| {
+            let mut l = labels.clone();
+            l.push(Label::new("type", kind));
+            counter!("kdi_handler_events_delivered_total", l)
+        };
         HandlerMetrics {
             delivered: [
                 delivered("Add"),
@@ -322,9 +351,9 @@ impl InformerMetrics {
                 delivered("Resync"),
                 delivered("Delete"),
             ],
-            backlog: gauge!("kdi_handler_backlog", &labels),
-            processing: histogram!("kdi_handler_processing_seconds", &labels),
-            panics: counter!("kdi_handler_panics_total", &labels),
+            backlog: gauge!("kdi_handler_backlog", labels.clone()),
+            processing: histogram!("kdi_handler_processing_seconds", labels.clone()),
+            panics: counter!("kdi_handler_panics_total", labels.clone()),
         }
     }
 }

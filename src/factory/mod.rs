@@ -112,6 +112,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use generic::GenericInformer;
 pub use resource_ref::ResourceRef;
+pub(crate) use sync::wait_one as wait_one_informer;
 pub use sync::{CacheSyncError, CacheSyncReport};
 
 use crate::discovery::{DiscoveryCache, DiscoveryError};

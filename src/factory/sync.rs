@@ -109,7 +109,7 @@ impl CacheSyncReport {
 }
 
 /// Waits for one informer, and says why it did not sync.
-pub(super) async fn wait_one(
+pub(crate) async fn wait_one(
     gi: &GenericInformer,
     timeout: Duration,
 ) -> Result<(), CacheSyncError> {

@@ -8,6 +8,7 @@ mod support;
 #[cfg(feature = "cli")]
 mod cli;
 
+mod cluster_set;
 mod discovery;
 mod factory;
 mod freshness;

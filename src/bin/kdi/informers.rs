@@ -157,6 +157,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 defaults: InformerOptions::default(),
                 informers: Vec::new(),
                 patterns: Vec::new(),
+                clusters: Default::default(),
             };
             for r in &sel.resources {
                 match ResourcePattern::parse(r).map_err(|e| Failure::usage(format!("-r: {e}")))? {

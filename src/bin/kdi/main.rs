@@ -35,6 +35,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod access;
 mod cluster;
+mod clusters;
 mod exit;
 mod get;
 mod informers;
@@ -67,9 +68,14 @@ struct Cli {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long, global = true, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
+    /// Kubeconfig context to use. Repeated, `watch` and `get` run over
+    /// every context named, with the cluster in every line and a column of
+    /// tables.
     #[arg(long, global = true, value_name = "NAME")]
-    context: Option<String>,
+    context: Vec<String>,
+    /// `watch` and `get` over every context of the kubeconfig.
+    #[arg(long, global = true, conflicts_with = "context")]
+    all_contexts: bool,
     /// Log informer warnings and errors to stderr (RUST_LOG filters).
     #[arg(short, long, global = true)]
     verbose: bool,
@@ -182,17 +188,36 @@ fn check(args: &CheckArgs) -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let connect = || Cluster::connect(cli.kubeconfig.as_ref(), cli.context.as_deref());
+    let connect = || {
+        Cluster::connect(
+            cli.kubeconfig.as_ref(),
+            cli.context.first().map(String::as_str),
+        )
+    };
+    let contexts = clusters::Contexts {
+        kubeconfig: cli.kubeconfig.as_ref(),
+        contexts: &cli.context,
+        all: cli.all_contexts,
+    };
     match cli.command {
         // The config is read first: its problems need no cluster.
         Command::Watch(args) => {
             let set = informers::informer_set(&args.selection)?;
+            if contexts.many(&set) {
+                return clusters::watch(&contexts, set, args).await;
+            }
             watch::watch(&connect().await?, set, args).await
         }
         Command::Get(args) => {
             let set = informers::informer_set(&args.selection)?;
+            if contexts.many(&set) {
+                return clusters::get(&contexts, set, args).await;
+            }
             get::get(&connect().await?, set, args).await
         }
+        Command::Resources(_) if contexts.all || contexts.contexts.len() > 1 => Err(
+            Failure::usage("resources reads one cluster: name one --context"),
+        ),
         Command::Resources(args) => resources::resources(&connect().await?, args).await,
         // Valid files, checked against the cluster (`--cluster`).
         Command::Check(args) => {

@@ -201,7 +201,7 @@ pub enum Printable {
 
 impl Printable {
     /// The string at a JSON pointer, or `""`.
-    fn text(&self, pointer: &str) -> String {
+    pub fn text(&self, pointer: &str) -> String {
         let found = match self {
             Printable::Cached(o) => o.pointer(pointer).map(|v| v.to_value()),
             Printable::Json(v) => v.pointer(pointer).cloned(),

@@ -77,6 +77,7 @@ fn config(f: &Fixture) -> InformerSet {
         defaults: crate::support::options(),
         informers: Vec::new(),
         patterns: vec![spec],
+        clusters: Default::default(),
     }
 }
 

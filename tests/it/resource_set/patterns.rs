@@ -72,6 +72,7 @@ async fn a_pattern_over_two_groups_follows_crds_created_moved_and_deleted() {
         defaults: crate::support::options(),
         informers: Vec::new(),
         patterns: Vec::new(),
+        clusters: Default::default(),
     };
     let mut spec = PatternSpec::new(
         "example",

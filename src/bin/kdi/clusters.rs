@@ -1,0 +1,414 @@
+//! `watch` and `get` over several clusters (`--context` repeated,
+//! `--all-contexts`, or a config file's `clusters:` section): one cluster
+//! set, the cluster a field of every JSON line and a column of tables.
+//!
+//! A cluster that cannot be reached, refuses access or does not serve a
+//! resource is reported on stderr, one line per cluster and resource, and
+//! never holds up the others: `watch` goes on printing what the others
+//! send (and the late cluster's events once it answers); `get` prints what
+//! synced and exits with the not-synced code.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kube_client::config::Kubeconfig;
+use kube_dynamic_informer::cluster_set::{
+    ClusterEvent, ClusterSet, ClusterSyncReport, ResourceState, clusters_from_all_contexts,
+    clusters_from_contexts,
+};
+use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::informer::Event;
+use serde_json::{Value, json};
+
+use crate::exit::{Failure, describe};
+use crate::get::GetArgs;
+use crate::output::{Format, Printable, Redaction, event_line, print_table, say, written};
+use crate::watch::WatchArgs;
+
+/// Which clusters the command line names.
+pub struct Contexts<'a> {
+    pub kubeconfig: Option<&'a PathBuf>,
+    pub contexts: &'a [String],
+    pub all: bool,
+}
+
+impl Contexts<'_> {
+    /// Whether the command runs over a cluster set rather than one cluster.
+    pub fn many(&self, set: &InformerSet) -> bool {
+        self.all || self.contexts.len() > 1 || !set.clusters.is_empty()
+    }
+}
+
+/// One informer of the set as kdi prints it.
+struct Declared {
+    indexes: Arc<Vec<(String, IndexFn)>>,
+    sensitive: bool,
+}
+
+/// The cluster set of `set` over the clusters the command line and the
+/// file's `clusters:` section name, not started.
+async fn build(
+    contexts: &Contexts<'_>,
+    set: &InformerSet,
+) -> Result<(ClusterSet, BTreeMap<String, Declared>), Failure> {
+    let clusters_set = set.cluster_set().map_err(Failure::usage)?;
+    let mut clusters = set.clusters.clusters().await.map_err(Failure::usage)?;
+    if contexts.all || !contexts.contexts.is_empty() {
+        let kubeconfig = match contexts.kubeconfig {
+            Some(path) => Kubeconfig::read_from(path).map_err(|e| {
+                Failure::usage(format!(
+                    "reading kubeconfig {}: {}",
+                    path.display(),
+                    describe(&e)
+                ))
+            })?,
+            None => Kubeconfig::read()
+                .map_err(|e| Failure::usage(format!("reading kubeconfig: {}", describe(&e))))?,
+        };
+        let named = if contexts.all {
+            clusters_from_all_contexts(&kubeconfig).await
+        } else {
+            clusters_from_contexts(&kubeconfig, contexts.contexts).await
+        };
+        clusters.extend(named.map_err(Failure::usage)?);
+    }
+    if clusters.is_empty() {
+        return Err(Failure::usage(
+            "no cluster named: the kubeconfig has no context",
+        ));
+    }
+    for (name, config) in clusters {
+        clusters_set
+            .add_cluster(name, config)
+            .map_err(Failure::usage)?;
+    }
+    let declared = set
+        .informers
+        .iter()
+        .map(|spec| {
+            let indexes = spec
+                .index_functions()
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            (
+                spec.name().to_string(),
+                Declared {
+                    indexes: Arc::new(indexes),
+                    sensitive: spec.options.sensitive,
+                },
+            )
+        })
+        .collect();
+    Ok((clusters_set, declared))
+}
+
+/// Says, one line per cluster and resource, what did not sync: as JSON
+/// lines when stderr is not a terminal.
+fn report(sync: &ClusterSyncReport) -> bool {
+    let json = !std::io::stderr().is_terminal();
+    for r in &sync.results {
+        let Err(e) = &r.result else { continue };
+        if json {
+            say(json!({
+                "cluster": &*r.cluster,
+                "informer": &*r.resource,
+                "synced": false,
+                "reason": e.reason(),
+                "message": e.to_string(),
+            }));
+        } else {
+            say(format!("kdi: {e}"));
+        }
+    }
+    sync.all_synced()
+}
+
+/// Says which clusters and resources are still not synced, and why.
+fn still_waiting(set: &ClusterSet) {
+    let json = !std::io::stderr().is_terminal();
+    for (cluster, resource, state) in set.status() {
+        let why = match state {
+            ResourceState::Informer(status) if status.is_synced() => continue,
+            ResourceState::Informer(status) => status.to_string(),
+            ResourceState::Unresolved { unreachable, error } => {
+                let error = error.unwrap_or_else(|| "no answer yet".into());
+                if unreachable {
+                    format!("unreachable: {error}")
+                } else {
+                    error
+                }
+            }
+            _ => continue,
+        };
+        if json {
+            say(json!({
+                "cluster": &*cluster,
+                "informer": &*resource,
+                "synced": false,
+                "waiting": why,
+            }));
+        } else {
+            say(format!(
+                "kdi: cluster {cluster}: {resource}: still waiting: {why}"
+            ));
+        }
+    }
+}
+
+fn redaction(
+    set: &ClusterSet,
+    cluster: &str,
+    name: &str,
+    sensitive: bool,
+    show: bool,
+) -> Redaction {
+    match set.informer(cluster, name) {
+        Some(gi) => Redaction::for_resource(gi.resource(), sensitive, show),
+        None if show => Redaction::None,
+        None => Redaction::AllButMetadata,
+    }
+}
+
+/// `{"cluster": ..., ...}`: the cluster as the first field of a JSON line.
+fn with_cluster(cluster: &str, line: &str) -> String {
+    let cluster = Value::String(cluster.to_string());
+    match line.strip_prefix('{') {
+        Some(rest) if rest.starts_with('}') => format!("{{\"cluster\":{cluster}}}"),
+        Some(rest) => format!("{{\"cluster\":{cluster},{rest}"),
+        None => line.to_string(),
+    }
+}
+
+/// `kdi watch` over a cluster set.
+pub async fn watch(
+    contexts: &Contexts<'_>,
+    set: InformerSet,
+    args: WatchArgs,
+) -> Result<(), Failure> {
+    if let Some(addr) = args.metrics_addr {
+        crate::metrics::serve(addr)?;
+    }
+    let (clusters, declared) = build(contexts, &set).await?;
+    let declared = Arc::new(declared);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    {
+        let set_for_handler = clusters.clone();
+        let (object, skip_initial, show) = (args.object, args.skip_initial, args.show_secrets);
+        let wanted = args.index_values.clone();
+        clusters.add_handler(move |e: ClusterEvent| {
+            if skip_initial
+                && matches!(
+                    e.event,
+                    Event::Add {
+                        in_initial_list: true,
+                        ..
+                    }
+                )
+            {
+                return;
+            }
+            let Some(d) = declared.get(&*e.resource) else {
+                return;
+            };
+            let gi = set_for_handler.informer(&e.cluster, &e.resource);
+            let resource = gi.map(|g| g.resource().to_string()).unwrap_or_default();
+            let redaction = redaction(&set_for_handler, &e.cluster, &e.resource, d.sensitive, show);
+            let indexes: Arc<Vec<(String, IndexFn)>> = Arc::new(
+                d.indexes
+                    .iter()
+                    .filter(|(n, _)| wanted.iter().any(|w| w == "all" || w == n))
+                    .cloned()
+                    .collect(),
+            );
+            let line = event_line(
+                &e.resource,
+                &resource,
+                &e.event,
+                object,
+                redaction,
+                &indexes,
+            );
+            let _ = tx.send(with_cluster(&e.cluster, &line));
+        });
+    }
+    clusters.start().map_err(Failure::cluster)?;
+    // Reported after `--timeout` while events already flow, then every
+    // `--progress-interval` for what still waits; late clusters join when
+    // they answer.
+    let reporting = {
+        let clusters = clusters.clone();
+        let timeout = args.selection.timeout;
+        let interval = args.selection.progress_interval;
+        tokio::spawn(async move {
+            if !timeout.is_zero() {
+                report(&clusters.wait_for_cache_sync(timeout).await);
+            }
+            loop {
+                tokio::time::sleep(interval).await;
+                still_waiting(&clusters);
+            }
+        })
+    };
+    let deadline = args
+        .duration
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
+    let expired = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => futures::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
+    let closed = crate::watch::stdout_closed();
+    tokio::pin!(closed);
+    let mut count = 0u64;
+    let stdout = std::io::stdout();
+    let result = loop {
+        let next = tokio::select! {
+            line = rx.recv() => line,
+            _ = &mut expired => break Ok(()),
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut closed => break Ok(()),
+        };
+        let Some(line) = next else { break Ok(()) };
+        let mut out = stdout.lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                break Ok(());
+            }
+            break Err(Failure::output(e));
+        }
+        count += 1;
+        if args.max_events.is_some_and(|m| count >= m) {
+            break Ok(());
+        }
+    };
+    reporting.abort();
+    clusters.shutdown().await;
+    result
+}
+
+/// `kdi get` over a cluster set.
+pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
+    let (clusters, declared) = build(contexts, &set).await?;
+    clusters.start().map_err(Failure::cluster)?;
+    let timeout = if args.selection.timeout.is_zero() {
+        std::time::Duration::MAX / 4
+    } else {
+        args.selection.timeout
+    };
+    let synced = report(&clusters.wait_for_cache_sync(timeout).await);
+    let mut rows: Vec<(String, Printable)> = Vec::new();
+    for (name, d) in declared.iter() {
+        let lister = clusters.lister(name);
+        for cluster in clusters.clusters() {
+            let Some(one) = lister.cluster(&cluster) else {
+                continue;
+            };
+            let found = match (&args.index, &args.by_labels) {
+                (Some(index), _) => {
+                    let (index, value) = index.split_once('=').ok_or_else(|| {
+                        Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
+                    })?;
+                    one.by_index_cached(index, value)
+                        .map_err(|e| Failure::usage(format!("{name}: {e}")))?
+                }
+                (None, Some(selector)) => one
+                    .list_cached(selector.as_str())
+                    .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
+                (None, None) => one.store().list_cached(),
+            };
+            let redaction = redaction(&clusters, &cluster, name, d.sensitive, args.show_secrets);
+            rows.extend(
+                found
+                    .into_iter()
+                    .map(|o| (cluster.to_string(), redaction.printable(o))),
+            );
+        }
+    }
+    rows.sort_by_cached_key(|(c, o)| (c.clone(), o.sort_key()));
+    let result = written(print(&mut std::io::stdout().lock(), &rows, args.output));
+    clusters.shutdown().await;
+    result?;
+    if synced {
+        Ok(())
+    } else {
+        Err(Failure::not_synced("some caches did not sync; see above"))
+    }
+}
+
+/// Objects with their cluster: a column of tables, a prefix of names, a
+/// field next to the object in JSON and YAML.
+fn print(out: &mut dyn Write, rows: &[(String, Printable)], format: Format) -> std::io::Result<()> {
+    match format {
+        Format::Json | Format::Yaml => {
+            let items: Vec<Value> = rows
+                .iter()
+                .map(|(c, o)| json!({ "cluster": c, "object": o }))
+                .collect();
+            if matches!(format, Format::Json) {
+                serde_json::to_writer_pretty(&mut *out, &items)?;
+                writeln!(out)?;
+            } else {
+                let text = serde_saphyr::to_string(&items).map_err(std::io::Error::other)?;
+                out.write_all(text.as_bytes())?;
+            }
+        }
+        Format::Name => {
+            for (c, o) in rows {
+                let (ns, name) = o.sort_key();
+                if ns.is_empty() {
+                    writeln!(out, "{c}/{name}")?;
+                } else {
+                    writeln!(out, "{c}/{ns}/{name}")?;
+                }
+            }
+        }
+        Format::Table => {
+            let table: Vec<[String; 6]> = rows
+                .iter()
+                .map(|(c, o)| {
+                    [
+                        c.clone(),
+                        o.text("/metadata/namespace"),
+                        o.text("/metadata/name"),
+                        o.text("/kind"),
+                        o.text("/metadata/resourceVersion"),
+                        o.text("/metadata/creationTimestamp"),
+                    ]
+                })
+                .collect();
+            print_table(
+                out,
+                &[
+                    "CLUSTER",
+                    "NAMESPACE",
+                    "NAME",
+                    "KIND",
+                    "RESOURCEVERSION",
+                    "CREATED",
+                ],
+                &table,
+            )?;
+        }
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_cluster;
+
+    #[test]
+    fn the_cluster_leads_each_line() {
+        assert_eq!(
+            with_cluster("east", r#"{"type":"Add"}"#),
+            r#"{"cluster":"east","type":"Add"}"#
+        );
+        assert_eq!(with_cluster("a\"b", "{}"), r#"{"cluster":"a\"b"}"#);
+    }
+}
