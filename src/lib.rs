@@ -99,6 +99,7 @@ pub mod resource;
 pub(crate) mod resync;
 pub mod scope;
 pub mod selector;
+pub mod shard;
 pub mod status;
 pub mod store;
 pub mod transform;

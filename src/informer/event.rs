@@ -16,6 +16,10 @@ pub enum Event {
         /// True when the object was part of the cache's first list, or of the
         /// replay a late handler receives when it is added.
         in_initial_list: bool,
+        /// True when the object was there before and entered this
+        /// informer's shard: the shard's ranges changed (see
+        /// [`crate::shard`]), nothing happened to the object on the server.
+        entered_shard: bool,
     },
     /// An object changed, or a resync re-delivered it.
     Update {
@@ -36,6 +40,10 @@ pub enum Event {
         /// it), so `object` may be stale — client-go's
         /// `DeletedFinalStateUnknown`.
         final_state_unknown: bool,
+        /// True when the object left this informer's shard (its ranges
+        /// changed, see [`crate::shard`]): it was not deleted on the server,
+        /// another shard holds it now.
+        left_shard: bool,
     },
 }
 

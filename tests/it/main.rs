@@ -15,4 +15,5 @@ mod lister;
 mod measure;
 mod projection;
 mod reliability;
+mod shard;
 mod testenv;
