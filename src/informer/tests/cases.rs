@@ -106,6 +106,7 @@ impl ListWatch for FakeServer {
                 resource_version: rv,
                 continue_token: None,
                 skipped: Vec::new(),
+                shard_info: None,
             })
         }
         .boxed()
@@ -156,6 +157,7 @@ fn describe(e: &Event) -> String {
         Event::Add {
             object,
             in_initial_list,
+            ..
         } => {
             format!(
                 "add {}{}",
@@ -177,6 +179,7 @@ fn describe(e: &Event) -> String {
         Event::Delete {
             object,
             final_state_unknown,
+            ..
         } => format!(
             "delete {}{}",
             name(object),
