@@ -395,6 +395,10 @@ impl Reflector {
             if cancel.is_cancelled() {
                 break;
             }
+            if self.ranges_differ() {
+                // A watch cannot change its selector: list the new ranges.
+                progress.resume_rv = None;
+            }
             let rv = match progress.resume_rv.clone() {
                 Some(rv) => rv,
                 None => {
@@ -484,10 +488,27 @@ impl Reflector {
             retry_in: delay,
             synced_before: progress.listed,
         });
+        // A change of shard ranges ends the wait: the new ranges may need
+        // no request at all (none held), or other requests.
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
+            () = self.ranges_changed() => true,
         }
+    }
+
+    /// Whether a sharded informer's ranges differ from those of its last
+    /// list.
+    fn ranges_differ(&self) -> bool {
+        let Some(source) = &self.shard else {
+            return false;
+        };
+        let now = source
+            .ranges
+            .borrow()
+            .clone()
+            .map(|r| ShardSelector::new(source.key, r));
+        now.is_some() && now != self.active_shard
     }
 
     /// For a sharded informer, before a list: waits for the ranges (a shard

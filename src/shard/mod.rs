@@ -36,11 +36,9 @@ use std::str::FromStr;
 use kube_core::DynamicObject;
 use serde::{Deserialize, Serialize};
 
-pub use group::ShardGroup;
-#[cfg(any())]
 pub use group::{
-    MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
-    ShardGroupError, rbac_role,
+    MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
+    ShardGroupError, rbac_role, rendezvous,
 };
 
 /// The exclusive upper end of the hash space, 2^64.

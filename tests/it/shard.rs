@@ -38,11 +38,11 @@ fn gated_plane() -> Option<&'static controlplane::Ready> {
         .map(|(ready, _)| ready)
 }
 
-/// An admin client of the server with the gate on (`gate`) or off; `None`
-/// (the test skips) when no gated server can be started here.
-async fn admin(gate: bool) -> Option<Client> {
+/// An admin client configuration of the server with the gate on (`gate`)
+/// or off; `None` (the test skips) when no gated server can be started here.
+async fn admin_config(gate: bool) -> Option<kube_client::Config> {
     if !gate {
-        return Some(support::admin().await);
+        return Some(support::config(support::User::Admin).await);
     }
     let ready = tokio::task::spawn_blocking(|| gated_plane().cloned())
         .await
@@ -51,12 +51,18 @@ async fn admin(gate: bool) -> Option<Client> {
         eprintln!("skipped: starts a local testenv with the ShardedListAndWatch gate on");
         return None;
     };
-    let client =
-        Client::try_from(support::config_from_file(ready.kubeconfig("admin")).await).unwrap();
+    Some(support::config_from_file(ready.kubeconfig("admin")).await)
+}
+
+/// An admin client of the server with the gate on (`gate`) or off, checked
+/// to be so; `None` as for [`admin_config`].
+async fn admin(gate: bool) -> Option<Client> {
+    let client = Client::try_from(admin_config(gate).await?).unwrap();
     assert_eq!(
         support::feature_enabled(&client, "ShardedListAndWatch").await,
-        Some(true),
-        "the server reports ShardedListAndWatch on"
+        Some(gate),
+        "the server reports ShardedListAndWatch {}",
+        if gate { "on" } else { "off" }
     );
     Some(client)
 }
