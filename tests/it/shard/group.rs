@@ -249,7 +249,10 @@ async fn group_scenario(gate: bool) {
         .filter(|n| n.starts_with("seed"))
         .cloned()
         .collect();
-    assert!(!entered_d.is_empty(), "objects entered the fourth member's shard");
+    assert!(
+        !entered_d.is_empty(),
+        "objects entered the fourth member's shard"
+    );
     let left_others: BTreeSet<String> = [&a, &b, &c]
         .iter()
         .flat_map(|m| m.told.lock().unwrap().left.clone())
