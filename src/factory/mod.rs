@@ -297,6 +297,12 @@ impl InformerFactory {
         }
     }
 
+    /// The client the factory's informers use.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
     /// The factory's discovery cache.
     #[must_use]
     pub fn discovery(&self) -> &DiscoveryCache {

@@ -26,9 +26,9 @@
 //! - **Dynamic**: a [`ShardGroup`] — members coordinate through
 //!   `coordination.k8s.io/v1` Leases and share a fixed number of slots; an
 //!   informer of a member keeps the slots its member holds, and follows them
-//!   as members join and leave. See [`group`](ShardGroup) for the guarantees.
+//!   as members join and leave. See [`group`] for the guarantees.
 
-mod group;
+pub mod group;
 
 use std::fmt;
 use std::str::FromStr;

@@ -85,6 +85,16 @@ enum Command {
     Resources(ResourcesArgs),
     /// Validate config files without a cluster; lists every problem.
     Check(CheckArgs),
+    /// Print the Role a member of a shard group needs in the namespace of
+    /// the group's Leases (`kubectl apply -f -` it, and bind it).
+    ShardRole(ShardRoleArgs),
+}
+
+#[derive(Args, Debug)]
+struct ShardRoleArgs {
+    /// The namespace of the shard group's Leases.
+    #[arg(long = "shard-group-namespace", short = 'n', value_name = "NS")]
+    namespace: String,
 }
 
 #[derive(Args, Debug)]
@@ -112,6 +122,15 @@ fn main() -> ExitCode {
     }
     if let Command::Check(args) = &cli.command {
         return check(args);
+    }
+    if let Command::ShardRole(args) = &cli.command {
+        return match output::print_line(kube_dynamic_informer::shard::rbac_role(&args.namespace)) {
+            Ok(()) => ExitCode::from(exit::code::SUCCESS),
+            Err(f) => {
+                output::say(format!("kdi: {}", f.message));
+                ExitCode::from(f.code)
+            }
+        };
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -176,6 +195,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             get::get(&connect().await?, set, args).await
         }
         Command::Resources(args) => resources::resources(&connect().await?, args).await,
-        Command::Check(_) => unreachable!("handled before the runtime starts"),
+        Command::Check(_) | Command::ShardRole(_) => {
+            unreachable!("handled before the runtime starts")
+        }
     }
 }

@@ -148,6 +148,28 @@ impl Tracked {
 /// The resource of an informer as printed: `widgets.v1.example.com`; one
 /// asked for by plural and group that is not served yet is
 /// `widgets.example.com`.
+/// Which shard a sharded informer keeps and where it was filtered:
+/// `shard 1/4 by uid, filtered server-side`.
+fn shard_words(informer: &GenericInformer) -> Option<String> {
+    let options = informer.options();
+    let which = match (&options.shard_group, options.shard) {
+        (Some(group), _) => format!(
+            "the slots member {} of shard group {} holds ({})",
+            group.config().identity,
+            group.config().name,
+            group.status()
+        ),
+        (None, Some(shard)) => format!("shard {shard}"),
+        (None, None) => return None,
+    };
+    let filtering = informer
+        .informer()
+        .stats()
+        .shard_filtering()
+        .map_or_else(String::new, |f| format!(", filtered {f}"));
+    Some(format!("{which} by {}{filtering}", options.shard_key))
+}
+
 pub fn resource_label(informer: &GenericInformer) -> String {
     let key = informer.resource();
     if !key.version.is_empty() {
@@ -365,7 +387,12 @@ impl Progress {
                         line["listed"] = json!(listed);
                     }
                 }
-                State::Synced => line["objects"] = json!(store.len()),
+                State::Synced => {
+                    line["objects"] = json!(store.len());
+                    if let Some(shard) = shard_words(&t.informer) {
+                        line["shard"] = json!(shard);
+                    }
+                }
                 _ => {}
             }
             if !reason.is_empty() {
@@ -383,7 +410,12 @@ impl Progress {
                         words.push_str(&format!(", {listed} objects listed"));
                     }
                 }
-                State::Synced => words.push_str(&format!(", {} objects", store.len())),
+                State::Synced => {
+                    words.push_str(&format!(", {} objects", store.len()));
+                    if let Some(shard) = shard_words(&t.informer) {
+                        words.push_str(&format!(" of {shard}"));
+                    }
+                }
                 _ => {}
             }
             if again {
