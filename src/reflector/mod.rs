@@ -687,18 +687,26 @@ impl Reflector {
             for skipped in &page.skipped {
                 self.note_skipped(skipped);
             }
-            if self.active_shard.is_some() {
-                self.stats.record_filtering(if page.shard_info.is_some() {
-                    ShardFiltering::Server
-                } else {
-                    ShardFiltering::Client
-                });
-            }
+            let dropped_before = self.stats.shard_objects_dropped.load(Ordering::Relaxed);
+            let received = page.objects.len();
             let objects: Vec<DynamicObject> = page
                 .objects
                 .into_iter()
                 .filter_map(|o| self.admit(o))
                 .collect();
+            if self.active_shard.is_some() {
+                // The server says so with shardInfo, on built-in resources;
+                // v1.37 filters custom resources without saying so. A page
+                // with objects of other shards was not filtered; an empty one
+                // tells nothing.
+                let dropped =
+                    self.stats.shard_objects_dropped.load(Ordering::Relaxed) != dropped_before;
+                if page.shard_info.is_some() || (received > 0 && !dropped) {
+                    self.stats.record_filtering(ShardFiltering::Server);
+                } else if dropped {
+                    self.stats.record_filtering(ShardFiltering::Client);
+                }
+            }
             listed += objects.len();
             sink(Delta::ListPage(objects));
             self.listing(listed, listed_before);

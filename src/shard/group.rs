@@ -445,6 +445,9 @@ struct Member {
     seen: HashMap<String, Seen>,
     /// When the member Lease was last renewed.
     member_renewed: Option<Instant>,
+    /// A pass after the first has read the group and claimed slots: the
+    /// informers may list what it holds.
+    claimed: bool,
     last_error: Option<String>,
 }
 
@@ -465,6 +468,7 @@ impl Member {
             held: BTreeMap::new(),
             seen: HashMap::new(),
             member_renewed: None,
+            claimed: false,
             last_error: None,
         }
     }
@@ -547,6 +551,7 @@ impl Member {
                 }
             }
         }
+        self.claimed = true;
         let members = reading.members.len();
         if let Some(e) = errors.into_iter().next() {
             return Err(e);
@@ -783,7 +788,7 @@ impl Member {
     /// Hands the held slots' ranges to the informers (a no-op when they
     /// did not change).
     fn publish(&self) {
-        if self.member_renewed.is_none() {
+        if !self.claimed {
             return;
         }
         let ranges: Vec<ShardRange> = self

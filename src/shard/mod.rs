@@ -534,14 +534,21 @@ impl schemars::JsonSchema for StaticShard {
     }
 }
 
-/// Where a sharded informer's objects were filtered on its last list.
+/// Where a sharded informer's objects were filtered on its last list page
+/// that told.
+///
+/// A server that applies the selector says so in the list's `shardInfo` —
+/// for built-in resources: Kubernetes v1.37 filters custom resources as
+/// well but does not echo the selector on their lists. A page without
+/// `shardInfo` whose objects all belong to the shard counts as filtered by
+/// the server; a page with objects of other shards, as filtered here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShardFiltering {
-    /// The server applied the selector (its list carried `shardInfo`): only
-    /// this shard's objects crossed the network.
+    /// The server applied the selector: only this shard's objects crossed
+    /// the network.
     Server,
-    /// The server sent everything (no `shardInfo`); the informer dropped
-    /// the other shards' objects itself.
+    /// The server sent everything; the informer dropped the other shards'
+    /// objects itself.
     Client,
 }
 
