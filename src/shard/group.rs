@@ -27,14 +27,43 @@
 //!   renewal of it is two thirds of a lease duration old; another member
 //!   takes it only after seeing the Lease unchanged for a whole lease
 //!   duration. Clocks need not agree, only run at about the same rate.
-//! - **No slot is unheld for longer than the lease duration plus one renew
-//!   interval** (a third of it) after its holder stops renewing, and only
-//!   one renew interval after a holder releases it; the new holder's
-//!   informers then list the slot (one sync).
+//! - **No slot stays unheld for longer than a lease duration**, plus the
+//!   request times: a holder that stops renewing (it crashed, or is cut off)
+//!   gives its slots up two thirds of a lease duration after its last
+//!   renewal, and the others take them after seeing its Leases unchanged
+//!   for a lease duration, at their next pass — within a lease duration and
+//!   two renew intervals of that last renewal (5 s of a 3 s lease in the
+//!   tests). A released slot (a member leaving, or no longer the slot's
+//!   owner) is taken at its new owner's next pass, within a renew interval.
+//!   The new holder's informers then list the slot: one sync more.
 //! - A member that cannot renew its Leases (the API server unreachable, its
 //!   permissions revoked) gives up every slot by the deadline above and
 //!   reports [`MemberStatus::LostLease`]; it takes slots again once it can
 //!   renew.
+//!
+//! A member that joins a running group starts with the slots no one holds:
+//! its informers sync with those (often none), and receive the others'
+//! objects as adds (`entered_shard`) once their holders release them, one
+//! pass later.
+//!
+//! # Permissions
+//!
+//! A member needs, in the group's namespace, the Role [`rbac_role`] prints
+//! (`kdi shard-role -n NAMESPACE`), bound to its service account:
+//!
+//! ```yaml
+//! apiVersion: rbac.authorization.k8s.io/v1
+//! kind: Role
+//! metadata:
+//!   name: kube-dynamic-informer-shard-group
+//!   namespace: NAMESPACE
+//! rules:
+//!   - apiGroups: [coordination.k8s.io]
+//!     resources: [leases]
+//!     verbs: [get, list, create, update, delete]
+//! ```
+//!
+//! and, as any informer, `list` and `watch` on the resources it caches.
 //!
 //! A member's informers follow its slots: objects of a slot it gives up
 //! reach handlers as deletes with `left_shard = true` (nothing was deleted
