@@ -814,12 +814,20 @@ impl Member {
         }
     }
 
-    /// Hands the held slots' ranges to the informers (a no-op when they
-    /// did not change).
+    /// Hands the held slots' ranges to the informers, and says which they
+    /// are in the status (a no-op when they did not change).
     fn publish(&self) {
         if !self.claimed {
             return;
         }
+        let held: Vec<u32> = self.held.keys().copied().collect();
+        self.status.send_if_modified(|status| match status {
+            MemberStatus::Active { slots, .. } if *slots != held => {
+                slots.clone_from(&held);
+                true
+            }
+            _ => false,
+        });
         let ranges: Vec<ShardRange> = self
             .held
             .keys()

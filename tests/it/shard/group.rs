@@ -30,6 +30,8 @@ struct Told {
     /// Objects that left the shard, and entered it after the first list.
     left: Vec<String>,
     entered: Vec<String>,
+    /// Objects of the first list.
+    initial: Vec<String>,
     /// Deletes not marked as leaving the shard.
     deleted: Vec<String>,
 }
@@ -74,8 +76,8 @@ impl Member {
                     }
                     if entered_shard {
                         t.entered.push(name);
-                    } else if !in_initial_list {
-                        // A new object (or one the watch missed).
+                    } else if in_initial_list {
+                        t.initial.push(name);
                     }
                 }
                 Event::Update { .. } => {}
@@ -205,6 +207,31 @@ fn churn(api: Api<DynamicObject>, stop: CancellationToken) -> tokio::task::JoinH
     })
 }
 
+/// Samples the slots every member says it holds until `stop`, and returns
+/// each moment two of them held the same slot.
+fn overlap_watch(
+    groups: Arc<Mutex<Vec<(String, ShardGroup)>>>,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<Vec<String>> {
+    tokio::spawn(async move {
+        let mut overlaps = Vec::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        while !stop.is_cancelled() {
+            tick.tick().await;
+            let groups = groups.lock().unwrap().clone();
+            let mut holder: BTreeMap<u32, &str> = BTreeMap::new();
+            for (name, group) in &groups {
+                for slot in group.slots() {
+                    if let Some(other) = holder.insert(slot, name) {
+                        overlaps.push(format!("slot {slot} held by {other} and {name}"));
+                    }
+                }
+            }
+        }
+        overlaps
+    })
+}
+
 async fn group_scenario(gate: bool) {
     let Some(config) = admin_config(gate).await else {
         return;
@@ -226,6 +253,14 @@ async fn group_scenario(gate: bool) {
     let b = Member::join(Client::try_from(config.clone()).unwrap(), &ns, "member-b");
     let c = Member::join(Client::try_from(config.clone()).unwrap(), &ns, "member-c");
     settle("three members to share the slots", &[&a, &b, &c], &api).await;
+    let groups = Arc::new(Mutex::new(
+        [&a, &b, &c]
+            .iter()
+            .map(|m| (m.name.clone(), m.group.clone()))
+            .collect::<Vec<_>>(),
+    ));
+    let stop_watching = CancellationToken::new();
+    let overlaps = overlap_watch(groups.clone(), stop_watching.clone());
 
     let stop = CancellationToken::new();
     let churning = churn(api.clone(), stop.clone());
@@ -235,20 +270,26 @@ async fn group_scenario(gate: bool) {
     let mut via_proxy = config.clone();
     via_proxy.cluster_url = proxy.url().parse().unwrap();
     let d = Member::join(Client::try_from(via_proxy).unwrap(), &ns, "member-d");
+    groups
+        .lock()
+        .unwrap()
+        .push((d.name.clone(), d.group.clone()));
     settle("a fourth member to take its share", &[&a, &b, &c, &d], &api).await;
     let d_slots = d.group.slots();
     assert!(!d_slots.is_empty(), "the fourth member holds slots");
     // The seed objects the fourth member took came from the others' shards
-    // (objects created meanwhile may enter its shard straight away).
-    let entered_d: BTreeSet<String> = d
-        .told
-        .lock()
-        .unwrap()
-        .entered
-        .iter()
-        .filter(|n| n.starts_with("seed"))
-        .cloned()
-        .collect();
+    // (objects created meanwhile may enter its shard straight away). It
+    // gets them in its first list when its first claim finds their slots
+    // released already, and as entered adds after that.
+    let entered_d: BTreeSet<String> = {
+        let t = d.told.lock().unwrap();
+        t.entered
+            .iter()
+            .chain(&t.initial)
+            .filter(|n| n.starts_with("seed"))
+            .cloned()
+            .collect()
+    };
     assert!(
         !entered_d.is_empty(),
         "objects entered the fourth member's shard"
@@ -327,6 +368,12 @@ async fn group_scenario(gate: bool) {
         &api,
     )
     .await;
+    stop_watching.cancel();
+    let overlaps = overlaps.await.unwrap();
+    assert!(
+        overlaps.is_empty(),
+        "two members held a slot at once: {overlaps:?}"
+    );
 
     // Handlers: never an add of a held object or a delete of an unheld one
     // (so every object that stayed was seen once); objects that were never
