@@ -44,6 +44,9 @@ async fn admin_config(gate: bool) -> Option<kube_client::Config> {
     if !gate {
         return Some(support::config(support::User::Admin).await);
     }
+    if !support::server_at_least(36, "the ShardedListAndWatch gate").await {
+        return None;
+    }
     let ready = tokio::task::spawn_blocking(|| gated_plane().cloned())
         .await
         .unwrap();
