@@ -258,3 +258,44 @@ fn group_configs_are_checked() {
     assert_eq!(ok.slot_lease_name(7), "inventory-slot-7");
     assert!(ok.member_lease_name().starts_with("inventory-member-"));
 }
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::super::*;
+
+    proptest! {
+        /// Text from outside (config files, the command line, a server's
+        /// shardInfo) never panics a parser.
+        #[test]
+        fn parsers_never_panic(text in ".{0,200}") {
+            let _ = text.parse::<ShardSelector>();
+            let _ = text.parse::<StaticShard>();
+            let _ = text.parse::<ShardKey>();
+        }
+
+        /// Near-misses of the grammar either parse to what they say or are
+        /// refused.
+        #[test]
+        fn selectors_round_trip(
+            bounds in proptest::collection::vec((any::<u64>(), any::<u64>()), 1..5),
+            namespace in any::<bool>(),
+        ) {
+            let key = if namespace { ShardKey::Namespace } else { ShardKey::Uid };
+            let ranges: Vec<ShardRange> = bounds
+                .iter()
+                .filter_map(|(a, b)| {
+                    let (lo, hi) = if a < b { (*a, *b) } else { (*b, *a) };
+                    ShardRange::new(lo, u128::from(hi) + 1).ok()
+                })
+                .collect();
+            let selector = ShardSelector::new(key, ranges);
+            let text = selector.to_string();
+            if selector.is_empty() {
+                prop_assert!(text.parse::<ShardSelector>().is_err());
+            } else {
+                prop_assert_eq!(text.parse::<ShardSelector>().unwrap(), selector);
+            }
+        }
+    }
+}
