@@ -98,7 +98,8 @@ pub struct InformerSet {
     #[schemars(length(min = 1))]
     pub informers: Vec<InformerSpec>,
     /// Join this shard group: every informer without a static `shard`
-    /// keeps only the slots this member holds (see [`crate::shard`]).
+    /// keeps only the slots this member holds (see [`crate::shard`]); one
+    /// with `shard: 0/1` keeps everything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_group: Option<ShardGroupSpec>,
 }

@@ -71,7 +71,10 @@ pub enum ShardKey {
     Uid,
     /// `metadata.namespace`: a namespace's objects stay together (a
     /// cluster-scoped object's namespace is empty, so all of them land in
-    /// one shard).
+    /// one shard). Shards are only as even as the namespaces: a few large
+    /// ones weigh on their shards, and FNV-1a spreads names that differ in
+    /// a last character or two (`team-1`, `team-2`) less evenly than it
+    /// spreads random UIDs.
     Namespace,
 }
 
