@@ -116,6 +116,8 @@ pub struct ReflectorStats {
     pub shard_objects_dropped: AtomicU64,
     /// The filtering of the last list page: 0 none yet, 1 server, 2 client.
     shard_last_filtering: std::sync::atomic::AtomicU8,
+    /// The selector of the current list and watch.
+    shard_selector: Mutex<Option<ShardSelector>>,
 }
 
 impl ReflectorStats {
@@ -128,6 +130,14 @@ impl ReflectorStats {
             2 => Some(ShardFiltering::Client),
             _ => None,
         }
+    }
+
+    /// The ranges a sharded informer keeps now (a shard group member's
+    /// change as it gains and gives up slots); `None` before its first
+    /// list, and for an informer that is not sharded.
+    #[must_use]
+    pub fn shard_selector(&self) -> Option<ShardSelector> {
+        self.shard_selector.lock().clone()
     }
 
     fn record_filtering(&self, filtering: ShardFiltering) {
@@ -546,6 +556,7 @@ impl Reflector {
         };
         let current = ShardSelector::new(key, ranges);
         if self.active_shard.as_ref() != Some(&current) {
+            *self.stats.shard_selector.lock() = Some(current.clone());
             tracing::info!(resource = %self.key, selector = %current, share = current.share(), "shard ranges set; listing them");
             sink(Delta::Reshard {
                 previous: self.active_shard.replace(current.clone()),

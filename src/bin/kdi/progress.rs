@@ -162,12 +162,17 @@ fn shard_words(informer: &GenericInformer) -> Option<String> {
         (None, Some(shard)) => format!("shard {shard}"),
         (None, None) => return None,
     };
-    let filtering = informer
-        .informer()
-        .stats()
+    let stats = informer.informer().stats();
+    let share = stats.shard_selector().map_or_else(String::new, |s| {
+        format!(", {:.1} % of the hash space", s.share() * 100.0)
+    });
+    let filtering = stats
         .shard_filtering()
         .map_or_else(String::new, |f| format!(", filtered {f}"));
-    Some(format!("{which} by {}{filtering}", options.shard_key))
+    Some(format!(
+        "{which} by {}{share}{filtering}",
+        options.shard_key
+    ))
 }
 
 pub fn resource_label(informer: &GenericInformer) -> String {

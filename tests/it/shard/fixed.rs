@@ -138,6 +138,15 @@ async fn four_shards(client: Client, gate: bool) {
     for (n, i) in informers.iter().enumerate() {
         let stats = i.stats();
         assert_eq!(stats.shard_filtering(), Some(want), "shard {n}");
+        assert_eq!(
+            stats.shard_selector(),
+            Some(
+                StaticShard::new(u32::try_from(n).unwrap(), SHARDS)
+                    .unwrap()
+                    .selector(ShardKey::Uid)
+            ),
+            "shard {n}"
+        );
         let other_pages = match other {
             ShardFiltering::Server => &stats.shard_pages_filtered_by_server,
             ShardFiltering::Client => &stats.shard_pages_filtered_by_client,
