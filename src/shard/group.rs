@@ -6,8 +6,9 @@
 //!
 //! - holds a **member Lease** `<group>-member-<hash of identity>`, labelled
 //!   with the group, renewed every third of the lease duration;
-//! - reads the group's Leases at each renewal and computes, from the live
-//!   members, which slots are its own: **rendezvous hashing** (each slot goes
+//! - reads the group's Leases at each renewal — and at once when its watch
+//!   of them shows another member joining or leaving, or a slot released —
+//!   and computes, from the live members, which slots are its own: **rendezvous hashing** (each slot goes
 //!   to the member with the highest hash of member and slot), so a member
 //!   joining or leaving moves about 1/N of the slots and nothing else;
 //! - takes a slot by writing its identity into the **slot Lease**
@@ -34,7 +35,8 @@
 //!   for a lease duration, at their next pass — within a lease duration and
 //!   two renew intervals of that last renewal (5 s of a 3 s lease in the
 //!   tests). A released slot (a member leaving, or no longer the slot's
-//!   owner) is taken at its new owner's next pass, within a renew interval.
+//!   owner) is taken as soon as its new owner's watch shows the release,
+//!   at the latest at its next pass.
 //!   The new holder's informers then list the slot: one sync more.
 //! - A member that cannot renew its Leases (the API server unreachable, its
 //!   permissions revoked) gives up every slot by the deadline above and
@@ -43,8 +45,7 @@
 //!
 //! A member that joins a running group starts with the slots no one holds:
 //! its informers sync with those (often none), and receive the others'
-//! objects as adds (`entered_shard`) once their holders release them, one
-//! pass later.
+//! objects as adds (`entered_shard`) once their holders release them.
 //!
 //! # Permissions
 //!
@@ -75,10 +76,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube_client::Client;
-use kube_client::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube_client::api::{
+    Api, DeleteParams, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams,
+};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -503,6 +507,12 @@ impl Member {
     }
 
     async fn run(mut self) {
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let watching = tokio::spawn(watch_group(
+            self.api.clone(),
+            self.config.clone(),
+            changed.clone(),
+        ));
         let mut passes = 0u64;
         loop {
             let started = Instant::now();
@@ -528,8 +538,12 @@ impl Member {
             tokio::select! {
                 _ = self.cancel.cancelled() => break,
                 _ = tokio::time::sleep_until(deadline) => {}
+                // Another member joined or left, or released a slot: act
+                // now rather than at the next renewal.
+                () = changed.notified() => {}
             }
         }
+        watching.abort();
         self.leave().await;
     }
 
@@ -859,6 +873,40 @@ impl Member {
             .delete(&self.config.member_lease_name(), &DeleteParams::default())
             .await;
         self.status.send_replace(MemberStatus::Left);
+    }
+}
+
+/// Watches the group's Leases and wakes the member when another member's
+/// Lease appears or goes, or a slot Lease is released — not on renewals,
+/// which the passes see anyway. Restarts after a failure, a renew interval
+/// later.
+async fn watch_group(api: Api<Lease>, config: ShardGroupConfig, changed: Arc<tokio::sync::Notify>) {
+    let label = format!("{SHARD_GROUP_LABEL}={}", config.name);
+    loop {
+        let list = api
+            .list(&ListParams::default().labels(&label).limit(1))
+            .await;
+        if let Ok(list) = list {
+            let rv = list.metadata.resource_version.unwrap_or_default();
+            let params = WatchParams::default().labels(&label);
+            if let Ok(stream) = api.watch(&params, &rv).await {
+                let mut stream = std::pin::pin!(stream);
+                while let Some(Ok(event)) = stream.next().await {
+                    let news = match &event {
+                        WatchEvent::Added(l) | WatchEvent::Deleted(l) => {
+                            role(l) == Some("member") && holder(l) != Some(config.identity.as_str())
+                        }
+                        WatchEvent::Modified(l) => role(l) == Some("slot") && holder(l).is_none(),
+                        WatchEvent::Bookmark(_) => false,
+                        WatchEvent::Error(_) => break,
+                    };
+                    if news {
+                        changed.notify_one();
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(config.renew_interval()).await;
     }
 }
 
