@@ -8,9 +8,10 @@
 //!   with the group, renewed every third of the lease duration;
 //! - reads the group's Leases at each renewal — and at once when its watch
 //!   of them shows another member joining or leaving, or a slot released —
-//!   and computes, from the live members, which slots are its own: **rendezvous hashing** (each slot goes
-//!   to the member with the highest hash of member and slot), so a member
-//!   joining or leaving moves about 1/N of the slots and nothing else;
+//!   and computes, from the live members, which slots are its own:
+//!   **rendezvous hashing** (each slot goes to the member with the highest
+//!   hash of member and slot), so a member joining or leaving moves about
+//!   1/N of the slots and nothing else;
 //! - takes a slot by writing its identity into the **slot Lease**
 //!   `<group>-slot-<n>` — only when that Lease is free (released, or never
 //!   created) or expired — and renews it while the slot stays its own; a slot
@@ -61,7 +62,7 @@
 //! rules:
 //!   - apiGroups: [coordination.k8s.io]
 //!     resources: [leases]
-//!     verbs: [get, list, create, update, delete]
+//!     verbs: [get, list, watch, create, update, delete]
 //! ```
 //!
 //! and, as any informer, `list` and `watch` on the resources it caches.
@@ -266,7 +267,11 @@ pub enum ShardGroupError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemberStatus {
     /// Writing its member Lease and reading the group's.
-    Joining,
+    Joining {
+        /// Why the last try failed (a 403 without the Role
+        /// [`rbac_role`] prints, say).
+        last_error: Option<String>,
+    },
     /// Renewing its Leases.
     Active {
         /// The slots it holds.
@@ -287,7 +292,10 @@ pub enum MemberStatus {
 impl fmt::Display for MemberStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MemberStatus::Joining => f.write_str("joining"),
+            MemberStatus::Joining { last_error: None } => f.write_str("joining"),
+            MemberStatus::Joining {
+                last_error: Some(e),
+            } => write!(f, "joining, failing: {e}"),
             MemberStatus::Active { slots, members } => {
                 write!(f, "active: {} slots, {members} members", slots.len())
             }
@@ -385,7 +393,7 @@ impl ShardGroup {
         let inner = Arc::new(Inner {
             config,
             ranges: watch::Sender::new(None),
-            status: watch::Sender::new(MemberStatus::Joining),
+            status: watch::Sender::new(MemberStatus::Joining { last_error: None }),
             cancel: CancellationToken::new(),
             task: Mutex::new(None),
         });
@@ -430,23 +438,12 @@ impl ShardGroup {
 
     /// Leaves the group: gives up every slot (the informers drop their
     /// objects), releases the slot Leases so that the other members take
-    /// them at their next renewal, and deletes the member Lease.
+    /// them at once, and deletes the member Lease.
     pub async fn leave(&self) {
         self.inner.cancel.cancel();
         let task = self.inner.task.lock().take();
         if let Some(task) = task {
             let _ = task.await;
-        }
-    }
-
-    /// Stops renewing at once and releases nothing, as a member whose
-    /// process died: the other members take its slots once its Leases
-    /// expire. Its informers keep their caches. Meant for tests of
-    /// fail-over.
-    pub fn halt(&self) {
-        let task = self.inner.task.lock().take();
-        if let Some(task) = task {
-            task.abort();
         }
     }
 }
@@ -520,6 +517,11 @@ impl Member {
                 Ok(()) => self.last_error = None,
                 Err(e) => {
                     tracing::warn!(group = %self.config.name, identity = %self.config.identity, error = %e, "shard group: renewal failed");
+                    if self.member_renewed.is_none() {
+                        self.status.send_replace(MemberStatus::Joining {
+                            last_error: Some(e.clone()),
+                        });
+                    }
                     self.last_error = Some(e);
                 }
             }
@@ -556,6 +558,8 @@ impl Member {
         // The first pass only announces this member: claiming before seeing
         // who else is starting would move slots twice.
         if pass == 0 {
+            self.status
+                .send_replace(MemberStatus::Joining { last_error: None });
             return Ok(());
         }
         let mut errors = Vec::new();
@@ -883,13 +887,19 @@ impl Member {
 async fn watch_group(api: Api<Lease>, config: ShardGroupConfig, changed: Arc<tokio::sync::Notify>) {
     let label = format!("{SHARD_GROUP_LABEL}={}", config.name);
     loop {
-        let list = api
-            .list(&ListParams::default().labels(&label).limit(1))
-            .await;
-        if let Ok(list) = list {
+        let started = async {
+            let list = api
+                .list(&ListParams::default().labels(&label).limit(1))
+                .await?;
             let rv = list.metadata.resource_version.unwrap_or_default();
-            let params = WatchParams::default().labels(&label);
-            if let Ok(stream) = api.watch(&params, &rv).await {
+            api.watch(&WatchParams::default().labels(&label), &rv).await
+        };
+        match started.await {
+            Err(e) => {
+                // The passes still read the group at each renewal.
+                tracing::debug!(group = %config.name, error = %e, "shard group: cannot watch Leases");
+            }
+            Ok(stream) => {
                 let mut stream = std::pin::pin!(stream);
                 while let Some(Ok(event)) = stream.next().await {
                     let news = match &event {
@@ -972,7 +982,7 @@ rules:
   # The group's member and slot Leases.
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list, create, update, delete]
+    verbs: [get, list, watch, create, update, delete]
 # Each sharded informer also needs list and watch on its resource, as an
 # unsharded one does.
 "

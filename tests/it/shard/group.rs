@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{admin, admin_config, configmaps};
 use crate::support::proxy::Proxy;
-use crate::support::{self};
+use crate::support::{self, User};
 
 const LEASE: Duration = Duration::from_secs(3);
 const SLOTS: u32 = 16;
@@ -414,4 +414,83 @@ async fn a_shard_group_shares_a_resource_as_members_join_and_fail() {
 #[tokio::test]
 async fn a_shard_group_shares_a_resource_filtered_on_the_client() {
     group_scenario(false).await;
+}
+
+/// A member that may not write Leases says why it cannot join; with the
+/// Role `rbac_role` prints (and list and watch on its resource) it joins
+/// and holds everything, alone.
+#[tokio::test]
+async fn a_member_needs_the_printed_role_and_says_so_without_it() {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    if !support::is_testenv() {
+        eprintln!("skipped: plays an ordinary user of testenv");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "group-rbac").await;
+    let cm = configmaps();
+    let api = Api::<DynamicObject>::namespaced_with(admin.clone(), &ns, &cm);
+    support::create_many(
+        &api,
+        (0..20)
+            .map(|i| DynamicObject::new(&format!("cm{i}"), &cm))
+            .collect(),
+        8,
+    )
+    .await;
+    support::grant_configmap_read(&admin, &ns, User::Alice).await;
+    let member = Member::join(support::client(User::Alice).await, &ns, "alice");
+    support::wait_for(
+        "the member to say it may not write its Lease",
+        Duration::from_secs(30),
+        || {
+            let status = member.group.status();
+            async move {
+                match &status {
+                    MemberStatus::Joining {
+                        last_error: Some(e),
+                    } if e.contains("forbidden") || e.contains("403") => Ok(()),
+                    other => Err(other.to_string()),
+                }
+            }
+        },
+    )
+    .await;
+    assert!(!member.informer.has_synced(), "no ranges, no sync");
+
+    let role: Role = serde_saphyr::from_str(&kube_dynamic_informer::shard::rbac_role(&ns)).unwrap();
+    let name = role.metadata.name.clone().unwrap();
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": User::Alice.subject_name() }]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    support::wait_for(
+        "the lone member to hold every slot and object",
+        Duration::from_secs(60),
+        || async {
+            let held = member.group.slots().len();
+            let cached = member.cached().len();
+            if held == SLOTS as usize && cached == 20 && member.informer.has_synced() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{held} slots, {cached} objects, {}",
+                    member.group.status()
+                ))
+            }
+        },
+    )
+    .await;
+    member.cancel.cancel();
+    member.group.leave().await;
 }
