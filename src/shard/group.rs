@@ -264,6 +264,19 @@ pub enum ShardGroupError {
 }
 
 /// Where a member of a shard group stands.
+///
+/// ```no_run
+/// # async fn demo(group: kube_dynamic_informer::shard::ShardGroup) {
+/// use kube_dynamic_informer::shard::MemberStatus;
+///
+/// let mut status = group.watch_status();
+/// while status.changed().await.is_ok() {
+///     if let MemberStatus::LostLease { reason } = &*status.borrow() {
+///         eprintln!("holding no slot: {reason}");
+///     }
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemberStatus {
     /// Writing its member Lease and reading the group's.
@@ -951,6 +964,17 @@ fn mix(mut h: u64) -> u64 {
 /// The member that owns `slot` by rendezvous hashing: the one with the
 /// highest score for it (ties to the greater identity). `None` without
 /// members.
+///
+/// ```
+/// use kube_dynamic_informer::shard::rendezvous;
+/// let members = ["pod-a", "pod-b", "pod-c"];
+/// let owner = rendezvous(&members, 7).unwrap();
+/// // Another member leaving moves only its own slots.
+/// let others: Vec<&str> = members.iter().copied().filter(|m| *m != "pod-b").collect();
+/// if owner != "pod-b" {
+///     assert_eq!(rendezvous(&others, 7), Some(owner));
+/// }
+/// ```
 #[must_use]
 pub fn rendezvous<S: AsRef<str>>(members: &[S], slot: u32) -> Option<&str> {
     members.iter().map(AsRef::as_ref).max_by_key(|m| {

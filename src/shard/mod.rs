@@ -62,6 +62,19 @@ pub fn fnv1a_64(bytes: &[u8]) -> u64 {
 }
 
 /// Which field of an object decides its shard.
+///
+/// ```
+/// use kube_dynamic_informer::shard::{ShardKey, fnv1a_64};
+///
+/// let mut pod = kube_core::DynamicObject::new("web-0", &kube_core::ApiResource::erase::<
+///     k8s_openapi::api::core::v1::Pod,
+/// >(&()));
+/// pod.metadata.namespace = Some("shop".into());
+/// assert_eq!(ShardKey::Namespace.hash(&pod), fnv1a_64(b"shop"));
+/// assert_eq!(ShardKey::Namespace.field_path(), "object.metadata.namespace");
+/// assert_eq!("uid".parse::<ShardKey>()?, ShardKey::Uid);
+/// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
@@ -122,6 +135,11 @@ impl FromStr for ShardKey {
 }
 
 /// Why a shard, a range or a selector was refused.
+///
+/// ```
+/// use kube_dynamic_informer::shard::{ShardError, StaticShard};
+/// assert_eq!(StaticShard::new(2, 0), Err(ShardError::ZeroCount));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShardError {
@@ -545,6 +563,16 @@ impl schemars::JsonSchema for StaticShard {
 /// well but does not echo the selector on their lists. A page without
 /// `shardInfo` whose objects all belong to the shard counts as filtered by
 /// the server; a page with objects of other shards, as filtered here.
+///
+/// ```no_run
+/// # fn demo(informer: kube_dynamic_informer::informer::SharedInformer) {
+/// use kube_dynamic_informer::shard::ShardFiltering;
+///
+/// if informer.stats().shard_filtering() == Some(ShardFiltering::Client) {
+///     eprintln!("the server sends every object; this replica drops most of them");
+/// }
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShardFiltering {
     /// The server applied the selector: only this shard's objects crossed
