@@ -518,11 +518,12 @@ impl Member {
 
     async fn run(mut self) {
         let changed = Arc::new(tokio::sync::Notify::new());
-        let watching = tokio::spawn(watch_group(
+        // Ends with this task, also when it is aborted.
+        let _watching = AbortOnDrop(tokio::spawn(watch_group(
             self.api.clone(),
             self.config.clone(),
             changed.clone(),
-        ));
+        )));
         let mut passes = 0u64;
         loop {
             let started = Instant::now();
@@ -558,7 +559,6 @@ impl Member {
                 () = changed.notified() => {}
             }
         }
-        watching.abort();
         self.leave().await;
     }
 
@@ -890,6 +890,15 @@ impl Member {
             .delete(&self.config.member_lease_name(), &DeleteParams::default())
             .await;
         self.status.send_replace(MemberStatus::Left);
+    }
+}
+
+/// A task that ends when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
