@@ -40,6 +40,8 @@ enum State {
     Unauthorized,
     Retrying,
     Pending,
+    /// A shard group member's informer before its member holds slots.
+    ShardGroup,
     Gone,
     Stopped,
 }
@@ -75,6 +77,7 @@ impl State {
             State::Unauthorized => "unauthorized",
             State::Retrying => "retrying",
             State::Pending => "notServed",
+            State::ShardGroup => "waitingForShardGroup",
             State::Gone => "gone",
             State::Stopped => "stopped",
         }
@@ -90,6 +93,7 @@ impl State {
             State::Unauthorized => "credentials refused",
             State::Retrying => "retrying after an error",
             State::Pending => "not served",
+            State::ShardGroup => "waiting for its shard group's slots",
             State::Gone => "no longer served",
             State::Stopped => "stopped",
         }
@@ -128,6 +132,24 @@ struct Tracked {
 }
 
 impl Tracked {
+    /// Its state and reason; an informer waiting for its shard group's
+    /// first slots says what the group member is doing.
+    fn state(&self) -> (State, String) {
+        let (state, reason) = State::of(&self.status.borrow());
+        match (state, &self.informer.options().shard_group) {
+            (State::Pending, Some(group)) => (
+                State::ShardGroup,
+                format!(
+                    "member {} of {}: {}",
+                    group.config().identity,
+                    group.config().name,
+                    group.status()
+                ),
+            ),
+            _ => (state, reason),
+        }
+    }
+
     /// The resource it lists: for one asked for without a version, the
     /// version discovery designates once served.
     fn resource(&self) -> String {
@@ -261,7 +283,7 @@ impl Progress {
                 && let Some(i) = self
                     .tracked
                     .iter()
-                    .position(|t| State::of(&t.status.borrow()).0.final_for_one_shot())
+                    .position(|t| t.state().0.final_for_one_shot())
             {
                 return Err(self.refused(i));
             }
@@ -339,7 +361,7 @@ impl Progress {
     /// Says each state that changed since last said.
     fn say_changes(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            let (state, reason) = self.tracked[i].state();
             let t = &mut self.tracked[i];
             if t.said.as_ref() == Some(&(state, reason.clone())) {
                 continue;
@@ -371,7 +393,7 @@ impl Progress {
     /// index failures.
     fn remind(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            let (state, reason) = self.tracked[i].state();
             if matches!(state, State::Synced | State::NotStarted | State::Stopped) {
                 continue;
             }
@@ -448,7 +470,7 @@ impl Progress {
     /// for programs, in its JSON line).
     fn refused(&self, i: usize) -> Failure {
         let t = &self.tracked[i];
-        let (state, reason) = State::of(&t.status.borrow());
+        let (state, reason) = t.state();
         let exit = if state == State::Unauthorized {
             code::CLUSTER
         } else {
@@ -488,7 +510,7 @@ impl Progress {
         );
         for &i in &late {
             let t = &self.tracked[i];
-            let (state, reason) = State::of(&t.status.borrow());
+            let (state, reason) = t.state();
             if self.json {
                 self.print_json(
                     i,

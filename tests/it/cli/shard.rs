@@ -177,3 +177,41 @@ async fn shard_role_prints_the_role_a_member_needs() {
     assert_eq!(role["metadata"]["namespace"], "monitoring");
     assert_eq!(role["rules"][0]["resources"][0], "leases");
 }
+
+/// A member that may not write its Lease does not sync, and kdi says why
+/// when it gives up.
+#[tokio::test]
+async fn a_member_without_the_role_says_why_it_does_not_sync() {
+    if !support::is_testenv() {
+        eprintln!("skipped: plays an ordinary user of testenv");
+        return;
+    }
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "cli-shard-rbac").await;
+    let out = kdi(
+        User::Alice,
+        &[
+            "get",
+            "-r",
+            "configmaps",
+            "-n",
+            &ns,
+            "--shard-group",
+            "cli",
+            "--shard-group-namespace",
+            &ns,
+            "--shard-identity",
+            "alice",
+            "--timeout",
+            "5s",
+        ],
+    )
+    .await;
+    assert_exit(&out, documented_exit("A cache did not sync"));
+    let text = stderr(&out);
+    assert!(
+        text.contains("waiting for its shard group's slots"),
+        "{text}"
+    );
+    assert!(text.contains("forbidden"), "the reason, 403: {text}");
+}
