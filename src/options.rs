@@ -183,8 +183,10 @@ pub struct InformerOptions {
     #[serde(skip_serializing_if = "is_default_key")]
     pub shard_key: ShardKey,
     /// Keep only the slots this member of a [`ShardGroup`] holds, and follow
-    /// them as members join and leave. Exclusive with `shard`. Not available
-    /// in config files, which name their group once (`shardGroup`).
+    /// them as members join and leave. A static `shard` wins over it (so
+    /// `shard: 0/1` keeps everything in an informer of a group). Not
+    /// available in config files, which name their group once
+    /// (`shardGroup`).
     #[serde(skip)]
     pub shard_group: Option<ShardGroup>,
 }
@@ -394,22 +396,20 @@ impl InformerOptions {
         self
     }
 
-    /// Where this informer's shard ranges come from, when it is sharded.
-    /// A shard group wins over a static shard (the factory and config files
-    /// refuse both at once).
+    /// Where this informer's shard ranges come from, when it is sharded: a
+    /// static shard, else a shard group.
     pub(crate) fn shard_ranges(&self) -> Option<ShardSource> {
-        if let Some(group) = &self.shard_group {
+        if let Some(shard) = self.shard {
+            let (tx, ranges) = watch::channel(Some(vec![shard.range()]));
+            drop(tx);
             return Some(ShardSource {
                 key: self.shard_key,
-                ranges: group.ranges(),
+                ranges,
             });
         }
-        let shard = self.shard?;
-        let (tx, ranges) = watch::channel(Some(vec![shard.range()]));
-        drop(tx);
-        Some(ShardSource {
+        self.shard_group.as_ref().map(|group| ShardSource {
             key: self.shard_key,
-            ranges,
+            ranges: group.ranges(),
         })
     }
 

@@ -255,9 +255,6 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             lease_duration: sel.lease_duration.clone(),
             slots: None,
         });
-        for i in &mut set.informers {
-            i.options.shard = None;
-        }
     }
     if let Some(group) = &set.shard_group {
         group

@@ -136,8 +136,9 @@ impl Tracked {
     /// first slots says what the group member is doing.
     fn state(&self) -> (State, String) {
         let (state, reason) = State::of(&self.status.borrow());
-        match (state, &self.informer.options().shard_group) {
-            (State::Pending, Some(group)) => (
+        let options = self.informer.options();
+        match (state, &options.shard_group) {
+            (State::Pending, Some(group)) if options.shard.is_none() => (
                 State::ShardGroup,
                 format!(
                     "member {} of {}: {}",
@@ -174,14 +175,14 @@ impl Tracked {
 /// `shard 1/4 by uid, filtered server-side`.
 fn shard_words(informer: &GenericInformer) -> Option<String> {
     let options = informer.options();
-    let which = match (&options.shard_group, options.shard) {
-        (Some(group), _) => format!(
+    let which = match (options.shard, &options.shard_group) {
+        (Some(shard), _) => format!("shard {shard}"),
+        (None, Some(group)) => format!(
             "the slots member {} of shard group {} holds ({})",
             group.config().identity,
             group.config().name,
             group.status()
         ),
-        (None, Some(shard)) => format!("shard {shard}"),
         (None, None) => return None,
     };
     let stats = informer.informer().stats();
