@@ -28,7 +28,10 @@
 //!   (its informers drop the slot's objects) once its last successful
 //!   renewal of it is two thirds of a lease duration old; another member
 //!   takes it only after seeing the Lease unchanged for a whole lease
-//!   duration. Clocks need not agree, only run at about the same rate.
+//!   duration. Clocks need not agree, only run at about the same rate, and
+//!   a member's task must run within a third of a lease duration of its
+//!   deadline (a process stalled longer than that — swapped out, stopped —
+//!   can still serve a slot another member has taken).
 //! - **No slot stays unheld for longer than a lease duration**, plus the
 //!   request times: a holder that stops renewing (it crashed, or is cut off)
 //!   gives its slots up two thirds of a lease duration after its last
