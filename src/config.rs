@@ -61,6 +61,7 @@ use crate::pattern::ResourcePattern;
 use crate::projection::Projection;
 use crate::resource::ResourceName;
 use crate::selector::{Selector, validate_field_selector};
+use crate::shard::{ShardGroupConfig, StaticShard};
 
 pub use yaml::Position;
 
@@ -110,6 +111,11 @@ pub struct InformerSet {
     /// when empty, the one cluster of the kubeconfig.
     #[serde(default, skip_serializing_if = "ClustersConfig::is_empty")]
     pub clusters: ClustersConfig,
+    /// Join this shard group: every informer without a static `shard`
+    /// keeps only the slots this member holds (see [`crate::shard`]); one
+    /// with `shard: 0/1` keeps everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_group: Option<ShardGroupSpec>,
 }
 
 /// One pattern of the file: the resources it selects and the options and
@@ -176,6 +182,66 @@ fn compile_indexes(
         .iter()
         .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
         .collect()
+}
+
+/// A shard group to join, in a config file.
+///
+/// ```yaml
+/// shardGroup:
+///   name: inventory
+///   namespace: monitoring
+///   # identity: defaults to $POD_NAME, then $HOSTNAME
+///   leaseDuration: 15s
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShardGroupSpec {
+    /// The group's name (a DNS label of at most 40 characters).
+    pub name: String,
+    /// The namespace of the group's Leases.
+    pub namespace: String,
+    /// This member's identity, unique in the group; `$POD_NAME`, else
+    /// `$HOSTNAME`, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// How long a Lease stays valid without renewal (default `15s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::duration::go::schema")]
+    pub lease_duration: Option<String>,
+    /// Slots the hash space is cut into, the same for every member
+    /// (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub slots: Option<u32>,
+}
+
+impl ShardGroupSpec {
+    /// The group configuration, with the identity from the environment when
+    /// the file names none.
+    ///
+    /// # Errors
+    /// No identity anywhere, a bad duration, or an invalid field.
+    pub fn config(&self) -> Result<ShardGroupConfig, String> {
+        let identity = self
+            .identity
+            .clone()
+            .or_else(|| std::env::var("POD_NAME").ok())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .filter(|i| !i.trim().is_empty())
+            .ok_or_else(|| {
+                "shardGroup: no identity: set `identity`, or POD_NAME or HOSTNAME in the environment".to_owned()
+            })?;
+        let mut config = ShardGroupConfig::new(&self.name, &self.namespace, identity);
+        if let Some(d) = &self.lease_duration {
+            config.lease_duration =
+                parse_duration(d).map_err(|e| format!("shardGroup leaseDuration: {e}"))?;
+        }
+        if let Some(n) = self.slots {
+            config.slots = n;
+        }
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(config)
+    }
 }
 
 /// One informer of the file.
@@ -525,6 +591,26 @@ impl Validation<'_> {
     /// projection paths, resource names, uniqueness.
     fn semantics(&mut self) {
         let value = self.doc.value.clone();
+        if let Some(group) = value.get("shardGroup") {
+            for field in ["name", "namespace"] {
+                if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
+                    let mut check = ShardGroupConfig::new("group", "namespace", "identity");
+                    if field == "name" {
+                        check.name = v.to_owned();
+                    } else {
+                        check.namespace = v.to_owned();
+                    }
+                    if let Err(e) = check.validate() {
+                        self.error(&format!("/shardGroup/{field}"), e.to_string());
+                    }
+                }
+            }
+            if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(d)
+            {
+                self.error("/shardGroup/leaseDuration", e);
+            }
+        }
         if let Some(defaults) = value.get("defaults") {
             self.options("/defaults", defaults);
         }
@@ -649,6 +735,11 @@ impl Validation<'_> {
             && let Err(e) = validate_field_selector(s)
         {
             self.error(&format!("{at}/fieldSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("shard").and_then(|s| s.as_str())
+            && let Err(e) = s.parse::<StaticShard>()
+        {
+            self.error(&format!("{at}/shard"), e.to_string());
         }
         for field in ["resync", "minWatchTimeout", "staleAfter"] {
             if let Some(s) = value.get(field).and_then(|s| s.as_str())

@@ -116,6 +116,7 @@ pub mod resource_set;
 pub(crate) mod resync;
 pub mod scope;
 pub mod selector;
+pub mod shard;
 pub mod status;
 pub mod store;
 pub mod telemetry;

@@ -15,11 +15,22 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::backoff::BackoffConfig;
 use crate::projection::Projection;
 use crate::scope::Namespaces;
+use crate::shard::{ShardGroup, ShardKey, ShardRange, StaticShard};
 use crate::transform::{Transform, TransformFn};
+
+/// Where a sharded informer's ranges come from: its key, and the ranges
+/// (`None` until a shard group has its first assignment). A static shard's
+/// never change.
+#[derive(Debug, Clone)]
+pub(crate) struct ShardSource {
+    pub(crate) key: ShardKey,
+    pub(crate) ranges: watch::Receiver<Option<Vec<ShardRange>>>,
+}
 
 /// What a [factory](crate::factory) does when a resource is not served (a
 /// CRD not installed yet).
@@ -174,6 +185,27 @@ pub struct InformerOptions {
     /// How the cache holds its objects: `objects` (the default) or
     /// `compact`.
     pub storage: Storage,
+    /// Keep only one static shard of the objects, `INDEX/COUNT` (`1/4`):
+    /// those whose [`shardKey`](Self::shard_key) hashes into part INDEX of
+    /// COUNT equal parts of the hash space (see [`crate::shard`]). Run
+    /// COUNT replicas, each with its own INDEX, to split a resource.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<StaticShard>,
+    /// The field a sharded informer hashes: `uid` (the default) or
+    /// `namespace`.
+    #[serde(skip_serializing_if = "is_default_key")]
+    pub shard_key: ShardKey,
+    /// Keep only the slots this member of a [`ShardGroup`] holds, and follow
+    /// them as members join and leave. A static `shard` wins over it (so
+    /// `shard: 0/1` keeps everything in an informer of a group). Not
+    /// available in config files, which name their group once
+    /// (`shardGroup`).
+    #[serde(skip)]
+    pub shard_group: Option<ShardGroup>,
+}
+
+fn is_default_key(key: &ShardKey) -> bool {
+    *key == ShardKey::default()
 }
 
 impl Default for InformerOptions {
@@ -199,6 +231,9 @@ impl Default for InformerOptions {
             when_not_served: WhenNotServed::Wait,
             sensitive: false,
             storage: Storage::Objects,
+            shard: None,
+            shard_key: ShardKey::Uid,
+            shard_group: None,
         }
     }
 }
@@ -350,6 +385,54 @@ impl InformerOptions {
     pub fn storage(mut self, storage: Storage) -> Self {
         self.storage = storage;
         self
+    }
+
+    /// Keeps only static shard `shard` (see the field).
+    ///
+    /// ```
+    /// use kube_dynamic_informer::options::InformerOptions;
+    /// use kube_dynamic_informer::shard::{ShardKey, StaticShard};
+    ///
+    /// let options = InformerOptions::default()
+    ///     .shard(StaticShard::new(1, 4)?)
+    ///     .shard_key(ShardKey::Namespace);
+    /// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+    /// ```
+    #[must_use]
+    pub fn shard(mut self, shard: StaticShard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// Sets the field a sharded informer hashes.
+    #[must_use]
+    pub fn shard_key(mut self, key: ShardKey) -> Self {
+        self.shard_key = key;
+        self
+    }
+
+    /// Keeps only the slots this member of `group` holds (see the field).
+    #[must_use]
+    pub fn shard_group(mut self, group: ShardGroup) -> Self {
+        self.shard_group = Some(group);
+        self
+    }
+
+    /// Where this informer's shard ranges come from, when it is sharded: a
+    /// static shard, else a shard group.
+    pub(crate) fn shard_ranges(&self) -> Option<ShardSource> {
+        if let Some(shard) = self.shard {
+            let (tx, ranges) = watch::channel(Some(vec![shard.range()]));
+            drop(tx);
+            return Some(ShardSource {
+                key: self.shard_key,
+                ranges,
+            });
+        }
+        self.shard_group.as_ref().map(|group| ShardSource {
+            key: self.shard_key,
+            ranges: group.ranges(),
+        })
     }
 
     /// These options with empty selectors as none and selectors trimmed, so

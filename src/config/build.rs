@@ -6,6 +6,7 @@ use super::{InformerSet, InformerSpec};
 use crate::factory::{FactoryError, GenericInformer, InformerFactory};
 use crate::informer::InformerError;
 use crate::options::WhenNotServed;
+use crate::shard::ShardGroup;
 
 /// The informers of a config file, in one factory (not started yet: add
 /// handlers, then call [`InformerFactory::start`]).
@@ -67,6 +68,9 @@ pub enum BuildError {
         /// What went wrong.
         message: String,
     },
+    /// The file's `shardGroup` could not be joined.
+    #[error("shardGroup: {0}")]
+    ShardGroup(String),
     /// The resource is not served and the file said `whenNotServed: fail`.
     #[error("informer {name:?}: {reason} (whenNotServed: fail)")]
     NotServed {
@@ -116,7 +120,20 @@ impl InformerSet {
         self.build_in(factory).await
     }
 
-    /// As [`build`](Self::build), into an existing factory. Each informer
+    /// Joins the file's `shardGroup`, if it has one, through `client`.
+    fn join_shard_group(&self, client: Client) -> Result<Option<ShardGroup>, String> {
+        let Some(spec) = &self.shard_group else {
+            return Ok(None);
+        };
+        let config = spec.config()?;
+        ShardGroup::join(client, config)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// As [`build`](Self::build), into an existing factory. It joins the
+    /// file's `shardGroup`, if any, and every informer without a static
+    /// `shard` keeps the slots the member holds. Each informer
     /// gets its entry's options; a namespace restriction equal to the
     /// factory's own is the factory-wide one, which cluster-scoped resources
     /// ignore.
@@ -129,9 +146,17 @@ impl InformerSet {
     ) -> Result<ConfiguredFactory, BuildError> {
         let mut informers = Vec::new();
         let mut skipped = Vec::new();
+        let group = self
+            .join_shard_group(factory.client().clone())
+            .map_err(BuildError::ShardGroup)?;
         for spec in &self.informers {
             let name = spec.name().to_string();
-            let options = spec.options.clone();
+            let mut options = spec.options.clone();
+            if options.shard.is_none()
+                && let Some(group) = &group
+            {
+                options.shard_group = Some(group.clone());
+            }
             let result = factory
                 .for_resource_with(spec.resource.as_str(), |_| options)
                 .await;

@@ -16,6 +16,11 @@ pub enum Event {
         /// True when the object was part of the cache's first list, or of the
         /// replay a late handler receives when it is added.
         in_initial_list: bool,
+        /// True when the object entered this informer's shard: the shard's
+        /// ranges changed (see [`crate::shard`]) and the object is outside
+        /// the former ones. It was there before (or was created while the
+        /// ranges changed): the server did not add it.
+        entered_shard: bool,
     },
     /// An object changed, or a resync re-delivered it.
     Update {
@@ -36,6 +41,11 @@ pub enum Event {
         /// it), so `object` may be stale — client-go's
         /// `DeletedFinalStateUnknown`.
         final_state_unknown: bool,
+        /// True when the object left this informer's shard (its ranges
+        /// changed, see [`crate::shard`]): another shard holds it now; it
+        /// was not deleted on the server (unless that happened while the
+        /// ranges changed). `final_state_unknown` is then false.
+        left_shard: bool,
     },
 }
 

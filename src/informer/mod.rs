@@ -59,7 +59,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube_client::Client;
-use kube_core::ApiResource;
+use kube_core::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -81,6 +81,7 @@ use crate::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
 use crate::resource::ResourceKey;
 use crate::resync::ResyncClock;
 use crate::scope::{NamespaceOnClusterScoped, Scope};
+use crate::shard::ShardSelector;
 use crate::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
 use crate::telemetry::InformerMetrics;
 
@@ -146,7 +147,14 @@ struct Dispatch {
     started: bool,
     synced: bool,
     next_id: u64,
+    /// The shard ranges before and after a change, until the end of the
+    /// list that follows it.
+    reshard: Option<Reshard>,
 }
+
+/// A shard's selector before (none before the first list) and after a
+/// change of its ranges.
+type Reshard = (Option<ShardSelector>, ShardSelector);
 
 struct Shared {
     resource: ApiResource,
@@ -177,7 +185,7 @@ struct Shared {
 ///
 /// ```no_run
 /// # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
-/// use kube_core::ApiResource;
+/// use kube_core::{ApiResource, DynamicObject};
 /// use kube_dynamic_informer::prelude::*;
 /// use tokio_util::sync::CancellationToken;
 ///
@@ -252,6 +260,7 @@ impl SharedInformer {
                     started: false,
                     synced: false,
                     next_id: 1,
+                    reshard: None,
                 }),
                 options,
                 stats: reflector.stats(),
@@ -485,6 +494,7 @@ impl SharedInformer {
                 Event::Add {
                     object,
                     in_initial_list: true,
+                    entered_shard: false,
                 },
                 &self.shared.key,
             );
@@ -625,10 +635,23 @@ impl SharedInformer {
     }
 }
 
-/// Queues the events of what a list changed in the cache.
-fn push_outcome(events: &mut Vec<Event>, outcome: ReplaceOutcome, in_initial_list: bool) {
+/// Queues the events of what a list changed in the cache. During the list
+/// after a shard's ranges changed (`reshard`: the ranges before and after),
+/// objects that left the ranges are deletes marked `left_shard`, and objects
+/// from outside the former ranges are adds marked `entered_shard`.
+fn push_outcome(
+    events: &mut Vec<Event>,
+    outcome: ReplaceOutcome,
+    in_initial_list: bool,
+    reshard: Option<&Reshard>,
+) {
     events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
+    let entered = |object: &DynamicObject| {
+        reshard.is_some_and(|(before, _)| before.as_ref().is_some_and(|b| !b.matches(object)))
+    };
+    let left = |object: &DynamicObject| reshard.is_some_and(|(_, now)| !now.matches(object));
     events.extend(outcome.added.into_iter().map(|object| Event::Add {
+        entered_shard: entered(&object),
         object,
         in_initial_list,
     }));
@@ -637,9 +660,13 @@ fn push_outcome(events: &mut Vec<Event>, outcome: ReplaceOutcome, in_initial_lis
         new,
         is_resync: false,
     }));
-    events.extend(outcome.deleted.into_iter().map(|object| Event::Delete {
-        object,
-        final_state_unknown: true,
+    events.extend(outcome.deleted.into_iter().map(|object| {
+        let left_shard = left(&object);
+        Event::Delete {
+            object,
+            final_state_unknown: !left_shard,
+            left_shard,
+        }
     }));
 }
 
@@ -673,11 +700,12 @@ impl Shared {
             Delta::ListBegin => writer.begin_list(),
             Delta::ListPage(objects) => {
                 let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
-                push_outcome(&mut events, outcome, !d.synced);
+                push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
             }
+            Delta::Reshard { previous, current } => d.reshard = Some((previous, current)),
             Delta::ListEnd => {
                 let outcome = writer.end_list();
-                push_outcome(&mut events, outcome, !d.synced);
+                push_outcome(&mut events, outcome, !d.synced, d.reshard.take().as_ref());
                 if !d.synced {
                     d.synced = true;
                     first_sync = true;
@@ -694,6 +722,7 @@ impl Shared {
                     None => Event::Add {
                         object: new,
                         in_initial_list: false,
+                        entered_shard: false,
                     },
                 });
             }
@@ -704,6 +733,7 @@ impl Shared {
                     events.push(Event::Delete {
                         object: Arc::new(object),
                         final_state_unknown: false,
+                        left_shard: false,
                     });
                 }
             }

@@ -213,6 +213,7 @@ mod tests {
         Event::Add {
             object: obj(name, rv),
             in_initial_list: false,
+            entered_shard: false,
         }
     }
     fn update(name: &str, old: u32, new: u32) -> Event {
@@ -233,6 +234,7 @@ mod tests {
         Event::Delete {
             object: obj(name, rv),
             final_state_unknown: false,
+            left_shard: false,
         }
     }
 

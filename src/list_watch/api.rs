@@ -15,6 +15,7 @@ use super::wire::{self, PageAhead};
 use super::{Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream};
 use crate::resource::ResourceKey;
 use crate::scope::{Namespaces, ResourceAvailability, Scope};
+use crate::shard::ShardSelector;
 
 /// The [`ListWatch`] over the API server, for all namespaces, one or
 /// several, full objects or metadata only.
@@ -64,6 +65,8 @@ pub struct ApiListWatch {
     /// cluster-scoped resource ignores.
     namespaces_inherited: bool,
     metadata_only: bool,
+    /// The `shardSelector` of this call's requests.
+    shard: Option<Arc<str>>,
     /// With several namespaces: where each namespace's watch is, in
     /// namespace order; set by a complete list, advanced by events.
     pub(super) positions: Arc<Mutex<Option<Vec<String>>>>,
@@ -107,6 +110,7 @@ impl ApiListWatch {
             namespaces: Namespaces::All,
             namespaces_inherited: false,
             metadata_only: false,
+            shard: None,
             positions: Arc::new(Mutex::new(None)),
             ahead: PageAhead::default(),
         }
@@ -167,7 +171,14 @@ impl ApiListWatch {
         resource: &ApiResource,
         params: &ListParams,
     ) -> Result<ListPage, ListWatchError> {
-        let mut page = wire::list(api, params, self.metadata_only, &self.ahead).await?;
+        let mut page = wire::list(
+            api,
+            params,
+            self.metadata_only,
+            self.shard.as_deref(),
+            &self.ahead,
+        )
+        .await?;
         if self.metadata_only {
             for o in &mut page.objects {
                 from_metadata(o, resource);
@@ -183,7 +194,8 @@ impl ApiListWatch {
         params: &WatchParams,
         rv: &str,
     ) -> Result<WatchStream, ListWatchError> {
-        let stream = wire::watch(api, params, rv, self.metadata_only).await?;
+        let stream =
+            wire::watch(api, params, rv, self.metadata_only, self.shard.as_deref()).await?;
         if !self.metadata_only {
             return Ok(stream);
         }
@@ -245,6 +257,27 @@ impl ListWatch for ApiListWatch {
             }
         }
         .boxed()
+    }
+
+    fn list_shard(
+        &self,
+        params: &ListParams,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let mut this = self.clone();
+        this.shard = Some(shard.to_string().into());
+        this.list(params)
+    }
+
+    fn watch_shard(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        let mut this = self.clone();
+        this.shard = Some(shard.to_string().into());
+        this.watch(params, resource_version)
     }
 
     fn capabilities(&self) -> Capabilities {

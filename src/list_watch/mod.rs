@@ -31,6 +31,7 @@ pub use api::ApiListWatch;
 pub use wire::{MAX_OBJECT_DEPTH, decode_list};
 
 use crate::scope::{NamespaceOnClusterScoped, ResourceAvailability};
+use crate::shard::ShardSelector;
 
 /// Annotation on the bookmark that ends the initial events of a streaming
 /// list.
@@ -50,6 +51,9 @@ pub struct ListPage {
     pub skipped: Vec<UndecodableObject>,
     /// Size of the response body in bytes (0 when not known).
     pub bytes: usize,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied
+    /// to this list; `None` when it applied none (it sent every object).
+    pub shard_info: Option<String>,
 }
 
 /// A watch event.
@@ -111,6 +115,31 @@ pub trait ListWatch: Send + Sync + 'static {
         params: &WatchParams,
         resource_version: &str,
     ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>>;
+
+    /// [`list`](Self::list) restricted to one shard: the request carries
+    /// `shard` as its `shardSelector`. By default the same as `list`, as
+    /// from a server without sharded lists; the reflector drops the other
+    /// shards' objects of any list without [`ListPage::shard_info`].
+    fn list_shard(
+        &self,
+        params: &ListParams,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let _ = shard;
+        self.list(params)
+    }
+
+    /// [`watch`](Self::watch) restricted to one shard (see
+    /// [`list_shard`](Self::list_shard)); by default the same as `watch`.
+    fn watch_shard(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        let _ = shard;
+        self.watch(params, resource_version)
+    }
 
     /// What this list-watch can do; by default everything.
     fn capabilities(&self) -> Capabilities {

@@ -30,7 +30,7 @@ use futures::{AsyncBufReadExt, StreamExt};
 use kube_client::api::{ListParams, WatchParams};
 use kube_client::{Api, Client};
 use kube_core::watch::Bookmark;
-use kube_core::{DynamicObject, ListMeta, ObjectMeta, Status, TypeMeta};
+use kube_core::{DynamicObject, ObjectMeta, Status, TypeMeta};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -88,6 +88,7 @@ fn list_request(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
+    shard: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
     let request = kube_core::Request::new(api.resource_url());
     let mut req = if metadata_only {
@@ -97,7 +98,36 @@ fn list_request(
     }
     .map_err(kube_client::Error::BuildRequest)?;
     req.extensions_mut().insert("list");
+    with_shard_selector(&mut req, shard)?;
     Ok(req)
+}
+
+/// Adds `shardSelector` to a request's query (kube-client's parameters do
+/// not have it yet).
+fn with_shard_selector(
+    req: &mut http::Request<Vec<u8>>,
+    shard: Option<&str>,
+) -> Result<(), kube_client::Error> {
+    let Some(selector) = shard else {
+        return Ok(());
+    };
+    let uri = req.uri().to_string();
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    let mut with = String::with_capacity(uri.len() + selector.len() * 2 + 16);
+    with.push_str(&uri);
+    with.push(sep);
+    with.push_str("shardSelector=");
+    for b in selector.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            with.push(char::from(b));
+        } else {
+            with.push_str(&format!("%{b:02X}"));
+        }
+    }
+    *req.uri_mut() = with.parse().map_err(|e: http::uri::InvalidUri| {
+        kube_client::Error::BuildRequest(kube_core::request::Error::BuildRequest(e.into()))
+    })?;
+    Ok(())
 }
 
 /// Lists one page (or everything, without a limit) of the resource `api`
@@ -110,9 +140,10 @@ pub(super) async fn list(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
+    shard: Option<&str>,
     ahead: &PageAhead,
 ) -> Result<ListPage, ListWatchError> {
-    let req = list_request(api, params, metadata_only)?;
+    let req = list_request(api, params, metadata_only, shard)?;
     let text = match ahead.take(&req.uri().to_string()) {
         Some(mut prefetched) => match (&mut prefetched.task).await {
             Ok(answer) => answer?,
@@ -126,7 +157,7 @@ pub(super) async fn list(
             continue_token: Some(token),
             ..params.clone()
         };
-        let req = list_request(api, &next, metadata_only)?;
+        let req = list_request(api, &next, metadata_only, shard)?;
         let uri = req.uri().to_string();
         let client = client(api);
         let task = tokio::spawn(async move { client.request_text(req).await });
@@ -194,6 +225,7 @@ pub(super) async fn watch(
     params: &WatchParams,
     resource_version: &str,
     metadata_only: bool,
+    shard: Option<&str>,
 ) -> Result<WatchStream, ListWatchError> {
     let request = kube_core::Request::new(api.resource_url());
     let mut req = if metadata_only {
@@ -203,6 +235,7 @@ pub(super) async fn watch(
     }
     .map_err(kube_client::Error::BuildRequest)?;
     req.extensions_mut().insert("watch");
+    with_shard_selector(&mut req, shard)?;
     // The API server compresses a watch one gzip member per event, and the
     // client's decompression reads only the first member.
     req.headers_mut()
@@ -265,10 +298,29 @@ fn ends_watch(err: &std::io::Error) -> bool {
     false
 }
 
+/// A list's metadata: k8s-openapi's `ListMeta` has `shardInfo` only in
+/// the releases that know it, and the library leaves the release to the
+/// application.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ListHead {
+    resource_version: Option<String>,
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+    shard_info: Option<ShardInfo>,
+}
+
+/// `metadata.shardInfo` of a list the server filtered by shard.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ShardInfo {
+    selector: String,
+}
+
 #[derive(Deserialize)]
 struct RawList<'a> {
     #[serde(default)]
-    metadata: ListMeta,
+    metadata: ListHead,
     #[serde(borrow, default)]
     items: Option<Vec<&'a RawValue>>,
 }
@@ -319,13 +371,14 @@ pub fn decode_list(text: &str) -> Result<ListPage, serde_json::Error> {
     Ok(page(list.metadata, items, skipped))
 }
 
-fn page(meta: ListMeta, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObject>) -> ListPage {
+fn page(meta: ListHead, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObject>) -> ListPage {
     ListPage {
         objects,
         resource_version: meta.resource_version.unwrap_or_default(),
         continue_token: meta.continue_.filter(|c| !c.is_empty()),
         skipped,
         bytes: 0,
+        shard_info: meta.shard_info.map(|s| s.selector),
     }
 }
 
@@ -333,7 +386,7 @@ fn page(meta: ListMeta, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObj
 #[derive(Deserialize)]
 struct WholeList {
     #[serde(default)]
-    metadata: ListMeta,
+    metadata: ListHead,
     #[serde(default)]
     items: Option<Vec<Object>>,
 }

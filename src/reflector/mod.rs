@@ -44,10 +44,11 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::Backoff;
 use crate::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent};
 use crate::object_key::object_key;
-use crate::options::InformerOptions;
+use crate::options::{InformerOptions, ShardSource};
 use crate::resource::ResourceKey;
 use crate::scope::Namespaces;
 use crate::scope::ResourceAvailability;
+use crate::shard::{ShardFiltering, ShardSelector};
 use crate::status::InformerStatus;
 use crate::telemetry::{InformerMetrics, ListReason, Received};
 use crate::transform::TransformFn;
@@ -78,6 +79,16 @@ pub enum Delta {
     /// The cache now reflects the server up to this resourceVersion: sent
     /// after each complete list (the list's), each event and each bookmark.
     ResourceVersion(String),
+    /// A sharded informer's ranges changed (or were set for the first
+    /// time): the list that follows is of `current`. Objects of the cache
+    /// that it does not hold left the shard; objects it adds outside
+    /// `previous` entered it.
+    Reshard {
+        /// The selector before, `None` before the first list.
+        previous: Option<ShardSelector>,
+        /// The selector from now on.
+        current: ShardSelector,
+    },
 }
 
 /// Counters of what a reflector did, for observability and tests.
@@ -99,9 +110,50 @@ pub struct ReflectorStats {
     /// had no name, or they could not be decoded (see
     /// [`crate::list_watch::MAX_OBJECT_DEPTH`]).
     pub skipped_objects: AtomicU64,
+    /// Sharded informers: list pages the server filtered by shard (they
+    /// carried `shardInfo`).
+    pub shard_pages_filtered_by_server: AtomicU64,
+    /// Sharded informers: list pages the server sent whole (no
+    /// `shardInfo`), filtered here.
+    pub shard_pages_filtered_by_client: AtomicU64,
+    /// Sharded informers: objects received and dropped here because they
+    /// belong to another shard (the traffic server-side filtering saves).
+    pub shard_objects_dropped: AtomicU64,
+    /// The filtering of the last list page: 0 none yet, 1 server, 2 client.
+    shard_last_filtering: std::sync::atomic::AtomicU8,
+    /// The selector of the current list and watch.
+    shard_selector: Mutex<Option<ShardSelector>>,
 }
 
 impl ReflectorStats {
+    /// Where the last list page of a sharded informer was filtered; `None`
+    /// before its first page, and for an informer that is not sharded.
+    #[must_use]
+    pub fn shard_filtering(&self) -> Option<ShardFiltering> {
+        match self.shard_last_filtering.load(Ordering::Relaxed) {
+            1 => Some(ShardFiltering::Server),
+            2 => Some(ShardFiltering::Client),
+            _ => None,
+        }
+    }
+
+    /// The ranges a sharded informer keeps now (a shard group member's
+    /// change as it gains and gives up slots); `None` before its first
+    /// list, and for an informer that is not sharded.
+    #[must_use]
+    pub fn shard_selector(&self) -> Option<ShardSelector> {
+        self.shard_selector.lock().clone()
+    }
+
+    fn record_filtering(&self, filtering: ShardFiltering) {
+        let (counter, code) = match filtering {
+            ShardFiltering::Server => (&self.shard_pages_filtered_by_server, 1),
+            ShardFiltering::Client => (&self.shard_pages_filtered_by_client, 2),
+        };
+        Self::inc(counter);
+        self.shard_last_filtering.store(code, Ordering::Relaxed);
+    }
+
     fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -173,6 +225,10 @@ pub struct Reflector {
     error_hook: Arc<Mutex<Option<ErrorHook>>>,
     /// The server refused a streaming list once; use list-then-watch.
     streaming_unsupported: bool,
+    /// Where a sharded informer's ranges come from.
+    shard: Option<ShardSource>,
+    /// The shard selector of the current list and watch.
+    active_shard: Option<ShardSelector>,
 }
 
 /// Why a watch ended.
@@ -183,6 +239,8 @@ enum WatchEnd {
     Relist,
     /// Another error: back off, then resume (or relist if never listed).
     Failed(ReflectorError),
+    /// The shard's ranges changed: list them.
+    Reshard,
     /// Cancelled.
     Cancelled,
 }
@@ -198,6 +256,15 @@ struct Progress {
     next_list: ListReason,
     /// When the reflector started (for the first sync's duration).
     started: std::time::Instant,
+}
+
+/// What a sharded informer does before a list.
+enum ShardStep {
+    /// List (also what an informer that is not sharded does).
+    List,
+    /// It holds no range: nothing to list.
+    Nothing,
+    Cancelled,
 }
 
 /// Result of one list attempt.
@@ -240,6 +307,8 @@ impl Reflector {
             metrics,
             error_hook,
             streaming_unsupported: false,
+            shard: options.shard_ranges(),
+            active_shard: None,
         }
     }
 
@@ -364,9 +433,26 @@ impl Reflector {
             if cancel.is_cancelled() {
                 break;
             }
+            if self.ranges_differ() {
+                // A watch cannot change its selector: list the new ranges.
+                progress.resume_rv = None;
+            }
             let rv = match progress.resume_rv.clone() {
                 Some(rv) => rv,
                 None => {
+                    match self.take_shard_ranges(cancel, sink).await {
+                        ShardStep::List => {}
+                        ShardStep::Cancelled => break,
+                        ShardStep::Nothing => {
+                            // No range held: the cache is empty until one is.
+                            progress.listed = true;
+                            self.set_status(InformerStatus::Synced);
+                            if !self.wait_ranges_changed(cancel).await {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
                     let streaming = self.options.streaming_list
                         && self.lw.capabilities().streaming_list
                         && !self.streaming_unsupported;
@@ -421,6 +507,7 @@ impl Reflector {
                     progress.next_list = ListReason::Expired;
                     progress.resume_rv = None;
                 }
+                WatchEnd::Reshard => progress.resume_rv = None,
                 WatchEnd::Failed(err) => {
                     progress.resume_rv = Some(last_rv);
                     if !self.wait_after(&err, progress, cancel).await {
@@ -454,9 +541,133 @@ impl Reflector {
             retry_in: delay,
             synced_before: progress.listed,
         });
+        // A change of shard ranges ends the wait: the new ranges may need
+        // no request at all (none held), or other requests.
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
+            () = self.ranges_changed() => true,
+        }
+    }
+
+    /// Whether a sharded informer's ranges differ from those of its last
+    /// list.
+    fn ranges_differ(&self) -> bool {
+        let Some(source) = &self.shard else {
+            return false;
+        };
+        let now = source
+            .ranges
+            .borrow()
+            .clone()
+            .map(|r| ShardSelector::new(source.key, r));
+        now.is_some() && now != self.active_shard
+    }
+
+    /// For a sharded informer, before a list: waits for the ranges (a shard
+    /// group's first assignment), and hands on a [`Delta::Reshard`] when
+    /// they differ from those of the last list.
+    async fn take_shard_ranges(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ShardStep {
+        let Some(source) = &mut self.shard else {
+            return ShardStep::List;
+        };
+        let key = source.key;
+        let ranges = loop {
+            let current = source.ranges.borrow_and_update().clone();
+            if let Some(ranges) = current {
+                break ranges;
+            }
+            self.status.send_if_modified(|status| {
+                let pending = InformerStatus::Pending {
+                    reason: "waiting for this member's shard ranges".to_owned(),
+                };
+                let changed = *status != pending;
+                *status = pending;
+                changed
+            });
+            tokio::select! {
+                _ = cancel.cancelled() => return ShardStep::Cancelled,
+                changed = source.ranges.changed() => if changed.is_err() {
+                    cancel.cancelled().await;
+                    return ShardStep::Cancelled;
+                },
+            }
+        };
+        let current = ShardSelector::new(key, ranges);
+        if self.active_shard.as_ref() != Some(&current) {
+            *self.stats.shard_selector.lock() = Some(current.clone());
+            tracing::info!(resource = %self.key, selector = %current, share = current.share(), "shard ranges set; listing them");
+            sink(Delta::Reshard {
+                previous: self.active_shard.replace(current.clone()),
+                current: current.clone(),
+            });
+        }
+        if current.is_empty() {
+            sink(Delta::ListBegin);
+            sink(Delta::ListEnd);
+            return ShardStep::Nothing;
+        }
+        ShardStep::List
+    }
+
+    /// Waits until a sharded informer's ranges differ from the active ones.
+    /// False when cancelled.
+    async fn wait_ranges_changed(&self, cancel: &CancellationToken) -> bool {
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            () = self.ranges_changed() => true,
+        }
+    }
+
+    /// Resolves when a sharded informer's ranges differ from the active
+    /// ones; never for an informer whose ranges cannot change.
+    fn ranges_changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let source = self.shard.clone();
+        let active = self.active_shard.clone();
+        async move {
+            let Some(mut source) = source else {
+                return futures::future::pending().await;
+            };
+            loop {
+                let now = source
+                    .ranges
+                    .borrow_and_update()
+                    .clone()
+                    .map(|r| ShardSelector::new(source.key, r));
+                if now.is_some() && now != active {
+                    return;
+                }
+                if source.ranges.changed().await.is_err() {
+                    return futures::future::pending().await;
+                }
+            }
+        }
+    }
+
+    fn list_page(
+        &self,
+        params: &ListParams,
+    ) -> futures::future::BoxFuture<'static, Result<crate::list_watch::ListPage, ListWatchError>>
+    {
+        match &self.active_shard {
+            Some(shard) => self.lw.list_shard(params, shard),
+            None => self.lw.list(params),
+        }
+    }
+
+    fn start_watch(
+        &self,
+        params: &WatchParams,
+        from: &str,
+    ) -> futures::future::BoxFuture<'static, Result<crate::list_watch::WatchStream, ListWatchError>>
+    {
+        match &self.active_shard {
+            Some(shard) => self.lw.watch_shard(params, from, shard),
+            None => self.lw.watch(params, from),
         }
     }
 
@@ -506,7 +717,7 @@ impl Reflector {
             self.metrics.list_requests.increment(1);
             let page = tokio::select! {
                 _ = cancel.cancelled() => return ListOutcome::Cancelled,
-                page = self.lw.list(&params) => page,
+                page = self.list_page(&params) => page,
             };
             let page = match page {
                 Ok(page) => page,
@@ -532,11 +743,26 @@ impl Reflector {
             for skipped in &page.skipped {
                 self.note_skipped(skipped);
             }
+            let dropped_before = self.stats.shard_objects_dropped.load(Ordering::Relaxed);
+            let received = page.objects.len();
             let objects: Vec<DynamicObject> = page
                 .objects
                 .into_iter()
                 .filter_map(|o| self.admit(o))
                 .collect();
+            if self.active_shard.is_some() {
+                // The server says so with shardInfo, on built-in resources;
+                // v1.37 filters custom resources without saying so. A page
+                // with objects of other shards was not filtered; an empty one
+                // tells nothing.
+                let dropped =
+                    self.stats.shard_objects_dropped.load(Ordering::Relaxed) != dropped_before;
+                if page.shard_info.is_some() || (received > 0 && !dropped) {
+                    self.stats.record_filtering(ShardFiltering::Server);
+                } else if dropped {
+                    self.stats.record_filtering(ShardFiltering::Client);
+                }
+            }
             listed += objects.len();
             sink(Delta::ListPage(objects));
             self.listing(listed, listed_before);
@@ -566,7 +792,7 @@ impl Reflector {
         self.metrics.watch_starts.increment(1);
         let stream = tokio::select! {
             _ = cancel.cancelled() => return ListOutcome::Cancelled,
-            s = self.lw.watch(&params, "") => s,
+            s = self.start_watch(&params, "") => s,
         };
         let mut stream = match stream {
             Ok(s) => s,
@@ -688,7 +914,7 @@ impl Reflector {
         let params = self.watch_params();
         let stream = tokio::select! {
             _ = cancel.cancelled() => return WatchEnd::Cancelled,
-            s = self.lw.watch(&params, from) => s,
+            s = self.start_watch(&params, from) => s,
         };
         let mut stream = match stream {
             Ok(s) => s,
@@ -703,9 +929,15 @@ impl Reflector {
                 });
             }
         };
+        let reshard = self.ranges_changed();
+        tokio::pin!(reshard);
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                () = &mut reshard => {
+                    tracing::info!(resource = %self.key, "shard ranges changed; listing the new ones");
+                    return WatchEnd::Reshard;
+                }
                 n = stream.next() => n,
             };
             let event = match next {
@@ -831,6 +1063,12 @@ impl Reflector {
         if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
             ReflectorStats::inc(&self.stats.skipped_objects);
             tracing::warn!(resource = %self.key, "skipping an object without a name");
+            return None;
+        }
+        if let Some(shard) = &self.active_shard
+            && !shard.matches(&obj)
+        {
+            ReflectorStats::inc(&self.stats.shard_objects_dropped);
             return None;
         }
         Some(match &self.transform {

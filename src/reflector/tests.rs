@@ -48,6 +48,7 @@ fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ListPage {
         continue_token: cont.map(Into::into),
         skipped: Vec::new(),
         bytes: 0,
+        shard_info: None,
     }
 }
 
@@ -222,6 +223,7 @@ impl Fold {
             )),
             Delta::Upsert(o) => Some(Got::Upsert(o)),
             Delta::Delete(o) => Some(Got::Delete(o)),
+            Delta::Reshard { .. } => None,
         }
     }
 }
@@ -765,6 +767,7 @@ async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec
             Delta::ListEnd => "end".to_owned(),
             Delta::Upsert(o) => format!("upsert {}", name(&o)),
             Delta::Delete(o) => format!("delete {}", name(&o)),
+            Delta::Reshard { current, .. } => format!("reshard {current}"),
         });
         if v.len() >= until {
             stop.cancel();

@@ -13,6 +13,8 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::support::{self, User};
 
+mod shard;
+
 /// Kubeconfig of `user` for the process (external clusters: the admin's).
 fn kubeconfig(user: User) -> PathBuf {
     match support::env() {

@@ -19,4 +19,5 @@ mod projection;
 mod reliability;
 mod resource_set;
 mod scale;
+mod shard;
 mod testenv;

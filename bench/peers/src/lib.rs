@@ -79,6 +79,8 @@ pub struct Args {
     pub settle: Duration,
     /// Give up after this long.
     pub timeout: Duration,
+    /// Keep only this static shard, `I/N` (kdi).
+    pub shard: Option<String>,
 }
 
 impl Args {
@@ -102,6 +104,7 @@ impl Args {
             relist: false,
             settle: Duration::from_secs(3),
             timeout: Duration::from_secs(900),
+            shard: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -122,6 +125,7 @@ impl Args {
                 "relist" => args.relist = true,
                 "settle" => args.settle = parse_duration(&value()),
                 "timeout" => args.timeout = parse_duration(&value()),
+                "shard" => args.shard = Some(value()),
                 other => panic!("unknown flag --{other}"),
             }
         }
@@ -385,6 +389,31 @@ pub fn proc_status_mb(field: &str) -> f64 {
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(-1.0, |kb| kb / 1024.0)
+}
+
+/// What the API server has sent for LIST requests of `plural` since it
+/// started, in MiB: the sum of its `apiserver_response_sizes` histogram
+/// (response bodies as encoded, before compression). The difference
+/// across one run is that run's list traffic when nothing else lists the
+/// resource meanwhile (the script runs one peer at a time).
+pub async fn served_list_mb(client: &kube_client::Client, plural: &str) -> f64 {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a /metrics request");
+    let Ok(text) = client.request_text(request).await else {
+        return -1.0;
+    };
+    let resource = format!("resource=\"{plural}\"");
+    let bytes: f64 = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_response_sizes_sum{")
+                && l.contains(&resource)
+                && l.contains("verb=\"LIST\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    bytes / (1024.0 * 1024.0)
 }
 
 /// User + system CPU seconds of this process (`/proc/self/stat` ticks; Linux

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kube_dynamic_informer::config::{
-    BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec,
+    BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec, ShardGroupSpec,
 };
 use kube_dynamic_informer::discovery::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
@@ -17,6 +17,7 @@ use kube_dynamic_informer::options::{InformerOptions, Storage};
 use kube_dynamic_informer::pattern::{ResourcePattern, ScopeFilter};
 use kube_dynamic_informer::projection::Projection;
 use kube_dynamic_informer::scope::Namespaces;
+use kube_dynamic_informer::shard::{ShardError, ShardKey, StaticShard};
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
@@ -83,6 +84,30 @@ pub struct Selection {
     /// patterns given with `-r`.
     #[arg(long = "scope", value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
+    /// Keep only shard INDEX of COUNT (from 0), e.g. `1/4`: run COUNT
+    /// replicas, each with its own INDEX. Sent to the server as a shard
+    /// selector; filtered here where the server cannot.
+    #[arg(long, value_name = "INDEX/COUNT", value_parser = parse_shard_arg)]
+    pub shard: Option<StaticShard>,
+    /// The field a shard hashes: `uid` (objects spread evenly) or
+    /// `namespace` (a namespace's objects stay together).
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub shard_key: Option<ShardKeyArg>,
+    /// Join this shard group: members share the objects through Leases and
+    /// take over each other's part as they come and go (`kdi shard-role`
+    /// prints the Role it needs).
+    #[arg(long, value_name = "NAME", conflicts_with = "shard")]
+    pub shard_group: Option<String>,
+    /// The namespace of the shard group's Leases.
+    #[arg(long, value_name = "NS", requires = "shard_group")]
+    pub shard_group_namespace: Option<String>,
+    /// This member's identity in the shard group (default: $POD_NAME, else
+    /// $HOSTNAME).
+    #[arg(long, value_name = "ID", requires = "shard_group")]
+    pub shard_identity: Option<String>,
+    /// How long the shard group's Leases stay valid without renewal.
+    #[arg(long, value_name = "DURATION", requires = "shard_group")]
+    pub lease_duration: Option<String>,
     /// How long to wait for caches to sync; `0` waits for ever.
     #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
     pub timeout: Duration,
@@ -118,6 +143,28 @@ pub enum ScopeArg {
     Namespaced,
     /// Cluster-scoped resources.
     Cluster,
+}
+
+/// `--shard-key`: the values of [`ShardKey`].
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ShardKeyArg {
+    /// `metadata.uid`.
+    Uid,
+    /// `metadata.namespace`.
+    Namespace,
+}
+
+impl From<ShardKeyArg> for ShardKey {
+    fn from(arg: ShardKeyArg) -> ShardKey {
+        match arg {
+            ShardKeyArg::Uid => ShardKey::Uid,
+            ShardKeyArg::Namespace => ShardKey::Namespace,
+        }
+    }
+}
+
+fn parse_shard_arg(s: &str) -> Result<StaticShard, String> {
+    s.parse().map_err(|e: ShardError| e.to_string())
 }
 
 fn parse_interval_arg(s: &str) -> Result<Duration, String> {
@@ -157,6 +204,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 defaults: InformerOptions::default(),
                 informers: Vec::new(),
                 patterns: Vec::new(),
+                shard_group: None,
                 clusters: Default::default(),
             };
             for r in &sel.resources {
@@ -238,6 +286,12 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
         if sel.sensitive {
             o.sensitive = true;
         }
+        if sel.shard.is_some() {
+            o.shard = sel.shard;
+        }
+        if let Some(key) = sel.shard_key {
+            o.shard_key = key.into();
+        }
     };
     apply(over);
     for i in &mut set.informers {
@@ -245,6 +299,23 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     }
     for p in &mut set.patterns {
         apply(&mut p.options);
+    }
+    if let Some(name) = &sel.shard_group {
+        let namespace = sel.shard_group_namespace.clone().ok_or_else(|| {
+            Failure::usage("--shard-group needs --shard-group-namespace, where its Leases are")
+        })?;
+        set.shard_group = Some(ShardGroupSpec {
+            name: name.clone(),
+            namespace,
+            identity: sel.shard_identity.clone(),
+            lease_duration: sel.lease_duration.clone(),
+            slots: None,
+        });
+    }
+    if let Some(group) = &set.shard_group {
+        group
+            .config()
+            .map_err(|e| Failure::usage(format!("shard group: {e}")))?;
     }
     Ok(())
 }

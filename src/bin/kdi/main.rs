@@ -95,6 +95,16 @@ enum Command {
     Resources(ResourcesArgs),
     /// Validate config files without a cluster; lists every problem.
     Check(CheckArgs),
+    /// Print the Role a member of a shard group needs in the namespace of
+    /// the group's Leases (`kubectl apply -f -` it, and bind it).
+    ShardRole(ShardRoleArgs),
+}
+
+#[derive(Args, Debug)]
+struct ShardRoleArgs {
+    /// The namespace of the shard group's Leases.
+    #[arg(long = "shard-group-namespace", short = 'n', value_name = "NS")]
+    namespace: String,
 }
 
 #[derive(Args, Debug)]
@@ -131,6 +141,15 @@ fn main() -> ExitCode {
         if checked != ExitCode::from(exit::code::SUCCESS) || !args.cluster {
             return checked;
         }
+    }
+    if let Command::ShardRole(args) = &cli.command {
+        return match output::print_line(kube_dynamic_informer::shard::rbac_role(&args.namespace)) {
+            Ok(()) => ExitCode::from(exit::code::SUCCESS),
+            Err(f) => {
+                output::say(format!("kdi: {}", f.message));
+                ExitCode::from(f.code)
+            }
+        };
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -228,6 +247,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 sets.push((file.display().to_string(), set));
             }
             access::check_cluster(&connect().await?, &sets).await
+        }
+        Command::ShardRole(_) => {
+            unreachable!("handled before the runtime starts")
         }
     }
 }

@@ -161,12 +161,25 @@ pub fn event_line(
     });
     match event {
         Event::Add {
-            in_initial_list, ..
-        } => line["initial"] = json!(in_initial_list),
+            in_initial_list,
+            entered_shard,
+            ..
+        } => {
+            line["initial"] = json!(in_initial_list);
+            if *entered_shard {
+                line["enteredShard"] = json!(true);
+            }
+        }
         Event::Delete {
             final_state_unknown,
+            left_shard,
             ..
-        } => line["finalStateUnknown"] = json!(final_state_unknown),
+        } => {
+            line["finalStateUnknown"] = json!(final_state_unknown);
+            if *left_shard {
+                line["leftShard"] = json!(true);
+            }
+        }
         Event::Update { .. } => {}
     }
     if !indexes.is_empty() {

@@ -40,6 +40,8 @@ enum State {
     Unauthorized,
     Retrying,
     Pending,
+    /// A shard group member's informer before its member holds slots.
+    ShardGroup,
     Gone,
     Stopped,
     Stale,
@@ -78,6 +80,7 @@ impl State {
             State::Unauthorized => "unauthorized",
             State::Retrying => "retrying",
             State::Pending => "notServed",
+            State::ShardGroup => "waitingForShardGroup",
             State::Gone => "gone",
             State::Stopped => "stopped",
         }
@@ -94,6 +97,7 @@ impl State {
             State::Unauthorized => "credentials refused",
             State::Retrying => "retrying after an error",
             State::Pending => "not served",
+            State::ShardGroup => "waiting for its shard group's slots",
             State::Gone => "no longer served",
             State::Stopped => "stopped",
         }
@@ -132,6 +136,25 @@ struct Tracked {
 }
 
 impl Tracked {
+    /// Its state and reason; an informer waiting for its shard group's
+    /// first slots says what the group member is doing.
+    fn state(&self) -> (State, String) {
+        let (state, reason) = State::of(&self.status.borrow());
+        let options = self.informer.options();
+        match (state, &options.shard_group) {
+            (State::Pending, Some(group)) if options.shard.is_none() => (
+                State::ShardGroup,
+                format!(
+                    "member {} of {}: {}",
+                    group.config().identity,
+                    group.config().name,
+                    group.status()
+                ),
+            ),
+            _ => (state, reason),
+        }
+    }
+
     /// The resource it lists: for one asked for without a version, the
     /// version discovery designates once served.
     fn resource(&self) -> String {
@@ -152,6 +175,33 @@ impl Tracked {
 /// The resource of an informer as printed: `widgets.v1.example.com`; one
 /// asked for by plural and group that is not served yet is
 /// `widgets.example.com`.
+/// Which shard a sharded informer keeps and where it was filtered:
+/// `shard 1/4 by uid, filtered server-side`.
+fn shard_words(informer: &GenericInformer) -> Option<String> {
+    let options = informer.options();
+    let which = match (options.shard, &options.shard_group) {
+        (Some(shard), _) => format!("shard {shard}"),
+        (None, Some(group)) => format!(
+            "the slots member {} of shard group {} holds ({})",
+            group.config().identity,
+            group.config().name,
+            group.status()
+        ),
+        (None, None) => return None,
+    };
+    let stats = informer.informer().stats();
+    let share = stats.shard_selector().map_or_else(String::new, |s| {
+        format!(", {:.1} % of the hash space", s.share() * 100.0)
+    });
+    let filtering = stats
+        .shard_filtering()
+        .map_or_else(String::new, |f| format!(", filtered {f}"));
+    Some(format!(
+        "{which} by {}{share}{filtering}",
+        options.shard_key
+    ))
+}
+
 pub fn resource_label(informer: &GenericInformer) -> String {
     let key = informer.resource();
     if !key.version.is_empty() {
@@ -255,7 +305,7 @@ impl Progress {
                 && let Some(i) = self
                     .tracked
                     .iter()
-                    .position(|t| State::of(&t.status.borrow()).0.final_for_one_shot())
+                    .position(|t| t.state().0.final_for_one_shot())
             {
                 return Err(self.refused(i));
             }
@@ -352,7 +402,7 @@ impl Progress {
     /// Says each state that changed since last said.
     fn say_changes(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            let (state, reason) = self.tracked[i].state();
             let t = &mut self.tracked[i];
             if t.said.as_ref() == Some(&(state, reason.clone())) {
                 continue;
@@ -384,7 +434,7 @@ impl Progress {
     /// index failures.
     fn remind(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = State::of(&self.tracked[i].status.borrow());
+            let (state, reason) = self.tracked[i].state();
             if matches!(state, State::Synced | State::NotStarted | State::Stopped) {
                 continue;
             }
@@ -405,7 +455,12 @@ impl Progress {
                         line["listed"] = json!(listed);
                     }
                 }
-                State::Synced => line["objects"] = json!(store.len()),
+                State::Synced => {
+                    line["objects"] = json!(store.len());
+                    if let Some(shard) = shard_words(&t.informer) {
+                        line["shard"] = json!(shard);
+                    }
+                }
                 _ => {}
             }
             if !reason.is_empty() {
@@ -423,7 +478,12 @@ impl Progress {
                         words.push_str(&format!(", {listed} objects listed"));
                     }
                 }
-                State::Synced => words.push_str(&format!(", {} objects", store.len())),
+                State::Synced => {
+                    words.push_str(&format!(", {} objects", store.len()));
+                    if let Some(shard) = shard_words(&t.informer) {
+                        words.push_str(&format!(" of {shard}"));
+                    }
+                }
                 _ => {}
             }
             if again {
@@ -451,7 +511,7 @@ impl Progress {
     /// for programs, in its JSON line).
     fn refused(&self, i: usize) -> Failure {
         let t = &self.tracked[i];
-        let (state, reason) = State::of(&t.status.borrow());
+        let (state, reason) = t.state();
         let exit = if state == State::Unauthorized {
             code::CLUSTER
         } else {
@@ -491,7 +551,7 @@ impl Progress {
         );
         for &i in &late {
             let t = &self.tracked[i];
-            let (state, reason) = State::of(&t.status.borrow());
+            let (state, reason) = t.state();
             if self.json {
                 self.print_json(
                     i,

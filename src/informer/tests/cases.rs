@@ -108,6 +108,7 @@ impl ListWatch for FakeServer {
                 continue_token: None,
                 skipped: Vec::new(),
                 bytes: 0,
+                shard_info: None,
             })
         }
         .boxed()
@@ -158,6 +159,7 @@ fn describe(e: &Event) -> String {
         Event::Add {
             object,
             in_initial_list,
+            ..
         } => {
             format!(
                 "add {}{}",
@@ -179,6 +181,7 @@ fn describe(e: &Event) -> String {
         Event::Delete {
             object,
             final_state_unknown,
+            ..
         } => format!(
             "delete {}{}",
             name(object),

@@ -78,6 +78,7 @@ fn config(f: &Fixture) -> InformerSet {
         informers: Vec::new(),
         patterns: vec![spec],
         clusters: Default::default(),
+        shard_group: None,
     }
 }
 

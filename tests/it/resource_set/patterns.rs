@@ -73,6 +73,7 @@ async fn a_pattern_over_two_groups_follows_crds_created_moved_and_deleted() {
         informers: Vec::new(),
         patterns: Vec::new(),
         clusters: Default::default(),
+        shard_group: None,
     };
     let mut spec = PatternSpec::new(
         "example",

@@ -15,6 +15,12 @@
 //! is reset first (`/proc/self/clear_refs`), so that `reads_rss_peak_mb`
 //! shows what those reads add, and the run's `rss_peak_mb` does not.
 //!
+//! With `--shard I/N` the informer keeps only that static shard (filtered
+//! by the server where it can, here otherwise); the result says where
+//! (`shard_filtering`) and how many objects arrived and were dropped. Every
+//! run reports what the server sent for its lists until sync
+//! (`served_list_mb`, from the server's metrics).
+//!
 //! With `--relist` it skips those reads, prints `{"event":"relist-ready",..}`,
 //! resets the peak RSS and waits until the reflector has relisted after a
 //! 410 Gone (`ReflectorStats::relists_after_gone`) that the script forces by
@@ -32,7 +38,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kdi_bench_peers::{
     Args, Handlers, LABEL_SELECTOR, cpu_seconds, emit, end_of_run, percentile, proc_status_mb,
-    query_values, reset_peak_rss, round, time_each,
+    query_values, reset_peak_rss, served_list_mb, round, time_each,
 };
 use kube::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
@@ -101,6 +107,8 @@ async fn main() {
     let streaming_list = std::env::args().any(|a| a == "--streaming-list");
     let args = Args::parse();
     let client = args.client().await;
+    let served_before = served_list_mb(&client, &args.resource().plural).await;
+    let metrics_client = client.clone();
 
     let storage = match args.storage.as_str() {
         "compact" => Storage::Compact,
@@ -115,10 +123,18 @@ async fn main() {
     if storage == Storage::Compact {
         peer = format!("{peer}-compact");
     }
+    let shard = args.shard.as_deref().map(|s| {
+        s.parse::<kube_dynamic_informer::shard::StaticShard>()
+            .unwrap_or_else(|e| panic!("--shard {s}: {e}"))
+    });
+    if let Some(shard) = shard {
+        peer = format!("{peer}-shard-{}-of-{}", shard.index(), shard.count());
+    }
 
     let mut options = InformerOptions::default()
         .streaming_list(streaming_list)
         .storage(storage);
+    options.shard = shard;
     let informer = if strip_per_page {
         SharedInformer::with_list_watch(
             StripPerPage(ApiListWatch::new(
@@ -172,6 +188,7 @@ async fn main() {
     let sync_s = start.elapsed().as_secs_f64();
     let cpu_sync = cpu_seconds();
     let rss_sync = proc_status_mb("VmRSS");
+    let served_list = served_list_mb(&metrics_client, &args.resource().plural).await - served_before;
     tokio::time::sleep(args.settle).await;
     let rss_steady = proc_status_mb("VmRSS");
     let store = informer.store();
@@ -198,7 +215,14 @@ async fn main() {
         "by_index_p50_us": round(percentile(&durations, 50.0), 2),
         "by_index_p99_us": round(percentile(&durations, 99.0), 2),
         "by_index_hits_avg": round(hits as f64 / values.len().max(1) as f64, 1),
+        "served_list_mb": round(served_list, 1),
     });
+    if shard.is_some() {
+        let stats = informer.stats();
+        result["shard"] = json!(args.shard);
+        result["shard_filtering"] = json!(stats.shard_filtering().map(|f| f.to_string()));
+        result["shard_objects_dropped"] = json!(stats.shard_objects_dropped.load(Ordering::Relaxed));
+    }
     emit(&json!({"event": "synced", "peer": peer, "objects": objects}));
 
     end_of_run(&mut result, &handlers, &args).await;
