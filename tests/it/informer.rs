@@ -809,9 +809,18 @@ async fn late_handlers_on_a_live_server_see_no_gap_and_no_duplicate() {
         (informer.store().len() == 250).then_some(())
     })
     .await;
+    // The cache can hold the last object a moment before its event is
+    // queued (both happen under the dispatch lock, but the store is read
+    // without it): wait for each handler to have seen every object.
     for (seen, reg) in handlers.iter().zip(&regs) {
+        eventually(
+            "every object added to the handler",
+            Duration::from_secs(30),
+            || (reg.has_synced() && seen.lock().unwrap().0.len() == 250).then_some(()),
+        )
+        .await;
         eventually("handler drained", Duration::from_secs(30), || {
-            (reg.backlog() == 0 && reg.has_synced()).then_some(())
+            (reg.backlog() == 0).then_some(())
         })
         .await;
         let s = seen.lock().unwrap();
