@@ -629,6 +629,7 @@ fn merged_kubeconfig(
     serde_json::to_string_pretty(&merged).unwrap()
 }
 
+#[cfg(feature = "cli")]
 async fn kdi(args: &[&str]) -> std::process::Output {
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
         .args(args)
