@@ -19,8 +19,8 @@ use kube_dynamic_informer::cluster_set::{
     clusters_from_contexts,
 };
 use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::factory::GenericInformer;
 use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::Event;
 use serde_json::{Value, json};
 
 use crate::exit::{Failure, describe};
@@ -159,14 +159,8 @@ fn still_waiting(set: &ClusterSet) {
     }
 }
 
-fn redaction(
-    set: &ClusterSet,
-    cluster: &str,
-    name: &str,
-    sensitive: bool,
-    show: bool,
-) -> Redaction {
-    match set.informer(cluster, name) {
+fn redaction(informer: Option<&GenericInformer>, sensitive: bool, show: bool) -> Redaction {
+    match informer {
         Some(gi) => Redaction::for_resource(gi.resource(), sensitive, show),
         None if show => Redaction::None,
         None => Redaction::AllButMetadata,
@@ -193,44 +187,44 @@ pub async fn watch(
         crate::metrics::serve(addr)?;
     }
     let (clusters, declared) = build(contexts, &set).await?;
-    let declared = Arc::new(declared);
+    // Per resource: the indexes `--index-values` shows, and sensitivity.
+    let shown: BTreeMap<String, Declared> = declared
+        .into_iter()
+        .map(|(name, d)| {
+            let indexes = d
+                .indexes
+                .iter()
+                .filter(|(n, _)| args.index_values.iter().any(|w| w == "all" || w == n))
+                .cloned()
+                .collect();
+            let indexes = Arc::new(indexes);
+            (name, Declared { indexes, ..d })
+        })
+        .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     {
         let set_for_handler = clusters.clone();
         let (object, skip_initial, show) = (args.object, args.skip_initial, args.show_secrets);
-        let wanted = args.index_values.clone();
         clusters.add_handler(move |e: ClusterEvent| {
-            if skip_initial
-                && matches!(
-                    e.event,
-                    Event::Add {
-                        in_initial_list: true,
-                        ..
-                    }
-                )
-            {
+            if crate::watch::skipped_as_initial(&e.event, skip_initial) {
                 return;
             }
-            let Some(d) = declared.get(&*e.resource) else {
+            let Some(Declared { indexes, sensitive }) = shown.get(&*e.resource) else {
                 return;
             };
             let gi = set_for_handler.informer(&e.cluster, &e.resource);
-            let resource = gi.map(|g| g.resource().to_string()).unwrap_or_default();
-            let redaction = redaction(&set_for_handler, &e.cluster, &e.resource, d.sensitive, show);
-            let indexes: Arc<Vec<(String, IndexFn)>> = Arc::new(
-                d.indexes
-                    .iter()
-                    .filter(|(n, _)| wanted.iter().any(|w| w == "all" || w == n))
-                    .cloned()
-                    .collect(),
-            );
+            let resource = gi
+                .as_ref()
+                .map(|g| g.resource().to_string())
+                .unwrap_or_default();
+            let redaction = redaction(gi.as_ref(), *sensitive, show);
             let line = event_line(
                 &e.resource,
                 &resource,
                 &e.event,
                 object,
                 redaction,
-                &indexes,
+                indexes,
             );
             let _ = tx.send(with_cluster(&e.cluster, &line));
         });
@@ -253,40 +247,7 @@ pub async fn watch(
             }
         })
     };
-    let deadline = args
-        .duration
-        .and_then(|d| tokio::time::Instant::now().checked_add(d));
-    let expired = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => futures::future::pending().await,
-        }
-    };
-    tokio::pin!(expired);
-    let closed = crate::watch::stdout_closed();
-    tokio::pin!(closed);
-    let mut count = 0u64;
-    let stdout = std::io::stdout();
-    let result = loop {
-        let next = tokio::select! {
-            line = rx.recv() => line,
-            _ = &mut expired => break Ok(()),
-            _ = tokio::signal::ctrl_c() => break Ok(()),
-            () = &mut closed => break Ok(()),
-        };
-        let Some(line) = next else { break Ok(()) };
-        let mut out = stdout.lock();
-        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                break Ok(());
-            }
-            break Err(Failure::output(e));
-        }
-        count += 1;
-        if args.max_events.is_some_and(|m| count >= m) {
-            break Ok(());
-        }
-    };
+    let result = crate::watch::print_lines(&mut rx, args.duration, args.max_events).await;
     reporting.abort();
     clusters.shutdown().await;
     result
@@ -322,7 +283,11 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
                     .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
                 (None, None) => one.store().list_cached(),
             };
-            let redaction = redaction(&clusters, &cluster, name, d.sensitive, args.show_secrets);
+            let redaction = redaction(
+                clusters.informer(&cluster, name).as_ref(),
+                d.sensitive,
+                args.show_secrets,
+            );
             rows.extend(
                 found
                     .into_iter()

@@ -119,15 +119,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
                 let printer = HandlerOptions::default().name("print");
                 let reg = informer.informer().add_handler_with(
                     move |e: Event| {
-                        if skip_initial
-                            && matches!(
-                                e,
-                                Event::Add {
-                                    in_initial_list: true,
-                                    ..
-                                }
-                            )
-                        {
+                        if skipped_as_initial(&e, skip_initial) {
                             return;
                         }
                         let line = match &resource {
@@ -152,45 +144,84 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     drop(tx);
     let stop_reporting = CancellationToken::new();
     let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
-    let deadline = args
-        .duration
-        .and_then(|d| tokio::time::Instant::now().checked_add(d));
-    let expired = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => futures::future::pending().await,
-        }
-    };
-    tokio::pin!(expired);
-    let closed = stdout_closed();
-    tokio::pin!(closed);
-    let mut count = 0u64;
-    let stdout = std::io::stdout();
-    let result = loop {
-        let next = tokio::select! {
-            line = rx.recv() => line,
-            _ = &mut expired => break Ok(()),
-            _ = tokio::signal::ctrl_c() => break Ok(()),
-            () = &mut closed => break Ok(()),
-        };
-        let Some(line) = next else { break Ok(()) };
-        let mut out = stdout.lock();
-        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-            // Closed (piped into `head`): stop quietly.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                break Ok(());
-            }
-            break Err(Failure::output(e));
-        }
-        count += 1;
-        if args.max_events.is_some_and(|m| count >= m) {
-            break Ok(());
-        }
-    };
+    let result = print_lines(&mut rx, args.duration, args.max_events).await;
     stop_reporting.cancel();
     let _ = reporting.await;
     factory.shutdown().await;
     result
+}
+
+/// Whether `--skip-initial` leaves `event` out: an Add of the first list.
+pub fn skipped_as_initial(event: &Event, skip_initial: bool) -> bool {
+    skip_initial
+        && matches!(
+            event,
+            Event::Add {
+                in_initial_list: true,
+                ..
+            }
+        )
+}
+
+/// Resolves `duration` from now (`--duration`); never without one.
+pub async fn expiry(duration: Option<Duration>) {
+    match duration.and_then(|d| tokio::time::Instant::now().checked_add(d)) {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => futures::future::pending().await,
+    }
+}
+
+/// Writes event lines to stdout, counting them against `--max-events`.
+pub struct LineWriter {
+    count: u64,
+    max: Option<u64>,
+}
+
+impl LineWriter {
+    pub fn new(max: Option<u64>) -> Self {
+        Self { count: 0, max }
+    }
+
+    /// Writes `line`; `Ok(true)` when the watch ends here: the output was
+    /// closed (piped into `head`: quietly) or `--max-events` is reached.
+    pub fn write(&mut self, line: &str) -> Result<bool, Failure> {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(true);
+            }
+            return Err(Failure::output(e));
+        }
+        self.count += 1;
+        Ok(self.max.is_some_and(|m| self.count >= m))
+    }
+}
+
+/// Prints the lines of `rx` until it ends, `duration` passes, Ctrl-C, the
+/// output is closed, or `max_events` lines were printed.
+pub async fn print_lines(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    duration: Option<Duration>,
+    max_events: Option<u64>,
+) -> Result<(), Failure> {
+    let expired = expiry(duration);
+    tokio::pin!(expired);
+    let closed = stdout_closed();
+    tokio::pin!(closed);
+    let mut writer = LineWriter::new(max_events);
+    loop {
+        let next = tokio::select! {
+            line = rx.recv() => line,
+            () = &mut expired => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            () = &mut closed => return Ok(()),
+        };
+        let Some(line) = next else { return Ok(()) };
+        if writer.write(&line)? {
+            return Ok(());
+        }
+    }
 }
 
 /// Every index named by `--index-values` exists on some informer.

@@ -4,7 +4,7 @@
 //! set's state is written to `--status-file` when given.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -24,7 +24,9 @@ use crate::exit::Failure;
 use crate::informers::{Declared, adjust};
 use crate::output::{Redaction, event_line, say};
 use crate::progress::{Membership, Progress, resource_label};
-use crate::watch::{WatchArgs, check_index_values, stdout_closed};
+use crate::watch::{
+    LineWriter, WatchArgs, check_index_values, expiry, skipped_as_initial, stdout_closed,
+};
 
 /// Index functions a member's lines show; replaced when a reload adds
 /// indexes.
@@ -70,15 +72,7 @@ impl Output {
         let printer = HandlerOptions::default().name("print");
         let registration = member.informer.informer().add_handler_with(
             move |e: Event| {
-                if skip_initial
-                    && matches!(
-                        e,
-                        Event::Add {
-                            in_initial_list: true,
-                            ..
-                        }
-                    )
-                {
+                if skipped_as_initial(&e, skip_initial) {
                     return;
                 }
                 let indexes = indexes.read().map(|i| i.clone()).unwrap_or_default();
@@ -321,15 +315,7 @@ pub async fn watch_set(
     let (joins, joined) = tokio::sync::mpsc::unbounded_channel();
     let reporting = tokio::spawn(progress.follow_set(stop_reporting.clone(), joined));
 
-    let deadline = args
-        .duration
-        .and_then(|d| tokio::time::Instant::now().checked_add(d));
-    let expired = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => futures::future::pending().await,
-        }
-    };
+    let expired = expiry(args.duration);
     tokio::pin!(expired);
     let closed = stdout_closed();
     tokio::pin!(closed);
@@ -337,22 +323,15 @@ pub async fn watch_set(
     let mut file_check = tokio::time::interval(args.reload_check);
     file_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_seen = file.as_deref().and_then(contents);
-    let mut count = 0u64;
-    let stdout = std::io::stdout();
+    let mut writer = LineWriter::new(args.max_events);
     let result = loop {
         let reload = tokio::select! {
             line = rx.recv() => {
                 let Some(line) = line else { break Ok(()) };
-                let mut out = stdout.lock();
-                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-                    if e.kind() == std::io::ErrorKind::BrokenPipe {
-                        break Ok(());
-                    }
-                    break Err(Failure::output(e));
-                }
-                count += 1;
-                if args.max_events.is_some_and(|m| count >= m) {
-                    break Ok(());
+                match writer.write(&line) {
+                    Ok(false) => {}
+                    Ok(true) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
                 false
             }
