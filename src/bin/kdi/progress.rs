@@ -330,17 +330,10 @@ impl Progress {
 
     /// After sync: says every change, and at the interval what is still
     /// waited for and new index failures, until `cancel`.
-    pub async fn follow(mut self, cancel: CancellationToken) {
-        let mut reminders = self.reminders();
-        let changes = self.changes.clone();
-        loop {
-            self.say_changes();
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                () = changes.notified() => {}
-                _ = reminders.tick() => self.remind(),
-            }
-        }
+    pub async fn follow(self, cancel: CancellationToken) {
+        // No informer joins or leaves: a channel that is closed at once.
+        let (_, joins) = tokio::sync::mpsc::unbounded_channel();
+        self.follow_set(cancel, joins).await;
     }
 
     /// As [`follow`](Self::follow), for a set whose informers come and go
