@@ -234,6 +234,16 @@ enum Target {
     Key(ResourceKey),
 }
 
+impl Plan {
+    /// The refusal of a plan with errors, each located in `source`.
+    fn refusal(&self, source: Option<(&Path, &str)>) -> Option<ReloadError> {
+        (!self.errors.is_empty()).then(|| ReloadError {
+            errors: locate(&self.errors, source),
+            unserved: self.unserved == self.errors.len(),
+        })
+    }
+}
+
 struct Planned {
     member: SetMember,
     /// Whether the current member's informer must make way for a new one
@@ -315,11 +325,7 @@ impl ResourceSet {
         };
         let mut state = set.inner.state.lock().await;
         let plan = set.plan(&state, &config).await;
-        if !plan.errors.is_empty() {
-            let err = ReloadError {
-                errors: locate(&plan.errors, source),
-                unserved: plan.unserved == plan.errors.len(),
-            };
+        if let Some(err) = plan.refusal(source) {
             set.discard(&state, plan.created).await;
             drop(state);
             set.inner.factory.shutdown().await;
@@ -528,11 +534,7 @@ impl ResourceSet {
     ) -> Result<ReloadStatus, ReloadError> {
         let mut state = self.inner.state.lock().await;
         let plan = self.plan(&state, &config).await;
-        if !plan.errors.is_empty() {
-            let err = ReloadError {
-                errors: locate(&plan.errors, source),
-                unserved: plan.unserved == plan.errors.len(),
-            };
+        if let Some(err) = plan.refusal(source) {
             self.discard(&state, plan.created).await;
             let status = reload::failed(hash, &err);
             self.record_locked(&mut state, status);

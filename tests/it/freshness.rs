@@ -13,7 +13,7 @@
 //! event is delivered, and only the final state is checked).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,18 +26,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support;
-
-/// This process's resident memory in KiB.
-fn rss_kib() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// `spec.n` of an object (-1 when absent).
 fn n_of(o: &DynamicObject) -> i64 {
@@ -243,8 +231,8 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
         .await
         .unwrap();
 
-    let rss_before = rss_kib();
-    let largest_rss = Arc::new(AtomicUsize::new(0));
+    let rss_before = crate::reliability::rss_kib();
+    let largest_rss = Arc::new(AtomicU64::new(0));
     let largest_backlog = Arc::new(AtomicUsize::new(0));
     let watching = CancellationToken::new();
     let sampler = {
@@ -254,7 +242,7 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
         tokio::spawn(async move {
             loop {
                 largest.fetch_max(registration_backlog(), Ordering::Relaxed);
-                largest_rss.fetch_max(rss_kib(), Ordering::Relaxed);
+                largest_rss.fetch_max(crate::reliability::rss_kib(), Ordering::Relaxed);
                 tokio::select! {
                     _ = watching.cancelled() => return registration_backlog,
                     _ = tokio::time::sleep(Duration::from_millis(20)) => {}
@@ -320,7 +308,7 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
         OBJECTS * ROUNDS as usize,
         rss_before / 1024,
         largest_rss.load(Ordering::Relaxed) / 1024,
-        rss_kib() / 1024,
+        crate::reliability::rss_kib() / 1024,
     );
     assert!(
         largest <= OBJECTS + 32,

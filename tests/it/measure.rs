@@ -14,12 +14,7 @@ use serde_json::json;
 use crate::support::{self, controlplane::ControlPlane};
 
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap()
+    support::proc_status(&pid.to_string(), "VmRSS:")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

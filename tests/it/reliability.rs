@@ -481,12 +481,5 @@ pub fn heap_in_use_kib() -> Option<u64> {
 
 /// VmRSS of this process, in KiB.
 pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    support::proc_status("self", "VmRSS:")
 }

@@ -23,16 +23,6 @@ use crate::support;
 
 const INFORMERS: usize = 500;
 
-/// A field of /proc/self/status, in its unit (threads; kB).
-fn proc_status(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     #[allow(
         clippy::cast_possible_truncation,
@@ -67,8 +57,8 @@ async fn five_hundred_informers_with_two_handlers_each_share_a_bounded_set_of_th
     .collect::<Result<Vec<()>, _>>()
     .expect("creating ConfigMaps");
 
-    let threads_before = proc_status("Threads:");
-    let rss_before = proc_status("VmRSS:");
+    let threads_before = support::proc_status("self", "Threads:");
+    let rss_before = support::proc_status("self", "VmRSS:");
     let factory = InformerFactory::with_options(client.clone(), support::options().namespace(&ns));
     // (name, `data.n`, when) of each event the first handler of each
     // informer sees; the second handler counts.
@@ -146,8 +136,8 @@ async fn five_hundred_informers_with_two_handlers_each_share_a_bounded_set_of_th
         }
     }
     latencies.sort();
-    let threads = proc_status("Threads:");
-    let rss = proc_status("VmRSS:");
+    let threads = support::proc_status("self", "Threads:");
+    let rss = support::proc_status("self", "VmRSS:");
     let pool = handler_pool_stats();
     println!(
         "scale: {INFORMERS} informers x 2 handlers: synced in {synced_after:.2?}; threads {threads_before} -> {threads} (+{}), handler pool {} workers, {} threads now, {} spares started; RSS {} -> {} MiB; event latency p50 {:.2?} p99 {:.2?} max {:.2?} over {} writes",

@@ -218,14 +218,7 @@ pub async fn watch(
                 .map(|g| g.resource().to_string())
                 .unwrap_or_default();
             let redaction = redaction(gi.as_ref(), *sensitive, show);
-            let line = event_line(
-                &e.resource,
-                &resource,
-                &e.event,
-                object,
-                redaction,
-                indexes,
-            );
+            let line = event_line(&e.resource, &resource, &e.event, object, redaction, indexes);
             let _ = tx.send(with_cluster(&e.cluster, &line));
         });
     }

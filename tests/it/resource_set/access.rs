@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::Client;
 use kube_client::api::{Api, DynamicObject, PostParams};
 use kube_dynamic_informer::config::{InformerSet, PatternSpec};
@@ -19,25 +18,7 @@ use crate::support::{self, User, wait_for};
 /// Lets Alice get, list and watch `plural` of `group` in `ns`.
 pub async fn grant(admin: &Client, ns: &str, group: &str, plural: &str) {
     let name = format!("alice-reads-{plural}");
-    let role: Role = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "rules": [{ "apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"] }]
-    }))
-    .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": User::Alice.subject_name() }]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    Api::<RoleBinding>::namespaced(admin.clone(), ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    support::grant_read(admin, ns, User::Alice, group, plural, &name).await;
 }
 
 /// Two CRDs of one group and two namespaces, each with one object.

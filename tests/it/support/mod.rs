@@ -259,11 +259,31 @@ pub async fn admin() -> Client {
 /// Lets `user` get, list and watch ConfigMaps in `ns` (a Role and a
 /// RoleBinding named `read-cm-<user>`).
 pub async fn grant_configmap_read(admin: &Client, ns: &str, user: User) {
+    grant_read(
+        admin,
+        ns,
+        user,
+        "",
+        "configmaps",
+        &format!("read-cm-{}", user.name()),
+    )
+    .await;
+}
+
+/// Lets `user` get, list and watch `plural` of `api_group` in `ns`: a Role
+/// and a RoleBinding, both named `name`.
+pub async fn grant_read(
+    admin: &Client,
+    ns: &str,
+    user: User,
+    api_group: &str,
+    plural: &str,
+    name: &str,
+) {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-    let name = format!("read-cm-{}", user.name());
     let role: Role = serde_json::from_value(json!({
         "metadata": { "name": name },
-        "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"] }]
+        "rules": [{ "apiGroups": [api_group], "resources": [plural], "verbs": ["get", "list", "watch"] }]
     }))
     .unwrap();
     let binding: RoleBinding = serde_json::from_value(json!({
@@ -280,6 +300,19 @@ pub async fn grant_configmap_read(admin: &Client, ns: &str, user: User) {
         .create(&PostParams::default(), &binding)
         .await
         .unwrap();
+}
+
+/// A number field of `/proc/PID/status` (`pid`: a process id or `self`),
+/// in its unit (`VmRSS:` in kB, `Threads:` a count); 0 when unreadable.
+pub fn proc_status(pid: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// A short random lowercase suffix for names.
