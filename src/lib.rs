@@ -92,55 +92,54 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod access;
-pub mod backoff;
-pub mod cluster_set;
-pub mod compact;
-#[cfg(feature = "config")]
-pub mod config;
-pub mod discovery;
-pub mod duration;
+pub mod cache;
+pub mod declarative;
 pub mod factory;
-pub mod index;
 pub mod informer;
-pub mod list_watch;
-pub mod lister;
-pub mod object_key;
-pub mod options;
-pub mod pattern;
-pub mod projection;
-pub mod reflector;
-pub mod resource;
-#[cfg(feature = "config")]
-pub mod resource_set;
-pub(crate) mod resync;
-pub mod scope;
-pub mod selector;
-pub mod shard;
-pub mod status;
-pub mod store;
-pub mod telemetry;
-pub mod transform;
+pub mod vocabulary;
+pub mod wire;
 
-pub use discovery::DiscoveryCache;
+pub use cache::{compact, index, lister, projection, store, transform};
+pub use declarative::cluster_set;
+#[cfg(feature = "config")]
+pub use declarative::{config, resource_set};
+pub use factory::{access, discovery, pattern};
+pub use informer::{backoff, options, reflector, status, telemetry};
+pub use vocabulary::{duration, object_key, resource, scope, selector};
+pub use wire::list_watch;
+
+/// Shard ranges and shard groups.
+pub mod shard {
+    pub use crate::declarative::shard_group::{
+        MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
+        ShardGroupError, rbac_role, rendezvous,
+    };
+    pub use crate::vocabulary::shard::*;
+    /// Shard groups.
+    pub mod group {
+        pub use crate::declarative::shard_group::*;
+    }
+}
+
+pub use cache::lister::Lister;
+pub use factory::discovery::DiscoveryCache;
 pub use factory::{GenericInformer, InformerFactory};
-pub use lister::Lister;
-pub use options::InformerOptions;
+pub use informer::options::InformerOptions;
 
 /// The names most programs use, in one import:
 /// `use kube_dynamic_informer::prelude::*;`.
 pub mod prelude {
-    pub use crate::discovery::DiscoveryCache;
+    pub use crate::cache::index::IndexFn;
+    pub use crate::cache::lister::Lister;
+    pub use crate::cache::projection::Projection;
+    pub use crate::cache::transform::Transform;
+    pub use crate::factory::discovery::DiscoveryCache;
     pub use crate::factory::{CacheSyncReport, GenericInformer, InformerFactory};
-    pub use crate::index::IndexFn;
+    pub use crate::informer::options::InformerOptions;
     pub use crate::informer::{
         Event, EventHandler, HandlerOptions, InformerStatus, SharedInformer, WaitError,
     };
-    pub use crate::lister::Lister;
-    pub use crate::options::InformerOptions;
-    pub use crate::projection::Projection;
-    pub use crate::resource::ResourceKey;
-    pub use crate::scope::{Namespaces, Scope};
-    pub use crate::transform::Transform;
+    pub use crate::vocabulary::resource::ResourceKey;
+    pub use crate::vocabulary::scope::{Namespaces, Scope};
     pub use kube_core::{ApiResource, DynamicObject};
 }

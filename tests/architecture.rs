@@ -1,19 +1,36 @@
-//! Modules import downward only: no top-level module of `src/` may reach
-//! itself again through the modules it uses.
+//! The library is built in layers, each a folder of `src/`, and each
+//! imports only the layers below it; inside a layer, modules import each
+//! other without cycles.
 //!
-//! Each top-level module (`src/foo.rs` with everything under `src/foo/`) is
-//! one node; `src/lib.rs` is the node `lib`, and `src/bin/` is left out. An
-//! edge is a `crate::foo` path (or a `crate::Name` that `lib.rs` re-exports
-//! from `foo`) in code: comments, string literals, items marked
-//! `#[cfg(test)]` and `tests.rs` files (with any `tests/` folder) do not
-//! count, since unit tests may reach anywhere. A failure lists every cycle,
-//! with the names that tie each of its edges.
+//! [`LAYERS`] declares the order, from the bottom up. A top-level module
+//! (`src/foo.rs` with everything under `src/foo/`) is one layer; `src/lib.rs`
+//! is the node `lib`, above them all. Inside a layer each submodule
+//! (`src/foo/bar.rs` with everything under `src/foo/bar/`) is a node
+//! `foo::bar`, and the layer's own `mod.rs` the node `foo`. An edge is a
+//! `crate::foo` path (or a `crate::Name` that `lib.rs` re-exports from
+//! `foo`) in code: comments, string literals, items marked `#[cfg(test)]` and
+//! `tests.rs` files (with any `tests/` folder) do not count, since unit tests
+//! may reach anywhere. `src/bin/` is the command-line tool, above the
+//! library: it reaches the library through its public API only (the
+//! compiler sees to that), and its own modules form no cycle either. A
+//! failure names every offending edge with the names that make it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Module → module it uses → the names it uses there.
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The layers of the library, from the bottom up: each may import the ones
+/// before it, never one after it.
+const LAYERS: &[&str] = &[
+    "vocabulary",
+    "wire",
+    "cache",
+    "informer",
+    "factory",
+    "declarative",
+];
 
 #[test]
 fn src_modules_import_without_cycles() {
@@ -24,6 +41,67 @@ fn src_modules_import_without_cycles() {
         "module cycles in src/:\n{}",
         report(&graph, &found)
     );
+}
+
+#[test]
+fn each_layer_imports_only_the_layers_below_it() {
+    let graph = crate_graph(&src_dir());
+    let upward = upward_edges(&graph, LAYERS);
+    assert!(
+        upward.is_empty(),
+        "imports against the layer order:\n{upward}"
+    );
+}
+
+#[test]
+fn the_modules_inside_each_layer_import_without_cycles() {
+    let graph = layer_module_graph(&src_dir());
+    let found = cycles(&graph);
+    assert!(
+        found.is_empty(),
+        "module cycles inside the layers of src/:\n{}",
+        report(&graph, &found)
+    );
+}
+
+#[test]
+fn the_command_line_modules_import_without_cycles() {
+    let graph = bin_graph(&src_dir().join("bin/kdi"));
+    assert!(graph.len() > 3, "kdi's modules were not read: {graph:?}");
+    let found = cycles(&graph);
+    assert!(
+        found.is_empty(),
+        "module cycles in src/bin/kdi:\n{}",
+        report(&graph, &found)
+    );
+}
+
+#[test]
+fn an_upward_import_is_reported_with_its_names() {
+    let graph = graph_of(&[
+        ("lib", "factory", "InformerFactory"),
+        ("factory", "cache", "Store"),
+        ("cache", "factory", "FactoryError"),
+        ("cache", "vocabulary", "ResourceKey"),
+        ("vocabulary", "", ""),
+    ]);
+    assert_eq!(
+        upward_edges(&graph, &["vocabulary", "cache", "factory"]),
+        "cache (layer 2) uses factory (layer 3): FactoryError\n"
+    );
+    let unplaced = graph_of(&[("cache", "attic", "Old"), ("attic", "", "")]);
+    assert_eq!(
+        upward_edges(&unplaced, &["cache"]),
+        "attic is in no layer: add it to LAYERS or move it into one\n"
+    );
+}
+
+#[test]
+fn every_layer_is_declared_in_lib_rs_and_in_the_layer_order() {
+    let graph = crate_graph(&src_dir());
+    let mut expected: BTreeSet<String> = LAYERS.iter().map(|l| l.to_string()).collect();
+    expected.insert("lib".into());
+    assert_eq!(graph.keys().cloned().collect::<BTreeSet<_>>(), expected);
 }
 
 #[test]
@@ -506,6 +584,122 @@ fn use_tree(tokens: &[Tok], i: &mut usize, prefix: &mut Vec<String>, out: &mut V
         _ => {}
     }
     prefix.truncate(depth);
+}
+
+/// The modules inside the layers: `layer::module` for `src/layer/module.rs`
+/// (with `src/layer/module/`), `layer` for the layer's own `mod.rs`. An edge
+/// `crate::layer::module::..` goes to `layer::module` when that module
+/// exists, else to `layer` (a name the layer's root declares or
+/// re-exports). Edges between layers are left to the layer order.
+fn layer_module_graph(src: &Path) -> Graph {
+    let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for path in rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap().with_extension("");
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts[0] == "bin" || parts[0] == "lib" || parts.iter().any(|p| p == "tests") {
+            continue;
+        }
+        let node = match parts.get(1) {
+            Some(m) if m != "mod" => format!("{}::{m}", parts[0]),
+            _ => parts[0].clone(),
+        };
+        files.entry(node).or_default().push(path);
+    }
+    let mut graph = Graph::new();
+    for (node, paths) in &files {
+        let layer = node.split("::").next().unwrap().to_owned();
+        let uses = graph.entry(node.clone()).or_default();
+        for path in paths {
+            let code = code(&std::fs::read_to_string(path).unwrap());
+            for full in crate_full_paths(&code) {
+                if full.first() != Some(&layer) {
+                    continue;
+                }
+                let target = match full.get(1) {
+                    Some(m) if files.contains_key(&format!("{layer}::{m}")) => {
+                        format!("{layer}::{m}")
+                    }
+                    _ => layer.clone(),
+                };
+                let name = full.get(2).or(full.get(1)).cloned().unwrap_or_default();
+                if target != *node {
+                    uses.entry(target).or_default().insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The modules of a binary in `dir` (its `main.rs` and the files beside
+/// it), each file a node, edges its `crate::` paths.
+fn bin_graph(dir: &Path) -> Graph {
+    let files: Vec<PathBuf> = rust_files(dir);
+    let name_of = |p: &Path| {
+        let rel = p.strip_prefix(dir).unwrap().with_extension("");
+        let first = rel.components().next().unwrap();
+        first.as_os_str().to_string_lossy().into_owned()
+    };
+    let nodes: BTreeSet<String> = files.iter().map(|p| name_of(p)).collect();
+    let mut graph = Graph::new();
+    for path in &files {
+        let node = name_of(path);
+        let uses = graph.entry(node.clone()).or_default();
+        for (target, name) in crate_paths(&code(&std::fs::read_to_string(path).unwrap())) {
+            if nodes.contains(&target) && target != node {
+                uses.entry(target).or_default().insert(name);
+            }
+        }
+    }
+    graph
+}
+
+/// Every `crate::` path in `code`, whole (`crate::a::b::C` is `[a, b, C]`).
+fn crate_full_paths(code: &str) -> Vec<Vec<String>> {
+    let tokens = tokens(code);
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        if tokens[i] == Tok::Ident("crate".into()) && tokens.get(i + 1) == Some(&Tok::PathSep) {
+            use_tree(&tokens, &mut (i + 2), &mut Vec::new(), &mut out);
+        }
+    }
+    out
+}
+
+/// One line per edge that goes up the layer order (`layers`, bottom first;
+/// `lib` sits above them all), and one per module in no layer.
+fn upward_edges(graph: &Graph, layers: &[&str]) -> String {
+    let rank = |m: &str| {
+        if m == "lib" {
+            Some(layers.len())
+        } else {
+            layers.iter().position(|l| *l == m)
+        }
+    };
+    let mut out = String::new();
+    for (a, uses) in graph {
+        let Some(ra) = rank(a) else {
+            out += &format!("{a} is in no layer: add it to LAYERS or move it into one\n");
+            continue;
+        };
+        for (b, names) in uses {
+            if let Some(rb) = rank(b)
+                && rb > ra
+            {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                out += &format!(
+                    "{a} (layer {}) uses {b} (layer {}): {}\n",
+                    ra + 1,
+                    rb + 1,
+                    names.join(", ")
+                );
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------

@@ -5,11 +5,11 @@ use std::fmt;
 use kube_core::ApiResource;
 use tokio::sync::watch;
 
+use crate::cache::lister::Lister;
+use crate::informer::options::InformerOptions;
 use crate::informer::{InformerStatus, SharedInformer};
-use crate::lister::Lister;
-use crate::options::InformerOptions;
-use crate::resource::ResourceKey;
-use crate::scope::{ResourceAvailability, Scope};
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::scope::{ResourceAvailability, Scope};
 
 /// An informer and its lister, for any resource: what the factory hands
 /// out. Cheap to clone; clones (and every handle the factory returns for the

@@ -93,8 +93,11 @@
 //! # Ok(()) }
 //! ```
 
+pub mod access;
+pub mod discovery;
+mod for_pattern;
 mod generic;
-mod pattern;
+pub mod pattern;
 mod resource_ref;
 mod sync;
 
@@ -115,14 +118,14 @@ pub use resource_ref::ResourceRef;
 pub(crate) use sync::wait_one as wait_one_informer;
 pub use sync::{CacheSyncError, CacheSyncReport};
 
-use crate::discovery::{DiscoveryCache, DiscoveryError};
+use crate::cache::lister::Lister;
+use crate::factory::discovery::{DiscoveryCache, DiscoveryError};
+use crate::informer::options::{InformerOptions, WhenNotServed};
 use crate::informer::{InformerError, SharedInformer, WaitError};
-use crate::list_watch::ApiListWatch;
-use crate::lister::Lister;
-use crate::options::{InformerOptions, WhenNotServed};
-use crate::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
-use crate::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
-use crate::selector::{Selector, SelectorError, validate_field_selector};
+use crate::vocabulary::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
+use crate::vocabulary::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::selector::{Selector, SelectorError, validate_field_selector};
+use crate::wire::list_watch::ApiListWatch;
 use resource_ref::{fully_qualified, plural_and_group, shown};
 
 /// Errors of the factory.
@@ -185,7 +188,7 @@ pub enum FactoryError {
     ShutDown,
     /// A resource pattern is malformed.
     #[error(transparent)]
-    Pattern(crate::pattern::PatternError),
+    Pattern(crate::factory::pattern::PatternError),
     /// [`InformerFactory::start`] was called outside a tokio runtime.
     #[error("starting informers needs a tokio runtime")]
     NoRuntime,
@@ -283,7 +286,7 @@ impl InformerFactory {
     }
 
     /// A factory over an existing discovery cache (for instance one
-    /// configured with [`crate::discovery::DiscoveryConfig`]). The factory
+    /// configured with [`crate::factory::discovery::DiscoveryConfig`]). The factory
     /// keeps it current while it runs.
     #[must_use]
     pub fn with_discovery(

@@ -4,7 +4,7 @@ use std::fmt;
 
 use kube_core::GroupVersionResource;
 
-use crate::resource::{ResourceError, ResourceKey, ResourceName};
+use crate::vocabulary::resource::{ResourceError, ResourceKey, ResourceName};
 
 /// A resource as the factory's callers name it: a string in any form
 /// [`ResourceName`] accepts, a parsed name, a [`ResourceKey`] or a

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::GenericInformer;
 use super::resource_ref::shown;
 use crate::informer::{InformerError, InformerStatus};
-use crate::resource::ResourceKey;
+use crate::vocabulary::resource::ResourceKey;
 
 /// Why one informer's cache is not synced, from
 /// [`InformerFactory::wait_for_cache_sync`](super::InformerFactory::wait_for_cache_sync).

@@ -7,9 +7,9 @@ use std::time::Duration;
 use kube_core::DynamicObject;
 
 use super::SharedInformer;
-use crate::resource::ResourceKey;
-use crate::status::InformerStatus;
-use crate::store::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
+use crate::cache::store::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
+use crate::informer::status::InformerStatus;
+use crate::vocabulary::resource::ResourceKey;
 
 /// Why [`SharedInformer::wait_for_resource_version`] returned without the
 /// cache reflecting the resourceVersion.
@@ -99,7 +99,7 @@ pub enum WaitError {
 
 impl SharedInformer {
     /// The resourceVersion the cache reflects (see
-    /// [`Store::sync_point`](crate::store::Store::sync_point)).
+    /// [`Store::sync_point`](crate::cache::store::Store::sync_point)).
     #[must_use]
     pub fn synced_resource_version(&self) -> Option<String> {
         self.shared

@@ -19,8 +19,8 @@ use super::Shared;
 use super::event::{Event, EventHandler};
 use super::pool::{HandlerPool, Runnable, TURN};
 use super::queue::{Item, Queue};
-use crate::resource::ResourceKey;
-use crate::telemetry::HandlerMetrics;
+use crate::informer::telemetry::HandlerMetrics;
+use crate::vocabulary::resource::ResourceKey;
 
 /// Options of one handler registration.
 ///

@@ -44,14 +44,20 @@
 //!   lowers the informer's check period, after start it is raised to it;
 //!   the effective period is rounded up to a multiple of the check period.
 //!
-//! [`Reflector`]: crate::reflector
-//! [`StoreWriter`]: crate::store::StoreWriter
+//! [`Reflector`]: crate::informer::reflector
+//! [`StoreWriter`]: crate::cache::store::StoreWriter
 
+pub mod backoff;
 mod event;
 mod freshness;
 mod listener;
+pub mod options;
 mod pool;
 mod queue;
+pub mod reflector;
+pub(crate) mod resync;
+pub mod status;
+pub mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -71,19 +77,19 @@ pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Sink, Target};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 
-pub use crate::status::InformerStatus;
+pub use crate::informer::status::InformerStatus;
 
-use crate::index::IndexFn;
-use crate::list_watch::{ApiListWatch, ListWatch};
-use crate::object_key::object_key;
-use crate::options::InformerOptions;
-use crate::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
-use crate::resource::ResourceKey;
-use crate::resync::ResyncClock;
-use crate::scope::{NamespaceOnClusterScoped, Scope};
-use crate::shard::ShardSelector;
-use crate::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
-use crate::telemetry::InformerMetrics;
+use crate::cache::index::IndexFn;
+use crate::cache::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
+use crate::informer::options::InformerOptions;
+use crate::informer::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
+use crate::informer::resync::ResyncClock;
+use crate::informer::telemetry::InformerMetrics;
+use crate::vocabulary::object_key::object_key;
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::scope::{NamespaceOnClusterScoped, Scope};
+use crate::vocabulary::shard::ShardSelector;
+use crate::wire::list_watch::{ApiListWatch, ListWatch};
 
 /// Errors of informer construction and use.
 #[derive(Debug, thiserror::Error)]
@@ -282,7 +288,7 @@ impl SharedInformer {
     /// [`status`](Self::status) and the logs). Replaces an earlier hook.
     pub fn on_error(
         &self,
-        hook: impl Fn(&crate::reflector::ReflectorError) + Send + Sync + 'static,
+        hook: impl Fn(&crate::informer::reflector::ReflectorError) + Send + Sync + 'static,
     ) {
         *self.shared.error_hook.lock() = Some(Arc::new(hook));
     }

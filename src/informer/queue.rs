@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::event::Event;
-use crate::object_key::object_key;
+use crate::vocabulary::object_key::object_key;
 
 /// What a handler's queue holds, in delivery order.
 #[derive(Debug)]

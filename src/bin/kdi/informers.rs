@@ -11,7 +11,7 @@ use kube_dynamic_informer::config::{
     BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec, ShardGroupSpec,
 };
 use kube_dynamic_informer::discovery::DiscoveryError;
-use kube_dynamic_informer::factory::{FactoryError, GenericInformer, InformerFactory};
+use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
 use kube_dynamic_informer::index::IndexFn;
 use kube_dynamic_informer::options::{InformerOptions, Storage};
 use kube_dynamic_informer::pattern::{ResourcePattern, ScopeFilter};
@@ -20,8 +20,8 @@ use kube_dynamic_informer::scope::Namespaces;
 use kube_dynamic_informer::shard::{ShardError, ShardKey, StaticShard};
 
 use crate::cluster::Cluster;
+use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::output::Redaction;
 use crate::output::say;
 use crate::parse_duration_arg;
 use crate::progress::Progress;
@@ -318,22 +318,6 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
             .map_err(|e| Failure::usage(format!("shard group: {e}")))?;
     }
     Ok(())
-}
-
-/// One informer of the command, as declared.
-pub struct Declared {
-    /// Its name in the config (or the resource as given).
-    pub name: String,
-    pub informer: GenericInformer,
-    pub indexes: BTreeMap<String, IndexFn>,
-    /// Marked `sensitive` in the config.
-    pub sensitive: bool,
-}
-
-impl Declared {
-    pub fn redaction(&self, show_secrets: bool) -> Redaction {
-        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
-    }
 }
 
 /// Why the informers of a config could not be made: discovery could not be

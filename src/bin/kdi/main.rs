@@ -36,6 +36,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod access;
 mod cluster;
 mod clusters;
+mod declared;
 mod exit;
 mod get;
 mod informers;
@@ -225,7 +226,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if contexts.many(&set) {
                 return clusters::watch(&contexts, set, args).await;
             }
-            watch::watch(&connect().await?, set, args).await
+            if let Some(addr) = args.metrics_addr {
+                metrics::serve(addr)?;
+            }
+            let cluster = connect().await?;
+            if watch::follows(&set, &args) {
+                watch_set::watch_set(&cluster, set, args).await
+            } else {
+                watch::watch(&cluster, set, args).await
+            }
         }
         Command::Get(args) => {
             let set = informers::informer_set(&args.selection)?;

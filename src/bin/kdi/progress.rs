@@ -26,8 +26,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::declared::Declared;
 use crate::exit::{Failure, code};
-use crate::informers::Declared;
 use crate::output::say;
 
 /// What an informer is doing, as kdi tells it.
@@ -142,15 +142,9 @@ impl Tracked {
         let (state, reason) = State::of(&self.status.borrow());
         let options = self.informer.options();
         match (state, &options.shard_group) {
-            (State::Pending, Some(group)) if options.shard.is_none() => (
-                State::ShardGroup,
-                format!(
-                    "member {} of {}: {}",
-                    group.config().identity,
-                    group.config().name,
-                    group.status()
-                ),
-            ),
+            (State::Pending, Some(group)) if options.shard.is_none() => {
+                (State::ShardGroup, group.describe())
+            }
             _ => (state, reason),
         }
     }
@@ -181,12 +175,7 @@ fn shard_words(informer: &GenericInformer) -> Option<String> {
     let options = informer.options();
     let which = match (options.shard, &options.shard_group) {
         (Some(shard), _) => format!("shard {shard}"),
-        (None, Some(group)) => format!(
-            "the slots member {} of shard group {} holds ({})",
-            group.config().identity,
-            group.config().name,
-            group.status()
-        ),
+        (None, Some(group)) => format!("the slots of {}", group.describe()),
         (None, None) => return None,
     };
     let stats = informer.informer().stats();

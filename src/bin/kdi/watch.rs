@@ -12,8 +12,9 @@ use kube_dynamic_informer::informer::{Event, HandlerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
+use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Declared, Selection, start_and_sync};
+use crate::informers::{Selection, start_and_sync};
 use crate::output::event_line;
 use crate::parse_duration_arg;
 use crate::progress::resource_label;
@@ -74,24 +75,22 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// Whether a watch follows its set as it changes (a config file reloaded,
+/// patterns over discovery, access checks, a status file): that is
+/// `watch_set`'s; plain resources named with -r need none of that.
+pub fn follows(set: &InformerSet, args: &WatchArgs) -> bool {
+    args.selection.config.is_some()
+        || !set.patterns.is_empty()
+        || args.skip_forbidden
+        || args.status_file.is_some()
+}
+
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
-    if let Some(addr) = args.metrics_addr {
-        crate::metrics::serve(addr)?;
-    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let object = args.object;
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
-    // A config file is followed (reloads), as are patterns (discovery) and
-    // access checks; plain resources named with -r need none of that.
-    if args.selection.config.is_some()
-        || !set.patterns.is_empty()
-        || args.skip_forbidden
-        || args.status_file.is_some()
-    {
-        return crate::watch_set::watch_set(cluster, set, args).await;
-    }
     let (factory, _informers, progress) =
         start_and_sync(cluster, set, &args.selection, false, |informers| {
             check_index_values(&wanted_indexes, informers)?;

@@ -20,8 +20,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
+use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Declared, adjust};
+use crate::informers::adjust;
 use crate::output::{Redaction, event_line, say};
 use crate::progress::{Membership, Progress, resource_label};
 use crate::watch::{

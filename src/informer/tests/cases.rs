@@ -10,8 +10,8 @@ use kube_core::DynamicObject;
 use serde_json::json;
 
 use crate::informer::*;
-use crate::index::IndexFn;
-use crate::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
+use crate::cache::index::IndexFn;
+use crate::wire::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
 
 /// The options of every informer here: the defaults, in the storage mode
 /// under test.

@@ -3,11 +3,11 @@
 //! on a real server is tested in `tests/it/`.
 
 mod objects {
-    const STORAGE: crate::options::Storage = crate::options::Storage::Objects;
+    const STORAGE: crate::informer::options::Storage = crate::informer::options::Storage::Objects;
     include!("cases.rs");
 }
 
 mod compact {
-    const STORAGE: crate::options::Storage = crate::options::Storage::Compact;
+    const STORAGE: crate::informer::options::Storage = crate::informer::options::Storage::Compact;
     include!("cases.rs");
 }

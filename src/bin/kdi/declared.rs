@@ -1,0 +1,24 @@
+//! An informer of the command as the user declared it.
+
+use std::collections::BTreeMap;
+
+use kube_dynamic_informer::GenericInformer;
+use kube_dynamic_informer::index::IndexFn;
+
+use crate::output::Redaction;
+
+/// One informer of the command, as declared.
+pub struct Declared {
+    /// Its name in the config (or the resource as given).
+    pub name: String,
+    pub informer: GenericInformer,
+    pub indexes: BTreeMap<String, IndexFn>,
+    /// Marked `sensitive` in the config.
+    pub sensitive: bool,
+}
+
+impl Declared {
+    pub fn redaction(&self, show_secrets: bool) -> Redaction {
+        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
+    }
+}

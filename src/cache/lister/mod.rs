@@ -1,0 +1,428 @@
+//! Listers: read views over an informer's cache, by label selector, by name,
+//! by namespace and by index.
+//!
+//! A [`Lister`] answers from memory, never from the API server. It takes a
+//! label selector in the API server's own syntax (`app=web`, `tier!=db`,
+//! `env in (prod,staging)`, `!canary`, parsed by [`crate::vocabulary::selector`], whose
+//! errors say what is wrong and where), and scopes to one namespace through
+//! the namespace index rather than by scanning every object.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube_dynamic_informer::scope::Scope;
+//! use kube_dynamic_informer::lister::Lister;
+//! use kube_dynamic_informer::resource::ResourceKey;
+//! use kube_dynamic_informer::store::StoreWriter;
+//!
+//! let pod = |ns: &str, name: &str, app: &str| Arc::new(serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "v1", "kind": "Pod",
+//!     "metadata": { "name": name, "namespace": ns, "labels": { "app": app } }
+//! })).unwrap());
+//! let mut writer = StoreWriter::new();
+//! writer.upsert(pod("shop", "web-0", "web"));
+//! writer.upsert(pod("shop", "db-0", "db"));
+//! writer.upsert(pod("blog", "web-0", "web"));
+//!
+//! let pods = Lister::new(writer.reader(), ResourceKey::new("", "v1", "pods"), Scope::Namespaced);
+//! assert_eq!(pods.list("app=web")?.len(), 2);
+//! assert_eq!(pods.list("app notin (web)")?.len(), 1);
+//! let shop = pods.namespace("shop")?;
+//! assert_eq!(shop.list("app in (web, db)")?.len(), 2);
+//! assert!(shop.get("db-0").is_some());
+//! assert!(pods.get("blog/web-0").is_some());
+//!
+//! let err = pods.list("app in (web").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     r#"listing pods.v1: label selector "app in (web": expected ')' or ',' at column 12"#
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+
+use std::fmt;
+use std::sync::Arc;
+
+use kube_core::DynamicObject;
+use tokio::sync::watch;
+
+use crate::cache::index::NAMESPACE_INDEX;
+use crate::cache::store::{CachedObject, Store, StoreError};
+use crate::vocabulary::object_key::key_from_parts;
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::selector::{Selector, SelectorError};
+
+/// Errors of lister queries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListerError {
+    /// The label selector does not parse.
+    #[error("listing {resource}: {source}")]
+    Selector {
+        /// The resource listed.
+        resource: ResourceKey,
+        /// What is wrong with the selector, and where.
+        #[source]
+        source: Box<SelectorError>,
+    },
+    /// An index query failed (no index of that name).
+    #[error("{resource}: {source}")]
+    Index {
+        /// The resource queried.
+        resource: ResourceKey,
+        /// The store's error, which lists the indexes there are.
+        #[source]
+        source: StoreError,
+    },
+    /// A namespace was asked of a cluster-scoped resource.
+    #[error(transparent)]
+    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    /// The informer watches only some namespaces, and not this one: its cache
+    /// cannot answer for it.
+    #[error("{resource}: namespace {namespace:?} is not watched by this informer (it watches {})", .watched.join(", "))]
+    NamespaceNotWatched {
+        /// The resource.
+        resource: ResourceKey,
+        /// The namespace asked for.
+        namespace: String,
+        /// The namespaces the informer watches.
+        watched: Vec<String>,
+    },
+}
+
+/// Anything a lister accepts as a label selector: a string in the API
+/// server's syntax (parsed on each call) or a parsed [`Selector`].
+pub trait ToSelector {
+    /// The selector.
+    ///
+    /// # Errors
+    /// The parse error of a string.
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError>;
+}
+
+impl ToSelector for str {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        Selector::parse(self).map(Cow::Owned)
+    }
+}
+
+impl ToSelector for String {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        self.as_str().to_selector()
+    }
+}
+
+impl ToSelector for Selector {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl<T: ToSelector + ?Sized> ToSelector for &T {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+        (**self).to_selector()
+    }
+}
+
+/// Where a lister learns the resource's scope.
+#[derive(Clone)]
+enum ScopeSource {
+    Fixed(Scope),
+    /// From discovery: unknown while the resource is not served.
+    Discovered(watch::Receiver<ResourceAvailability>),
+}
+
+/// A read view over one resource's cache: list by label selector, get by
+/// name, scope to a namespace, query an index. Cheap to clone.
+///
+/// Results are the cache's own `Arc`s, in no particular order.
+#[derive(Clone)]
+pub struct Lister {
+    store: Store,
+    resource: ResourceKey,
+    scope: ScopeSource,
+    /// The namespaces the informer watches.
+    watched: Namespaces,
+}
+
+impl Lister {
+    /// A lister over `store`, the cache of `resource`.
+    #[must_use]
+    pub fn new(store: Store, resource: ResourceKey, scope: Scope) -> Self {
+        Lister {
+            store,
+            resource,
+            scope: ScopeSource::Fixed(scope),
+            watched: Namespaces::All,
+        }
+    }
+
+    /// A lister whose scope comes from discovery (unknown while the resource
+    /// is not served).
+    pub(crate) fn discovered(
+        store: Store,
+        resource: ResourceKey,
+        availability: watch::Receiver<ResourceAvailability>,
+    ) -> Self {
+        Lister {
+            store,
+            resource,
+            scope: ScopeSource::Discovered(availability),
+            watched: Namespaces::All,
+        }
+    }
+
+    /// Declares that the cache holds only these namespaces, so that asking
+    /// for another one is an error rather than an empty answer.
+    #[must_use]
+    pub fn watching_namespaces<I, S>(self, namespaces: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.watching(Namespaces::only(namespaces))
+    }
+
+    /// [`watching_namespaces`](Self::watching_namespaces) with the informer's
+    /// own [`Namespaces`].
+    pub(crate) fn watching(mut self, namespaces: Namespaces) -> Self {
+        self.watched = namespaces;
+        self
+    }
+
+    /// The resource listed.
+    #[must_use]
+    pub fn resource(&self) -> &ResourceKey {
+        &self.resource
+    }
+
+    /// Namespaced or cluster-scoped; `None` while the resource is not served
+    /// and was never seen.
+    #[must_use]
+    pub fn scope(&self) -> Option<Scope> {
+        match &self.scope {
+            ScopeSource::Fixed(scope) => Some(*scope),
+            ScopeSource::Discovered(rx) => match &*rx.borrow() {
+                ResourceAvailability::Served { scope, .. } => Some(*scope),
+                ResourceAvailability::NotServed { .. } => None,
+            },
+        }
+    }
+
+    /// The underlying cache.
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The objects whose labels match `selector` (see [`crate::vocabulary::selector`]
+    /// for the syntax; `""` matches everything).
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let selector = self.selector(&selector)?;
+        if selector.is_everything() {
+            return Ok(self.store.list());
+        }
+        // Labels are matched in place: with compact storage, only the
+        // objects returned are decoded.
+        Ok(self.store.list_where(|o| selector.matches(&o.labels())))
+    }
+
+    /// Every cached object.
+    #[must_use]
+    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
+        self.store.list()
+    }
+
+    /// The objects whose labels match `selector`, as the cache holds them,
+    /// to read in place (see [`CachedObject`]): nothing is decoded.
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list_cached(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
+        let selector = self.selector(&selector)?;
+        let mut objects = self.store.list_cached();
+        if !selector.is_everything() {
+            objects.retain(|o| selector.matches(&o.labels()));
+        }
+        Ok(objects)
+    }
+
+    /// The objects filed under `value` in the index `index`, as the cache
+    /// holds them, to read in place (see [`CachedObject`]).
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index_cached(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<CachedObject>, ListerError> {
+        self.store
+            .by_index_cached(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.resource.clone(),
+                source,
+            })
+    }
+
+    /// The object with this key: its name for a cluster-scoped resource,
+    /// `namespace/name` for a namespaced one (or use
+    /// [`namespace`](Self::namespace)`(ns).get(name)`).
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.store.get(key)
+    }
+
+    /// The objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        self.store
+            .by_index(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.resource.clone(),
+                source,
+            })
+    }
+
+    /// A view of one namespace, answered through the namespace index.
+    ///
+    /// # Errors
+    /// [`ListerError::ClusterScoped`] for a cluster-scoped resource;
+    /// [`ListerError::NamespaceNotWatched`] for a namespace the informer
+    /// does not watch.
+    pub fn namespace(&self, namespace: impl Into<String>) -> Result<NamespaceLister, ListerError> {
+        let namespace = namespace.into();
+        if let Some(scope) = self.scope() {
+            scope.check(&self.resource, &Namespaces::only([namespace.as_str()]))?;
+        }
+        if let Namespaces::Only(watched) = &self.watched
+            && !watched.contains(&namespace)
+        {
+            return Err(ListerError::NamespaceNotWatched {
+                resource: self.resource.clone(),
+                namespace,
+                watched: watched.iter().cloned().collect(),
+            });
+        }
+        Ok(NamespaceLister {
+            lister: self.clone(),
+            namespace,
+        })
+    }
+
+    fn selector<'s>(
+        &self,
+        selector: &'s impl ToSelector,
+    ) -> Result<Cow<'s, Selector>, ListerError> {
+        selector
+            .to_selector()
+            .map_err(|source| ListerError::Selector {
+                resource: self.resource.clone(),
+                source: Box::new(source),
+            })
+    }
+}
+
+impl fmt::Debug for Lister {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lister")
+            .field("resource", &self.resource)
+            .field("scope", &self.scope())
+            .field("objects", &self.store.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Lister`] restricted to one namespace.
+#[derive(Clone, Debug)]
+pub struct NamespaceLister {
+    lister: Lister,
+    namespace: String,
+}
+
+impl NamespaceLister {
+    /// The namespace.
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The objects of the namespace whose labels match `selector`.
+    ///
+    /// # Errors
+    /// [`ListerError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let selector = self.lister.selector(&selector)?;
+        if selector.is_everything() {
+            return Ok(self.list_all());
+        }
+        let members = self
+            .lister
+            .store
+            .by_index_cached(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default();
+        Ok(members
+            .into_iter()
+            .filter(|o| selector.matches(&o.labels()))
+            .map(|o| o.object())
+            .collect())
+    }
+
+    /// The objects of the namespace filed under `value` in the index
+    /// `index`. The namespace is read in place, so objects of other
+    /// namespaces are never decoded.
+    ///
+    /// # Errors
+    /// [`ListerError::Index`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+        let members = self
+            .lister
+            .store
+            .by_index_cached(index, value)
+            .map_err(|source| ListerError::Index {
+                resource: self.lister.resource.clone(),
+                source,
+            })?;
+        Ok(members
+            .into_iter()
+            .filter(|o| o.namespace() == Some(self.namespace.as_str()))
+            .map(|o| o.object())
+            .collect())
+    }
+
+    /// Every cached object of the namespace.
+    #[must_use]
+    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
+        // The namespace index always exists.
+        self.lister
+            .store
+            .by_index(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default()
+    }
+
+    /// The object of the namespace with this name.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+        self.lister
+            .store
+            .get(&key_from_parts(Some(&self.namespace), name))
+    }
+}
+
+#[cfg(test)]
+mod tests;

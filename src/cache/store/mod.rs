@@ -1,0 +1,1216 @@
+//! The informer's cache: a thread-safe key → object map with named indexes.
+//!
+//! # Reader and writer
+//!
+//! As in kube-runtime, the cache is split in two handles over the same data:
+//!
+//! - [`StoreWriter`] is the only handle that changes objects. It is not
+//!   `Clone`; the informer's task owns it and applies watch events and
+//!   relists to it.
+//! - [`Store`] is a cheap `Clone` read handle handed to everybody else. It
+//!   gives out `Arc<DynamicObject>`s, so nobody can modify a cached object
+//!   (client-go returns mutable pointers and its docs have to ask users not
+//!   to write through them). The one thing a reader may change is the set of
+//!   indexes ([`Store::add_index`]), which never changes an object.
+//!
+//! # Storage
+//!
+//! With [`Storage::Objects`] (the default) every object is held once, in an
+//! `Arc`; the store, every event handler and every query result share it.
+//! With [`Storage::Compact`] the store holds each object in the compact form
+//! of [`crate::cache::compact`] — a fraction of the memory — next to a `Weak` of
+//! the decoded object it was built from: readers get that same `Arc` while
+//! anyone (an event handler, another reader) still holds it, and a new
+//! decode otherwise, which costs microseconds an object. [`CachedObject`]
+//! reads an object's fields, a JSON pointer or its JSON text in place, in
+//! both modes: [`Store::list_where`], [`Store::list_cached`],
+//! [`Store::by_index_cached`] and the [lister](crate::cache::lister) use it so that
+//! label selectors and namespace filters decode only the objects they
+//! return. BENCHMARKS.md measures both modes side by side.
+//!
+//! # Lists
+//!
+//! A list arrives page by page ([`StoreWriter::begin_list`],
+//! [`StoreWriter::list_page`], [`StoreWriter::end_list`]): into an empty
+//! cache each page is applied as it comes, so a first sync never holds the
+//! whole list; a relist of a filled cache is applied at once at its end,
+//! keeping meanwhile only the keys of the unchanged objects and the changed
+//! objects, never a second copy of the cache.
+//!
+//! # Keys
+//!
+//! An object's key is `namespace/name`, or `name` for a cluster-scoped object
+//! (client-go's `MetaNamespaceKeyFunc`); see [`object_key`] and
+//! [`key_from_parts`].
+//!
+//! # Indexes
+//!
+//! A named index files each object under zero or more string values computed
+//! by an [`IndexFn`] (many-to-many: one pod can be under each of its label
+//! keys, and one value holds many pods). The [`NAMESPACE_INDEX`] is always
+//! there. Indexes can be added at any time; existing objects are indexed at
+//! once. When an index function fails on an object — an expression that
+//! returns an object, a closure returning an error — that object is left out
+//! of that index, the index's failure counter ([`Store::index_failures`]) is
+//! incremented and a `tracing` warning names the index, the object and the
+//! error. Nothing in the store panics.
+//!
+//! ## Memory use
+//!
+//! Each key is one `Arc<str>` allocation shared by the object map and every
+//! index entry that refers to it; each distinct index value is one `Arc<str>`
+//! shared by the value map and the objects filed under it. A value held by a
+//! single object costs no map allocation. Objects are never copied.
+//!
+//! An index entry holds the object's `Arc` next to its key, so
+//! [`Store::by_index`] clones pointers it already holds instead of looking
+//! each key up again in the object map. That pointer costs 8 bytes a bucket in
+//! the map of a value held by several objects, and nothing for a value held by
+//! one. Updates pay for it too: an update that leaves an object's index values
+//! alone still swaps the `Arc` in each index entry of that object.
+//!
+//! ## Locking
+//!
+//! One `parking_lot::RwLock` guards the data: reads run in parallel, and every
+//! read method takes the lock once, so a result (for instance [`Store::list`])
+//! is a consistent snapshot with respect to writer operations. Index functions
+//! are evaluated *before* the write lock is taken; the lock is held only to
+//! move prepared values into the maps. Each object's JMESPath indexes are
+//! evaluated against one conversion of the object (see [`IndexInput`]).
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube_core::DynamicObject;
+//! use kube_dynamic_informer::index::IndexFn;
+//! use kube_dynamic_informer::store::StoreWriter;
+//!
+//! let pod = |ns: &str, name: &str, node: &str| -> Arc<DynamicObject> {
+//!     Arc::new(serde_json::from_value(serde_json::json!({
+//!         "apiVersion": "v1", "kind": "Pod",
+//!         "metadata": { "name": name, "namespace": ns, "resourceVersion": "1" },
+//!         "spec": { "nodeName": node }
+//!     })).unwrap())
+//! };
+//!
+//! let mut writer = StoreWriter::new();
+//! let store = writer.reader(); // Clone + Send + Sync, hand it out freely
+//! store.add_index("by-node", IndexFn::jmespath("by-node", "spec.nodeName")?)?;
+//!
+//! writer.upsert(pod("shop", "web-0", "node-1"));
+//! writer.upsert(pod("shop", "web-1", "node-2"));
+//! writer.upsert(pod("kube-system", "dns-0", "node-1"));
+//!
+//! let on_node_1 = store.index_keys("by-node", "node-1")?;
+//! assert_eq!(on_node_1.len(), 2);
+//! assert_eq!(store.by_index("namespace", "shop")?.len(), 2);
+//! assert!(store.get("shop/web-0").is_some());
+//!
+//! // A relist: afterwards the store holds exactly these objects.
+//! let outcome = writer.replace(vec![pod("shop", "web-0", "node-1")]);
+//! assert_eq!((outcome.added.len(), outcome.updated.len(), outcome.deleted.len(), outcome.unchanged), (0, 0, 2, 1));
+//! assert_eq!(store.keys(), ["shop/web-0"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use indexmap::IndexMap;
+use kube_core::DynamicObject;
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::cache::compact::{CompactEntry, CompactObject, Interner};
+use crate::cache::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
+use crate::vocabulary::object_key::{key_from_parts, object_key};
+
+mod cached;
+mod version;
+
+/// How a cache holds its objects.
+///
+/// The choice trades read speed for memory; BENCHMARKS.md ("Storage modes")
+/// has both measured side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Storage {
+    /// Each object as the `Arc<DynamicObject>` decoded from the wire, shared
+    /// with event handlers and readers: every read is a pointer copy.
+    #[default]
+    Objects,
+    /// Each object in a compact form ([`crate::cache::compact`]), a fraction of the
+    /// memory: keys interned per cache, exact-size trees, identical
+    /// `managedFields` trees stored once. Event handlers still get the
+    /// object decoded from the wire; a read that needs a whole
+    /// `DynamicObject` gets the same `Arc` while anyone holds it and decodes
+    /// one otherwise (microseconds an object). Selector matching, index
+    /// filtering and printing read the compact form without decoding (see
+    /// [`CachedObject`]). What hands out every
+    /// object — `list_all`, a late handler's replay, a resync — decodes
+    /// those nobody holds: pick `Objects` when that happens often. Run the
+    /// application on jemalloc (or another allocator that does not fragment
+    /// like glibc's): with glibc's malloc each update costs about twice the
+    /// CPU (BENCHMARKS.md, "Allocators").
+    Compact,
+}
+
+pub use cached::CachedObject;
+use cached::Held;
+pub use version::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
+
+/// Errors of store queries and index declarations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No index has this name.
+    #[error("unknown index {name:?}; the store has: {}", known.join(", "))]
+    UnknownIndex {
+        /// The name asked for.
+        name: String,
+        /// The indexes the store has, in declaration order.
+        known: Vec<String>,
+    },
+    /// An index with this name already exists (the namespace index always
+    /// does).
+    #[error("index {name:?} already exists")]
+    DuplicateIndex {
+        /// The name declared twice.
+        name: String,
+    },
+}
+
+/// What a [`StoreWriter::replace`] changed. Objects are the store's own
+/// `Arc`s, ready to hand to event handlers.
+#[derive(Debug, Default, Clone)]
+#[non_exhaustive]
+pub struct ReplaceOutcome {
+    /// Objects whose key was not in the store, in list order.
+    pub added: Vec<Arc<DynamicObject>>,
+    /// `(old, new)` for objects that changed, in list order: their
+    /// `resourceVersion` differs, or, when neither has one, their content.
+    pub updated: Vec<(Arc<DynamicObject>, Arc<DynamicObject>)>,
+    /// The last known state of objects whose key is missing from the list
+    /// (client-go's "final state unknown" tombstones), in no particular order.
+    pub deleted: Vec<Arc<DynamicObject>>,
+    /// How many objects were in the list and unchanged.
+    pub unchanged: usize,
+}
+
+impl ReplaceOutcome {
+    /// Whether the relist changed nothing.
+    pub fn is_unchanged(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.deleted.is_empty()
+    }
+}
+
+type Key = Arc<str>;
+
+/// Read handle on the cache: cheap to clone, `Send + Sync`, never mutates an
+/// object. Obtained from [`StoreWriter::reader`].
+///
+/// Every method takes the lock once, so each result is consistent with
+/// respect to writer operations. Methods returning several items return them
+/// in no particular order.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<RwLock<State>>,
+    sync: Arc<watch::Sender<SyncPoint>>,
+}
+
+/// The only handle that changes the cache's objects. Not `Clone`: one task
+/// owns it. Hand [`StoreWriter::reader`] to everyone else.
+pub struct StoreWriter {
+    store: Store,
+    storage: Storage,
+    /// Keys and trees shared by the compact objects of this cache.
+    interner: Interner,
+    listing: Option<Listing>,
+    writes_since_forget: usize,
+}
+
+struct State {
+    storage: Storage,
+    objects: IndexMap<Key, Entry>,
+    /// Index definitions in declaration order; position = slot. Replaced, not
+    /// mutated, when an index is added, so the writer can evaluate against a
+    /// snapshot without holding the lock.
+    defs: Arc<[Arc<IndexDef>]>,
+    /// Value maps, same order as `defs`.
+    indexes: Vec<IndexData>,
+}
+
+struct Entry {
+    held: CachedObject,
+    /// Per index slot, the distinct values this object is filed under (the
+    /// reverse map, so an update or delete knows what to remove).
+    values: Box<[Box<[Arc<str>]>]>,
+}
+
+struct IndexDef {
+    name: String,
+    func: IndexFn,
+    failures: AtomicU64,
+    /// The failures' metric series (see [`crate::informer::telemetry`]).
+    failure_metric: metrics::Counter,
+}
+
+#[derive(Default)]
+struct IndexData {
+    by_value: IndexMap<Arc<str>, Members>,
+}
+
+/// The objects filed under one value, by key: always the `Arc`s the object
+/// map holds. Most values of selective indexes (by uid, by owner) hold one
+/// object, which needs no map.
+enum Members {
+    One(Key, CachedObject),
+    Many(HashMap<Key, CachedObject>),
+}
+
+impl IndexDef {
+    /// Sorted, distinct values of `object`; on failure none, counted and
+    /// logged.
+    fn values(&self, key: &str, input: &IndexInput<'_>) -> Vec<String> {
+        match self.func.evaluate(&self.name, input) {
+            Ok(mut values) => {
+                values.sort_unstable();
+                values.dedup();
+                values
+            }
+            Err(err) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                self.failure_metric.increment(1);
+                tracing::warn!(
+                    index = %self.name,
+                    object = key,
+                    error = %err,
+                    "index function failed; the object is left out of this index"
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Vec<Vec<String>> {
+    let input = IndexInput::new(object);
+    defs.iter().map(|def| def.values(key, &input)).collect()
+}
+
+impl Members {
+    /// Files `object` under `key`, replacing what was filed under it.
+    fn insert(&mut self, key: &Key, object: &CachedObject) {
+        match self {
+            Members::One(existing, filed) if **existing == **key => *filed = object.clone(),
+            Members::One(existing, filed) => {
+                let map = HashMap::from([
+                    (existing.clone(), filed.clone()),
+                    (key.clone(), object.clone()),
+                ]);
+                *self = Members::Many(map);
+            }
+            Members::Many(map) => {
+                map.insert(key.clone(), object.clone());
+            }
+        }
+    }
+
+    /// Replaces the object filed under `key`, if there is one.
+    fn refresh(&mut self, key: &str, object: &CachedObject) {
+        let filed = match self {
+            Members::One(existing, filed) if &**existing == key => Some(filed),
+            Members::One(..) => None,
+            Members::Many(map) => map.get_mut(key),
+        };
+        if let Some(filed) = filed {
+            *filed = object.clone();
+        }
+    }
+
+    /// Removes `key`; returns whether no object is left.
+    fn remove(&mut self, key: &str) -> bool {
+        match self {
+            Members::One(existing, _) => &**existing == key,
+            Members::Many(map) => {
+                map.remove(key);
+                if map.len() == 1
+                    && let Some((last, object)) = map.iter().next()
+                {
+                    *self = Members::One(last.clone(), object.clone());
+                    return false;
+                }
+                map.is_empty()
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Members::One(..) => 1,
+            Members::Many(map) => map.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Key, &CachedObject)> {
+        let (one, many) = match self {
+            Members::One(key, object) => (Some((key, object)), None),
+            Members::Many(map) => (None, Some(map.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    /// `f` of every member, allocated once (the chained iterator does not
+    /// know its length up front).
+    fn collect<T>(&self, f: impl FnMut((&Key, &CachedObject)) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len());
+        out.extend(self.iter().map(f));
+        out
+    }
+}
+
+impl IndexData {
+    /// Files `object` under each value and returns the stored (shared)
+    /// values.
+    fn insert_all(
+        &mut self,
+        values: Vec<String>,
+        key: &Key,
+        object: &CachedObject,
+    ) -> Box<[Arc<str>]> {
+        values
+            .into_iter()
+            .map(|value| match self.by_value.get_full_mut(value.as_str()) {
+                Some((_, stored, members)) => {
+                    members.insert(key, object);
+                    stored.clone()
+                }
+                None => {
+                    let stored: Arc<str> = value.into();
+                    self.by_value
+                        .insert(stored.clone(), Members::One(key.clone(), object.clone()));
+                    stored
+                }
+            })
+            .collect()
+    }
+
+    /// Points the entries of `key` under `values` at `object`.
+    fn refresh_all(&mut self, values: &[Arc<str>], key: &str, object: &CachedObject) {
+        for value in values {
+            if let Some(members) = self.by_value.get_mut(&**value) {
+                members.refresh(key, object);
+            }
+        }
+    }
+
+    fn remove_all(&mut self, values: &[Arc<str>], key: &str) {
+        for value in values {
+            if let Some(members) = self.by_value.get_mut(&**value)
+                && members.remove(key)
+            {
+                self.by_value.swap_remove(&**value);
+            }
+        }
+    }
+}
+
+impl State {
+    fn new(storage: Storage) -> Self {
+        Self {
+            storage,
+            objects: IndexMap::new(),
+            defs: Arc::from([Arc::new(IndexDef {
+                name: NAMESPACE_INDEX.to_owned(),
+                func: IndexFn::namespace(),
+                failures: AtomicU64::new(0),
+                failure_metric: metrics::Counter::noop(),
+            })]),
+            indexes: vec![IndexData::default()],
+        }
+    }
+
+    fn slot(&self, index: &str) -> Result<usize, StoreError> {
+        self.defs
+            .iter()
+            .position(|def| def.name == index)
+            .ok_or_else(|| StoreError::UnknownIndex {
+                name: index.to_owned(),
+                known: self.index_names(),
+            })
+    }
+
+    fn index_names(&self) -> Vec<String> {
+        self.defs.iter().map(|def| def.name.clone()).collect()
+    }
+
+    /// Inserts or replaces an object with values computed for the first
+    /// `computed.len()` indexes (indexes added since are computed here).
+    fn insert(
+        &mut self,
+        key: &str,
+        object: CachedObject,
+        mut computed: Vec<Vec<String>>,
+    ) -> Option<CachedObject> {
+        if computed.len() < self.defs.len() {
+            let missing = &self.defs[computed.len()..];
+            computed.extend(object.with_object(|o| evaluate_all(missing, key, o)));
+        }
+        match self.objects.get_full_mut(key) {
+            Some((_, stored_key, entry)) => {
+                for (slot, values) in computed.into_iter().enumerate() {
+                    let old = &entry.values[slot];
+                    let index = &mut self.indexes[slot];
+                    // Most updates (status changes) leave index values alone;
+                    // their entries only need the new `Arc`.
+                    if old.len() == values.len() && old.iter().zip(&values).all(|(a, b)| **a == **b)
+                    {
+                        index.refresh_all(old, stored_key, &object);
+                        continue;
+                    }
+                    index.remove_all(old, stored_key);
+                    entry.values[slot] = index.insert_all(values, stored_key, &object);
+                }
+                Some(std::mem::replace(&mut entry.held, object))
+            }
+            None => {
+                let stored_key: Key = key.into();
+                let values = computed
+                    .into_iter()
+                    .zip(&mut self.indexes)
+                    .map(|(values, index)| index.insert_all(values, &stored_key, &object))
+                    .collect();
+                self.objects.insert(
+                    stored_key,
+                    Entry {
+                        held: object,
+                        values,
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<CachedObject> {
+        let entry = self.objects.swap_remove(key)?;
+        for (index, values) in self.indexes.iter_mut().zip(&entry.values) {
+            index.remove_all(values, key);
+        }
+        Some(entry.held)
+    }
+}
+
+impl Store {
+    /// The resourceVersion this cache reflects (see [`SyncPoint`]): once the
+    /// cache holds a write whose response carried resourceVersion *R*, this
+    /// is *R* or later. `None` before the first list.
+    pub fn resource_version(&self) -> Option<Arc<str>> {
+        self.sync.borrow().resource_version.clone()
+    }
+
+    /// Where the cache stands: its resourceVersion, and whether a relist is
+    /// being received.
+    pub fn sync_point(&self) -> SyncPoint {
+        self.sync.borrow().clone()
+    }
+
+    /// A receiver that sees every change of the [`SyncPoint`].
+    pub fn watch_sync_point(&self) -> watch::Receiver<SyncPoint> {
+        self.sync.subscribe()
+    }
+
+    fn defs(&self) -> Arc<[Arc<IndexDef>]> {
+        self.shared.read().defs.clone()
+    }
+
+    /// How this store holds its objects.
+    pub fn storage(&self) -> Storage {
+        self.shared.read().storage
+    }
+
+    /// The object with this key (`namespace/name` or `name`).
+    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        let held = self.shared.read().objects.get(key)?.held.clone();
+        Some(held.into_object())
+    }
+
+    /// The object with this key as the store holds it, to read in place
+    /// (see [`CachedObject`]).
+    pub fn cached(&self, key: &str) -> Option<CachedObject> {
+        let held = self.shared.read().objects.get(key)?.held.clone();
+        Some(held)
+    }
+
+    /// The object with this namespace (`None` for cluster-scoped) and name.
+    pub fn get_namespaced(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        self.get(&key_from_parts(namespace, name))
+    }
+
+    /// Every cached object: one consistent snapshot, taken under a single
+    /// lock acquisition (no writer operation is half-visible in it). With
+    /// [`Storage::Compact`], objects nobody holds are decoded after the lock
+    /// is released.
+    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
+        let state = self.shared.read();
+        match state.storage {
+            Storage::Objects => state
+                .objects
+                .values()
+                .map(|entry| entry.held.object())
+                .collect(),
+            Storage::Compact => {
+                let held: Vec<CachedObject> =
+                    state.objects.values().map(|e| e.held.clone()).collect();
+                drop(state);
+                held.into_iter().map(CachedObject::into_object).collect()
+            }
+        }
+    }
+
+    /// Every cached object as the store holds it, to read in place (see
+    /// [`CachedObject`]): one consistent snapshot.
+    pub fn list_cached(&self) -> Vec<CachedObject> {
+        self.shared
+            .read()
+            .objects
+            .values()
+            .map(|entry| entry.held.clone())
+            .collect()
+    }
+
+    /// The objects for which `keep` is true: one consistent snapshot. `keep`
+    /// reads each object in place, under the store's read lock (keep it
+    /// short); only the objects kept are decoded, after the lock is released.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kube_dynamic_informer::{options::Storage, selector::Selector, store::StoreWriter};
+    /// # let mut writer = StoreWriter::with_storage(Storage::Compact);
+    /// # for (name, tier) in [("a", "web"), ("b", "db")] {
+    /// #     writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
+    /// #         "metadata": { "name": name, "labels": { "tier": tier } } }))?));
+    /// # }
+    /// let web = Selector::parse("tier=web")?;
+    /// let objects = writer.reader().list_where(|o| web.matches(&o.labels()));
+    /// assert_eq!(objects.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list_where(
+        &self,
+        mut keep: impl FnMut(&CachedObject) -> bool,
+    ) -> Vec<Arc<DynamicObject>> {
+        let kept: Vec<CachedObject> = {
+            let state = self.shared.read();
+            let mut kept = Vec::new();
+            for entry in state.objects.values() {
+                if keep(&entry.held) {
+                    kept.push(entry.held.clone());
+                }
+            }
+            kept
+        };
+        kept.into_iter().map(CachedObject::into_object).collect()
+    }
+
+    /// Every key.
+    pub fn keys(&self) -> Vec<String> {
+        self.shared
+            .read()
+            .objects
+            .keys()
+            .map(|key| String::from(&**key))
+            .collect()
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.shared.read().objects.len()
+    }
+
+    /// Whether the cache holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        let Some(members) = state.indexes[slot].by_value.get(value) else {
+            return Ok(Vec::new());
+        };
+        Ok(match state.storage {
+            Storage::Objects => members.collect(|(_, held)| held.object()),
+            Storage::Compact => {
+                let held = members.collect(|(_, held)| held.clone());
+                drop(state);
+                held.into_iter().map(CachedObject::into_object).collect()
+            }
+        })
+    }
+
+    /// The objects filed under `value` in the index `index`, as the store
+    /// holds them, to read in place (see [`CachedObject`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn by_index_cached(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<CachedObject>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(match state.indexes[slot].by_value.get(value) {
+            Some(members) => members.collect(|(_, held)| held.clone()),
+            None => Vec::new(),
+        })
+    }
+
+    /// The keys of the objects filed under `value` in the index `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(match state.indexes[slot].by_value.get(value) {
+            Some(members) => members.collect(|(key, _)| String::from(&**key)),
+            None => Vec::new(),
+        })
+    }
+
+    /// Every value of the index `index` that at least one object is filed
+    /// under.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownIndex`] when there is no such index.
+    pub fn index_values(&self, index: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(state.indexes[slot]
+            .by_value
+            .keys()
+            .map(|value| String::from(&**value))
+            .collect())
+    }
+
+    /// The names of all indexes, in declaration order; [`NAMESPACE_INDEX`]
+    /// first.
+    pub fn index_names(&self) -> Vec<String> {
+        self.shared.read().index_names()
+    }
+
+    /// How many times the index function of `index` has failed on an object
+    /// (each failure left that object out of the index), or `None` when there
+    /// is no such index.
+    pub fn index_failures(&self, index: &str) -> Option<u64> {
+        let defs = self.defs();
+        let def = defs.iter().find(|def| def.name == index)?;
+        Some(def.failures.load(Ordering::Relaxed))
+    }
+
+    /// Declares an index. Objects already cached are indexed before this
+    /// returns; later objects as they arrive. Allowed at any time, from any
+    /// handle: it never changes an object.
+    ///
+    /// The existing objects are evaluated without holding the lock; only
+    /// objects changed meanwhile are evaluated again under it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DuplicateIndex`] when the name is taken (the
+    /// [`NAMESPACE_INDEX`] always is).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kube_dynamic_informer::index::IndexFn;
+    /// use kube_dynamic_informer::store::{StoreError, StoreWriter};
+    ///
+    /// let mut writer = StoreWriter::new();
+    /// writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
+    ///     "metadata": { "name": "web-0", "namespace": "shop", "labels": { "app": "web", "tier": "front" } }
+    /// }))?));
+    ///
+    /// let store = writer.reader();
+    /// // Many-to-many: the pod is filed under each of its label keys.
+    /// store.add_index("label-key", IndexFn::closure_infallible(|obj| {
+    ///     obj.metadata.labels.iter().flat_map(|labels| labels.keys().cloned()).collect()
+    /// }))?;
+    /// assert_eq!(store.index_keys("label-key", "tier")?, ["shop/web-0"]);
+    ///
+    /// let again = store.add_index("label-key", IndexFn::namespace());
+    /// assert!(matches!(again, Err(StoreError::DuplicateIndex { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), StoreError> {
+        self.add_index_counted(name.into(), func, metrics::Counter::noop())
+    }
+
+    /// [`add_index`](Self::add_index), counting the function's failures in
+    /// `failure_metric` too.
+    pub(crate) fn add_index_counted(
+        &self,
+        name: String,
+        func: IndexFn,
+        failure_metric: metrics::Counter,
+    ) -> Result<(), StoreError> {
+        let duplicate = |state: &State| {
+            if state.defs.iter().any(|def| def.name == name) {
+                Err(StoreError::DuplicateIndex { name: name.clone() })
+            } else {
+                Ok(())
+            }
+        };
+        let snapshot: Vec<(Key, CachedObject)> = {
+            let state = self.shared.read();
+            duplicate(&state)?;
+            state
+                .objects
+                .iter()
+                .map(|(key, entry)| (key.clone(), entry.held.clone()))
+                .collect()
+        };
+        let def = Arc::new(IndexDef {
+            name: name.clone(),
+            func,
+            failures: AtomicU64::new(0),
+            failure_metric,
+        });
+        let mut precomputed: HashMap<Key, (CachedObject, Vec<String>)> = snapshot
+            .into_iter()
+            .map(|(key, held)| {
+                let values = held.with_object(|o| def.values(&key, &IndexInput::new(o)));
+                (key, (held, values))
+            })
+            .collect();
+
+        let mut state = self.shared.write();
+        duplicate(&state)?;
+        let mut index = IndexData::default();
+        for (key, entry) in &mut state.objects {
+            let values = match precomputed.remove(key) {
+                Some((seen, values)) if seen.same(&entry.held) => values,
+                _ => entry
+                    .held
+                    .with_object(|o| def.values(key, &IndexInput::new(o))),
+            };
+            let stored = index.insert_all(values, key, &entry.held);
+            let mut slots = std::mem::take(&mut entry.values).into_vec();
+            slots.push(stored);
+            entry.values = slots.into_boxed_slice();
+        }
+        state.indexes.push(index);
+        state.defs = state.defs.iter().cloned().chain([def]).collect();
+        drop(state);
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.read();
+        f.debug_struct("Store")
+            .field("objects", &state.objects.len())
+            .field("indexes", &state.index_names())
+            .finish()
+    }
+}
+
+impl StoreWriter {
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// decoded ([`Storage::Objects`]).
+    pub fn new() -> Self {
+        Self::with_storage(Storage::Objects)
+    }
+
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// `storage` says.
+    pub fn with_storage(storage: Storage) -> Self {
+        Self {
+            store: Store {
+                shared: Arc::new(RwLock::new(State::new(storage))),
+                sync: Arc::new(watch::Sender::new(SyncPoint::default())),
+            },
+            storage,
+            interner: Interner::new(),
+            listing: None,
+            writes_since_forget: 0,
+        }
+    }
+
+    /// Records the resourceVersion the cache now reflects (a list's, then
+    /// each event's and bookmark's); ends a relist's
+    /// [`SyncPoint::relisting`].
+    pub fn set_resource_version(&mut self, resource_version: &str) {
+        self.store.sync.send_if_modified(|sync| {
+            if sync.resource_version.as_deref() == Some(resource_version) && !sync.relisting {
+                return false;
+            }
+            sync.resource_version = Some(resource_version.into());
+            sync.relisting = false;
+            true
+        });
+    }
+
+    /// A read handle on this cache (cheap; clone it freely).
+    #[must_use]
+    pub fn reader(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// How this cache holds its objects.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// The stored form of `object`.
+    fn hold(&mut self, object: &Arc<DynamicObject>) -> CachedObject {
+        match self.storage {
+            Storage::Objects => CachedObject(Held::Object(object.clone())),
+            Storage::Compact => {
+                let compact = CompactObject::from_object(object, &mut self.interner);
+                CachedObject(Held::Compact(Arc::new(CompactEntry::new(
+                    compact,
+                    Some(object),
+                ))))
+            }
+        }
+    }
+
+    /// Counts writes; with [`Storage::Compact`], once as many writes as half
+    /// the cache's size have happened since the last pass, frees what the
+    /// decoded objects nobody holds any more still keep (amortised: a pass
+    /// visits each object once).
+    fn wrote(&mut self, writes: usize, len: usize) {
+        if self.storage != Storage::Compact {
+            return;
+        }
+        self.writes_since_forget += writes;
+        if self.writes_since_forget >= (len / 2).max(FORGET_EVERY) {
+            self.forget_dropped();
+        }
+    }
+
+    /// With [`Storage::Compact`], frees the few hundred bytes that each
+    /// decoded object handed out (to event handlers, to readers) keeps in its
+    /// cache entry once nobody holds it any more. The writer does this by
+    /// itself as it writes; this is for a caller that knows the objects were
+    /// just dropped (say, after a burst).
+    pub fn forget_dropped(&mut self) {
+        self.writes_since_forget = 0;
+        if self.storage != Storage::Compact {
+            return;
+        }
+        let state = self.store.shared.read();
+        for entry in state.objects.values() {
+            entry.held.forget_dropped();
+        }
+    }
+
+    /// Adds or replaces an object (a watch Added or Modified event) and returns
+    /// the object it replaced. The given `Arc` is stored as is
+    /// ([`Storage::Objects`]) or remembered beside its compact form
+    /// ([`Storage::Compact`], where the object replaced is decoded if nobody
+    /// holds it any more).
+    ///
+    /// An object without a name cannot be keyed: it is skipped with a warning
+    /// and `None` is returned.
+    pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
+        let Some(key) = object_key(&object) else {
+            tracing::warn!("skipping an object without metadata.name");
+            return None;
+        };
+        let computed = evaluate_all(&self.store.defs(), &key, &object);
+        let held = self.hold(&object);
+        let (old, len) = {
+            let mut state = self.store.shared.write();
+            (state.insert(&key, held, computed), state.objects.len())
+        };
+        self.wrote(1, len);
+        old.map(CachedObject::into_object)
+    }
+
+    /// Removes the object with this key (a watch Deleted event) and returns
+    /// its last known state.
+    pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
+        let old = self.store.shared.write().remove(key);
+        old.map(CachedObject::into_object)
+    }
+
+    /// Removes the object with this key; returns whether there was one. As
+    /// [`StoreWriter::delete`], without handing back (with
+    /// [`Storage::Compact`]: decoding) the object removed.
+    pub fn remove(&mut self, key: &str) -> bool {
+        self.store.shared.write().remove(key).is_some()
+    }
+
+    /// Makes the cache equal to `objects` (a relist) and reports the
+    /// difference, for the informer to turn into Add, Update and Delete
+    /// events: [`StoreWriter::begin_list`], one [`StoreWriter::list_page`]
+    /// and [`StoreWriter::end_list`], their outcomes merged.
+    ///
+    /// An object counts as changed when its `resourceVersion` differs from the
+    /// cached one, or, when neither has a `resourceVersion`, when its content
+    /// differs. **Changed and new objects are stored as given; for an unchanged
+    /// object the cached one is kept**, so handlers holding it still see the
+    /// object the store serves, and its index values are not recomputed.
+    ///
+    /// Readers see the cache either entirely before or entirely after the
+    /// relist. When a key appears more than once in `objects`, the last one
+    /// wins; objects without a name are skipped with a warning.
+    pub fn replace(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        self.begin_list();
+        let mut outcome = self.list_page(objects);
+        let end = self.end_list();
+        outcome.added.extend(end.added);
+        outcome.updated.extend(end.updated);
+        outcome.deleted = end.deleted;
+        outcome.unchanged += end.unchanged;
+        outcome
+    }
+
+    /// Starts a list that [`StoreWriter::list_page`] hands over page by page
+    /// and [`StoreWriter::end_list`] completes: afterwards the cache holds
+    /// exactly the objects listed. Starting again before the end (a paged
+    /// list that fell back to one full list) forgets the pages given since
+    /// the previous start; what they already changed in the cache is
+    /// reconciled by the new list.
+    ///
+    /// A list into an **empty** cache (the first list) fills it page by page:
+    /// each page's objects are readable, and their Add events can be
+    /// delivered, as soon as the page is given, so the list is never held
+    /// whole in memory (client-go's cache fills the same way). A list into a
+    /// cache that holds objects (a relist) is applied at once by
+    /// [`StoreWriter::end_list`], so readers see the cache entirely before or
+    /// entirely after it; until then the writer keeps the keys of the
+    /// unchanged objects and the changed objects themselves, not a second
+    /// copy of the cache.
+    pub fn begin_list(&mut self) {
+        self.store.sync.send_if_modified(|sync| {
+            let was = sync.relisting;
+            sync.relisting = sync.resource_version.is_some();
+            was != sync.relisting
+        });
+        self.listing = Some(Listing {
+            fill: self.store.is_empty(),
+            seen: HashSet::new(),
+            staged: IndexMap::new(),
+        });
+    }
+
+    /// Hands over one page of the list started by [`StoreWriter::begin_list`]
+    /// (started now if none is). Returns what the page changed in the cache
+    /// at once: the added objects (and, for a key listed twice, the update)
+    /// when the list fills an empty cache, nothing otherwise (see
+    /// [`StoreWriter::end_list`]).
+    pub fn list_page(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        if self.listing.is_none() {
+            self.begin_list();
+        }
+        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        let keyed = objects
+            .into_iter()
+            .filter_map(|object| match object_key(&object) {
+                Some(key) => Some((key, object)),
+                None => {
+                    tracing::warn!("skipping a listed object without metadata.name");
+                    None
+                }
+            });
+        if fill {
+            // A key listed twice in a page: the last object, in the first
+            // one's place.
+            let mut page: IndexMap<String, Arc<DynamicObject>> = IndexMap::new();
+            page.extend(keyed);
+            self.fill_page(page.into_iter().collect())
+        } else {
+            let keyed: Vec<_> = keyed.collect();
+            let state = self.store.shared.read();
+            if let Some(listing) = self.listing.as_mut() {
+                for (key, object) in keyed {
+                    match state.objects.get_full(key.as_str()) {
+                        Some((_, stored_key, entry)) if !changed(&entry.held, &object) => {
+                            listing.staged.shift_remove(key.as_str());
+                            listing.seen.insert(stored_key.clone());
+                        }
+                        _ => {
+                            listing.seen.remove(key.as_str());
+                            listing.staged.insert(key, object);
+                        }
+                    }
+                }
+            }
+            ReplaceOutcome::default()
+        }
+    }
+
+    fn fill_page(&mut self, keyed: Vec<(String, Arc<DynamicObject>)>) -> ReplaceOutcome {
+        let prepared = self.prepare(keyed);
+        let (replaced, len) = {
+            let mut state = self.store.shared.write();
+            let replaced = apply(&mut state, prepared);
+            (replaced, state.objects.len())
+        };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome::default();
+        outcome.record(replaced);
+        outcome
+    }
+
+    /// Index values and stored form of objects about to be written, computed
+    /// before the write lock is taken.
+    fn prepare(
+        &mut self,
+        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+    ) -> Vec<Prepared> {
+        let defs = self.store.defs();
+        keyed
+            .into_iter()
+            .map(|(key, object)| {
+                let computed = evaluate_all(&defs, &key, &object);
+                let held = self.hold(&object);
+                Prepared {
+                    key,
+                    object,
+                    held,
+                    computed,
+                }
+            })
+            .collect()
+    }
+
+    /// Completes the list started by [`StoreWriter::begin_list`] (an empty
+    /// list if none was started: the cache empties): the cache now holds
+    /// exactly the objects listed. Returns what changed that
+    /// [`StoreWriter::list_page`] did not already return: new and changed
+    /// objects of a relist, in list order; the last known state of the
+    /// objects no longer listed; how many were unchanged.
+    pub fn end_list(&mut self) -> ReplaceOutcome {
+        let Some(listing) = self.listing.take() else {
+            self.begin_list();
+            return self.end_list();
+        };
+        self.store
+            .sync
+            .send_if_modified(|sync| std::mem::replace(&mut sync.relisting, false));
+        if listing.fill {
+            self.forget_dropped();
+            return ReplaceOutcome::default();
+        }
+        let changes = self.prepare(listing.staged);
+        let (replaced, gone, len) = {
+            let mut state = self.store.shared.write();
+            let listed: HashSet<&str> = changes.iter().map(|c| c.key.as_str()).collect();
+            let gone: Vec<Key> = state
+                .objects
+                .keys()
+                .filter(|key| !listing.seen.contains(&***key) && !listed.contains(&***key))
+                .cloned()
+                .collect();
+            let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
+            let replaced = apply(&mut state, changes);
+            (replaced, gone, state.objects.len())
+        };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome {
+            unchanged: listing.seen.len(),
+            ..ReplaceOutcome::default()
+        };
+        outcome.record(replaced);
+        outcome.deleted = gone.into_iter().map(CachedObject::into_object).collect();
+        outcome
+    }
+}
+
+/// An object about to be written, with its stored form and index values.
+struct Prepared {
+    key: String,
+    object: Arc<DynamicObject>,
+    held: CachedObject,
+    computed: Vec<Vec<String>>,
+}
+
+/// Writes prepared objects; returns each object with the one it replaced.
+fn apply(
+    state: &mut State,
+    prepared: Vec<Prepared>,
+) -> Vec<(Arc<DynamicObject>, Option<CachedObject>)> {
+    prepared
+        .into_iter()
+        .map(|p| {
+            let old = state.insert(&p.key, p.held, p.computed);
+            (p.object, old)
+        })
+        .collect()
+}
+
+impl ReplaceOutcome {
+    /// Files written objects as added or updated (the replaced one decoded
+    /// if need be, after the lock is released).
+    fn record(&mut self, replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) {
+        for (object, old) in replaced {
+            match old {
+                Some(old) => self.updated.push((old.into_object(), object)),
+                None => self.added.push(object),
+            }
+        }
+    }
+}
+
+/// A list in progress (see [`StoreWriter::begin_list`]).
+struct Listing {
+    /// The cache was empty when the list began: pages go straight in.
+    fill: bool,
+    /// Keys listed whose object is unchanged.
+    seen: HashSet<Key>,
+    /// Objects listed that are new or changed, by key, in list order.
+    staged: IndexMap<String, Arc<DynamicObject>>,
+}
+
+/// The fewest writes between two passes of [`StoreWriter::forget_dropped`].
+const FORGET_EVERY: usize = 1024;
+
+fn changed(old: &CachedObject, new: &DynamicObject) -> bool {
+    match (old.resource_version(), &new.metadata.resource_version) {
+        (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
+        (None, None) => old.with_object(|old| old != new),
+        _ => true,
+    }
+}
+
+impl Default for StoreWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for StoreWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StoreWriter").field(&self.store).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,797 @@
+//! Many clusters from one process: the same resources watched in every
+//! cluster of a set, with one merged view.
+//!
+//! A [`ClusterSet`] holds named clusters, each with its own client,
+//! [`DiscoveryCache`](crate::factory::discovery::DiscoveryCache) and
+//! [`InformerFactory`], all sharing the process's runtime and handler pool.
+//! Resources are named once ([`ClusterSet::add_resource`]) and resolved in
+//! each cluster through that cluster's discovery: a CRD installed in one
+//! cluster and not in another is synced in the first and
+//! [`Pending`](crate::informer::InformerStatus::Pending) in the second, and
+//! follows the CRD in each as it comes and goes.
+//!
+//! # One cluster never holds up the others
+//!
+//! Resolving a resource reads discovery, which needs the cluster. Every
+//! cluster therefore resolves its resources in a task of its own, retried
+//! with backoff while the cluster cannot be reached; nothing in the set
+//! waits for one cluster before serving another. A cluster that cannot be
+//! reached is reported as [`ClusterSyncError::Unreachable`] by
+//! [`ClusterSet::wait_for_cache_sync`] and as
+//! [`ResourceState::Unresolved`] by [`ClusterSet::status`], and starts
+//! serving as soon as it answers.
+//!
+//! # The merged view
+//!
+//! - Handlers added with [`ClusterSet::add_handler`] receive a
+//!   [`ClusterEvent`] — the event and the cluster it comes from — for every
+//!   resource of every cluster, present and future.
+//! - [`ClusterSet::lister`] reads one resource across every cluster
+//!   ([`ClusterLister`]): keys carry the cluster (`cluster/namespace/name`),
+//!   [`ClusterLister::by_index`] queries the index in every cluster, and
+//!   [`ClusterLister::cluster`] gives one cluster's own [`Lister`](crate::cache::lister::Lister).
+//! - [`ClusterSet::wait_for_cache_sync`] answers once per cluster and
+//!   resource, with the reason for each failure ([`ClusterSyncReport`]).
+//!
+//! Clusters are added and removed at any time. [`ClusterSet::remove_cluster`]
+//! stops the cluster's informers, drops the set's hold on their caches, and
+//! no handler call for that cluster starts afterwards.
+//!
+//! # Credentials
+//!
+//! Each cluster's [`kube_client::Config`] is used as it is (exec plugins,
+//! client certificates, tokens). The set prints no part of it: errors,
+//! statuses and logs carry the cluster's name, and the client's error text,
+//! which names the server but never a credential.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use kube_client::config::Kubeconfig;
+//! use kube_dynamic_informer::cluster_set::{ClusterSet, clusters_from_contexts};
+//! use kube_dynamic_informer::InformerOptions;
+//!
+//! let set = ClusterSet::new(InformerOptions::default().strip_managed_fields());
+//! set.add_resource("deploy");
+//! set.add_resource("widgets.example.com");
+//! let kubeconfig = Kubeconfig::read()?;
+//! for (name, config) in clusters_from_contexts(&kubeconfig, &["east".into(), "west".into()]).await? {
+//!     set.add_cluster(name, config)?;
+//! }
+//! set.add_handler(|e| println!("{} {} {:?}", e.cluster, e.event.kind(), e.event.object().metadata.name));
+//! set.start()?;
+//! let report = set.wait_for_cache_sync(Duration::from_secs(30)).await;
+//! for failure in report.failures() {
+//!     eprintln!("{failure}");
+//! }
+//! for object in set.lister("deploy").list_all() {
+//!     println!("{}", object.key());
+//! }
+//! set.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod lister;
+mod report;
+mod source;
+pub(crate) use source::cluster_name_of;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_client::{Client, Config};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use lister::{ClusterLister, ClusterObject};
+pub use report::{ClusterSyncError, ClusterSyncReport, ClusterSyncResult};
+pub use source::{
+    all_contexts, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
+};
+
+use crate::cache::index::IndexFn;
+use crate::factory::{FactoryError, GenericInformer, InformerFactory};
+use crate::informer::options::InformerOptions;
+use crate::informer::{Event, HandlerOptions, InformerStatus};
+
+/// Errors of the cluster set.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterSetError {
+    /// A cluster of this name is already in the set.
+    #[error("cluster {0:?} is already in the set")]
+    DuplicateCluster(String),
+    /// The name cannot name a cluster: empty, or with a `/` (which
+    /// separates the cluster from the rest of a merged key).
+    #[error("{0:?} cannot name a cluster: a name is not empty and has no '/'")]
+    BadClusterName(String),
+    /// The cluster's client could not be built from its configuration
+    /// (certificates, proxy settings).
+    #[error("cluster {cluster:?}: building its client: {error}")]
+    Client {
+        /// The cluster.
+        cluster: String,
+        /// Why, as text.
+        error: String,
+    },
+    /// A kubeconfig could not be read or names no usable context.
+    #[error("{what}: {error}")]
+    Kubeconfig {
+        /// The file or context.
+        what: String,
+        /// Why, as text.
+        error: String,
+    },
+    /// The set was shut down.
+    #[error("the cluster set was shut down")]
+    ShutDown,
+    /// [`ClusterSet::start`] was called outside a tokio runtime.
+    #[error("starting a cluster set needs a tokio runtime")]
+    NoRuntime,
+}
+
+/// An event of one cluster, as [`ClusterSet::add_handler`]'s handlers
+/// receive it.
+#[derive(Clone, Debug)]
+pub struct ClusterEvent {
+    /// The cluster's name.
+    pub cluster: Arc<str>,
+    /// The resource as it was named to [`ClusterSet::add_resource`] (or
+    /// the name given to [`ClusterSet::add_named_resource`]).
+    pub resource: Arc<str>,
+    /// The event.
+    pub event: Event,
+}
+
+/// Where one resource stands in one cluster, from [`ClusterSet::status`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResourceState {
+    /// Not resolved yet: the cluster has not answered discovery, or the name
+    /// designates nothing there. Retried with backoff.
+    Unresolved {
+        /// Whether the cluster could not be reached at all.
+        unreachable: bool,
+        /// The last error, as text, or `None` before the first try.
+        error: Option<String>,
+    },
+    /// The informer exists; what it is doing.
+    Informer(InformerStatus),
+}
+
+type SetHandler = Arc<dyn Fn(ClusterEvent) + Send + Sync>;
+
+#[derive(Clone)]
+struct ResourceSpec {
+    /// What the set calls it: the resource as written, or a name of its own.
+    name: Arc<str>,
+    /// The resource, as the factory takes it.
+    resource: Arc<str>,
+    options: Option<InformerOptions>,
+}
+
+/// Why a resource is not resolved in a cluster.
+#[derive(Clone, Debug)]
+struct ResolveFailure {
+    unreachable: bool,
+    error: String,
+}
+
+#[derive(Default)]
+struct ClusterResources {
+    informers: BTreeMap<Arc<str>, GenericInformer>,
+    failures: BTreeMap<Arc<str>, ResolveFailure>,
+}
+
+struct ClusterEntry {
+    name: Arc<str>,
+    factory: InformerFactory,
+    cancel: CancellationToken,
+    resources: Mutex<ClusterResources>,
+    /// Bumped whenever `resources` changes, for waiters.
+    changed: watch::Sender<u64>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl ClusterEntry {
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+#[derive(Default)]
+struct SetState {
+    started: bool,
+    shut_down: bool,
+    clusters: BTreeMap<Arc<str>, Arc<ClusterEntry>>,
+    resources: Vec<ResourceSpec>,
+    handlers: Vec<SetHandler>,
+    indexes: Vec<(Arc<str>, String, IndexFn)>,
+}
+
+struct SetInner {
+    defaults: InformerOptions,
+    retry: RetryDelays,
+    state: Mutex<SetState>,
+    /// Bumped whenever a resource is added, so clusters resolve it.
+    resources_changed: watch::Sender<u64>,
+    cancel: CancellationToken,
+}
+
+impl Drop for SetInner {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// How long a cluster waits before resolving its resources again after a
+/// failure: from `initial`, doubling, up to `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryDelays {
+    /// The first wait.
+    pub initial: Duration,
+    /// The longest wait.
+    pub max: Duration,
+}
+
+impl Default for RetryDelays {
+    /// 500 ms doubling to 30 s (the reflector's backoff ends at 30 s too).
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Named clusters watched together; see the [module docs](self). Cheap to
+/// clone; clones share everything. Dropping the last clone stops every
+/// informer.
+#[derive(Clone)]
+pub struct ClusterSet {
+    inner: Arc<SetInner>,
+}
+
+impl fmt::Debug for ClusterSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.lock();
+        f.debug_struct("ClusterSet")
+            .field("clusters", &state.clusters.keys().collect::<Vec<_>>())
+            .field(
+                "resources",
+                &state.resources.iter().map(|r| &r.name).collect::<Vec<_>>(),
+            )
+            .field("started", &state.started)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterSet {
+    /// An empty set whose informers use `options` unless a resource says
+    /// otherwise.
+    #[must_use]
+    pub fn new(options: InformerOptions) -> Self {
+        Self::with_retry(options, RetryDelays::default())
+    }
+
+    /// As [`new`](Self::new), with the delays between attempts to resolve
+    /// resources in a cluster that cannot be reached.
+    #[must_use]
+    pub fn with_retry(options: InformerOptions, retry: RetryDelays) -> Self {
+        Self {
+            inner: Arc::new(SetInner {
+                defaults: options,
+                retry,
+                state: Mutex::new(SetState::default()),
+                resources_changed: watch::Sender::new(0),
+                cancel: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Watches `resource` in every cluster, present and future, with the
+    /// set's options. The name is resolved in each cluster through its own
+    /// discovery (any form [`InformerFactory::for_resource`] accepts; name a
+    /// CRD that may be missing somewhere as `plural.group`). Adding the same
+    /// name again does nothing.
+    pub fn add_resource(&self, resource: impl Into<String>) {
+        let resource = resource.into();
+        self.push_resource(resource.clone(), resource, None);
+    }
+
+    /// As [`add_resource`](Self::add_resource), with options of its own.
+    pub fn add_resource_with(&self, resource: impl Into<String>, options: InformerOptions) {
+        let resource = resource.into();
+        self.push_resource(resource.clone(), resource, Some(options));
+    }
+
+    /// As [`add_resource_with`](Self::add_resource_with), under a name of
+    /// its own (which listers, handlers and reports then use), so that the
+    /// same resource can be watched with different options: the informers
+    /// of a config file, named there.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cluster_set::ClusterSet;
+    /// use kube_dynamic_informer::InformerOptions;
+    ///
+    /// let set = ClusterSet::new(InformerOptions::default());
+    /// set.add_named_resource("web-pods", "pods", InformerOptions::default().label_selector("app=web"));
+    /// assert_eq!(&*set.resources()[0], "web-pods");
+    /// ```
+    pub fn add_named_resource(
+        &self,
+        name: impl Into<String>,
+        resource: impl Into<String>,
+        options: InformerOptions,
+    ) {
+        self.push_resource(name.into(), resource.into(), Some(options));
+    }
+
+    fn push_resource(&self, name: String, resource: String, options: Option<InformerOptions>) {
+        {
+            let mut state = self.inner.state.lock();
+            if state.resources.iter().any(|r| *r.name == *name) {
+                return;
+            }
+            state.resources.push(ResourceSpec {
+                name: name.into(),
+                resource: resource.into(),
+                options,
+            });
+        }
+        self.inner.resources_changed.send_modify(|n| *n += 1);
+    }
+
+    /// The resources, as they were named.
+    #[must_use]
+    pub fn resources(&self) -> Vec<Arc<str>> {
+        let state = self.inner.state.lock();
+        state.resources.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// Adds the index `index` to `resource` in every cluster, present and
+    /// future; existing objects are indexed at once.
+    ///
+    /// # Errors
+    /// [`crate::informer::InformerError`]'s duplicate-name error from the
+    /// first cluster that already has an index of that name (the index is
+    /// still added where it is missing).
+    pub fn add_index(
+        &self,
+        resource: &str,
+        index: impl Into<String>,
+        func: IndexFn,
+    ) -> Result<(), crate::informer::InformerError> {
+        let index = index.into();
+        let mut first_error = None;
+        let mut state = self.inner.state.lock();
+        for cluster in state.clusters.values() {
+            if let Some(gi) = cluster.resources.lock().informers.get(resource)
+                && let Err(e) = gi.informer().add_index(index.clone(), func.clone())
+                && first_error.is_none()
+            {
+                first_error = Some(e);
+            }
+        }
+        state.indexes.push((resource.into(), index, func));
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Adds a handler of every resource of every cluster, present and
+    /// future. As with [`SharedInformer::add_handler`](crate::informer::SharedInformer::add_handler), it first receives
+    /// an Add for every object already cached, then live events; events of
+    /// one cluster and resource arrive in order.
+    pub fn add_handler(&self, handler: impl Fn(ClusterEvent) + Send + Sync + 'static) {
+        let handler: SetHandler = Arc::new(handler);
+        let mut state = self.inner.state.lock();
+        for cluster in state.clusters.values() {
+            let resources = cluster.resources.lock();
+            for (resource, gi) in &resources.informers {
+                attach_handler(cluster, resource, gi, handler.clone());
+            }
+        }
+        state.handlers.push(handler);
+    }
+
+    /// Adds a cluster named `name`, connecting as `config` says; started at
+    /// once if the set is. Nothing is requested here: the cluster resolves
+    /// its resources in the background.
+    ///
+    /// # Errors
+    /// [`ClusterSetError::BadClusterName`], [`ClusterSetError::DuplicateCluster`],
+    /// [`ClusterSetError::Client`], [`ClusterSetError::ShutDown`].
+    pub fn add_cluster(
+        &self,
+        name: impl Into<String>,
+        config: Config,
+    ) -> Result<(), ClusterSetError> {
+        let name = name.into();
+        let client = Client::try_from(config).map_err(|e| ClusterSetError::Client {
+            cluster: name.clone(),
+            error: error_text(&e),
+        })?;
+        self.add_cluster_client(name, client)
+    }
+
+    /// As [`add_cluster`](Self::add_cluster), with a client already built.
+    ///
+    /// # Errors
+    /// [`ClusterSetError::BadClusterName`], [`ClusterSetError::DuplicateCluster`],
+    /// [`ClusterSetError::ShutDown`].
+    pub fn add_cluster_client(
+        &self,
+        name: impl Into<String>,
+        client: Client,
+    ) -> Result<(), ClusterSetError> {
+        let name = name.into();
+        if name.is_empty() || name.contains('/') {
+            return Err(ClusterSetError::BadClusterName(name));
+        }
+        let mut state = self.inner.state.lock();
+        if state.shut_down {
+            return Err(ClusterSetError::ShutDown);
+        }
+        if state.clusters.contains_key(name.as_str()) {
+            return Err(ClusterSetError::DuplicateCluster(name));
+        }
+        let name: Arc<str> = name.into();
+        let entry = Arc::new(ClusterEntry {
+            name: name.clone(),
+            factory: InformerFactory::with_options(client, self.inner.defaults.clone()),
+            cancel: self.inner.cancel.child_token(),
+            resources: Mutex::new(ClusterResources::default()),
+            changed: watch::Sender::new(0),
+            task: Mutex::new(None),
+        });
+        if state.started {
+            start_cluster(&self.inner, &entry);
+        }
+        state.clusters.insert(name, entry);
+        Ok(())
+    }
+
+    /// Removes a cluster: stops its informers and waits until they have
+    /// stopped; no handler call for it starts afterwards, and its caches are
+    /// freed once no [`GenericInformer`] or [`Lister`](crate::cache::lister::Lister)
+    /// taken from it is held. Returns whether the cluster was in the set.
+    ///
+    /// ```no_run
+    /// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet, config: kube_client::Config) -> Result<(), Box<dyn std::error::Error>> {
+    /// set.add_cluster("north", config)?; // joins a running set at once
+    /// assert!(set.remove_cluster("east").await);
+    /// assert!(set.lister("deploy").cluster("east").is_none());
+    /// # Ok(()) }
+    /// ```
+    pub async fn remove_cluster(&self, name: &str) -> bool {
+        let entry = self.inner.state.lock().clusters.remove(name);
+        let Some(entry) = entry else {
+            return false;
+        };
+        stop_cluster(&entry).await;
+        true
+    }
+
+    /// The clusters' names, sorted.
+    #[must_use]
+    pub fn clusters(&self) -> Vec<Arc<str>> {
+        self.inner.state.lock().clusters.keys().cloned().collect()
+    }
+
+    /// The factory of one cluster (its discovery, its informers).
+    #[must_use]
+    pub fn factory(&self, cluster: &str) -> Option<InformerFactory> {
+        let state = self.inner.state.lock();
+        state.clusters.get(cluster).map(|c| c.factory.clone())
+    }
+
+    /// The informer of `resource` (as it was named) in `cluster`, once
+    /// resolved there.
+    #[must_use]
+    pub fn informer(&self, cluster: &str, resource: &str) -> Option<GenericInformer> {
+        let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
+        entry.resources.lock().informers.get(resource).cloned()
+    }
+
+    /// A view of `resource` (as it was named) across every cluster.
+    #[must_use]
+    pub fn lister(&self, resource: &str) -> ClusterLister {
+        ClusterLister::new(self.clone(), resource.into())
+    }
+
+    /// Where every resource stands in every cluster, sorted by cluster then
+    /// resource in the order they were added.
+    ///
+    /// ```no_run
+    /// # fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) {
+    /// use kube_dynamic_informer::cluster_set::ResourceState;
+    /// for (cluster, resource, state) in set.status() {
+    ///     if let ResourceState::Unresolved { unreachable: true, error } = state {
+    ///         eprintln!("{cluster}: {resource}: cannot reach the cluster: {error:?}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn status(&self) -> Vec<(Arc<str>, Arc<str>, ResourceState)> {
+        let (clusters, resources) = self.snapshot();
+        let mut out = Vec::new();
+        for cluster in clusters {
+            let held = cluster.resources.lock();
+            for spec in &resources {
+                let state = match held.informers.get(&spec.name) {
+                    Some(gi) => ResourceState::Informer(gi.status()),
+                    None => {
+                        let failure = held.failures.get(&spec.name);
+                        ResourceState::Unresolved {
+                            unreachable: failure.is_some_and(|f| f.unreachable),
+                            error: failure.map(|f| f.error.clone()),
+                        }
+                    }
+                };
+                out.push((cluster.name.clone(), spec.name.clone(), state));
+            }
+        }
+        out
+    }
+
+    /// Starts every cluster present and every one added later; calling it
+    /// again does nothing.
+    ///
+    /// # Errors
+    /// [`ClusterSetError::NoRuntime`] outside a tokio runtime;
+    /// [`ClusterSetError::ShutDown`].
+    pub fn start(&self) -> Result<(), ClusterSetError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(ClusterSetError::NoRuntime);
+        }
+        let mut state = self.inner.state.lock();
+        if state.shut_down {
+            return Err(ClusterSetError::ShutDown);
+        }
+        if !state.started {
+            state.started = true;
+            for entry in state.clusters.values() {
+                start_cluster(&self.inner, entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every resource's cache has synced in every cluster, or
+    /// `timeout` passes, and answers once per cluster and resource. All the
+    /// clusters are waited for together: a cluster that cannot be reached
+    /// costs the timeout once, not once per cluster.
+    pub async fn wait_for_cache_sync(&self, timeout: Duration) -> ClusterSyncReport {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (clusters, resources) = self.snapshot();
+        let waits = clusters.iter().flat_map(|cluster| {
+            resources.iter().map(move |spec| async move {
+                let result = report::wait_one(cluster, &spec.name, deadline, timeout).await;
+                ClusterSyncResult {
+                    cluster: cluster.name.clone(),
+                    resource: spec.name.clone(),
+                    result,
+                }
+            })
+        });
+        let results = futures::future::join_all(waits).await;
+        ClusterSyncReport { results }
+    }
+
+    /// Stops every cluster and waits until their informers have stopped.
+    /// The set accepts no cluster afterwards.
+    pub async fn shutdown(&self) {
+        let clusters: Vec<Arc<ClusterEntry>> = {
+            let mut state = self.inner.state.lock();
+            state.shut_down = true;
+            std::mem::take(&mut state.clusters).into_values().collect()
+        };
+        self.inner.cancel.cancel();
+        futures::future::join_all(clusters.iter().map(|c| stop_cluster(c))).await;
+    }
+
+    fn snapshot(&self) -> (Vec<Arc<ClusterEntry>>, Vec<ResourceSpec>) {
+        let state = self.inner.state.lock();
+        (
+            state.clusters.values().cloned().collect(),
+            state.resources.clone(),
+        )
+    }
+
+    /// Each cluster's informer of `resource`, sorted by cluster.
+    fn informers_of(&self, resource: &str) -> Vec<(Arc<str>, GenericInformer)> {
+        let (clusters, _) = self.snapshot();
+        clusters
+            .iter()
+            .filter_map(|c| {
+                let held = c.resources.lock();
+                held.informers
+                    .get(resource)
+                    .map(|gi| (c.name.clone(), gi.clone()))
+            })
+            .collect()
+    }
+}
+
+fn attach_handler(
+    cluster: &ClusterEntry,
+    resource: &Arc<str>,
+    gi: &GenericInformer,
+    handler: SetHandler,
+) {
+    let cluster_name = cluster.name.clone();
+    let resource = resource.clone();
+    let removed = cluster.cancel.clone();
+    let options = HandlerOptions::default().name(format!("cluster-set {cluster_name} {resource}"));
+    // The registration lives as long as the informer, which stops when the
+    // cluster is removed; the token keeps calls already queued from reaching
+    // the handler afterwards.
+    let _registration = gi.informer().add_handler_with(
+        move |event: Event| {
+            if removed.is_cancelled() {
+                return;
+            }
+            handler(ClusterEvent {
+                cluster: cluster_name.clone(),
+                resource: resource.clone(),
+                event,
+            });
+        },
+        options,
+    );
+}
+
+fn start_cluster(inner: &Arc<SetInner>, entry: &Arc<ClusterEntry>) {
+    let mut task = entry.task.lock();
+    if task.is_some() {
+        return;
+    }
+    if let Err(e) = entry.factory.start() {
+        tracing::warn!(cluster = %entry.name, error = %e, "could not start a cluster's informers");
+        return;
+    }
+    let inner = Arc::downgrade(inner);
+    let entry_for_task = entry.clone();
+    *task = Some(tokio::spawn(async move {
+        resolve_loop(inner, entry_for_task).await;
+    }));
+}
+
+async fn stop_cluster(entry: &ClusterEntry) {
+    entry.cancel.cancel();
+    let task = entry.task.lock().take();
+    if let Some(task) = task {
+        let _ = task.await;
+    }
+    entry.factory.shutdown().await;
+    let mut held = entry.resources.lock();
+    held.informers.clear();
+    held.failures.clear();
+    drop(held);
+    entry.bump();
+}
+
+/// Resolves the set's resources in one cluster, again after failures (with
+/// backoff) and whenever a resource is added, until the cluster is removed.
+async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>) {
+    let Some(mut resources_changed) = set.upgrade().map(|s| s.resources_changed.subscribe()) else {
+        return;
+    };
+    let mut delay = None;
+    loop {
+        let Some(inner) = set.upgrade() else { return };
+        let retry = inner.retry;
+        let wanted: Vec<ResourceSpec> = {
+            let state = inner.state.lock();
+            let held = cluster.resources.lock();
+            state
+                .resources
+                .iter()
+                .filter(|r| !held.informers.contains_key(&r.name))
+                .cloned()
+                .collect()
+        };
+        let defaults = inner.defaults.clone();
+        drop(inner);
+        resources_changed.mark_unchanged();
+        let mut failed = false;
+        for spec in wanted {
+            let options = spec.options.clone().unwrap_or_else(|| defaults.clone());
+            let resolved = tokio::select! {
+                () = cluster.cancel.cancelled() => return,
+                r = crate::informer::telemetry::in_cluster(
+                    cluster.name.clone(),
+                    cluster.factory.for_resource_with(&*spec.resource, |_| options),
+                ) => r,
+            };
+            match resolved {
+                Ok(gi) => {
+                    let Some(inner) = set.upgrade() else { return };
+                    // Under the set's lock, so that a handler or index added
+                    // meanwhile is attached exactly once.
+                    let state = inner.state.lock();
+                    if cluster.cancel.is_cancelled() {
+                        return;
+                    }
+                    for (resource, index, func) in &state.indexes {
+                        if *resource == spec.name
+                            && let Err(e) = gi.informer().add_index(index.clone(), func.clone())
+                        {
+                            tracing::warn!(cluster = %cluster.name, error = %e, "adding an index");
+                        }
+                    }
+                    for handler in &state.handlers {
+                        attach_handler(&cluster, &spec.name, &gi, handler.clone());
+                    }
+                    let mut held = cluster.resources.lock();
+                    held.failures.remove(&spec.name);
+                    held.informers.insert(spec.name.clone(), gi);
+                }
+                Err(e) => {
+                    failed = true;
+                    let failure = ResolveFailure {
+                        unreachable: is_unreachable(&e),
+                        error: error_text(&e),
+                    };
+                    tracing::debug!(cluster = %cluster.name, resource = %spec.name, error = %failure.error, "resolving a resource");
+                    cluster
+                        .resources
+                        .lock()
+                        .failures
+                        .insert(spec.name.clone(), failure);
+                }
+            }
+            cluster.bump();
+        }
+        if failed {
+            let wait = delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max));
+            delay = Some(wait);
+            tokio::select! {
+                () = cluster.cancel.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+                r = resources_changed.changed() => if r.is_err() { return },
+            }
+        } else {
+            delay = None;
+            tokio::select! {
+                () = cluster.cancel.cancelled() => return,
+                r = resources_changed.changed() => if r.is_err() { return },
+            }
+        }
+    }
+}
+
+/// Whether a factory error says the cluster could not be reached at all
+/// (as opposed to an answer refusing or not finding the resource).
+fn is_unreachable(err: &FactoryError) -> bool {
+    match err {
+        FactoryError::Discovery(crate::factory::discovery::DiscoveryError::Request {
+            source,
+            ..
+        }) => !matches!(source, kube_client::Error::Api(_)),
+        _ => false,
+    }
+}
+
+/// An error and its causes on one line, each cause once.
+pub(crate) fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,885 @@
+//! Declarative informers: a YAML or JSON file that lists what to watch and
+//! how to index it.
+//!
+//! Generic tools (dashboards, policy engines, inventories) are configured,
+//! not recompiled: the resources they watch and the indexes they query come
+//! from a file. The file is versioned and strict, and its JSON Schema
+//! (`schemas/informer-set.schema.json`, generated from the types here) lets
+//! editors check it as it is typed.
+//!
+//! ```yaml
+//! apiVersion: kube-dynamic-informer.io/v1alpha1
+//! kind: InformerSet
+//! defaults:
+//!   stripManagedFields: true
+//!   resync: 10m
+//! informers:
+//!   - resource: pods
+//!     namespaces: [shop]
+//!     labelSelector: "app in (web, api)"
+//!     indexes:
+//!       node: spec.nodeName
+//!       labelKeys: keys(metadata.labels)
+//!   - resource: widgets.example.com
+//!     whenNotServed: wait
+//!     projection:
+//!       - spec.color
+//!       - status.conditions
+//!       - metadata.labels["app.kubernetes.io/name"]
+//! ```
+//!
+//! An informer's options are the fields of [`InformerOptions`], in camelCase.
+//! `projection` lists the fields each cached object keeps (see
+//! [`Projection`] for the paths and what is always kept); in a flow list
+//! (`projection: [spec.color, metadata.labels]`) a path with brackets is
+//! quoted, since `[` and `]` delimit the list there.
+//!
+//! Loading is strict: unknown fields, duplicate informer names or index
+//! names, bad selectors, bad durations, bad projection paths and bad
+//! JMESPath expressions are all rejected, and **every** problem in the file
+//! is reported at once, each with file, line and column and the offending
+//! value ([`ConfigErrors`]).
+
+mod build;
+mod clusters;
+mod yaml;
+
+pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInformer};
+pub use clusters::ClustersConfig;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::cache::index::{IndexFn, NAMESPACE_INDEX};
+use crate::cache::projection::Projection;
+use crate::declarative::shard_group::ShardGroupConfig;
+use crate::factory::pattern::ResourcePattern;
+pub use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::vocabulary::duration::parse_duration;
+use crate::vocabulary::resource::ResourceName;
+use crate::vocabulary::selector::{Selector, validate_field_selector};
+use crate::vocabulary::shard::StaticShard;
+
+pub use yaml::Position;
+
+/// The `apiVersion` of config files this version of the library reads.
+pub const API_VERSION: &str = "kube-dynamic-informer.io/v1alpha1";
+
+/// The `kind` of a config file.
+pub const KIND: &str = "InformerSet";
+
+/// The most indexes an informer of a config file may declare. Each index
+/// is evaluated on every change of every object of its informer, so a file
+/// with thousands is a mistake or an attack, not a configuration.
+pub const MAX_INDEXES: usize = 100;
+
+/// A config file: the informers to run and the indexes to keep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    title = "InformerSet",
+    description = "Informers and indexes for kube-dynamic-informer."
+)]
+pub struct InformerSet {
+    /// Always `kube-dynamic-informer.io/v1alpha1`.
+    #[schemars(schema_with = "api_version_schema")]
+    pub api_version: String,
+    /// Always `InformerSet`.
+    #[schemars(schema_with = "kind_schema")]
+    pub kind: String,
+    /// Options every informer inherits unless it sets its own. They are
+    /// applied when the file is read: each entry of `informers` then holds
+    /// its complete options. [`InformerSet::build`] makes them the factory's
+    /// options too, so that a namespace restriction here is one that
+    /// cluster-scoped resources ignore.
+    #[serde(default)]
+    pub defaults: InformerOptions,
+    /// The informers named one by one. A file holds at least one informer
+    /// or pattern.
+    #[serde(default)]
+    pub informers: Vec<InformerSpec>,
+    /// Rules that designate resources by group, category or origin: each
+    /// resource a pattern selects gets an informer with the pattern's
+    /// options and indexes, and the set follows discovery (see
+    /// [`crate::declarative::resource_set`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<PatternSpec>,
+    /// The clusters to watch the informers in (see [`ClustersConfig`]);
+    /// when empty, the one cluster of the kubeconfig.
+    #[serde(default, skip_serializing_if = "ClustersConfig::is_empty")]
+    pub clusters: ClustersConfig,
+    /// Join this shard group: every informer without a static `shard`
+    /// keeps only the slots this member holds (see [`crate::vocabulary::shard`]); one
+    /// with `shard: 0/1` keeps everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_group: Option<ShardGroupSpec>,
+}
+
+/// One pattern of the file: the resources it selects and the options and
+/// indexes each of their informers gets.
+///
+/// ```yaml
+/// patterns:
+///   - name: example-crds
+///     match:
+///       groups: ["*.example.com"]
+///       customResources: true
+///       exclude: [gadgets.example.com]
+///     namespaces: [shop]       # for namespaced resources; cluster-scoped ones ignore it
+///     indexes:
+///       color: spec.color      # objects without spec.color are in no color entry
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatternSpec {
+    /// A name for this pattern, unique among the file's informers and
+    /// patterns.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Which resources: see [`ResourcePattern`].
+    #[serde(rename = "match")]
+    pub pattern: ResourcePattern,
+    /// Options of each informer (over `defaults`). A namespace restriction
+    /// applies to the namespaced resources selected; cluster-scoped ones
+    /// are watched whole.
+    #[serde(flatten)]
+    pub options: InformerOptions,
+    /// Named indexes, as for an informer; an expression that gives nothing
+    /// for a resource's objects leaves them out of that index.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_INDEXES))]
+    pub indexes: BTreeMap<String, String>,
+}
+
+impl PatternSpec {
+    /// A pattern entry with default options and no indexes.
+    #[must_use]
+    pub fn new(name: impl Into<String>, pattern: ResourcePattern) -> Self {
+        Self {
+            name: name.into(),
+            pattern,
+            options: InformerOptions::default(),
+            indexes: BTreeMap::new(),
+        }
+    }
+
+    /// The indexes, compiled.
+    ///
+    /// # Errors
+    /// An expression that does not compile (a loaded file never has one).
+    pub fn index_functions(
+        &self,
+    ) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+        compile_indexes(&self.indexes)
+    }
+}
+
+fn compile_indexes(
+    indexes: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+    indexes
+        .iter()
+        .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
+        .collect()
+}
+
+/// A shard group to join, in a config file.
+///
+/// ```yaml
+/// shardGroup:
+///   name: inventory
+///   namespace: monitoring
+///   # identity: defaults to $POD_NAME, then $HOSTNAME
+///   leaseDuration: 15s
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShardGroupSpec {
+    /// The group's name (a DNS label of at most 40 characters).
+    pub name: String,
+    /// The namespace of the group's Leases.
+    pub namespace: String,
+    /// This member's identity, unique in the group; `$POD_NAME`, else
+    /// `$HOSTNAME`, when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// How long a Lease stays valid without renewal (default `15s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::vocabulary::duration::go::schema")]
+    pub lease_duration: Option<String>,
+    /// Slots the hash space is cut into, the same for every member
+    /// (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub slots: Option<u32>,
+}
+
+impl ShardGroupSpec {
+    /// The group configuration, with the identity from the environment when
+    /// the file names none.
+    ///
+    /// # Errors
+    /// No identity anywhere, a bad duration, or an invalid field.
+    pub fn config(&self) -> Result<ShardGroupConfig, String> {
+        let identity = self
+            .identity
+            .clone()
+            .or_else(|| std::env::var("POD_NAME").ok())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .filter(|i| !i.trim().is_empty())
+            .ok_or_else(|| {
+                "shardGroup: no identity: set `identity`, or POD_NAME or HOSTNAME in the environment".to_owned()
+            })?;
+        let mut config = ShardGroupConfig::new(&self.name, &self.namespace, identity);
+        if let Some(d) = &self.lease_duration {
+            config.lease_duration =
+                parse_duration(d).map_err(|e| format!("shardGroup leaseDuration: {e}"))?;
+        }
+        if let Some(n) = self.slots {
+            config.slots = n;
+        }
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(config)
+    }
+}
+
+/// One informer of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InformerSpec {
+    /// A name for this informer, unique in the file; defaults to `resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The resource, in any form the factory accepts: `deployments.v1.apps`,
+    /// `deployments.apps`, `apps/v1/deployments`, `pods`, a kind
+    /// (`Deployment`) or a short name (`deploy`).
+    #[schemars(length(min = 1))]
+    pub resource: String,
+    /// Options of this informer (over `defaults`).
+    #[serde(flatten)]
+    pub options: InformerOptions,
+    /// Named indexes: index name → JMESPath expression, at most 100
+    /// ([`MAX_INDEXES`], since each is evaluated on every change of every
+    /// object), checked when the file is loaded; each object is filed under
+    /// every string, number and boolean the expression gives (an array gives
+    /// one value per element; null, a missing field or an empty array give
+    /// none), with one spelling per number: integral numbers as integers (3,
+    /// 3.0 and 3e0 give "3", 1e3 gives "1000", -0 gives "0"), others in
+    /// shortest round-trip form (1.5, 1e-7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_INDEXES))]
+    pub indexes: BTreeMap<String, String>,
+}
+
+impl InformerSpec {
+    /// An entry for `resource` with default options and no indexes.
+    #[must_use]
+    pub fn new(resource: impl Into<String>) -> Self {
+        Self {
+            name: None,
+            resource: resource.into(),
+            options: InformerOptions::default(),
+            indexes: BTreeMap::new(),
+        }
+    }
+
+    /// The informer's name: `name`, or else `resource`.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.resource)
+    }
+
+    /// The indexes, compiled.
+    ///
+    /// # Errors
+    /// An expression that does not compile (a loaded file never has one).
+    pub fn index_functions(
+        &self,
+    ) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+        compile_indexes(&self.indexes)
+    }
+}
+
+fn api_version_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "const": API_VERSION })
+}
+
+fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "const": KIND })
+}
+
+/// The JSON Schema (draft 2020-12) of config files, as committed in
+/// `schemas/informer-set.schema.json`.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<InformerSet>();
+    let mut value = serde_json::to_value(schema).unwrap_or_default();
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(
+            "$id".into(),
+            serde_json::Value::String(
+                "https://kube-dynamic-informer.io/schemas/informer-set.schema.json".into(),
+            ),
+        );
+    }
+    value
+}
+
+/// One problem in a config file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or `<input>` for text).
+    pub file: PathBuf,
+    /// Where the offending value (or key) starts; `None` for a problem with
+    /// the file as a whole (it cannot be read, or it is empty).
+    pub position: Option<Position>,
+    /// Where in the document, e.g. `informers[1].labelSelector`.
+    pub path: String,
+    /// What is wrong, naming the offending value.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:", self.file.display())?;
+        if let Some(Position { line, column }) = self.position {
+            write!(f, "{line}:{column}:")?;
+        }
+        f.write_str(" ")?;
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// Every problem found in a config file, in file order.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors {
+    /// The problems, at least one.
+    pub errors: Vec<ConfigError>,
+}
+
+/// One problem on one line; several under a count, one per line.
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [only] = self.errors.as_slice() {
+            return write!(f, "{only}");
+        }
+        write!(f, "{} problems in config:", self.errors.len())?;
+        for e in &self.errors {
+            write!(f, "\n  {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl InformerSet {
+    /// Reads and validates a config file.
+    ///
+    /// # Errors
+    /// Every problem in the file (or the I/O error, as one problem).
+    pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigErrors::whole_file(path, format!("cannot read the file: {e}")))?;
+        Self::load_str(&text, path)
+    }
+
+    /// Validates config text; `file` names it in errors.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::config::InformerSet;
+    ///
+    /// let text = r#"
+    /// apiVersion: kube-dynamic-informer.io/v1alpha1
+    /// kind: InformerSet
+    /// informers:
+    ///   - resource: pods
+    ///     labelSelector: "app in (web"
+    ///     indexes: { node: "spec.nodeName" }
+    ///   - resource: pods
+    ///     colour: blue
+    /// "#;
+    /// let errors = InformerSet::load_str(text, "set.yaml").unwrap_err();
+    /// let report = errors.to_string();
+    /// assert!(report.contains("set.yaml:6:20"), "{report}");  // the bad selector
+    /// assert!(report.contains("colour"), "{report}");          // the unknown field
+    /// assert!(report.contains("duplicate informer name"), "{report}");
+    /// ```
+    ///
+    /// # Errors
+    /// Every problem in the text.
+    pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+        let file = file.as_ref().to_path_buf();
+        let doc = match yaml::parse(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                return Err(ConfigErrors {
+                    errors: vec![ConfigError {
+                        file,
+                        position: Some(e.position),
+                        path: String::new(),
+                        message: format!("not valid YAML or JSON: {}", e.message),
+                    }],
+                });
+            }
+        };
+        // Nothing but whitespace and comments.
+        if doc.value.is_null() {
+            return Err(ConfigErrors::whole_file(
+                &file,
+                format!(
+                    "the file is empty; a config file holds `apiVersion: {API_VERSION}`, `kind: {KIND}` and `informers`"
+                ),
+            ));
+        }
+        let mut v = Validation {
+            file,
+            doc: &doc,
+            errors: Vec::new(),
+        };
+        for (pointer, position, message) in &doc.problems {
+            v.errors.push(ConfigError {
+                file: v.file.clone(),
+                position: Some(*position),
+                path: display_path(pointer),
+                message: message.clone(),
+            });
+        }
+        v.schema();
+        v.semantics();
+        if !v.errors.is_empty() {
+            let mut errors = v.errors;
+            errors.sort_by(|a, b| a.position.cmp(&b.position).then(a.message.cmp(&b.message)));
+            errors.dedup();
+            return Err(ConfigErrors { errors });
+        }
+        serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| {
+            ConfigErrors::whole_file(&v.file, format!("does not match the config types: {e}"))
+        })
+    }
+}
+
+/// Where the value at `pointer` (a JSON pointer such as
+/// `/informers/1/resource`) starts in config `text`, or its nearest
+/// ancestor present; `None` when `text` does not parse. For locating
+/// problems found after a file was loaded, such as a resource the cluster
+/// does not serve.
+///
+/// ```
+/// use kube_dynamic_informer::config::{Position, position_of};
+/// let text = "informers:\n  - resource: pods\n  - resource: nope\n";
+/// assert_eq!(position_of(text, "/informers/1/resource"), Some(Position { line: 3, column: 15 }));
+/// ```
+#[must_use]
+pub fn position_of(text: &str, pointer: &str) -> Option<Position> {
+    yaml::parse(text).ok().map(|doc| doc.position(pointer))
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`, as
+/// [`ConfigError::path`] shows a place.
+#[must_use]
+pub fn pointer_path(pointer: &str) -> String {
+    display_path(pointer)
+}
+
+impl ConfigErrors {
+    /// One problem with the file as a whole.
+    fn whole_file(file: &Path, message: String) -> Self {
+        ConfigErrors {
+            errors: vec![ConfigError {
+                file: file.to_path_buf(),
+                position: None,
+                path: String::new(),
+                message,
+            }],
+        }
+    }
+}
+
+/// The document with each informer's unset options taken from `defaults`:
+/// keys are merged, so every option is inherited the same way.
+fn with_defaults(mut doc: serde_json::Value) -> serde_json::Value {
+    let Some(defaults) = doc.get("defaults").and_then(|d| d.as_object()).cloned() else {
+        return doc;
+    };
+    for list in ["informers", "patterns"] {
+        if let Some(entries) = doc.get_mut(list).and_then(|i| i.as_array_mut()) {
+            for entry in entries.iter_mut().filter_map(|i| i.as_object_mut()) {
+                for (key, value) in &defaults {
+                    entry.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
+    doc
+}
+
+struct Validation<'a> {
+    file: PathBuf,
+    doc: &'a yaml::Spanned,
+    errors: Vec<ConfigError>,
+}
+
+impl Validation<'_> {
+    fn error(&mut self, pointer: &str, message: String) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position: Some(self.doc.position(pointer)),
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    fn key_error(&mut self, pointer: &str, message: String) {
+        let position = self
+            .doc
+            .keys
+            .get(pointer)
+            .copied()
+            .unwrap_or_else(|| self.doc.position(pointer));
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position: Some(position),
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    /// Structure and types, against the JSON Schema.
+    fn schema(&mut self) {
+        let schema = json_schema();
+        let validator = match jsonschema::draft202012::new(&schema) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error(
+                    "",
+                    format!("internal error: the config schema does not compile: {e}"),
+                );
+                return;
+            }
+        };
+        let found: Vec<(String, String, Vec<String>)> = validator
+            .iter_errors(&self.doc.value)
+            .map(|e| {
+                let pointer = e.instance_path().to_string();
+                let unexpected = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected.clone()
+                    }
+                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties {
+                        unexpected,
+                    } => unexpected.clone(),
+                    _ => Vec::new(),
+                };
+                (pointer, schema_message(&e), unexpected)
+            })
+            .collect();
+        for (pointer, message, unexpected) in found {
+            if unexpected.is_empty() {
+                self.error(&pointer, message);
+            } else {
+                for key in unexpected {
+                    let child = format!("{pointer}/{}", yaml::escape(&key));
+                    self.key_error(&child, format!("unknown field {key:?}"));
+                }
+            }
+        }
+    }
+
+    /// What the schema cannot say: selectors, expressions, durations,
+    /// projection paths, resource names, uniqueness.
+    fn semantics(&mut self) {
+        let value = self.doc.value.clone();
+        if let Some(group) = value.get("shardGroup") {
+            for field in ["name", "namespace"] {
+                if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
+                    let mut check = ShardGroupConfig::new("group", "namespace", "identity");
+                    if field == "name" {
+                        check.name = v.to_owned();
+                    } else {
+                        check.namespace = v.to_owned();
+                    }
+                    if let Err(e) = check.validate() {
+                        self.error(&format!("/shardGroup/{field}"), e.to_string());
+                    }
+                }
+            }
+            if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(d)
+            {
+                self.error("/shardGroup/leaseDuration", e);
+            }
+        }
+        if let Some(defaults) = value.get("defaults") {
+            self.options("/defaults", defaults);
+        }
+        let empty = Vec::new();
+        let informers = value
+            .get("informers")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        let patterns = value
+            .get("patterns")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        if informers.is_empty() && patterns.is_empty() && value.is_object() {
+            let at = if value.get("informers").is_some() {
+                "/informers"
+            } else {
+                ""
+            };
+            self.error(
+                at,
+                "no informers and no patterns: declare at least one of them".to_string(),
+            );
+        }
+        let mut names = HashSet::new();
+        for (i, informer) in informers.iter().enumerate() {
+            let at = format!("/informers/{i}");
+            self.options(&at, informer);
+            if let Some(resource) = informer.get("resource").and_then(|r| r.as_str()) {
+                // An empty name is the schema's to report.
+                if !resource.is_empty()
+                    && let Err(e) = ResourceName::parse(resource)
+                {
+                    self.error(&format!("{at}/resource"), e.to_string());
+                }
+                let name = informer
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or(resource)
+                    .to_string();
+                let name_at = if informer.get("name").is_some() {
+                    format!("{at}/name")
+                } else {
+                    format!("{at}/resource")
+                };
+                self.unique_name(&mut names, name, &name_at);
+            }
+            self.indexes(&at, informer);
+        }
+        for (i, entry) in patterns.iter().enumerate() {
+            let at = format!("/patterns/{i}");
+            self.options(&at, entry);
+            if let Some(name) = entry.get("name").and_then(|n| n.as_str()) {
+                self.unique_name(&mut names, name.to_string(), &format!("{at}/name"));
+            }
+            // Unknown fields and wrong types are the schema's to report;
+            // the rest of the pattern is still checked.
+            if let Some(Ok(pattern)) = entry.get("match").and_then(|m| m.as_object()).map(|m| {
+                let known: serde_json::Map<String, serde_json::Value> = m
+                    .iter()
+                    .filter(|(k, _)| PATTERN_FIELDS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                serde_json::from_value::<ResourcePattern>(known.into())
+            }) {
+                for (field, index, problem) in pattern.problems() {
+                    let mut pointer = format!("{at}/match");
+                    if !field.is_empty() {
+                        pointer.push('/');
+                        pointer.push_str(field);
+                    }
+                    if let Some(index) = index {
+                        pointer.push_str(&format!("/{index}"));
+                    }
+                    self.error(&pointer, problem.to_string());
+                }
+            }
+            self.indexes(&at, entry);
+        }
+    }
+
+    fn unique_name(&mut self, names: &mut HashSet<String>, name: String, at: &str) {
+        if !names.insert(name.clone()) {
+            self.error(
+                at,
+                format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
+            );
+        }
+    }
+
+    fn indexes(&mut self, at: &str, entry: &serde_json::Value) {
+        // Past the limit (which the schema reports) the expressions are
+        // not compiled: there may be hundreds of thousands.
+        if let Some(indexes) = entry
+            .get("indexes")
+            .and_then(|x| x.as_object())
+            .filter(|x| x.len() <= MAX_INDEXES)
+        {
+            for (name, expr) in indexes {
+                let index_at = format!("{at}/indexes/{}", yaml::escape(name));
+                if name == NAMESPACE_INDEX {
+                    self.key_error(
+                        &index_at,
+                        format!("index name {name:?} is reserved: every informer has it built in"),
+                    );
+                }
+                if let Some(expr) = expr.as_str()
+                    && let Err(e) = IndexFn::jmespath(name, expr)
+                {
+                    self.error(&index_at, e.to_string());
+                }
+            }
+        }
+    }
+
+    fn options(&mut self, at: &str, value: &serde_json::Value) {
+        if let Some(s) = value.get("labelSelector").and_then(|s| s.as_str())
+            && let Err(e) = Selector::parse(s)
+        {
+            self.error(&format!("{at}/labelSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("fieldSelector").and_then(|s| s.as_str())
+            && let Err(e) = validate_field_selector(s)
+        {
+            self.error(&format!("{at}/fieldSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("shard").and_then(|s| s.as_str())
+            && let Err(e) = s.parse::<StaticShard>()
+        {
+            self.error(&format!("{at}/shard"), e.to_string());
+        }
+        for field in ["resync", "minWatchTimeout", "staleAfter"] {
+            if let Some(s) = value.get(field).and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(s)
+            {
+                self.error(&format!("{at}/{field}"), e);
+            }
+        }
+        if let Some(backoff) = value.get("backoff") {
+            for field in ["initial", "max", "resetAfter"] {
+                if let Some(s) = backoff.get(field).and_then(|s| s.as_str())
+                    && let Err(e) = parse_duration(s)
+                {
+                    self.error(&format!("{at}/backoff/{field}"), e);
+                }
+            }
+        }
+        if let Some(paths) = value.get("projection").and_then(|p| p.as_array()) {
+            for (i, path) in paths.iter().enumerate() {
+                // An empty path or another type is the schema's to report.
+                if let Some(path) = path.as_str().filter(|p| !p.is_empty())
+                    && let Err(e) = Projection::new([path])
+                {
+                    self.error(&format!("{at}/projection/{i}"), e.to_string());
+                }
+            }
+        }
+        if let Some(namespaces) = value.get("namespaces").and_then(|n| n.as_array()) {
+            let mut seen = HashSet::new();
+            for (i, ns) in namespaces.iter().enumerate() {
+                let Some(ns) = ns.as_str() else { continue };
+                let ns_at = format!("{at}/namespaces/{i}");
+                if !is_dns_label(ns) {
+                    self.error(
+                        &ns_at,
+                        format!("namespace {ns:?} is not a valid name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"),
+                    );
+                }
+                if !seen.insert(ns) {
+                    self.error(&ns_at, format!("namespace {ns:?} is listed twice"));
+                }
+            }
+        }
+    }
+}
+
+/// A schema error as a person can act on it: the allowed values of an
+/// enumeration rather than "not valid under any of the schemas listed in
+/// the 'oneOf' keyword", and a large offending value described by its size
+/// rather than quoted whole.
+fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let allowed: Option<Vec<String>> = match e.kind() {
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => context
+            .iter()
+            .map(|branch| {
+                branch.iter().find_map(|b| match b.kind() {
+                    Kind::Constant { expected_value } => Some(expected_value.to_string()),
+                    _ => None,
+                })
+            })
+            .collect(),
+        Kind::Enum { options } => options
+            .as_array()
+            .map(|o| o.iter().map(ToString::to_string).collect()),
+        _ => None,
+    };
+    let value = short_value(e.instance());
+    if let Some(allowed) = allowed.filter(|a| !a.is_empty()) {
+        return format!("{value} is not one of {}", allowed.join(", "));
+    }
+    if let Kind::MaxProperties { limit } = e.kind() {
+        return format!("{value}: at most {limit} are allowed");
+    }
+    let message = e.to_string();
+    let quoted = e.instance().to_string();
+    match message.strip_prefix(&quoted) {
+        Some(rest) if quoted.len() > MAX_QUOTED => format!("{value}{rest}"),
+        _ => message,
+    }
+}
+
+/// Longest value quoted whole in a message.
+const MAX_QUOTED: usize = 80;
+
+/// A value as a message names it: quoted when short, else by its size.
+fn short_value(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.len() <= MAX_QUOTED {
+        return text;
+    }
+    match value {
+        serde_json::Value::Object(map) => format!("an object of {} entries", map.len()),
+        serde_json::Value::Array(items) => format!("a list of {} items", items.len()),
+        serde_json::Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        _ => text,
+    }
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`.
+fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if token.chars().all(|c| c.is_ascii_digit()) && !token.is_empty() {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+/// The fields of a pattern's `match`.
+const PATTERN_FIELDS: &[&str] = &[
+    "groups",
+    "categories",
+    "customResources",
+    "include",
+    "exclude",
+    "scope",
+    "version",
+];
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+//! The `clusters:` section of a config file ([`ClustersConfig`]), and a
+//! config file's informers as a [`ClusterSet`].
+
+use std::path::{Path, PathBuf};
+
+use kube_client::Config;
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::InformerSet;
+use crate::cache::index::IndexError;
+use crate::declarative::cluster_set::{
+    ClusterSet, ClusterSetError, clusters_from_all_contexts, clusters_from_contexts,
+    clusters_from_dir,
+};
+
+/// The `clusters:` section of a config file: the clusters a
+/// [`ClusterSet`] watches the file's informers in, named after their
+/// context, or after their kubeconfig file's name without its extension
+/// (`north.yaml` → `north`).
+///
+/// ```yaml
+/// clusters:
+///   kubeconfig: /etc/fleet/kubeconfig  # default: $KUBECONFIG or ~/.kube/config
+///   contexts: [east, west]             # or allContexts: true
+///   kubeconfigs: [/etc/fleet/north.yaml]
+///   directory: /etc/fleet/clusters     # one cluster per file
+///   local: home                        # the default kubeconfig, or in-cluster
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClustersConfig {
+    /// The kubeconfig whose contexts `contexts` and `allContexts` name;
+    /// `$KUBECONFIG` or `~/.kube/config` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Contexts of that kubeconfig, one cluster each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contexts: Vec<String>,
+    /// Every context of that kubeconfig, one cluster each.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_contexts: bool,
+    /// Kubeconfig files, one cluster each (its current context).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kubeconfigs: Vec<PathBuf>,
+    /// A directory of kubeconfig files, one cluster each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<PathBuf>,
+    /// A name for the cluster the process would use on its own, as
+    /// `kube_client::Config::infer` finds it: the current context of
+    /// `$KUBECONFIG` or `~/.kube/config`, else the in-cluster configuration
+    /// of a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
+}
+
+impl ClustersConfig {
+    /// Whether the section names no cluster (then the file is for the one
+    /// cluster of the kubeconfig).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        !self.all_contexts
+            && self.contexts.is_empty()
+            && self.kubeconfigs.is_empty()
+            && self.directory.is_none()
+            && self.local.is_none()
+    }
+
+    /// The clusters this section names, with their client configuration,
+    /// sorted as written: the local one, contexts, files, then the
+    /// directory's files.
+    ///
+    /// # Errors
+    /// [`ClusterSetError::Kubeconfig`] naming the file or context that
+    /// cannot be read or used.
+    pub async fn clusters(&self) -> Result<Vec<(String, Config)>, ClusterSetError> {
+        let mut out = Vec::new();
+        if let Some(name) = &self.local {
+            let config = Config::infer()
+                .await
+                .map_err(|e| ClusterSetError::Kubeconfig {
+                    what: format!(
+                        "the local cluster {name:?} (the default kubeconfig, or in-cluster)"
+                    ),
+                    error: crate::declarative::cluster_set::error_text(&e),
+                })?;
+            out.push((name.clone(), config));
+        }
+        if self.all_contexts || !self.contexts.is_empty() {
+            let kubeconfig = match &self.kubeconfig {
+                Some(path) => read(path)?,
+                None => Kubeconfig::read().map_err(|e| ClusterSetError::Kubeconfig {
+                    what: "kubeconfig ($KUBECONFIG or ~/.kube/config)".into(),
+                    error: crate::declarative::cluster_set::error_text(&e),
+                })?,
+            };
+            if self.all_contexts {
+                out.extend(clusters_from_all_contexts(&kubeconfig).await?);
+            } else {
+                out.extend(clusters_from_contexts(&kubeconfig, &self.contexts).await?);
+            }
+        }
+        for path in &self.kubeconfigs {
+            let config = Config::from_custom_kubeconfig(read(path)?, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| ClusterSetError::Kubeconfig {
+                    what: format!("kubeconfig {}", path.display()),
+                    error: crate::declarative::cluster_set::error_text(&e),
+                })?;
+            out.push((
+                crate::declarative::cluster_set::cluster_name_of(path),
+                config,
+            ));
+        }
+        if let Some(dir) = &self.directory {
+            out.extend(clusters_from_dir(dir).await?);
+        }
+        Ok(out)
+    }
+}
+
+fn read(path: &Path) -> Result<Kubeconfig, ClusterSetError> {
+    Kubeconfig::read_from(path).map_err(|e| ClusterSetError::Kubeconfig {
+        what: format!("kubeconfig {}", path.display()),
+        error: crate::declarative::cluster_set::error_text(&e),
+    })
+}
+
+impl InformerSet {
+    /// A cluster set (not started, with no cluster yet) watching this file's
+    /// informers, each under its name in the file, with its options and
+    /// indexes. Add the clusters of [`ClustersConfig::clusters`] or others.
+    ///
+    /// # Errors
+    /// An index expression that does not compile (loading the file checks
+    /// them, so only a set built by hand fails here).
+    pub fn cluster_set(&self) -> Result<ClusterSet, IndexError> {
+        let set = ClusterSet::new(self.defaults.clone());
+        for spec in &self.informers {
+            let name = spec.name().to_string();
+            set.add_named_resource(name.clone(), spec.resource.clone(), spec.options.clone());
+            for (index, func) in spec.index_functions()? {
+                // No cluster yet: nothing can clash.
+                let _ = set.add_index(&name, index, func);
+            }
+        }
+        Ok(set)
+    }
+}

@@ -1,0 +1,1055 @@
+//! Resource sets: the informers a config declares, kept in step with the
+//! cluster's discovery and with the config itself while they run.
+//!
+//! A [`ResourceSet`] runs the informers of an [`InformerSet`] — those named
+//! one by one and those its [patterns](crate::factory::pattern) select — in one
+//! [`InformerFactory`], and keeps them right as things change:
+//!
+//! - **Discovery**: when a CRD starts to match a pattern (it is installed,
+//!   or a new served version becomes the preferred one), its informer is
+//!   created and started; when one stops matching or disappears, its
+//!   informer is stopped and its cache freed. Each change is a [`SetEvent`].
+//! - **Config**: [`ResourceSet::apply`] (or [`reload_file`](ResourceSet::reload_file))
+//!   applies a new config to the running set. An informer whose entry,
+//!   resource and options are unchanged keeps running, with its cache and
+//!   watch connection; indexes added to it are added in place. An informer
+//!   whose options changed (or lost or changed an index) is replaced;
+//!   one no longer declared is stopped. A config with any error — in the
+//!   file, or a resource it names that the cluster refuses — is refused
+//!   whole, every error located, and the running set is left as it was.
+//! - **Access** (optional, [`AccessPolicy`]): informers for resources the
+//!   user may not list and watch are not started but reported, and checked
+//!   again periodically; they start once allowed.
+//!
+//! The result of the last reload (time, content hash, success, errors) is
+//! [`ResourceSet::last_reload`], for status pages and metrics.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::config::InformerSet;
+//! use kube_dynamic_informer::resource_set::{ResourceSet, SetEvent};
+//!
+//! let set = ResourceSet::from_file(client, "examples/configs/example-crds-pattern.yaml").await?;
+//! let (members, mut events) = set.subscribe().await;
+//! for m in &members {
+//!     println!("watching {} for {}", m.resource, m.entry);
+//! }
+//! set.start()?;
+//! // Later, when the file changed:
+//! match set.reload_file("examples/configs/example-crds-pattern.yaml").await {
+//!     Ok(done) => println!("reloaded: {} added, {} removed", done.added, done.removed),
+//!     Err(refused) => eprintln!("{refused}"), // every problem, with file:line:column
+//! }
+//! while let Some(event) = events.recv().await {
+//!     match event {
+//!         SetEvent::Added(m) => println!("now watching {}", m.resource),
+//!         SetEvent::Removed { member, reason } => println!("stopped {}: {reason}", member.resource),
+//!         _ => {}
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod access;
+mod reload;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use kube_client::Client;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use access::{AccessPolicy, SkippedMember};
+pub use reload::{ReloadError, ReloadStatus};
+
+use crate::declarative::config::{
+    ConfigError, InformerSet, InformerSpec, pointer_path, position_of,
+};
+use crate::factory::access::{AccessCheck, AccessTable, Allowed};
+use crate::factory::{FactoryError, GenericInformer, InformerFactory};
+use crate::informer::InformerStatus;
+use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::vocabulary::resource::ResourceKey;
+
+/// One informer of a set: the entry of the config it comes from, the
+/// resource, and the informer.
+#[derive(Clone, Debug)]
+pub struct SetMember {
+    /// The name of the config entry: an informer's name, or a pattern's.
+    pub entry: String,
+    /// The resource: as written for an informer named one by one
+    /// (`deploy`, `widgets.example.com`), or the key a pattern selected
+    /// (`widgets.v1.example.com`).
+    pub resource: String,
+    /// Whether a pattern selected it.
+    pub from_pattern: bool,
+    /// The informer and its lister.
+    pub informer: GenericInformer,
+    /// Its indexes: name → JMESPath expression.
+    pub indexes: BTreeMap<String, String>,
+}
+
+/// Why a member left the set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Removal {
+    /// Its pattern no longer selects the resource: the CRD was deleted,
+    /// another version became the preferred one, or its categories changed.
+    NoLongerSelected,
+    /// A reload removed its entry, or changed it so that the informer was
+    /// replaced (a [`SetEvent::Added`] follows for the new one).
+    Reloaded,
+    /// Access was checked and the user may no longer list or watch it
+    /// ([`AccessPolicy::Skip`]).
+    Forbidden(String),
+}
+
+impl fmt::Display for Removal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Removal::NoLongerSelected => f.write_str("no longer selected by its pattern"),
+            Removal::Reloaded => f.write_str("changed or removed by a reload"),
+            Removal::Forbidden(why) => write!(f, "access denied: {why}"),
+        }
+    }
+}
+
+/// A change of a [`ResourceSet`], as [`ResourceSet::subscribe`] delivers it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum SetEvent {
+    /// A member joined (and its informer started, if the set has).
+    Added(SetMember),
+    /// A member's informer got new indexes in place (a reload added them);
+    /// its cache and watch are unchanged.
+    Updated(SetMember),
+    /// A member left; its informer was stopped unless another member shares
+    /// it.
+    Removed {
+        /// The member.
+        member: SetMember,
+        /// Why.
+        reason: Removal,
+    },
+    /// A member was not started, or stopped, because access was refused
+    /// ([`AccessPolicy::Skip`]); it is checked again periodically.
+    Skipped(SkippedMember),
+    /// A reload was applied or refused.
+    Reloaded(ReloadStatus),
+}
+
+/// A snapshot of a set's state, for status pages.
+#[derive(Clone, Debug)]
+pub struct SetStatus {
+    /// Each member and its informer's status, ordered by entry and
+    /// resource.
+    pub members: Vec<(SetMember, InformerStatus)>,
+    /// Members left out: not served under `whenNotServed: skip`, or
+    /// forbidden under [`AccessPolicy::Skip`].
+    pub skipped: Vec<SkippedMember>,
+    /// The last reload, if any was tried.
+    pub last_reload: Option<ReloadStatus>,
+}
+
+/// The identity of a member: entry name and resource (as written, or the
+/// selected key).
+type MemberKey = (String, String);
+
+struct State {
+    config: InformerSet,
+    members: BTreeMap<MemberKey, SetMember>,
+    skipped: Vec<SkippedMember>,
+    subscribers: Vec<mpsc::UnboundedSender<SetEvent>>,
+    last_reload: Option<ReloadStatus>,
+}
+
+struct Inner {
+    factory: InformerFactory,
+    policy: AccessPolicy,
+    state: tokio::sync::Mutex<State>,
+    /// A copy of `State::last_reload` readable without waiting.
+    last_reload: parking_lot::Mutex<Option<ReloadStatus>>,
+    cancel: CancellationToken,
+    task: parking_lot::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// The informers of a config, following discovery, reloads and access; see
+/// the [module docs](self). Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct ResourceSet {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ResourceSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceSet")
+            .field("factory", &self.inner.factory)
+            .field("policy", &self.inner.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What planning a config produced.
+struct Plan {
+    members: BTreeMap<MemberKey, Planned>,
+    skipped: Vec<SkippedMember>,
+    /// Informers the factory created while planning, which no current
+    /// member holds: stopped again if the plan is refused.
+    created: Vec<GenericInformer>,
+    /// JSON pointer → message.
+    errors: Vec<(String, String)>,
+    /// How many of `errors` are resources not served under
+    /// `whenNotServed: fail`.
+    unserved: usize,
+}
+
+/// What one entry asks for, before an informer is had.
+struct Want {
+    /// The entry's JSON pointer.
+    at: String,
+    entry: String,
+    resource: String,
+    target: Target,
+    options: InformerOptions,
+    /// The resource, when discovery knows it.
+    known: Option<crate::vocabulary::resource::KnownResource>,
+    indexes: BTreeMap<String, String>,
+}
+
+enum Target {
+    /// An informer named one by one.
+    Spec(Box<InformerSpec>),
+    /// A resource a pattern selected.
+    Key(ResourceKey),
+}
+
+impl Plan {
+    /// The refusal of a plan with errors, each located in `source`.
+    fn refusal(&self, source: Option<(&Path, &str)>) -> Option<ReloadError> {
+        (!self.errors.is_empty()).then(|| ReloadError {
+            errors: locate(&self.errors, source),
+            unserved: self.unserved == self.errors.len(),
+        })
+    }
+}
+
+struct Planned {
+    member: SetMember,
+    /// Whether the current member's informer must make way for a new one
+    /// (an index was removed or changed).
+    replace: bool,
+}
+
+impl ResourceSet {
+    /// Builds the set of `config` in a new factory whose options are the
+    /// config's `defaults`, without starting it (add handlers through
+    /// [`subscribe`](Self::subscribe), then [`start`](Self::start)).
+    ///
+    /// # Errors
+    /// Every informer or pattern that cannot be created, located in the
+    /// config's entries (no file positions: see
+    /// [`from_file`](Self::from_file)).
+    pub async fn new(client: Client, config: InformerSet) -> Result<Self, ReloadError> {
+        Self::with_policy(client, config, AccessPolicy::default()).await
+    }
+
+    /// As [`new`](Self::new), with an access policy.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub async fn with_policy(
+        client: Client,
+        config: InformerSet,
+        policy: AccessPolicy,
+    ) -> Result<Self, ReloadError> {
+        let factory = InformerFactory::with_options(client, config.defaults.clone());
+        Self::in_factory(factory, config, policy, None).await
+    }
+
+    /// Reads a config file and builds its set; see [`new`](Self::new).
+    ///
+    /// # Errors
+    /// Every problem of the file, with file, line and column, including
+    /// resources the cluster refuses.
+    pub async fn from_file(client: Client, path: impl AsRef<Path>) -> Result<Self, ReloadError> {
+        let path = path.as_ref();
+        let (config, text) = reload::read(path)?;
+        let factory = InformerFactory::with_options(client, config.defaults.clone());
+        Self::in_factory(
+            factory,
+            config,
+            AccessPolicy::default(),
+            Some((path, text.as_str())),
+        )
+        .await
+    }
+
+    /// Builds the set of `config` in `factory`; `source` (file and text)
+    /// locates errors, and makes this first load the
+    /// [`last_reload`](Self::last_reload).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub async fn in_factory(
+        factory: InformerFactory,
+        config: InformerSet,
+        policy: AccessPolicy,
+        source: Option<(&Path, &str)>,
+    ) -> Result<Self, ReloadError> {
+        let set = ResourceSet {
+            inner: Arc::new(Inner {
+                factory,
+                policy,
+                state: tokio::sync::Mutex::new(State {
+                    config: config.clone(),
+                    members: BTreeMap::new(),
+                    skipped: Vec::new(),
+                    subscribers: Vec::new(),
+                    last_reload: None,
+                }),
+                last_reload: parking_lot::Mutex::new(None),
+                cancel: CancellationToken::new(),
+                task: parking_lot::Mutex::new(None),
+            }),
+        };
+        let mut state = set.inner.state.lock().await;
+        let plan = set.plan(&state, &config).await;
+        if let Some(err) = plan.refusal(source) {
+            set.discard(&state, plan.created).await;
+            drop(state);
+            set.inner.factory.shutdown().await;
+            return Err(err);
+        }
+        let counts = set.commit(&mut state, plan, Removal::Reloaded).await;
+        if let Some((_, text)) = source {
+            let status = ReloadStatus {
+                at: SystemTime::now(),
+                hash: reload::content_hash(text.as_bytes()),
+                success: true,
+                errors: Vec::new(),
+                kept: counts.kept,
+                added: counts.added,
+                removed: counts.removed,
+                replaced: counts.replaced,
+            };
+            set.record_locked(&mut state, status);
+        }
+        drop(state);
+        Ok(set)
+    }
+
+    /// The factory holding the informers.
+    #[must_use]
+    pub fn factory(&self) -> &InformerFactory {
+        &self.inner.factory
+    }
+
+    /// The current members, and a channel of every change from now on:
+    /// together, no change is missed.
+    pub async fn subscribe(&self) -> (Vec<SetMember>, mpsc::UnboundedReceiver<SetEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut state = self.inner.state.lock().await;
+        state.subscribers.push(tx);
+        (state.members.values().cloned().collect(), rx)
+    }
+
+    /// The current members, ordered by entry and resource.
+    pub async fn members(&self) -> Vec<SetMember> {
+        self.inner
+            .state
+            .lock()
+            .await
+            .members
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The members with their statuses, the members left out, and the last
+    /// reload.
+    pub async fn status(&self) -> SetStatus {
+        let state = self.inner.state.lock().await;
+        SetStatus {
+            members: state
+                .members
+                .values()
+                .map(|m| (m.clone(), m.informer.status()))
+                .collect(),
+            skipped: state.skipped.clone(),
+            last_reload: state.last_reload.clone(),
+        }
+    }
+
+    /// Asks the server whether each member's informer may list and watch
+    /// what it watches (see [`crate::factory::access`]): one row per resource and
+    /// namespace. Members whose resource is not served are not asked about.
+    /// Whatever the [`AccessPolicy`], this only reports.
+    pub async fn check_access(&self) -> AccessTable {
+        let members = self.members().await;
+        let mut checks: Vec<AccessCheck> = Vec::new();
+        for m in &members {
+            let (Some(served), Some(scope)) = (m.informer.api_resource(), m.informer.scope())
+            else {
+                continue;
+            };
+            let check = AccessCheck::new(
+                ResourceKey::from(&served),
+                scope == crate::vocabulary::scope::Scope::Namespaced,
+                m.informer.options().namespaces.clone(),
+            );
+            if !checks.contains(&check) {
+                checks.push(check);
+            }
+        }
+        AccessTable::check(self.inner.factory.client(), &checks).await
+    }
+
+    /// The result of the last reload ([`apply`](Self::apply) or
+    /// [`reload_file`](Self::reload_file)): when, the hash of the content,
+    /// whether it was applied, and the errors if not. `None` before the
+    /// first. Never waits: for metrics and health endpoints.
+    #[must_use]
+    pub fn last_reload(&self) -> Option<ReloadStatus> {
+        self.inner.last_reload.lock().clone()
+    }
+
+    /// Starts the factory (every informer, and the discovery watch) and
+    /// the task that follows discovery (and rechecks access). Calling it
+    /// again does nothing.
+    ///
+    /// # Errors
+    /// [`FactoryError::NoRuntime`] outside a tokio runtime;
+    /// [`FactoryError::ShutDown`].
+    pub fn start(&self) -> Result<(), FactoryError> {
+        self.inner.factory.start()?;
+        let mut task = self.inner.task.lock();
+        if task.is_none() {
+            let weak = Arc::downgrade(&self.inner);
+            let cancel = self.inner.cancel.clone();
+            let discovery = self.inner.factory.discovery().subscribe();
+            let recheck = self.inner.policy.recheck_period();
+            *task = Some(tokio::spawn(follow(weak, cancel, discovery, recheck)));
+        }
+        Ok(())
+    }
+
+    /// Stops following, stops every informer and waits for them.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        let task = self.inner.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        self.inner.factory.shutdown().await;
+    }
+
+    /// Applies `config` to the running set: unchanged informers keep
+    /// running, changed ones are replaced, removed ones stopped, new ones
+    /// started. A config that cannot be applied whole is refused, and the
+    /// set is left as it was. Errors name the entry (`informers[1].resource`)
+    /// but no file position; [`reload_file`](Self::reload_file) has them.
+    ///
+    /// # Errors
+    /// [`ReloadError`] with every problem.
+    pub async fn apply(&self, config: InformerSet) -> Result<ReloadStatus, ReloadError> {
+        let hash = reload::content_hash(
+            serde_json::to_string(&config)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        self.apply_located(config, hash, None).await
+    }
+
+    /// Reads the config file at `path` and applies it; see
+    /// [`apply`](Self::apply). A file that does not load (syntax, schema,
+    /// expressions) is refused with every problem located, as is one naming
+    /// resources the cluster refuses.
+    ///
+    /// # Errors
+    /// [`ReloadError`] with every problem, each with file, line and column.
+    pub async fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadStatus, ReloadError> {
+        self.reload_file_with(path, |_| Ok(())).await
+    }
+
+    /// As [`reload_file`](Self::reload_file), with `adjust` applied to the
+    /// config once loaded: for settings given apart from the file (a
+    /// command line's overrides). An error of `adjust` refuses the reload.
+    ///
+    /// # Errors
+    /// As [`reload_file`](Self::reload_file), and what `adjust` says.
+    pub async fn reload_file_with(
+        &self,
+        path: impl AsRef<Path>,
+        adjust: impl FnOnce(&mut InformerSet) -> Result<(), String>,
+    ) -> Result<ReloadStatus, ReloadError> {
+        let path = path.as_ref();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let err = ReloadError::whole(path, format!("cannot read the file: {e}"));
+                self.record(reload::failed(reload::content_hash(&[]), &err))
+                    .await;
+                return Err(err);
+            }
+        };
+        let hash = reload::content_hash(text.as_bytes());
+        let config = match InformerSet::load_str(&text, path) {
+            Ok(mut config) => match adjust(&mut config) {
+                Ok(()) => config,
+                Err(message) => {
+                    let err = ReloadError::whole(path, message);
+                    self.record(reload::failed(hash, &err)).await;
+                    return Err(err);
+                }
+            },
+            Err(errors) => {
+                let err = ReloadError {
+                    errors: errors.errors,
+                    unserved: false,
+                };
+                self.record(reload::failed(hash, &err)).await;
+                return Err(err);
+            }
+        };
+        self.apply_located(config, hash, Some((path, text.as_str())))
+            .await
+    }
+
+    async fn apply_located(
+        &self,
+        config: InformerSet,
+        hash: String,
+        source: Option<(&Path, &str)>,
+    ) -> Result<ReloadStatus, ReloadError> {
+        let mut state = self.inner.state.lock().await;
+        let plan = self.plan(&state, &config).await;
+        if let Some(err) = plan.refusal(source) {
+            self.discard(&state, plan.created).await;
+            let status = reload::failed(hash, &err);
+            self.record_locked(&mut state, status);
+            return Err(err);
+        }
+        state.config = config;
+        let counts = self.commit(&mut state, plan, Removal::Reloaded).await;
+        let status = ReloadStatus {
+            at: SystemTime::now(),
+            hash,
+            success: true,
+            errors: Vec::new(),
+            kept: counts.kept,
+            added: counts.added,
+            removed: counts.removed,
+            replaced: counts.replaced,
+        };
+        self.record_locked(&mut state, status.clone());
+        Ok(status)
+    }
+
+    async fn record(&self, status: ReloadStatus) {
+        let mut state = self.inner.state.lock().await;
+        self.record_locked(&mut state, status);
+    }
+
+    fn record_locked(&self, state: &mut State, status: ReloadStatus) {
+        crate::informer::telemetry::config_reloaded(
+            status.success,
+            status.at_unix_seconds(),
+            &status.hash,
+            status.errors.len(),
+        );
+        *self.inner.last_reload.lock() = Some(status.clone());
+        state.last_reload = Some(status.clone());
+        send(state, &SetEvent::Reloaded(status));
+    }
+
+    /// Brings pattern members in line with discovery (and access) under the
+    /// current config. Resources that fail here are logged and left out:
+    /// discovery moves on, and the next change tries again.
+    async fn reconcile(&self) {
+        let mut state = self.inner.state.lock().await;
+        let config = state.config.clone();
+        let plan = self.plan(&state, &config).await;
+        for (at, message) in &plan.errors {
+            tracing::warn!(entry = %pointer_path(at), error = %message, "resource set: left out");
+        }
+        self.commit(&mut state, plan, Removal::NoLongerSelected)
+            .await;
+    }
+
+    /// The members `config` asks for now. An entry whose informer cannot
+    /// be had is in `errors`: a reload is then refused, while following
+    /// discovery leaves it out (and logs it).
+    async fn plan(&self, state: &State, config: &InformerSet) -> Plan {
+        let factory = &self.inner.factory;
+        let mut plan = Plan {
+            members: BTreeMap::new(),
+            skipped: Vec::new(),
+            created: Vec::new(),
+            errors: Vec::new(),
+            unserved: 0,
+        };
+        let mut wants = self.wants(state, config, &mut plan).await;
+        if let AccessPolicy::Skip { .. } = self.inner.policy {
+            self.restrict_to_access(&mut wants, &mut plan).await;
+        }
+        let held =
+            |informer: &GenericInformer| state.members.values().any(|m| m.informer == *informer);
+        for want in wants {
+            let key = (want.entry.clone(), want.resource.clone());
+            let current = state
+                .members
+                .get(&key)
+                .filter(|c| c.informer.informer().options() == &want.options);
+            let informer = match current {
+                Some(current) => current.informer.clone(),
+                None => {
+                    let result = match &want.target {
+                        Target::Spec(spec) => {
+                            self.explicit_informer(config, spec, &want.options).await
+                        }
+                        Target::Key(k) => {
+                            let options = want.options.clone();
+                            factory.for_resource_with(k.clone(), |_| options).await
+                        }
+                    };
+                    match result {
+                        Ok(informer) => {
+                            if !held(&informer) {
+                                plan.created.push(informer.clone());
+                            }
+                            informer
+                        }
+                        Err(FactoryError::NotServed {
+                            reason,
+                            when: WhenNotServed::Skip,
+                            ..
+                        }) => {
+                            plan.skipped.push(SkippedMember {
+                                entry: key.0,
+                                resource: key.1,
+                                reason,
+                            });
+                            continue;
+                        }
+                        Err(FactoryError::Discovery(e))
+                            if want.options.when_not_served == WhenNotServed::Skip
+                                && !matches!(
+                                    e,
+                                    crate::factory::discovery::DiscoveryError::Request { .. }
+                                ) =>
+                        {
+                            plan.skipped.push(SkippedMember {
+                                entry: key.0,
+                                resource: key.1,
+                                reason: e.to_string(),
+                            });
+                            continue;
+                        }
+                        Err(e) => {
+                            if matches!(e, FactoryError::NotServed { .. }) {
+                                plan.unserved += 1;
+                            }
+                            let (pointer, message) = match &want.target {
+                                Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
+                                Target::Key(k) => {
+                                    (format!("{}/match", want.at), format!("{k}: {e}"))
+                                }
+                            };
+                            plan.errors.push((pointer, message));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let member = SetMember {
+                entry: key.0.clone(),
+                resource: key.1.clone(),
+                from_pattern: matches!(want.target, Target::Key(_)),
+                informer,
+                indexes: want.indexes,
+            };
+            let replace = state.members.get(&key).is_some_and(|current| {
+                current.informer == member.informer
+                    && current
+                        .indexes
+                        .iter()
+                        .any(|(name, expr)| member.indexes.get(name) != Some(expr))
+            });
+            plan.members.insert(key, Planned { member, replace });
+        }
+        plan
+    }
+
+    /// What each entry of `config` asks for: informers named one by one,
+    /// and each resource a pattern selects now.
+    async fn wants(&self, state: &State, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
+        let factory = &self.inner.factory;
+        let mut wants = Vec::new();
+        let snapshot = factory.discovery().snapshot();
+        for (i, spec) in config.informers.iter().enumerate() {
+            // What access checks need, when discovery knows the name now.
+            let known = crate::vocabulary::resource::ResourceName::parse(&spec.resource)
+                .ok()
+                .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
+            wants.push(Want {
+                at: format!("/informers/{i}"),
+                entry: spec.name().to_string(),
+                resource: spec.resource.clone(),
+                target: Target::Spec(Box::new(spec.clone())),
+                options: match &known {
+                    Some(k)
+                        if !k.namespaced
+                            && spec.options.namespaces == config.defaults.namespaces =>
+                    {
+                        factory.pattern_options(k, spec.options.clone())
+                    }
+                    _ => spec.options.clone(),
+                }
+                .normalized(),
+                known,
+                indexes: spec.indexes.clone(),
+            });
+        }
+        for (i, pattern) in config.patterns.iter().enumerate() {
+            let at = format!("/patterns/{i}");
+            let selected = match factory.matching(&pattern.pattern).await {
+                Ok(selected) => selected,
+                Err(e) => {
+                    plan.errors.push((format!("{at}/match"), e.to_string()));
+                    // What the pattern selected stays until it can be
+                    // evaluated again (a reload with this error is refused
+                    // anyway).
+                    for current in state
+                        .members
+                        .values()
+                        .filter(|m| m.from_pattern && m.entry == pattern.name)
+                    {
+                        wants.push(Want {
+                            at: at.clone(),
+                            entry: current.entry.clone(),
+                            resource: current.resource.clone(),
+                            target: Target::Key(current.informer.resource().clone()),
+                            options: current.informer.informer().options().clone(),
+                            known: None,
+                            indexes: pattern.indexes.clone(),
+                        });
+                    }
+                    continue;
+                }
+            };
+            for resource in selected {
+                wants.push(Want {
+                    at: at.clone(),
+                    entry: pattern.name.clone(),
+                    resource: resource.key().to_string(),
+                    target: Target::Key(resource.key()),
+                    options: factory
+                        .pattern_options(&resource, pattern.options.clone())
+                        .normalized(),
+                    known: Some(resource),
+                    indexes: pattern.indexes.clone(),
+                });
+            }
+        }
+        wants
+    }
+
+    /// Leaves out what the client may not list and watch, and narrows
+    /// namespace restrictions to the namespaces allowed.
+    async fn restrict_to_access(&self, wants: &mut Vec<Want>, plan: &mut Plan) {
+        let checks: Vec<Option<AccessCheck>> = wants
+            .iter()
+            .map(|w| {
+                w.known
+                    .as_ref()
+                    .map(|k| AccessCheck::new(k.key(), k.namespaced, w.options.namespaces.clone()))
+            })
+            .collect();
+        let asked: Vec<AccessCheck> = checks.iter().flatten().cloned().collect();
+        let table = AccessTable::check(self.inner.factory.client(), &asked).await;
+        let mut kept = Vec::new();
+        for (mut want, check) in std::mem::take(wants).into_iter().zip(checks) {
+            // Not served yet: the informer waits, and a 403 then is its
+            // status's to report.
+            let Some(check) = check else {
+                kept.push(want);
+                continue;
+            };
+            match table.allowed(&check) {
+                Allowed::All => kept.push(want),
+                Allowed::Namespaces(allowed) => {
+                    want.options.namespaces = crate::vocabulary::scope::Namespaces::only(allowed);
+                    kept.push(want);
+                }
+                Allowed::Nothing(reason) => plan.skipped.push(SkippedMember {
+                    entry: want.entry,
+                    resource: want.resource,
+                    reason,
+                }),
+            }
+        }
+        *wants = kept;
+    }
+
+    /// The informer of an entry named one by one, with `options` (the
+    /// entry's, normalized). A namespace restriction inherited from the
+    /// config's defaults does not apply to a cluster-scoped resource, as
+    /// with [`InformerSet::build`].
+    async fn explicit_informer(
+        &self,
+        config: &InformerSet,
+        spec: &InformerSpec,
+        options: &InformerOptions,
+    ) -> Result<GenericInformer, FactoryError> {
+        let factory = &self.inner.factory;
+        let first = options.clone();
+        match factory
+            .for_resource_with(spec.resource.as_str(), |_| first)
+            .await
+        {
+            Err(FactoryError::ClusterScoped(_))
+                if spec.options.namespaces == config.defaults.namespaces =>
+            {
+                let mut options = options.clone();
+                options.namespaces = factory.options().namespaces.clone();
+                factory
+                    .for_resource_with(spec.resource.as_str(), |_| options)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// Stops the informers a refused plan created.
+    async fn discard(&self, state: &State, created: Vec<GenericInformer>) {
+        for informer in created {
+            if !state.members.values().any(|m| m.informer == informer) {
+                self.inner.factory.remove_informer(&informer).await;
+            }
+        }
+    }
+
+    /// Makes `plan` the set: stops what left, replaces what must be, adds
+    /// indexes, and tells subscribers.
+    async fn commit(&self, state: &mut State, plan: Plan, reason: Removal) -> Counts {
+        let factory = &self.inner.factory;
+        let mut counts = Counts::default();
+        let mut events = Vec::new();
+        let mut next: BTreeMap<MemberKey, SetMember> = BTreeMap::new();
+        let in_plan = |informer: &GenericInformer, except: &MemberKey| {
+            plan.members
+                .iter()
+                .any(|(k, p)| k != except && p.member.informer == *informer)
+        };
+        // Members that leave.
+        let leaving: Vec<MemberKey> = state
+            .members
+            .keys()
+            .filter(|k| !plan.members.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in leaving {
+            let Some(member) = state.members.remove(&key) else {
+                continue;
+            };
+            if !in_plan(&member.informer, &key) {
+                factory.remove_informer(&member.informer).await;
+            }
+            let why = match plan
+                .skipped
+                .iter()
+                .find(|s| (s.entry.clone(), s.resource.clone()) == key)
+            {
+                Some(s) if matches!(self.inner.policy, AccessPolicy::Skip { .. }) => {
+                    Removal::Forbidden(s.reason.clone())
+                }
+                _ => reason.clone(),
+            };
+            counts.removed += 1;
+            events.push(SetEvent::Removed {
+                member,
+                reason: why,
+            });
+        }
+        for (key, planned) in plan.members {
+            let Planned {
+                mut member,
+                replace,
+            } = planned;
+            let current = state.members.get(&key).cloned();
+            if replace {
+                if let Some(current) = &current
+                    && !next.values().any(|m| m.informer == current.informer)
+                    && !state
+                        .members
+                        .iter()
+                        .any(|(k, m)| *k != key && m.informer == current.informer)
+                {
+                    factory.remove_informer(&current.informer).await;
+                    let options = current.informer.informer().options().clone();
+                    match factory
+                        .for_resource_with(current.informer.resource().clone(), |_| options)
+                        .await
+                    {
+                        Ok(fresh) => member.informer = fresh,
+                        Err(e) => {
+                            tracing::warn!(entry = %key.0, resource = %key.1, error = %e, "resource set: could not replace an informer");
+                            continue;
+                        }
+                    }
+                } else {
+                    tracing::warn!(entry = %key.0, resource = %key.1, "resource set: an index was removed or changed on an informer another entry shares; it stays until neither needs it");
+                }
+            }
+            let added_indexes = add_indexes(&member);
+            match current {
+                None => {
+                    counts.added += 1;
+                    events.push(SetEvent::Added(member.clone()));
+                }
+                Some(current) if current.informer != member.informer => {
+                    counts.replaced += 1;
+                    events.push(SetEvent::Removed {
+                        member: current,
+                        reason: reason.clone(),
+                    });
+                    events.push(SetEvent::Added(member.clone()));
+                }
+                Some(_) => {
+                    counts.kept += 1;
+                    if added_indexes {
+                        events.push(SetEvent::Updated(member.clone()));
+                    }
+                }
+            }
+            state.members.remove(&key);
+            next.insert(key, member);
+        }
+        state.members = next;
+        // A member skipped now and not before is news.
+        let before: BTreeSet<(String, String)> = state
+            .skipped
+            .iter()
+            .map(|s| (s.entry.clone(), s.resource.clone()))
+            .collect();
+        for s in &plan.skipped {
+            if !before.contains(&(s.entry.clone(), s.resource.clone())) {
+                events.push(SetEvent::Skipped(s.clone()));
+            }
+        }
+        state.skipped = plan.skipped;
+        for event in &events {
+            send(state, event);
+        }
+        counts
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    kept: usize,
+    added: usize,
+    removed: usize,
+    replaced: usize,
+}
+
+/// Adds the member's indexes its informer lacks; true if any was added.
+fn add_indexes(member: &SetMember) -> bool {
+    let have: BTreeSet<String> = member
+        .informer
+        .informer()
+        .store()
+        .index_names()
+        .into_iter()
+        .collect();
+    let mut added = false;
+    for (name, expr) in &member.indexes {
+        if have.contains(name) {
+            continue;
+        }
+        let result = crate::cache::index::IndexFn::jmespath(name, expr)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                member
+                    .informer
+                    .informer()
+                    .add_index(name.clone(), f)
+                    .map_err(|e| e.to_string())
+            });
+        match result {
+            Ok(()) => added = true,
+            Err(e) => {
+                tracing::warn!(entry = %member.entry, index = %name, error = %e, "resource set: could not add an index")
+            }
+        }
+    }
+    added
+}
+
+fn send(state: &mut State, event: &SetEvent) {
+    state
+        .subscribers
+        .retain(|tx| tx.send(event.clone()).is_ok());
+}
+
+/// Where in an entry a factory error belongs.
+fn error_pointer(at: &str, e: &FactoryError) -> String {
+    match e {
+        FactoryError::ClusterScoped(_) => format!("{at}/namespaces"),
+        FactoryError::Selector { .. } => format!("{at}/labelSelector"),
+        _ => format!("{at}/resource"),
+    }
+}
+
+/// Planning errors as config errors, with positions when the text is known.
+fn locate(errors: &[(String, String)], source: Option<(&Path, &str)>) -> Vec<ConfigError> {
+    errors
+        .iter()
+        .map(|(pointer, message)| ConfigError {
+            file: source.map_or_else(|| "<config>".into(), |(p, _)| p.to_path_buf()),
+            position: source.and_then(|(_, text)| position_of(text, pointer)),
+            path: pointer_path(pointer),
+            message: message.clone(),
+        })
+        .collect()
+}
+
+/// Follows discovery (and rechecks access) until `cancel`.
+async fn follow(
+    inner: std::sync::Weak<Inner>,
+    cancel: CancellationToken,
+    mut discovery: tokio::sync::watch::Receiver<Arc<crate::factory::discovery::DiscoverySnapshot>>,
+    recheck: Option<Duration>,
+) {
+    loop {
+        let tick = async {
+            match recheck {
+                Some(p) => tokio::time::sleep(p).await,
+                None => futures::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = discovery.changed() => if changed.is_err() { return },
+            () = tick => {}
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        ResourceSet { inner }.reconcile().await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

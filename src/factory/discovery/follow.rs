@@ -1,0 +1,154 @@
+//! Following CRDs and APIServices as they come and go.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+
+use kube_core::{ApiResource, DynamicObject};
+
+use super::DiscoverySnapshot;
+use crate::vocabulary::resource::ResourceKey;
+
+/// The next event of a stream, or never once it ended. True for an event.
+pub(super) async fn next_or_pending(stream: &mut Option<crate::informer::EventStream>) -> bool {
+    let Some(s) = stream else {
+        return futures::future::pending().await;
+    };
+    match s.next().await {
+        Some(_) => true,
+        None => {
+            *stream = None;
+            futures::future::pending().await
+        }
+    }
+}
+
+/// Takes every event queued now; true if there was one.
+pub(super) fn drain(stream: &mut Option<crate::informer::EventStream>) -> bool {
+    let Some(s) = stream else {
+        return false;
+    };
+    let mut any = false;
+    while let Some(Some(_)) = s.next().now_or_never() {
+        any = true;
+    }
+    any
+}
+
+/// What the CRDs say discovery should hold.
+pub(super) struct CrdExpectation {
+    /// Served versions of established CRDs.
+    pub(super) served: HashSet<ResourceKey>,
+    /// Versions of CRDs that are not established, or not served.
+    pub(super) not_served: HashSet<ResourceKey>,
+    /// Versions of CRDs being deleted: either way is fine.
+    pub(super) terminating: HashSet<ResourceKey>,
+}
+
+impl CrdExpectation {
+    pub(super) fn from_store(crds: &[Arc<DynamicObject>]) -> Self {
+        let mut this = CrdExpectation {
+            served: HashSet::new(),
+            not_served: HashSet::new(),
+            terminating: HashSet::new(),
+        };
+        for crd in crds {
+            let spec = &crd.data["spec"];
+            let (Some(group), Some(plural)) =
+                (spec["group"].as_str(), spec["names"]["plural"].as_str())
+            else {
+                continue;
+            };
+            let established = crd.data["status"]["conditions"]
+                .as_array()
+                .is_some_and(|conds| {
+                    conds
+                        .iter()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                });
+            let terminating = crd.metadata.deletion_timestamp.is_some();
+            for version in spec["versions"].as_array().into_iter().flatten() {
+                let Some(name) = version["name"].as_str() else {
+                    continue;
+                };
+                let key = ResourceKey::new(group, name, plural);
+                if terminating {
+                    this.terminating.insert(key);
+                } else if established && version["served"].as_bool() == Some(true) {
+                    this.served.insert(key);
+                } else {
+                    this.not_served.insert(key);
+                }
+            }
+        }
+        this
+    }
+
+    /// A description of the first disagreement with `snapshot`, if any.
+    /// `seen` holds every key any CRD ever had: those of CRDs now gone must
+    /// have left discovery.
+    pub(super) fn mismatch(
+        &self,
+        snapshot: &DiscoverySnapshot,
+        seen: &HashSet<ResourceKey>,
+    ) -> Option<String> {
+        if let Some(missing) = self.served.iter().find(|k| snapshot.get(k).is_none()) {
+            return Some(format!("{missing} is established but not in discovery yet"));
+        }
+        seen.iter()
+            .filter(|k| !self.served.contains(*k) && !self.terminating.contains(*k))
+            .find(|k| snapshot.get(k).is_some())
+            .map(|stale| {
+                format!("{stale} is still in discovery although its CRD no longer serves it")
+            })
+    }
+}
+
+/// Drops what discovery does not need from a CRD: schemas and managed fields
+/// are most of its size.
+pub(super) fn slim_crd(mut crd: DynamicObject) -> DynamicObject {
+    crd.metadata.managed_fields = None;
+    if let Some(versions) = crd.data["spec"]["versions"].as_array_mut() {
+        for v in versions {
+            if let Some(v) = v.as_object_mut() {
+                v.remove("schema");
+                v.remove("additionalPrinterColumns");
+            }
+        }
+    }
+    crd
+}
+
+pub(super) fn crd_resource() -> ApiResource {
+    ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    }
+}
+
+pub(super) fn api_service_resource() -> ApiResource {
+    ApiResource {
+        group: "apiregistration.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiregistration.k8s.io/v1".into(),
+        kind: "APIService".into(),
+        plural: "apiservices".into(),
+    }
+}
+
+/// `(group, plural)` of every resource the CRDs define.
+pub(super) fn custom_resources(crds: &[Arc<DynamicObject>]) -> HashSet<(String, String)> {
+    crds.iter()
+        .filter_map(|crd| {
+            let spec = &crd.data["spec"];
+            Some((
+                spec["group"].as_str()?.to_string(),
+                spec["names"]["plural"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}

@@ -1,0 +1,861 @@
+//! API discovery: which resources the server serves, and what a name the user
+//! typed refers to.
+//!
+//! A [`DiscoveryCache`] reads the server's discovery documents and keeps what
+//! it learnt as a list of [`KnownResource`]s (plural, singular, kind, short
+//! names, scope, preferred version), against which
+//! [`ResourceName::resolve`] picks the resource a name designates. It exists
+//! because kube-client's own discovery does not keep singular and short
+//! names, and because an informer factory needs more than a one-off answer:
+//!
+//! - **Aggregated discovery first.** Where the server offers it (Kubernetes
+//!   1.30+), the whole API comes in two requests (`/api` and `/apis` with
+//!   `Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`).
+//!   Otherwise every group version is read from its own endpoint
+//!   (`/api/v1`, `/apis/<group>/<version>`), several at a time.
+//! - **One broken API does not break the rest.** An aggregated API server that
+//!   is down (its group version is `Stale` in aggregated discovery, or its
+//!   endpoint answers 503) is left out and reported in
+//!   [`DiscoverySnapshot::unavailable`]; everything else is usable. A name
+//!   that cannot be resolved mentions the unavailable group versions.
+//! - **Refreshed on a miss.** A name that is not found makes the cache read
+//!   discovery again before it answers "not found" (as kubectl does).
+//!   Concurrent misses share one refresh.
+//! - **Kept current.** [`DiscoveryCache::keep_current`] watches
+//!   `customresourcedefinitions` and `apiservices` and refreshes when they
+//!   change, re-reading until discovery agrees with the CRDs (the API server
+//!   publishes a new CRD's discovery a moment after the CRD is established).
+//!   [`DiscoveryCache::availability`] turns that into a per-resource
+//!   [`ResourceAvailability`] channel, on which informers wait for a CRD that
+//!   is not installed yet, and notice one that is deleted;
+//!   [`DiscoveryCache::availability_of_name`] does the same for a name
+//!   without a version (`widgets.example.com`), and says which version it
+//!   designates once served.
+//! - **Subresources are not resources.** `pods/status` and `deployments/scale`
+//!   never appear in the list.
+//!
+//! ```no_run
+//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::discovery::DiscoveryCache;
+//! use kube_dynamic_informer::resource::ResourceName;
+//!
+//! let discovery = DiscoveryCache::new(client);
+//! let deploy = discovery.resolve(&ResourceName::parse("deploy")?).await?;
+//! assert_eq!(deploy.key().to_string(), "deployments.v1.apps");
+//! assert!(deploy.namespaced);
+//! for down in discovery.snapshot().unavailable() {
+//!     eprintln!("not discovered: {down}");
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::FutureExt;
+use kube_client::Client;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::transform::Transform;
+use crate::informer::options::InformerOptions;
+use crate::informer::{HandlerOptions, SharedInformer};
+use crate::vocabulary::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
+use crate::vocabulary::scope::{ResourceAvailability, Scope};
+
+mod fetch;
+mod follow;
+
+use fetch::fetch;
+use follow::{
+    CrdExpectation, api_service_resource, crd_resource, custom_resources, drain, next_or_pending,
+    slim_crd,
+};
+
+/// `(group, plural)` pairs.
+pub type GroupPlurals = HashSet<(String, String)>;
+
+/// Errors of discovery.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiscoveryError {
+    /// A discovery document every answer depends on (`/api` or `/apis`)
+    /// could not be read.
+    #[error("reading API discovery {path}: {source}")]
+    Request {
+        /// The path requested.
+        path: String,
+        /// The client's error.
+        #[source]
+        source: kube_client::Error,
+    },
+    /// The name matches no served resource, or several; `unavailable` lists
+    /// the group versions that could not be discovered and might have held
+    /// it.
+    #[error("{source}{}", unavailable_note(.unavailable))]
+    Resolve {
+        /// What resolution found.
+        #[source]
+        source: ResourceError,
+        /// Group versions that could not be discovered (an aggregated API that
+        /// is down) and that the name might refer to.
+        unavailable: Vec<UnavailableGroupVersion>,
+    },
+}
+
+fn unavailable_note(unavailable: &[UnavailableGroupVersion]) -> String {
+    if unavailable.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = unavailable.iter().map(ToString::to_string).collect();
+    format!(" (not discovered, so not searched: {})", list.join("; "))
+}
+
+/// A group version that discovery could not read: an aggregated API server
+/// that is down, or that answered with an error.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnavailableGroupVersion {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// What went wrong, as the server or the client said it.
+    pub reason: String,
+}
+
+impl UnavailableGroupVersion {
+    /// `group/version`, or `version` for the core group.
+    #[must_use]
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+impl fmt::Display for UnavailableGroupVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.group_version(), self.reason)
+    }
+}
+
+/// Everything one discovery pass found.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoverySnapshot {
+    resources: Vec<KnownResource>,
+    verbs: HashMap<ResourceKey, Vec<String>>,
+    categories: HashMap<ResourceKey, Vec<String>>,
+    /// `(group, plural)` of every resource a CRD defines, when known.
+    custom: Option<Arc<GroupPlurals>>,
+    unavailable: Vec<UnavailableGroupVersion>,
+    aggregated: bool,
+    generation: u64,
+}
+
+impl DiscoverySnapshot {
+    /// A snapshot of an aggregated discovery document
+    /// (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, as `/api` and
+    /// `/apis` serve it), with `custom` the `(group, plural)` pairs defined
+    /// by CRDs when known: for tools that read saved discovery, and tests.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::discovery::DiscoverySnapshot;
+    /// use kube_dynamic_informer::resource::ResourceKey;
+    ///
+    /// let doc = serde_json::json!({ "items": [{
+    ///     "metadata": { "name": "example.com" },
+    ///     "versions": [{ "version": "v1", "resources": [{
+    ///         "resource": "widgets", "responseKind": { "kind": "Widget" },
+    ///         "scope": "Namespaced", "verbs": ["list", "watch"], "categories": ["qa"]
+    ///     }]}]
+    /// }]});
+    /// let snapshot = DiscoverySnapshot::from_aggregated(serde_json::from_value(doc)?, None);
+    /// let key = ResourceKey::new("example.com", "v1", "widgets");
+    /// assert!(snapshot.is_watchable(&key));
+    /// assert_eq!(snapshot.categories(&key), ["qa"]);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    #[must_use]
+    pub fn from_aggregated(
+        list: kube_core::discovery::v2::APIGroupDiscoveryList,
+        custom: Option<HashSet<(String, String)>>,
+    ) -> Self {
+        let mut snapshot = DiscoverySnapshot {
+            aggregated: true,
+            generation: 1,
+            custom: custom.map(Arc::new),
+            ..DiscoverySnapshot::default()
+        };
+        fetch::add_aggregated(&mut snapshot, list);
+        snapshot
+    }
+
+    /// Every served resource, once per served version; no subresources.
+    #[must_use]
+    pub fn resources(&self) -> &[KnownResource] {
+        &self.resources
+    }
+
+    /// The resource with exactly this key, if served.
+    #[must_use]
+    pub fn get(&self, key: &ResourceKey) -> Option<&KnownResource> {
+        self.resources
+            .iter()
+            .find(|r| r.plural == key.resource && r.version == key.version && r.group == key.group)
+    }
+
+    /// The verbs the resource supports (`list`, `watch`, ...); empty when it
+    /// is not served.
+    #[must_use]
+    pub fn verbs(&self, key: &ResourceKey) -> &[String] {
+        self.verbs.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether the resource can be listed and watched, as an informer needs.
+    #[must_use]
+    pub fn is_watchable(&self, key: &ResourceKey) -> bool {
+        let verbs = self.verbs(key);
+        verbs.iter().any(|v| v == "list") && verbs.iter().any(|v| v == "watch")
+    }
+
+    /// The categories the resource belongs to (`all`, or those a CRD
+    /// declares, such as `qa`); empty when it is in none or not served.
+    #[must_use]
+    pub fn categories(&self, key: &ResourceKey) -> &[String] {
+        self.categories.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `plural` in `group` is defined by a CustomResourceDefinition;
+    /// `None` when that is not known: the CRDs are read only while
+    /// [`DiscoveryCache::keep_current`] runs (and the client may read them).
+    #[must_use]
+    pub fn is_custom(&self, group: &str, plural: &str) -> Option<bool> {
+        self.custom
+            .as_ref()
+            .map(|c| c.contains(&(group.to_string(), plural.to_string())))
+    }
+
+    /// Group versions that could not be discovered.
+    #[must_use]
+    pub fn unavailable(&self) -> &[UnavailableGroupVersion] {
+        &self.unavailable
+    }
+
+    /// Whether the snapshot came from aggregated discovery.
+    #[must_use]
+    pub fn is_aggregated(&self) -> bool {
+        self.aggregated
+    }
+
+    /// Counts discovery passes: 0 before the first, then 1, 2, ...
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether discovery ran at least once.
+    #[must_use]
+    pub fn is_loaded(&self) -> bool {
+        self.generation > 0
+    }
+
+    /// Whether the resource is served now, and if not, why.
+    #[must_use]
+    pub fn availability(&self, key: &ResourceKey) -> ResourceAvailability {
+        if !self.is_loaded() {
+            return ResourceAvailability::NotServed {
+                reason: format!("{key}: discovery has not run yet"),
+            };
+        }
+        if let Some(known) = self.get(key) {
+            if !self.is_watchable(key) {
+                return ResourceAvailability::NotServed {
+                    reason: format!(
+                        "{key} is served but cannot be listed and watched (verbs: {})",
+                        self.verbs(key).join(", ")
+                    ),
+                };
+            }
+            return ResourceAvailability::Served {
+                resource: known.api_resource(),
+                scope: if known.namespaced {
+                    Scope::Namespaced
+                } else {
+                    Scope::Cluster
+                },
+            };
+        }
+        let reason = match self
+            .unavailable
+            .iter()
+            .find(|u| u.group == key.group && u.version == key.version)
+        {
+            Some(u) => format!(
+                "{key} is not served: API group version {} could not be discovered: {}",
+                u.group_version(),
+                u.reason
+            ),
+            None => format!("{key} is not served by the API server (not in discovery)"),
+        };
+        ResourceAvailability::NotServed { reason }
+    }
+
+    /// Every served version of `plural` in `group`, the preferred one
+    /// first, then by Kubernetes version priority (`v2`, `v1`, `v1beta1`,
+    /// ...).
+    #[must_use]
+    pub fn versions_of(&self, group: &str, plural: &str) -> Vec<&KnownResource> {
+        let mut versions: Vec<&KnownResource> = self
+            .resources
+            .iter()
+            .filter(|r| r.group == group && r.plural == plural)
+            .collect();
+        versions.sort_by_key(|r| {
+            std::cmp::Reverse((
+                r.preferred_version,
+                kube_core::Version::parse(&r.version).priority(),
+            ))
+        });
+        versions
+    }
+
+    /// Whether the resource `name` designates is served now, and if not,
+    /// why: the answer of [`ResourceName::resolve`] on this snapshot (so a
+    /// name without a version designates the preferred one), then
+    /// [`availability`](Self::availability) of what it found. The reason of
+    /// a name that matches nothing offers the names it resembles.
+    #[must_use]
+    pub fn availability_of_name(&self, name: &ResourceName) -> ResourceAvailability {
+        if !self.is_loaded() {
+            return ResourceAvailability::NotServed {
+                reason: format!("{name}: discovery has not run yet"),
+            };
+        }
+        let reason = match name.resolve(&self.resources) {
+            Ok(known) => return self.availability(&known.key()),
+            Err(ResourceError::NotFound { suggestions, .. }) => {
+                // Resources of the group named, if any resemble the name.
+                let group = name.candidates().first().and_then(|c| c.group.as_deref());
+                let in_group: Vec<&ResourceKey> = suggestions
+                    .iter()
+                    .filter(|k| Some(k.group.as_str()) == group)
+                    .collect();
+                let shown: Vec<String> = if in_group.is_empty() {
+                    suggestions.iter().map(ToString::to_string).collect()
+                } else {
+                    in_group.iter().map(ToString::to_string).collect()
+                };
+                if shown.is_empty() {
+                    format!("{name} is not served by the API server (not in discovery)")
+                } else {
+                    format!(
+                        "{name} is not served by the API server (not in discovery; did you mean {}?)",
+                        shown.join(" or ")
+                    )
+                }
+            }
+            Err(other) => other.to_string(),
+        };
+        ResourceAvailability::NotServed {
+            reason: format!("{reason}{}", unavailable_note(&self.unavailable_for(name))),
+        }
+    }
+
+    /// What a channel that follows `name` says next, given what it said
+    /// last: the version it follows while that version is served, so that
+    /// an informer never sees the version change under a running watch; once
+    /// that version is gone, not served (with the version the name now
+    /// designates, if any, which the channel takes up at the next refresh:
+    /// the informer empties its cache and lists that version). The flag
+    /// says that such a move is due.
+    fn follow_name(
+        &self,
+        name: &ResourceName,
+        last: &ResourceAvailability,
+    ) -> (ResourceAvailability, bool) {
+        let ResourceAvailability::Served { resource, .. } = last else {
+            return (self.availability_of_name(name), false);
+        };
+        let followed = ResourceKey::from(resource);
+        let now = self.availability(&followed);
+        if now.is_served() {
+            return (now, false);
+        }
+        match self.availability_of_name(name) {
+            ResourceAvailability::Served { resource, .. } => (
+                ResourceAvailability::NotServed {
+                    reason: format!(
+                        "{followed} is no longer served; {name} now designates {}, followed from the next discovery refresh",
+                        ResourceKey::from(&resource)
+                    ),
+                },
+                true,
+            ),
+            not_served => (not_served, false),
+        }
+    }
+
+    /// The unavailable group versions a name could refer to.
+    fn unavailable_for(&self, name: &ResourceName) -> Vec<UnavailableGroupVersion> {
+        self.unavailable
+            .iter()
+            .filter(|u| {
+                name.candidates().iter().any(|c| {
+                    c.group
+                        .as_ref()
+                        .is_none_or(|g| g.eq_ignore_ascii_case(&u.group))
+                        && c.version
+                            .as_ref()
+                            .is_none_or(|v| v.eq_ignore_ascii_case(&u.version))
+                })
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// How a [`DiscoveryCache`] reads and refreshes.
+#[derive(Debug, Clone)]
+pub struct DiscoveryConfig {
+    /// Try aggregated discovery first, falling back to the per-group
+    /// endpoints when the server does not offer it. Default: true (kubectl
+    /// and client-go do the same since Kubernetes 1.30).
+    pub aggregated: bool,
+    /// Group versions read at once on the per-group path. Default: 8.
+    pub concurrency: usize,
+    /// On the per-group path, how long one group version may take before it
+    /// is reported unavailable. kube-client retries 503 answers (what an
+    /// aggregated API that is down gives) for minutes by default; this keeps
+    /// one broken API from holding up discovery of the rest. Default: 10 s.
+    pub group_timeout: Duration,
+    /// While [`DiscoveryCache::keep_current`] runs, also refresh on this
+    /// period, for changes no watched object announces (or when the CRD and
+    /// APIService watches are forbidden). `None` disables it. Default: 5
+    /// minutes.
+    pub periodic_refresh: Option<Duration>,
+    /// After a CRD change, how long [`DiscoveryCache::keep_current`] keeps
+    /// re-reading discovery until it agrees with the CRDs. Default: 30 s.
+    pub settle_timeout: Duration,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self {
+            aggregated: true,
+            concurrency: 8,
+            group_timeout: Duration::from_secs(10),
+            periodic_refresh: Some(Duration::from_secs(300)),
+            settle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl DiscoveryConfig {
+    /// Whether to try aggregated discovery first.
+    #[must_use]
+    pub fn aggregated(mut self, enabled: bool) -> Self {
+        self.aggregated = enabled;
+        self
+    }
+
+    /// Sets the periodic refresh (`None` disables it).
+    #[must_use]
+    pub fn periodic_refresh(mut self, period: Option<Duration>) -> Self {
+        self.periodic_refresh = period;
+        self
+    }
+}
+
+struct Inner {
+    client: Client,
+    config: DiscoveryConfig,
+    snapshot: watch::Sender<Arc<DiscoverySnapshot>>,
+    /// Held while discovery is read, so concurrent refreshes share one.
+    refresh: tokio::sync::Mutex<()>,
+    /// Availability channels, updated on every refresh.
+    watchers: Mutex<HashMap<Followed, watch::Sender<ResourceAvailability>>>,
+    /// A channel that follows a name left a version that is gone and takes
+    /// up another at the next refresh: [`DiscoveryCache::keep_current`]
+    /// refreshes soon instead of at its period.
+    name_moves: AtomicBool,
+    /// `(group, plural)` of the CRDs [`DiscoveryCache::keep_current`] last
+    /// saw, copied into each new snapshot.
+    custom: Mutex<Option<Arc<GroupPlurals>>>,
+}
+
+/// What an availability channel follows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Followed {
+    /// Exactly this group, version and resource.
+    Key(ResourceKey),
+    /// Whatever the name designates; see [`DiscoverySnapshot::follow_name`].
+    Name(ResourceName),
+}
+
+/// The discovered resources of one API server, refreshed on demand and, with
+/// [`keep_current`](Self::keep_current), as CRDs and aggregated APIs come and
+/// go. Cheap to clone; clones share the cache.
+#[derive(Clone)]
+pub struct DiscoveryCache {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for DiscoveryCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let snapshot = self.snapshot();
+        f.debug_struct("DiscoveryCache")
+            .field("generation", &snapshot.generation)
+            .field("resources", &snapshot.resources.len())
+            .field("unavailable", &snapshot.unavailable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DiscoveryCache {
+    /// An empty cache with the default configuration; the first question
+    /// reads discovery.
+    #[must_use]
+    pub fn new(client: Client) -> Self {
+        Self::with_config(client, DiscoveryConfig::default())
+    }
+
+    /// An empty cache.
+    #[must_use]
+    pub fn with_config(client: Client, config: DiscoveryConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                client,
+                config,
+                snapshot: watch::Sender::new(Arc::new(DiscoverySnapshot::default())),
+                refresh: tokio::sync::Mutex::new(()),
+                watchers: Mutex::new(HashMap::new()),
+                name_moves: AtomicBool::new(false),
+                custom: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// What the last discovery pass found (empty before the first).
+    #[must_use]
+    pub fn snapshot(&self) -> Arc<DiscoverySnapshot> {
+        self.inner.snapshot.borrow().clone()
+    }
+
+    /// A receiver that sees every new snapshot.
+    #[must_use]
+    pub fn subscribe(&self) -> watch::Receiver<Arc<DiscoverySnapshot>> {
+        self.inner.snapshot.subscribe()
+    }
+
+    /// Reads discovery now (or joins a pass that started after this call).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Request`] when `/api` or `/apis` cannot be read.
+    /// Group versions that fail alone are reported in the snapshot instead.
+    pub async fn refresh(&self) -> Result<Arc<DiscoverySnapshot>, DiscoveryError> {
+        let seen = self.snapshot().generation;
+        self.refresh_after(seen).await
+    }
+
+    /// A snapshot newer than generation `seen`: the result of a pass that
+    /// started after the caller saw `seen`, either ours or a concurrent one.
+    async fn refresh_after(&self, seen: u64) -> Result<Arc<DiscoverySnapshot>, DiscoveryError> {
+        let _guard = self.inner.refresh.lock().await;
+        let current = self.snapshot();
+        if current.generation > seen {
+            return Ok(current);
+        }
+        let mut snapshot = fetch(&self.inner.client, &self.inner.config).await?;
+        snapshot.generation = current.generation + 1;
+        snapshot.custom = self.inner.custom.lock().clone();
+        let snapshot = Arc::new(snapshot);
+        self.publish(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    fn publish(&self, snapshot: Arc<DiscoverySnapshot>) {
+        self.inner.snapshot.send_replace(snapshot.clone());
+        let mut watchers = self.inner.watchers.lock();
+        watchers.retain(|followed, tx| {
+            if tx.receiver_count() == 0 {
+                return false;
+            }
+            let now = match followed {
+                Followed::Key(key) => snapshot.availability(key),
+                Followed::Name(name) => {
+                    let (now, moves) = snapshot.follow_name(name, &tx.borrow());
+                    if moves {
+                        self.inner.name_moves.store(true, Ordering::Relaxed);
+                    }
+                    now
+                }
+            };
+            tx.send_if_modified(|cur| {
+                if *cur == now {
+                    false
+                } else {
+                    *cur = now;
+                    true
+                }
+            });
+            true
+        });
+    }
+
+    /// The current snapshot, reading discovery first if it never ran.
+    async fn loaded(&self) -> Result<(Arc<DiscoverySnapshot>, bool), DiscoveryError> {
+        let current = self.snapshot();
+        if current.is_loaded() {
+            Ok((current, false))
+        } else {
+            Ok((self.refresh_after(0).await?, true))
+        }
+    }
+
+    /// The resource `name` designates. A name not found makes discovery be
+    /// read again before the answer is "not found".
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Resolve`] for an unknown name (with suggestions and
+    /// the group versions that could not be discovered) or an ambiguous one
+    /// (with the choices); [`DiscoveryError::Request`].
+    pub async fn resolve(&self, name: &ResourceName) -> Result<KnownResource, DiscoveryError> {
+        let (snapshot, fresh) = self.loaded().await?;
+        match name.resolve(snapshot.resources()) {
+            Ok(found) => return Ok(found.clone()),
+            Err(ResourceError::NotFound { .. }) if !fresh => {}
+            Err(source) => {
+                return Err(DiscoveryError::Resolve {
+                    unavailable: snapshot.unavailable_for(name),
+                    source,
+                });
+            }
+        }
+        let snapshot = self.refresh_after(snapshot.generation).await?;
+        name.resolve(snapshot.resources())
+            .cloned()
+            .map_err(|source| DiscoveryError::Resolve {
+                unavailable: snapshot.unavailable_for(name),
+                source,
+            })
+    }
+
+    /// `(group, plural)` of every resource a CRD defines: what
+    /// [`keep_current`](Self::keep_current) last saw of the CRDs, or else
+    /// the CRDs listed now.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Request`] when the CRDs cannot be listed (the
+    /// client may not, for instance).
+    pub async fn custom_resources(&self) -> Result<Arc<HashSet<(String, String)>>, DiscoveryError> {
+        if let Some(known) = self.inner.custom.lock().clone() {
+            return Ok(known);
+        }
+        let api: kube_client::Api<kube_core::DynamicObject> =
+            kube_client::Api::all_with(self.inner.client.clone(), &crd_resource());
+        let list = api
+            .list_metadata(&kube_client::api::ListParams::default())
+            .await
+            .map_err(|source| DiscoveryError::Request {
+                path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".into(),
+                source,
+            })?;
+        // Metadata carries only the name, `<plural>.<group>`: the plural
+        // has no dots, the group is the rest.
+        Ok(Arc::new(
+            list.items
+                .iter()
+                .filter_map(|crd| {
+                    let name = crd.metadata.name.as_deref()?;
+                    let (plural, group) = name.split_once('.')?;
+                    Some((group.to_string(), plural.to_string()))
+                })
+                .collect(),
+        ))
+    }
+
+    /// The served resource with exactly this key, reading discovery again
+    /// when it is not in the cache; `None` when it is not served.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Request`].
+    pub async fn lookup(&self, key: &ResourceKey) -> Result<Option<KnownResource>, DiscoveryError> {
+        let (snapshot, fresh) = self.loaded().await?;
+        if let Some(found) = snapshot.get(key) {
+            return Ok(Some(found.clone()));
+        }
+        if fresh {
+            return Ok(None);
+        }
+        let snapshot = self.refresh_after(snapshot.generation).await?;
+        Ok(snapshot.get(key).cloned())
+    }
+
+    /// A channel that says whether `key` is served, updated on every refresh
+    /// (only changes are sent). Informers given it wait while the resource
+    /// is not served; see [`crate::wire::list_watch::ListWatch::availability`].
+    #[must_use]
+    pub fn availability(&self, key: &ResourceKey) -> watch::Receiver<ResourceAvailability> {
+        let now = self.snapshot().availability(key);
+        self.follow(Followed::Key(key.clone()), now)
+    }
+
+    /// A channel that says whether the resource `name` designates is served,
+    /// and which version: for `widgets.example.com`, the version the group
+    /// prefers when the channel first sees it served. The channel keeps that
+    /// version while it is served (a running informer's watch never changes
+    /// version under it); when it is gone, the channel says not served, and
+    /// takes up the version the name then designates at the next refresh.
+    /// This is how an informer waits for a CRD named without a version.
+    #[must_use]
+    pub fn availability_of_name(
+        &self,
+        name: &ResourceName,
+    ) -> watch::Receiver<ResourceAvailability> {
+        let now = self.snapshot().availability_of_name(name);
+        self.follow(Followed::Name(name.clone()), now)
+    }
+
+    fn follow(
+        &self,
+        followed: Followed,
+        now: ResourceAvailability,
+    ) -> watch::Receiver<ResourceAvailability> {
+        let mut watchers = self.inner.watchers.lock();
+        if let Some(tx) = watchers.get(&followed) {
+            return tx.subscribe();
+        }
+        let tx = watch::Sender::new(now);
+        let rx = tx.subscribe();
+        watchers.insert(followed, tx);
+        rx
+    }
+
+    /// Keeps the cache current until `cancel` fires: watches
+    /// `customresourcedefinitions` and `apiservices` and refreshes when they
+    /// change — after a CRD change, again and again (100 ms doubling to 2 s)
+    /// until discovery agrees with the CRDs or
+    /// [`DiscoveryConfig::settle_timeout`] passes — and on
+    /// [`DiscoveryConfig::periodic_refresh`].
+    ///
+    /// Without permission to list and watch CRDs or APIServices, that watch
+    /// backs off (and logs) and the periodic refresh and refresh-on-miss
+    /// remain.
+    pub async fn keep_current(&self, cancel: CancellationToken) {
+        let client = self.inner.client.clone();
+        let crds = SharedInformer::new(
+            client.clone(),
+            crd_resource(),
+            Scope::Cluster,
+            InformerOptions::default().transform(Transform::new("slim-crd", slim_crd)),
+        );
+        let services = SharedInformer::new(
+            client,
+            api_service_resource(),
+            Scope::Cluster,
+            InformerOptions::default().strip_managed_fields(),
+        );
+        let (Ok(crds), Ok(services)) = (crds, services) else {
+            // Only a namespace restriction can make construction fail.
+            return;
+        };
+        let mut crd_events = Some(crds.events_with(HandlerOptions::default().name("discovery")));
+        let mut service_events =
+            Some(services.events_with(HandlerOptions::default().name("discovery")));
+        let stop = cancel.child_token();
+        let _stop_informers = stop.clone().drop_guard();
+        let _ = crds.start(stop.clone());
+        let _ = services.start(stop.clone());
+        let mut crd_keys_seen = HashSet::new();
+        loop {
+            // A name channel moving to another version waits for a refresh:
+            // make it a quick one.
+            let period = if self.inner.name_moves.swap(false, Ordering::Relaxed) {
+                Some(Duration::from_secs(1))
+            } else {
+                self.inner.config.periodic_refresh
+            };
+            let tick = async {
+                match period {
+                    Some(p) => tokio::time::sleep(p).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            let crd_changed = tokio::select! {
+                _ = cancel.cancelled() => return,
+                e = next_or_pending(&mut crd_events) => e,
+                _ = next_or_pending(&mut service_events).map(|_| ()) => false,
+                _ = tick => false,
+            };
+            // Let a burst of events (an initial list, a CRD with several
+            // versions) settle into one refresh.
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            let mut crd_changed = crd_changed;
+            crd_changed |= drain(&mut crd_events);
+            drain(&mut service_events);
+            if crd_changed || crds.has_synced() {
+                self.refresh_until_consistent(&crds, &mut crd_keys_seen, &cancel)
+                    .await;
+            } else if let Err(err) = self.refresh().await {
+                tracing::warn!(error = %err, "refreshing discovery failed");
+            }
+        }
+    }
+
+    /// Refreshes until every established CRD's served versions are in
+    /// discovery and no deleted CRD's are, or the settle timeout passes.
+    async fn refresh_until_consistent(
+        &self,
+        crds: &SharedInformer,
+        crd_keys_seen: &mut HashSet<ResourceKey>,
+        cancel: &CancellationToken,
+    ) {
+        let deadline = Instant::now() + self.inner.config.settle_timeout;
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let seen = self.snapshot().generation;
+            if crds.has_synced() {
+                let custom = custom_resources(&crds.store().list());
+                *self.inner.custom.lock() = Some(Arc::new(custom));
+            }
+            match self.refresh_after(seen).await {
+                Ok(snapshot) => {
+                    let expected = CrdExpectation::from_store(&crds.store().list());
+                    crd_keys_seen.extend(expected.served.iter().cloned());
+                    crd_keys_seen.extend(expected.not_served.iter().cloned());
+                    match expected.mismatch(&snapshot, crd_keys_seen) {
+                        None => return,
+                        Some(m) if Instant::now() >= deadline => {
+                            tracing::warn!(mismatch = %m, "discovery still disagrees with the CRDs; giving up until the next change");
+                            return;
+                        }
+                        Some(m) => tracing::debug!(mismatch = %m, "discovery not settled yet"),
+                    }
+                }
+                Err(err) if Instant::now() >= deadline => {
+                    tracing::warn!(error = %err, "refreshing discovery failed");
+                    return;
+                }
+                Err(err) => tracing::debug!(error = %err, "refreshing discovery failed; retrying"),
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,551 @@
+//! [`InformerOptions`]: how an informer lists, watches and caches — the one
+//! options type of the crate.
+//!
+//! The same type configures a lone [`SharedInformer`](crate::informer::SharedInformer),
+//! the [factory](crate::factory) (its defaults, and any resource's own), and
+//! each informer of a [config file](crate::declarative::config), which deserialises into
+//! it (`labelSelector`, `resync: 10m`, `stripManagedFields: true`, ...).
+//!
+//! Two requests for the same resource with equal options share one informer
+//! in a factory; options are `Eq` and `Hash` for that. Everything in them is
+//! a value: selectors are strings, durations are durations, the built-in
+//! `managedFields` stripping is a flag, a [`Projection`] compares by the
+//! fields it keeps, and a custom [`Transform`] compares by its name.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::cache::projection::Projection;
+pub use crate::cache::store::Storage;
+use crate::cache::transform::{Transform, TransformFn};
+use crate::informer::backoff::BackoffConfig;
+use crate::vocabulary::scope::Namespaces;
+use crate::vocabulary::shard::{ShardAssignment, ShardKey, ShardRange, StaticShard};
+
+/// Where a sharded informer's ranges come from: its key, and the ranges
+/// (`None` until a shard group has its first assignment). A static shard's
+/// never change.
+#[derive(Debug, Clone)]
+pub(crate) struct ShardSource {
+    pub(crate) key: ShardKey,
+    pub(crate) ranges: watch::Receiver<Option<Vec<ShardRange>>>,
+}
+
+/// What a [factory](crate::factory) does when a resource is not served (a
+/// CRD not installed yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum WhenNotServed {
+    /// Hand out an informer that reports pending and starts as soon as the
+    /// resource is served.
+    #[default]
+    Wait,
+    /// Refuse ([`FactoryError::NotServed`](crate::factory::FactoryError::NotServed));
+    /// a config file leaves this informer out and goes on with the others.
+    Skip,
+    /// Refuse ([`FactoryError::NotServed`](crate::factory::FactoryError::NotServed));
+    /// a config file fails as a whole.
+    Fail,
+}
+
+/// How an informer lists, watches and caches; see the [module docs](self).
+///
+/// Build with the `#[must_use]` methods, or set the public fields:
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_dynamic_informer::options::InformerOptions;
+///
+/// let options = InformerOptions::default()
+///     .namespace("shop")
+///     .label_selector("app in (web, api)")
+///     .strip_managed_fields()
+///     .resync(Duration::from_secs(600));
+/// assert_eq!(options.page_size, 500);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase")]
+pub struct InformerOptions {
+    /// Watch only these namespaces; all namespaces when absent or empty.
+    /// Several namespaces are listed at one resourceVersion and watched into
+    /// one cache (no cluster-wide permission needed). A restriction on a
+    /// cluster-scoped resource is an error, except in a factory's defaults,
+    /// which cluster-scoped resources ignore.
+    #[serde(skip_serializing_if = "Namespaces::is_all")]
+    pub namespaces: Namespaces,
+    /// Label selector for list and watch (server-side), e.g.
+    /// `app in (web, api), !canary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// Field selector for list and watch (server-side), e.g.
+    /// `status.phase=Running`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
+    /// Default resync period of handlers, e.g. `30s`, `10m`; `0` (the
+    /// default, as client-go's `NewSharedIndexInformer(..., 0, ...)`)
+    /// disables resync. Resync re-delivers the cache from memory; it never
+    /// contacts the server.
+    #[serde(with = "crate::vocabulary::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::vocabulary::duration::go::schema")
+    )]
+    pub resync: Duration,
+    /// Remove `metadata.managedFields` before caching (often the largest
+    /// part of an object, rarely read).
+    pub strip_managed_fields: bool,
+    /// Keep only these fields of each object, as a list of paths
+    /// (`[spec.nodeName, metadata.labels]`), applied after
+    /// `stripManagedFields`; `apiVersion`, `kind` and the metadata that
+    /// identifies an object (name, namespace, uid, resourceVersion,
+    /// deletionTimestamp) are always kept, other metadata only when listed.
+    /// Indexes, listers and handlers see the projected object. An empty
+    /// list keeps only the fields always kept; without a list, objects are
+    /// cached whole. See [`Projection`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<Projection>,
+    /// A transform applied to each object before caching, after
+    /// `stripManagedFields` and `projection`. Not available in config files.
+    #[serde(skip)]
+    pub transform: Option<Transform>,
+    /// Ask for and cache metadata only (`PartialObjectMetadata`): cuts both
+    /// traffic and memory for objects whose weight is in their spec or data.
+    pub metadata_only: bool,
+    /// Use streaming lists (`sendInitialEvents`) where the server has them.
+    /// Off by default: a paged list with the next page requested ahead
+    /// syncs at least as fast (see BENCHMARKS.md), and a server or proxy that
+    /// ignores `sendInitialEvents` never ends the initial events: the
+    /// informer then lists in pages once that watch ends (at its server-side
+    /// timeout), so it syncs late.
+    pub streaming_list: bool,
+    /// Objects per list page; `0` lists everything in one response.
+    /// client-go: 500.
+    pub page_size: u32,
+    /// Shortest server-side watch timeout; each watch asks for a random
+    /// timeout between this and twice this. client-go: 5 minutes.
+    #[serde(with = "crate::vocabulary::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::vocabulary::duration::go::schema")
+    )]
+    pub min_watch_timeout: Duration,
+    /// A synced informer that has received no event, bookmark or list for
+    /// this long reports [`InformerStatus::Stale`](crate::informer::status::InformerStatus::Stale)
+    /// (and `kdi_informer_stale` 1) until the next one arrives. The API
+    /// server sends a bookmark on a quiet watch about once a minute, and a
+    /// watch ends (and is reopened) every `minWatchTimeout`–twice that, so
+    /// silence beyond a few minutes means the watch is not delivering.
+    /// Zero turns the signal off. Default: 3 minutes.
+    #[serde(with = "crate::vocabulary::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::vocabulary::duration::go::schema")
+    )]
+    pub stale_after: Duration,
+    /// Retry backoff after list and watch errors.
+    pub backoff: BackoffConfig,
+    /// What a factory does when the resource is not served.
+    pub when_not_served: WhenNotServed,
+    /// The objects hold secrets: tools that print them (`kdi`) show only
+    /// their `apiVersion`, `kind` and `metadata`, without the
+    /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
+    /// redact index values. Core Secrets are always treated so.
+    pub sensitive: bool,
+    /// How the cache holds its objects: `objects` (the default) or
+    /// `compact`.
+    pub storage: Storage,
+    /// Keep only one static shard of the objects, `INDEX/COUNT` (`1/4`):
+    /// those whose [`shardKey`](Self::shard_key) hashes into part INDEX of
+    /// COUNT equal parts of the hash space (see [`crate::vocabulary::shard`]). Run
+    /// COUNT replicas, each with its own INDEX, to split a resource.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<StaticShard>,
+    /// The field a sharded informer hashes: `uid` (the default) or
+    /// `namespace`.
+    #[serde(skip_serializing_if = "is_default_key")]
+    pub shard_key: ShardKey,
+    /// Keep only the slots this member of a shard group holds, and follow
+    /// them as members join and leave. A static `shard` wins over it (so
+    /// `shard: 0/1` keeps everything in an informer of a group). Not
+    /// available in config files, which name their group once
+    /// (`shardGroup`).
+    #[serde(skip)]
+    pub shard_group: Option<ShardAssignment>,
+}
+
+fn is_default_key(key: &ShardKey) -> bool {
+    *key == ShardKey::default()
+}
+
+impl Default for InformerOptions {
+    /// As client-go's informers: all namespaces, no selectors, no transform,
+    /// no resync, pages of 500, list-then-watch, watch timeouts of 5–10
+    /// minutes, client-go's backoff (with half its jitter), full objects;
+    /// wait for resources that are not served.
+    fn default() -> Self {
+        Self {
+            namespaces: Namespaces::All,
+            label_selector: None,
+            field_selector: None,
+            resync: Duration::ZERO,
+            strip_managed_fields: false,
+            projection: None,
+            transform: None,
+            metadata_only: false,
+            streaming_list: false,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            stale_after: Duration::from_secs(180),
+            backoff: BackoffConfig::default(),
+            when_not_served: WhenNotServed::Wait,
+            sensitive: false,
+            storage: Storage::Objects,
+            shard: None,
+            shard_key: ShardKey::Uid,
+            shard_group: None,
+        }
+    }
+}
+
+impl InformerOptions {
+    /// Watches only this namespace.
+    #[must_use]
+    pub fn namespace(self, namespace: impl Into<String>) -> Self {
+        self.namespaces(Namespaces::only([namespace.into()]))
+    }
+
+    /// Sets the namespaces to watch.
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Watches all namespaces.
+    #[must_use]
+    pub fn all_namespaces(self) -> Self {
+        self.namespaces(Namespaces::All)
+    }
+
+    /// Sets the label selector (`""`: everything).
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets the field selector (`""`: everything).
+    #[must_use]
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets the default resync period (zero disables resync).
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = period;
+        self
+    }
+
+    /// Strips `metadata.managedFields` before caching.
+    #[must_use]
+    pub fn strip_managed_fields(mut self) -> Self {
+        self.strip_managed_fields = true;
+        self
+    }
+
+    /// Keeps only the fields `projection` names (after managedFields
+    /// stripping, before the transform).
+    ///
+    /// ```
+    /// use kube_dynamic_informer::options::InformerOptions;
+    /// use kube_dynamic_informer::projection::Projection;
+    ///
+    /// let options = InformerOptions::default()
+    ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
+    /// # Ok::<(), kube_dynamic_informer::projection::ProjectionError>(())
+    /// ```
+    #[must_use]
+    pub fn projection(mut self, projection: Projection) -> Self {
+        self.projection = Some(projection);
+        self
+    }
+
+    /// Sets the transform applied before caching (after managedFields
+    /// stripping and the projection, when they are on).
+    #[must_use]
+    pub fn transform(mut self, transform: Transform) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Removes the transform and the projection, and turns managedFields
+    /// stripping off: whole objects are cached.
+    #[must_use]
+    pub fn no_transform(mut self) -> Self {
+        self.transform = None;
+        self.projection = None;
+        self.strip_managed_fields = false;
+        self
+    }
+
+    /// Turns metadata-only mode on or off.
+    #[must_use]
+    pub fn metadata_only(mut self, enabled: bool) -> Self {
+        self.metadata_only = enabled;
+        self
+    }
+
+    /// Turns streaming lists on or off.
+    #[must_use]
+    pub fn streaming_list(mut self, enabled: bool) -> Self {
+        self.streaming_list = enabled;
+        self
+    }
+
+    /// Sets the list page size (0: unpaged). Page *k + 1* is requested as
+    /// soon as page *k* has arrived, so the server prepares it while page *k*
+    /// is decoded.
+    #[must_use]
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Sets the shortest server-side watch timeout.
+    #[must_use]
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a synced informer may go without an event, bookmark or
+    /// list before it reports itself stale (zero: never).
+    #[must_use]
+    pub fn stale_after(mut self, silence: Duration) -> Self {
+        self.stale_after = silence;
+        self
+    }
+
+    /// Sets the retry backoff.
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets what a factory does when the resource is not served.
+    #[must_use]
+    pub fn when_not_served(mut self, when: WhenNotServed) -> Self {
+        self.when_not_served = when;
+        self
+    }
+
+    /// Marks the objects as holding secrets (see the field).
+    #[must_use]
+    pub fn sensitive(mut self, sensitive: bool) -> Self {
+        self.sensitive = sensitive;
+        self
+    }
+
+    /// Sets how the cache holds its objects.
+    #[must_use]
+    pub fn storage(mut self, storage: Storage) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// Keeps only static shard `shard` (see the field).
+    ///
+    /// ```
+    /// use kube_dynamic_informer::options::InformerOptions;
+    /// use kube_dynamic_informer::shard::{ShardKey, StaticShard};
+    ///
+    /// let options = InformerOptions::default()
+    ///     .shard(StaticShard::new(1, 4)?)
+    ///     .shard_key(ShardKey::Namespace);
+    /// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+    /// ```
+    #[must_use]
+    pub fn shard(mut self, shard: StaticShard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// Sets the field a sharded informer hashes.
+    #[must_use]
+    pub fn shard_key(mut self, key: ShardKey) -> Self {
+        self.shard_key = key;
+        self
+    }
+
+    /// Keeps only the slots this member of `group` holds (see the field).
+    #[must_use]
+    pub fn shard_group(mut self, group: impl Into<ShardAssignment>) -> Self {
+        self.shard_group = Some(group.into());
+        self
+    }
+
+    /// Where this informer's shard ranges come from, when it is sharded: a
+    /// static shard, else a shard group.
+    pub(crate) fn shard_ranges(&self) -> Option<ShardSource> {
+        if let Some(shard) = self.shard {
+            let (tx, ranges) = watch::channel(Some(vec![shard.range()]));
+            drop(tx);
+            return Some(ShardSource {
+                key: self.shard_key,
+                ranges,
+            });
+        }
+        self.shard_group.as_ref().map(|group| ShardSource {
+            key: self.shard_key,
+            ranges: group.ranges(),
+        })
+    }
+
+    /// These options with empty selectors as none and selectors trimmed, so
+    /// that equal requests compare equal.
+    #[must_use]
+    pub(crate) fn normalized(mut self) -> Self {
+        let clean = |s: Option<String>| {
+            s.map(|s| s.trim().to_owned())
+                .filter(|s: &String| !s.is_empty())
+        };
+        self.label_selector = clean(self.label_selector);
+        self.field_selector = clean(self.field_selector);
+        self
+    }
+
+    /// The transform steps these options ask for, as one function.
+    pub(crate) fn transform_fn(&self) -> Option<TransformFn> {
+        crate::cache::transform::pipeline(
+            self.strip_managed_fields,
+            self.projection.as_ref(),
+            self.transform.as_ref(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_requests_are_equal_options() {
+        let a = InformerOptions::default()
+            .strip_managed_fields()
+            .label_selector(" app=x ");
+        let b = InformerOptions::default()
+            .label_selector("app=x")
+            .strip_managed_fields();
+        assert_eq!(a.clone().normalized(), b.clone().normalized());
+        let t = |name: &str| Transform::new(name.to_string(), |o| o);
+        assert_eq!(
+            InformerOptions::default().transform(t("x")),
+            InformerOptions::default().transform(t("x"))
+        );
+        assert_ne!(
+            InformerOptions::default().transform(t("x")),
+            InformerOptions::default().transform(t("y"))
+        );
+        assert_eq!(
+            InformerOptions::default().label_selector("  ").normalized(),
+            InformerOptions::default()
+        );
+    }
+
+    #[test]
+    fn projections_keeping_the_same_fields_are_equal_options() {
+        use std::collections::HashSet;
+        let with =
+            |paths: &[&str]| InformerOptions::default().projection(Projection::new(paths).unwrap());
+        let a = with(&["spec.nodeName", "metadata.labels"]);
+        let b = with(&[
+            "metadata.labels",
+            r#"metadata.labels["app"]"#,
+            "spec['nodeName']",
+        ]);
+        assert_eq!(a, b);
+        let requests: HashSet<InformerOptions> = [
+            a.clone(),
+            b,
+            with(&["spec"]),
+            with(&[]),
+            InformerOptions::default(),
+        ]
+        .into();
+        assert_eq!(requests.len(), 4, "{requests:?}");
+        assert!(requests.contains(&a));
+        assert_ne!(
+            with(&[]),
+            InformerOptions::default(),
+            "keeps less than no projection"
+        );
+        assert_eq!(a.no_transform(), InformerOptions::default());
+    }
+
+    #[test]
+    fn a_projection_reads_from_json_as_its_paths_and_checks_them() {
+        let o: InformerOptions = serde_json::from_value(serde_json::json!({
+            "projection": ["spec.nodeName", "metadata.labels['app.kubernetes.io/name']"],
+        }))
+        .unwrap();
+        let paths = o.projection.as_ref().unwrap().paths();
+        assert_eq!(
+            paths,
+            [
+                "metadata.labels[\"app.kubernetes.io/name\"]",
+                "spec.nodeName"
+            ]
+        );
+        let back = serde_json::to_value(&o).unwrap();
+        assert_eq!(back["projection"], serde_json::json!(paths));
+        assert!(
+            serde_json::to_value(InformerOptions::default())
+                .unwrap()
+                .get("projection")
+                .is_none()
+        );
+        let err = serde_json::from_value::<InformerOptions>(serde_json::json!({
+            "projection": ["spec.nodeName", "spec/nodeName"],
+        }))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("\"spec/nodeName\", column 5"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn options_read_from_json_with_go_durations() {
+        let o: InformerOptions = serde_json::from_value(serde_json::json!({
+            "namespaces": ["b", "a"],
+            "resync": "1m30s",
+            "stripManagedFields": true,
+            "minWatchTimeout": "2s",
+            "backoff": { "initial": "100ms", "max": "1s" },
+            "whenNotServed": "skip",
+        }))
+        .unwrap();
+        assert_eq!(o.namespaces, Namespaces::only(["a", "b"]));
+        assert_eq!(o.resync, Duration::from_secs(90));
+        assert!(o.strip_managed_fields);
+        assert_eq!(o.min_watch_timeout, Duration::from_secs(2));
+        assert_eq!(o.backoff.initial, Duration::from_millis(100));
+        assert_eq!(o.backoff.reset_after, BackoffConfig::default().reset_after);
+        assert_eq!(o.when_not_served, WhenNotServed::Skip);
+        assert_eq!(o.page_size, 500);
+        let back: InformerOptions =
+            serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        let err =
+            serde_json::from_value::<InformerOptions>(serde_json::json!({ "resync": "1e400h" }))
+                .unwrap_err();
+        assert!(err.to_string().contains("1e400h"), "{err}");
+    }
+}

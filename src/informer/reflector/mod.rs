@@ -1,0 +1,1121 @@
+//! The list/watch loop that keeps a cache in step with the API server.
+//!
+//! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
+//! the list on page by page ([`Delta::ListBegin`], [`Delta::ListPage`],
+//! [`Delta::ListEnd`]), then watches from the list's resourceVersion and
+//! hands on each change. It owns every recovery
+//! decision so that callers never have to:
+//!
+//! - a watch that ends normally (server timeout, randomised between 5 and 10
+//!   minutes) is resumed from the last resourceVersion seen, without a new
+//!   list;
+//! - 410 Gone / Expired — when the watch starts or inside the stream — means
+//!   the resourceVersion is compacted away: the reflector lists again, and
+//!   the consumer reconciles (see [`crate::cache::store::StoreWriter::replace`]);
+//! - an expired continue token in the middle of a paged list falls back to
+//!   one full, unpaged list;
+//! - any other error backs off (800 ms doubling to 30 s, with jitter, see
+//!   [`BackoffConfig`](crate::informer::backoff::BackoffConfig)) and is reported in the
+//!   informer's [`InformerStatus`] and to the optional [`ErrorHook`], so a
+//!   403 or a 404 is visible at once instead of as a silent wait.
+//!
+//! When its [`ListWatch`] follows discovery
+//! ([`ListWatch::availability`]), the reflector also knows whether its
+//! resource is served at all: while it is not — a CRD not installed yet, or
+//! deleted — it sends no request and reports [`InformerStatus::Pending`];
+//! when a resource it had listed goes away it hands on an empty list (so the cache empties and handlers get the deletes) and
+//! reports [`InformerStatus::Gone`] instead of retrying a 404 forever; once
+//! the resource is served again it lists anew.
+//!
+//! The server side is the small [`ListWatch`] trait, so that the state
+//! machine can be tested with scripted responses.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::{ApiResource, DynamicObject, ObjectMeta, TypeMeta};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::transform::TransformFn;
+use crate::informer::backoff::Backoff;
+use crate::informer::options::{InformerOptions, ShardSource};
+use crate::informer::status::InformerStatus;
+use crate::informer::telemetry::{InformerMetrics, ListReason, Received};
+use crate::vocabulary::object_key::object_key;
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::scope::Namespaces;
+use crate::vocabulary::scope::ResourceAvailability;
+use crate::vocabulary::shard::{ShardFiltering, ShardSelector};
+use crate::wire::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent};
+
+/// A change for the cache, in the order the server reported it.
+///
+/// A list arrives as [`Delta::ListBegin`], its pages ([`Delta::ListPage`])
+/// and [`Delta::ListEnd`], so that the cache can take each page as it comes
+/// (see [`StoreWriter::begin_list`](crate::cache::store::StoreWriter::begin_list))
+/// instead of the whole list at once.
+#[derive(Debug)]
+pub enum Delta {
+    /// A list begins: the pages up to the next [`Delta::ListEnd`] are the
+    /// complete current list. Sent again, before any end, when a list starts
+    /// over (a paged list falling back to one full list, a list that failed
+    /// half-way and is retried).
+    ListBegin,
+    /// One page of the list, each object transformed.
+    ListPage(Vec<DynamicObject>),
+    /// The list is complete: after it the cache must hold exactly the objects
+    /// of the pages since the last [`Delta::ListBegin`]. Sent after the first
+    /// list and after every relist.
+    ListEnd,
+    /// An object was added or modified.
+    Upsert(DynamicObject),
+    /// An object was deleted; this is its final state.
+    Delete(DynamicObject),
+    /// The cache now reflects the server up to this resourceVersion: sent
+    /// after each complete list (the list's), each event and each bookmark.
+    ResourceVersion(String),
+    /// A sharded informer's ranges changed (or were set for the first
+    /// time): the list that follows is of `current`. Objects of the cache
+    /// that it does not hold left the shard; objects it adds outside
+    /// `previous` entered it.
+    Reshard {
+        /// The selector before, `None` before the first list.
+        previous: Option<ShardSelector>,
+        /// The selector from now on.
+        current: ShardSelector,
+    },
+}
+
+/// Counters of what a reflector did, for observability and tests.
+#[derive(Debug, Default)]
+pub struct ReflectorStats {
+    /// List requests (pages count one each).
+    pub list_requests: AtomicU64,
+    /// Complete lists delivered (first list and relists).
+    pub lists: AtomicU64,
+    /// Lists forced by 410 Gone / Expired.
+    pub relists_after_gone: AtomicU64,
+    /// Watch requests.
+    pub watch_requests: AtomicU64,
+    /// Watch events received (bookmarks included).
+    pub watch_events: AtomicU64,
+    /// Errors (each one led to a backoff or a relist).
+    pub errors: AtomicU64,
+    /// Objects skipped because their apiVersion or kind did not match, they
+    /// had no name, or they could not be decoded (see
+    /// [`crate::wire::list_watch::MAX_OBJECT_DEPTH`]).
+    pub skipped_objects: AtomicU64,
+    /// Sharded informers: list pages the server filtered by shard (they
+    /// carried `shardInfo`).
+    pub shard_pages_filtered_by_server: AtomicU64,
+    /// Sharded informers: list pages the server sent whole (no
+    /// `shardInfo`), filtered here.
+    pub shard_pages_filtered_by_client: AtomicU64,
+    /// Sharded informers: objects received and dropped here because they
+    /// belong to another shard (the traffic server-side filtering saves).
+    pub shard_objects_dropped: AtomicU64,
+    /// The filtering of the last list page: 0 none yet, 1 server, 2 client.
+    shard_last_filtering: std::sync::atomic::AtomicU8,
+    /// The selector of the current list and watch.
+    shard_selector: Mutex<Option<ShardSelector>>,
+}
+
+impl ReflectorStats {
+    /// Where the last list page of a sharded informer was filtered; `None`
+    /// before its first page, and for an informer that is not sharded.
+    #[must_use]
+    pub fn shard_filtering(&self) -> Option<ShardFiltering> {
+        match self.shard_last_filtering.load(Ordering::Relaxed) {
+            1 => Some(ShardFiltering::Server),
+            2 => Some(ShardFiltering::Client),
+            _ => None,
+        }
+    }
+
+    /// The ranges a sharded informer keeps now (a shard group member's
+    /// change as it gains and gives up slots); `None` before its first
+    /// list, and for an informer that is not sharded.
+    #[must_use]
+    pub fn shard_selector(&self) -> Option<ShardSelector> {
+        self.shard_selector.lock().clone()
+    }
+
+    fn record_filtering(&self, filtering: ShardFiltering) {
+        let (counter, code) = match filtering {
+            ShardFiltering::Server => (&self.shard_pages_filtered_by_server, 1),
+            ShardFiltering::Client => (&self.shard_pages_filtered_by_client, 2),
+        };
+        Self::inc(counter);
+        self.shard_last_filtering.store(code, Ordering::Relaxed);
+    }
+
+    fn inc(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A list or watch failure, as handed to the [`ErrorHook`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError {
+    /// A list request failed.
+    #[error("listing {resource}: {source}")]
+    List {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: ListWatchError,
+    },
+    /// A watch request failed, or its stream reported an error.
+    #[error("watching {resource}: {source}")]
+    Watch {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: ListWatchError,
+    },
+    /// A streaming list ended before its initial events did.
+    #[error("watching {resource}: the streaming list ended before its initial-events-end bookmark")]
+    StreamingListCut {
+        /// The resource.
+        resource: ResourceKey,
+    },
+}
+
+impl ReflectorError {
+    /// The HTTP status code behind the error, when the server sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ReflectorError::List { source, .. } | ReflectorError::Watch { source, .. } => {
+                source.code()
+            }
+            ReflectorError::StreamingListCut { .. } => None,
+        }
+    }
+
+    /// True for 410 Gone / Expired: the resourceVersion is too old, relist.
+    #[must_use]
+    pub fn is_gone(&self) -> bool {
+        self.code() == Some(410)
+    }
+}
+
+/// A callback for list and watch errors; see
+/// [`SharedInformer::on_error`](crate::informer::SharedInformer::on_error).
+pub type ErrorHook = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// The list/watch loop for one resource.
+pub struct Reflector {
+    lw: Arc<dyn ListWatch>,
+    resource: ApiResource,
+    key: ResourceKey,
+    options: InformerOptions,
+    transform: Option<TransformFn>,
+    status: watch::Sender<InformerStatus>,
+    stats: Arc<ReflectorStats>,
+    metrics: InformerMetrics,
+    error_hook: Arc<Mutex<Option<ErrorHook>>>,
+    /// The server refused a streaming list once; use list-then-watch.
+    streaming_unsupported: bool,
+    /// Where a sharded informer's ranges come from.
+    shard: Option<ShardSource>,
+    /// The shard selector of the current list and watch.
+    active_shard: Option<ShardSelector>,
+}
+
+/// Why a watch ended.
+enum WatchEnd {
+    /// The stream ended normally: resume from the last resourceVersion.
+    Resume,
+    /// 410: list again.
+    Relist,
+    /// Another error: back off, then resume (or relist if never listed).
+    Failed(ReflectorError),
+    /// The shard's ranges changed: list them.
+    Reshard,
+    /// Cancelled.
+    Cancelled,
+}
+
+/// What a reflector carries across list/watch rounds.
+struct Progress {
+    backoff: Backoff,
+    /// resourceVersion to resume the watch from; `None` = list first.
+    resume_rv: Option<String>,
+    /// A complete list was handed on at least once.
+    listed: bool,
+    /// Why the next complete list is made.
+    next_list: ListReason,
+    /// When the reflector started (for the first sync's duration).
+    started: std::time::Instant,
+}
+
+/// What a sharded informer does before a list.
+enum ShardStep {
+    /// List (also what an informer that is not sharded does).
+    List,
+    /// It holds no range: nothing to list.
+    Nothing,
+    Cancelled,
+}
+
+/// Result of one list attempt.
+enum ListOutcome {
+    /// Every page was handed on; the list's resourceVersion, and objects
+    /// deleted during a streaming list's initial events after their page was
+    /// handed on (to hand on as deletes after the end).
+    Listed(String, Vec<DynamicObject>),
+    Failed(ReflectorError),
+    Cancelled,
+}
+
+impl Reflector {
+    /// A reflector for `resource` (its `ApiResource` gives the apiVersion and
+    /// kind that every object must carry), listing and watching as `options`
+    /// say, reporting to `status`. `error_hook` is read at every error, so
+    /// it can be set after the reflector is built.
+    pub(crate) fn new(
+        lw: Arc<dyn ListWatch>,
+        resource: ApiResource,
+        options: &InformerOptions,
+        status: watch::Sender<InformerStatus>,
+        error_hook: Arc<Mutex<Option<ErrorHook>>>,
+    ) -> Self {
+        let metrics = InformerMetrics::new(
+            &ResourceKey::from(&resource),
+            &match &options.namespaces {
+                Namespaces::All => String::new(),
+                Namespaces::Only(set) => set.iter().cloned().collect::<Vec<_>>().join(","),
+            },
+        );
+        Self {
+            lw,
+            key: ResourceKey::from(&resource),
+            resource,
+            transform: options.transform_fn(),
+            options: options.clone(),
+            status,
+            stats: Arc::new(ReflectorStats::default()),
+            metrics,
+            error_hook,
+            streaming_unsupported: false,
+            shard: options.shard_ranges(),
+            active_shard: None,
+        }
+    }
+
+    /// The reflector's counters.
+    pub fn stats(&self) -> Arc<ReflectorStats> {
+        self.stats.clone()
+    }
+
+    /// The informer's metric series, which this reflector records into.
+    pub(crate) fn metrics(&self) -> InformerMetrics {
+        self.metrics.clone()
+    }
+
+    /// Sets the status, notifying only on a change.
+    fn set_status(&self, status: InformerStatus) {
+        self.status.send_if_modified(|current| {
+            if *current == status {
+                false
+            } else {
+                *current = status;
+                true
+            }
+        });
+    }
+
+    /// Runs until `cancel` fires, handing every change to `sink` in order.
+    pub async fn run(mut self, cancel: CancellationToken, mut sink: impl FnMut(Delta) + Send) {
+        let mut progress = Progress {
+            backoff: Backoff::new(self.options.backoff.clone()),
+            resume_rv: None,
+            listed: false,
+            next_list: ListReason::First,
+            started: std::time::Instant::now(),
+        };
+        match self.lw.availability() {
+            None => self.run_served(&cancel, &mut sink, &mut progress).await,
+            Some(availability) => {
+                self.run_gated(availability, &cancel, &mut sink, &mut progress)
+                    .await;
+            }
+        }
+    }
+
+    /// Alternates between waiting while the resource is not served and
+    /// list/watch while it is.
+    async fn run_gated(
+        &mut self,
+        mut availability: watch::Receiver<ResourceAvailability>,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
+        // Whether the empty Replace for the current absence was handed on.
+        let mut emptied = false;
+        while !cancel.is_cancelled() {
+            let current = availability.borrow_and_update().clone();
+            match current {
+                ResourceAvailability::NotServed { reason } => {
+                    progress.resume_rv = None;
+                    if progress.listed {
+                        if !emptied {
+                            tracing::info!(resource = %self.key, %reason, "resource no longer served; emptying the cache until it is served again");
+                            sink(Delta::ListBegin);
+                            sink(Delta::ListEnd);
+                            emptied = true;
+                        }
+                        self.set_status(InformerStatus::Gone { reason });
+                    } else {
+                        self.set_status(InformerStatus::Pending { reason });
+                    }
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        changed = availability.changed() => {
+                            if changed.is_err() {
+                                // Nobody will say it is served again.
+                                cancel.cancelled().await;
+                                return;
+                            }
+                        }
+                    }
+                }
+                ResourceAvailability::Served { resource, .. } => {
+                    if progress.listed && progress.resume_rv.is_none() {
+                        progress.next_list = ListReason::ServedAgain;
+                    }
+                    if !resource.kind.is_empty() {
+                        self.key = ResourceKey::from(&resource);
+                        self.resource = resource;
+                    }
+                    emptied = false;
+                    if !progress.listed {
+                        self.set_status(InformerStatus::Syncing { listed: 0 });
+                    }
+                    let mut watcher = availability.clone();
+                    let no_longer_served = async move {
+                        loop {
+                            if watcher.changed().await.is_err() {
+                                futures::future::pending::<()>().await;
+                            }
+                            if !watcher.borrow_and_update().is_served() {
+                                return;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = self.run_served(cancel, sink, progress) => return,
+                        _ = no_longer_served => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists and watches until `cancel` fires.
+    async fn run_served(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) {
+        loop {
+            if cancel.is_cancelled() {
+                break;
+            }
+            if self.ranges_differ() {
+                // A watch cannot change its selector: list the new ranges.
+                progress.resume_rv = None;
+            }
+            let rv = match progress.resume_rv.clone() {
+                Some(rv) => rv,
+                None => {
+                    match self.take_shard_ranges(cancel, sink).await {
+                        ShardStep::List => {}
+                        ShardStep::Cancelled => break,
+                        ShardStep::Nothing => {
+                            // No range held: the cache is empty until one is.
+                            progress.listed = true;
+                            self.set_status(InformerStatus::Synced);
+                            if !self.wait_ranges_changed(cancel).await {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
+                    let streaming = self.options.streaming_list
+                        && self.lw.capabilities().streaming_list
+                        && !self.streaming_unsupported;
+                    let list_started = std::time::Instant::now();
+                    let outcome = if streaming {
+                        self.streaming_list(cancel, progress.listed, sink).await
+                    } else {
+                        self.paged_list(cancel, progress.listed, sink).await
+                    };
+                    match outcome {
+                        ListOutcome::Cancelled => break,
+                        ListOutcome::Failed(err) => {
+                            if progress.listed {
+                                progress.next_list = ListReason::Error;
+                            }
+                            if !self.wait_after(&err, progress, cancel).await {
+                                break;
+                            }
+                            continue;
+                        }
+                        ListOutcome::Listed(rv, deleted) => {
+                            ReflectorStats::inc(&self.stats.lists);
+                            sink(Delta::ListEnd);
+                            for object in deleted {
+                                sink(Delta::Delete(object));
+                            }
+                            sink(Delta::ResourceVersion(rv.clone()));
+                            self.metrics
+                                .listed(progress.next_list, list_started.elapsed());
+                            if !progress.listed {
+                                self.metrics
+                                    .sync_duration
+                                    .set(progress.started.elapsed().as_secs_f64());
+                            }
+                            progress.listed = true;
+                            progress.next_list = ListReason::Error;
+                            rv
+                        }
+                    }
+                }
+            };
+            self.set_status(InformerStatus::Synced);
+            let mut last_rv = rv;
+            match self
+                .watch(&last_rv.clone(), &mut last_rv, cancel, sink)
+                .await
+            {
+                WatchEnd::Cancelled => break,
+                WatchEnd::Resume => progress.resume_rv = Some(last_rv),
+                WatchEnd::Relist => {
+                    ReflectorStats::inc(&self.stats.relists_after_gone);
+                    progress.next_list = ListReason::Expired;
+                    progress.resume_rv = None;
+                }
+                WatchEnd::Reshard => progress.resume_rv = None,
+                WatchEnd::Failed(err) => {
+                    progress.resume_rv = Some(last_rv);
+                    if !self.wait_after(&err, progress, cancel).await {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reports `err`, then waits out the backoff. False when cancelled.
+    async fn wait_after(
+        &self,
+        err: &ReflectorError,
+        progress: &mut Progress,
+        cancel: &CancellationToken,
+    ) -> bool {
+        ReflectorStats::inc(&self.stats.errors);
+        self.metrics.errors.increment(1);
+        let delay = progress.backoff.next_delay();
+        let error = error_chain(err);
+        tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
+        let hook = self.error_hook.lock().clone();
+        if let Some(hook) = hook {
+            hook(err);
+        }
+        self.set_status(InformerStatus::BackingOff {
+            error,
+            code: err.code(),
+            attempt: progress.backoff.failures(),
+            retry_in: delay,
+            synced_before: progress.listed,
+        });
+        // A change of shard ranges ends the wait: the new ranges may need
+        // no request at all (none held), or other requests.
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            _ = tokio::time::sleep(delay) => true,
+            () = self.ranges_changed() => true,
+        }
+    }
+
+    /// Whether a sharded informer's ranges differ from those of its last
+    /// list.
+    fn ranges_differ(&self) -> bool {
+        let Some(source) = &self.shard else {
+            return false;
+        };
+        let now = source
+            .ranges
+            .borrow()
+            .clone()
+            .map(|r| ShardSelector::new(source.key, r));
+        now.is_some() && now != self.active_shard
+    }
+
+    /// For a sharded informer, before a list: waits for the ranges (a shard
+    /// group's first assignment), and hands on a [`Delta::Reshard`] when
+    /// they differ from those of the last list.
+    async fn take_shard_ranges(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ShardStep {
+        let Some(source) = &mut self.shard else {
+            return ShardStep::List;
+        };
+        let key = source.key;
+        let ranges = loop {
+            let current = source.ranges.borrow_and_update().clone();
+            if let Some(ranges) = current {
+                break ranges;
+            }
+            self.status.send_if_modified(|status| {
+                let pending = InformerStatus::Pending {
+                    reason: "waiting for this member's shard ranges".to_owned(),
+                };
+                let changed = *status != pending;
+                *status = pending;
+                changed
+            });
+            tokio::select! {
+                _ = cancel.cancelled() => return ShardStep::Cancelled,
+                changed = source.ranges.changed() => if changed.is_err() {
+                    cancel.cancelled().await;
+                    return ShardStep::Cancelled;
+                },
+            }
+        };
+        let current = ShardSelector::new(key, ranges);
+        if self.active_shard.as_ref() != Some(&current) {
+            *self.stats.shard_selector.lock() = Some(current.clone());
+            tracing::info!(resource = %self.key, selector = %current, share = current.share(), "shard ranges set; listing them");
+            sink(Delta::Reshard {
+                previous: self.active_shard.replace(current.clone()),
+                current: current.clone(),
+            });
+        }
+        if current.is_empty() {
+            sink(Delta::ListBegin);
+            sink(Delta::ListEnd);
+            return ShardStep::Nothing;
+        }
+        ShardStep::List
+    }
+
+    /// Waits until a sharded informer's ranges differ from the active ones.
+    /// False when cancelled.
+    async fn wait_ranges_changed(&self, cancel: &CancellationToken) -> bool {
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            () = self.ranges_changed() => true,
+        }
+    }
+
+    /// Resolves when a sharded informer's ranges differ from the active
+    /// ones; never for an informer whose ranges cannot change.
+    fn ranges_changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let source = self.shard.clone();
+        let active = self.active_shard.clone();
+        async move {
+            let Some(mut source) = source else {
+                return futures::future::pending().await;
+            };
+            loop {
+                let now = source
+                    .ranges
+                    .borrow_and_update()
+                    .clone()
+                    .map(|r| ShardSelector::new(source.key, r));
+                if now.is_some() && now != active {
+                    return;
+                }
+                if source.ranges.changed().await.is_err() {
+                    return futures::future::pending().await;
+                }
+            }
+        }
+    }
+
+    fn list_page(
+        &self,
+        params: &ListParams,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<crate::wire::list_watch::ListPage, ListWatchError>,
+    > {
+        match &self.active_shard {
+            Some(shard) => self.lw.list_shard(params, shard),
+            None => self.lw.list(params),
+        }
+    }
+
+    fn start_watch(
+        &self,
+        params: &WatchParams,
+        from: &str,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<crate::wire::list_watch::WatchStream, ListWatchError>,
+    > {
+        match &self.active_shard {
+            Some(shard) => self.lw.watch_shard(params, from, shard),
+            None => self.lw.watch(params, from),
+        }
+    }
+
+    fn list_params(&self) -> ListParams {
+        ListParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            limit: (self.options.page_size > 0).then_some(self.options.page_size),
+            ..ListParams::default()
+        }
+    }
+
+    fn watch_params(&self) -> WatchParams {
+        let min = self.options.min_watch_timeout.as_secs().max(1);
+        let timeout = min + rand::random_range(0..=min);
+        WatchParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            timeout: Some(u32::try_from(timeout).unwrap_or(u32::MAX)),
+            bookmarks: true,
+            send_initial_events: false,
+        }
+    }
+
+    /// Reports listing progress: objects listed so far, while the cache has
+    /// not synced yet (a relist of a synced cache stays "synced").
+    fn listing(&self, objects: usize, listed_before: bool) {
+        if !listed_before {
+            self.set_status(InformerStatus::Syncing { listed: objects });
+        }
+    }
+
+    /// A complete list, page by page. An expired continue token (410) falls
+    /// back to one unpaged list.
+    async fn paged_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ListOutcome {
+        let mut params = self.list_params();
+        let mut listed = 0;
+        self.listing(0, listed_before);
+        sink(Delta::ListBegin);
+        loop {
+            ReflectorStats::inc(&self.stats.list_requests);
+            self.metrics.list_requests.increment(1);
+            let page = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                page = self.list_page(&params) => page,
+            };
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if e.is_gone() && params.continue_token.is_some() => {
+                    tracing::info!(resource = %self.key, "continue token expired during a paged list; listing again in one request");
+                    listed = 0;
+                    sink(Delta::ListBegin);
+                    params = ListParams {
+                        limit: None,
+                        continue_token: None,
+                        ..params
+                    };
+                    continue;
+                }
+                Err(source) => {
+                    return ListOutcome::Failed(ReflectorError::List {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+            };
+            self.metrics.list_bytes.increment(page.bytes as u64);
+            for skipped in &page.skipped {
+                self.note_skipped(skipped);
+            }
+            let dropped_before = self.stats.shard_objects_dropped.load(Ordering::Relaxed);
+            let received = page.objects.len();
+            let objects: Vec<DynamicObject> = page
+                .objects
+                .into_iter()
+                .filter_map(|o| self.admit(o))
+                .collect();
+            if self.active_shard.is_some() {
+                // The server says so with shardInfo, on built-in resources;
+                // v1.37 filters custom resources without saying so. A page
+                // with objects of other shards was not filtered; an empty one
+                // tells nothing.
+                let dropped =
+                    self.stats.shard_objects_dropped.load(Ordering::Relaxed) != dropped_before;
+                if page.shard_info.is_some() || (received > 0 && !dropped) {
+                    self.stats.record_filtering(ShardFiltering::Server);
+                } else if dropped {
+                    self.stats.record_filtering(ShardFiltering::Client);
+                }
+            }
+            listed += objects.len();
+            sink(Delta::ListPage(objects));
+            self.listing(listed, listed_before);
+            match page.continue_token {
+                Some(token) => params.continue_token = Some(token),
+                None => return ListOutcome::Listed(page.resource_version, Vec::new()),
+            }
+        }
+    }
+
+    /// A streaming list: a watch with `sendInitialEvents=true` whose initial
+    /// events end with a bookmark annotated `k8s.io/initial-events-end`.
+    ///
+    /// The initial events are handed on in pages of `page_size` objects (500
+    /// when unpaged). An object deleted during the initial events after its
+    /// page was handed on is handed on as a delete after the list's end.
+    async fn streaming_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ListOutcome {
+        self.listing(0, listed_before);
+        let mut params = self.watch_params();
+        params.send_initial_events = true;
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return ListOutcome::Cancelled,
+            s = self.start_watch(&params, "") => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if refuses_streaming(&e) => {
+                tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
+                self.streaming_unsupported = true;
+                return self.paged_list(cancel, listed_before, sink).await;
+            }
+            Err(source) => {
+                return ListOutcome::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        // Keyed so that a Modified or Deleted during the initial events (not
+        // expected, but allowed) leaves the right final set.
+        let mut page: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        let page_size = match self.options.page_size {
+            0 => 500,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let mut listed = 0;
+        // Keys of the pages handed on, and deletions of them to hand on.
+        let mut handed_on: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut deleted: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        sink(Delta::ListBegin);
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => {
+                    // Ended before the initial events did. A server or proxy
+                    // that ignores `sendInitialEvents` never sends their end,
+                    // and its watch ends only at its timeout: list in pages
+                    // from now on, which works everywhere.
+                    tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
+                    self.streaming_unsupported = true;
+                    return ListOutcome::Failed(ReflectorError::StreamingListCut {
+                        resource: self.key.clone(),
+                    });
+                }
+                Some(Err(source)) => {
+                    return ListOutcome::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            // An object deleted during the initial events (not expected, but
+            // allowed): out of the page, and deleted after the end if its
+            // page was handed on already.
+            let gone = match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(o) = self.admit(o)
+                        && let Some(key) = object_key(&o)
+                    {
+                        deleted.shift_remove(&key);
+                        page.insert(key, o);
+                    }
+                    if page.len() >= page_size {
+                        listed += page.len();
+                        handed_on.extend(page.keys().cloned());
+                        sink(Delta::ListPage(
+                            std::mem::take(&mut page).into_values().collect(),
+                        ));
+                        self.listing(listed, listed_before);
+                    }
+                    None
+                }
+                WatchEvent::Deleted(o) => Some(o),
+                WatchEvent::Skipped {
+                    object,
+                    deleted: was_deleted,
+                } => {
+                    self.note_skipped(&object);
+                    if was_deleted {
+                        self.stub(&object)
+                    } else {
+                        None
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version,
+                    initial_events_end: true,
+                } => {
+                    if !page.is_empty() {
+                        sink(Delta::ListPage(page.into_values().collect()));
+                    }
+                    return ListOutcome::Listed(resource_version, deleted.into_values().collect());
+                }
+                WatchEvent::Bookmark { .. } => None,
+            };
+            if let Some(o) = gone
+                && let Some(key) = object_key(&o)
+            {
+                page.shift_remove(&key);
+                if handed_on.contains(&key) {
+                    deleted.insert(key, o);
+                }
+            }
+        }
+    }
+
+    /// Watches from `from`; updates `last_rv` as events arrive.
+    async fn watch(
+        &mut self,
+        from: &str,
+        last_rv: &mut String,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> WatchEnd {
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let params = self.watch_params();
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return WatchEnd::Cancelled,
+            s = self.start_watch(&params, from) => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if e.is_gone() => {
+                tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
+                return WatchEnd::Relist;
+            }
+            Err(source) => {
+                return WatchEnd::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        let reshard = self.ranges_changed();
+        tokio::pin!(reshard);
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                () = &mut reshard => {
+                    tracing::info!(resource = %self.key, "shard ranges changed; listing the new ones");
+                    return WatchEnd::Reshard;
+                }
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => return WatchEnd::Resume,
+                Some(Err(e)) if e.is_gone() => {
+                    tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
+                    return WatchEnd::Relist;
+                }
+                Some(Err(source)) => {
+                    return WatchEnd::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            self.metrics.received(match &event {
+                WatchEvent::Added(_) => Received::Added,
+                WatchEvent::Modified(_) => Received::Modified,
+                WatchEvent::Deleted(_) => Received::Deleted,
+                WatchEvent::Bookmark { .. } => Received::Bookmark,
+                WatchEvent::Skipped { .. } => Received::Skipped,
+            });
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Upsert(o));
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Delete(o));
+                    }
+                }
+                WatchEvent::Skipped { object, deleted } => {
+                    // Past it, so a resumed watch does not meet it again.
+                    if let Some(rv) = &object.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    self.note_skipped(&object);
+                    if deleted && let Some(stub) = self.stub(&object) {
+                        sink(Delta::Delete(stub));
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version, ..
+                } => {
+                    *last_rv = resource_version;
+                }
+            }
+            sink(Delta::ResourceVersion(last_rv.clone()));
+        }
+    }
+
+    /// Counts and logs an object that could not be decoded.
+    fn note_skipped(&self, object: &UndecodableObject) {
+        ReflectorStats::inc(&self.stats.skipped_objects);
+        self.metrics.skipped.increment(1);
+        tracing::warn!(
+            resource = %self.key,
+            object = %object,
+            "skipping an object that cannot be decoded"
+        );
+    }
+
+    /// The object that stands in for an undecodable deleted one: its
+    /// metadata as far as it could be read, so its key leaves the cache.
+    fn stub(&self, object: &UndecodableObject) -> Option<DynamicObject> {
+        object.name.as_ref()?;
+        Some(DynamicObject {
+            types: Some(TypeMeta {
+                api_version: self.resource.api_version.clone(),
+                kind: self.resource.kind.clone(),
+            }),
+            metadata: ObjectMeta {
+                name: object.name.clone(),
+                namespace: object.namespace.clone(),
+                resource_version: object.resource_version.clone(),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Value::Object(serde_json::Map::new()),
+        })
+    }
+
+    /// Fills in apiVersion and kind when missing (list items carry none) and
+    /// skips objects that belong to another resource or have no name.
+    fn admit(&self, mut obj: DynamicObject) -> Option<DynamicObject> {
+        let want_api_version = &self.resource.api_version;
+        let want_kind = &self.resource.kind;
+        match &obj.types {
+            None => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if t.api_version.is_empty() && t.kind.is_empty() => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if &t.api_version != want_api_version || &t.kind != want_kind => {
+                ReflectorStats::inc(&self.stats.skipped_objects);
+                tracing::warn!(
+                    resource = %self.key,
+                    got_api_version = %t.api_version,
+                    got_kind = %t.kind,
+                    name = obj.metadata.name.as_deref().unwrap_or(""),
+                    "skipping an object of another apiVersion/kind"
+                );
+                return None;
+            }
+            Some(_) => {}
+        }
+        if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
+            ReflectorStats::inc(&self.stats.skipped_objects);
+            tracing::warn!(resource = %self.key, "skipping an object without a name");
+            return None;
+        }
+        if let Some(shard) = &self.active_shard
+            && !shard.matches(&obj)
+        {
+            ReflectorStats::inc(&self.stats.shard_objects_dropped);
+            return None;
+        }
+        Some(match &self.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
+    }
+}
+
+/// `err` followed by each of its sources that adds something, joined by
+/// `: `. kube-client's transport errors say only "client error (Connect)" at
+/// the top; the cause that tells a refused connection from an untrusted
+/// certificate is further down the chain.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Whether a streaming-list request was refused as such: the list-watch
+/// cannot serve one, or the server does not know `sendInitialEvents`
+/// (400/422, unknown or invalid parameter; 501).
+fn refuses_streaming(err: &ListWatchError) -> bool {
+    matches!(err, ListWatchError::StreamingListUnsupported(_))
+        || matches!(err.code(), Some(400 | 422 | 501))
+}
+
+impl fmt::Debug for Reflector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("resource", &self.key)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

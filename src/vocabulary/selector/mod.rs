@@ -1,0 +1,277 @@
+//! Kubernetes label selectors, parsed and matched locally.
+//!
+//! Listers filter the informer's cache by label selector, so the cache has to
+//! understand exactly the selectors the API server understands: a selector that
+//! the server would reject must be rejected here too, and one it accepts must
+//! select the same objects. [`Selector::parse`] follows apimachinery's
+//! `labels.Parse` token for token (including its corner cases, such as `in`
+//! being an ordinary value outside the operator position and `x in ()` meaning
+//! "x is the empty string"), and validates keys and values with the same rules
+//! as the API server, so a typo is reported when the selector is declared rather
+//! than as an empty list at run time.
+//!
+//! The grammar, as apimachinery documents it:
+//!
+//! ```text
+//! <selector>     ::= "" | <requirement> | <requirement> "," <selector>
+//! <requirement>  ::= KEY                          (the label exists)
+//!                  | "!" KEY                      (the label does not exist)
+//!                  | KEY ("=" | "==" | "!=") VALUE
+//!                  | KEY ("in" | "notin") "(" VALUE ("," VALUE)* ")"
+//!                  | KEY (">" | "<") INTEGER
+//! ```
+//!
+//! Spaces, tabs, carriage returns and newlines may surround every token.
+//!
+//! Parse errors say what was expected, where (byte offset and 1-based
+//! column), and what was found instead:
+//!
+//! ```
+//! use kube_dynamic_informer::selector::Selector;
+//!
+//! let err = Selector::parse("app in (a").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     r#"label selector "app in (a": expected ')' or ',' at column 10"#
+//! );
+//! ```
+//!
+//! Field selectors are evaluated by the server only (the set of selectable
+//! fields depends on the resource), so there is no field selector type here;
+//! [`validate_field_selector`] checks their syntax early instead.
+//!
+//! # kube-core and k8s-openapi
+//!
+//! A [`Selector`] converts into the `kube_core::Selector` that kube-client
+//! and kube-runtime take (`ListParams::labels_from`,
+//! `watcher::Config::labels_from`) with `TryFrom`, one requirement per
+//! `kube_core::Expression`:
+//!
+//! | Requirement | `kube_core::Expression` |
+//! |---|---|
+//! | `key=value`, `key==value` | `Equal(key, value)` |
+//! | `key!=value` | `NotEqual(key, value)` |
+//! | `key in (a,b)` | `In(key, {a, b})` |
+//! | `key notin (a,b)` | `NotIn(key, {a, b})` |
+//! | `key` | `Exists(key)` |
+//! | `!key` | `DoesNotExist(key)` |
+//! | `key>N`, `key<N` | none: [`SelectorError::Inexpressible`] |
+//!
+//! Both types display the same string, so nothing is lost on the way; a
+//! selector with `>` or `<` can still go to the server as a string
+//! (`ListParams::labels`).
+//!
+//! The other way, the structured selectors of object specs convert into a
+//! [`Selector`] with `TryFrom` (or [`Selector::from_label_selector`]): our
+//! [`LabelSelector`], read from JSON without a Kubernetes version feature, and
+//! k8s-openapi's `LabelSelector` from typed objects. `matchLabels` entries
+//! become `key=value`, `matchExpressions` take `In`, `NotIn`, `Exists` and
+//! `DoesNotExist`, and anything else is an error naming the key and the
+//! operator or value at fault.
+//!
+//! ```
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+//! use kube_dynamic_informer::selector::Selector;
+//!
+//! let spec = LabelSelector {
+//!     match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+//!     ..LabelSelector::default()
+//! };
+//! let ours = Selector::try_from(&spec)?;
+//! let for_kube_client = kube_core::Selector::try_from(&ours)?;
+//! assert_eq!(for_kube_client.to_string(), "app=web");
+//! # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+//! ```
+
+mod error;
+mod field;
+mod kube_core_selector;
+mod label_selector;
+mod parse;
+mod requirement;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use kube_core::DynamicObject;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A set of labels a selector can be matched against.
+///
+/// Implemented by label maps and by [`StrMap`](crate::cache::compact::StrMap), the labels of a cached
+/// object read in place, so that a lister matches a selector without
+/// decoding the objects it does not return.
+pub trait Labels {
+    /// The value of the label `key`, if set.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, String, S> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+pub use error::SelectorError;
+pub use field::validate_field_selector;
+pub use label_selector::{LabelSelector, LabelSelectorRequirement};
+pub use requirement::{Operator, Requirement};
+
+/// A label selector: the conjunction of its [`Requirement`]s.
+///
+/// Requirements are kept in a canonical order (sorted, duplicates removed), so
+/// two selectors that differ only in the order of their requirements compare
+/// equal, and [`Display`](fmt::Display) gives a stable string that the API
+/// server accepts as the `labelSelector` query parameter.
+///
+/// It serialises as that string and deserialises by [parsing](Selector::parse).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use kube_dynamic_informer::selector::Selector;
+///
+/// let selector: Selector = "tier in (web, api), env != prod, !canary".parse()?;
+/// let labels = BTreeMap::from([("tier".to_owned(), "web".to_owned())]);
+/// assert!(selector.matches(&labels));
+/// assert_eq!(selector.to_string(), "!canary,env!=prod,tier in (api,web)");
+/// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Selector {
+    requirements: Vec<Requirement>,
+}
+
+impl Selector {
+    /// The selector that matches every object (the empty selector string).
+    #[must_use]
+    pub fn everything() -> Self {
+        Selector::default()
+    }
+
+    /// Whether this selector has no requirements and so matches everything.
+    #[must_use]
+    pub fn is_everything(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    /// Parses the label selector syntax that kube-apiserver accepts in the
+    /// `labelSelector` query parameter. The empty string (or only whitespace)
+    /// is [`Selector::everything`].
+    ///
+    /// # Errors
+    ///
+    /// [`SelectorError::Syntax`] for a grammar error,
+    /// [`SelectorError::InvalidKey`] and [`SelectorError::InvalidValue`] for a
+    /// key or value the API server would reject; all of them carry the byte
+    /// offset and column of the offending token.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::selector::Selector;
+    ///
+    /// let selector = Selector::parse("app=web,tier")?;
+    /// assert_eq!(selector.requirements().len(), 2);
+    /// assert!(Selector::parse("").unwrap().is_everything());
+    /// assert!(Selector::parse("app=").is_ok()); // the empty value is a value
+    /// assert!(Selector::parse("app=-web").is_err()); // values start alphanumeric
+    /// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+    /// ```
+    pub fn parse(input: &str) -> Result<Self, SelectorError> {
+        parse::parse(input).map(Selector::new)
+    }
+
+    /// A selector made of the given requirements (already validated by
+    /// [`Requirement::new`]).
+    #[must_use]
+    pub fn new(requirements: impl IntoIterator<Item = Requirement>) -> Self {
+        let mut requirements: Vec<Requirement> = requirements.into_iter().collect();
+        requirements.sort_unstable();
+        requirements.dedup();
+        Selector { requirements }
+    }
+
+    /// A selector requiring every label of `labels` to have exactly that value
+    /// (apimachinery's `ValidatedSelectorFromSet`). An empty map gives
+    /// [`Selector::everything`].
+    ///
+    /// # Errors
+    ///
+    /// [`SelectorError::InvalidRequirement`] if a key or value breaks the label
+    /// rules.
+    pub fn from_labels(labels: &BTreeMap<String, String>) -> Result<Self, SelectorError> {
+        labels
+            .iter()
+            .map(|(key, value)| Requirement::new(key.as_str(), Operator::Equals, [value.as_str()]))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Selector::new)
+    }
+
+    /// The requirements, in canonical order.
+    #[must_use]
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    /// Whether a set of labels satisfies every requirement: a map, or the
+    /// labels of a cached object read in place
+    /// ([`CachedObject::labels`](crate::cache::store::CachedObject::labels)).
+    #[must_use]
+    pub fn matches(&self, labels: &(impl Labels + ?Sized)) -> bool {
+        self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    /// Whether an object's `metadata.labels` satisfy every requirement (an
+    /// object without labels has an empty label set).
+    #[must_use]
+    pub fn matches_object(&self, object: &DynamicObject) -> bool {
+        if self.is_everything() {
+            return true;
+        }
+        match &object.metadata.labels {
+            Some(labels) => self.matches(labels),
+            None => self.matches(&BTreeMap::new()),
+        }
+    }
+}
+
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, requirement) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{requirement}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Selector {
+    type Err = SelectorError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Selector::parse(s)
+    }
+}
+
+impl Serialize for Selector {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Selector {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Selector::parse(&s).map_err(serde::de::Error::custom)
+    }
+}

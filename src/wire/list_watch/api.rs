@@ -1,0 +1,321 @@
+//! [`ApiListWatch`]: lists and watches over the API server.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kube_client::api::{ListParams, WatchParams};
+use kube_client::{Api, Client};
+use kube_core::{ApiResource, DynamicObject, TypeMeta};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use super::wire::{self, PageAhead};
+use super::{Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream};
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::shard::ShardSelector;
+
+/// The [`ListWatch`] over the API server, for all namespaces, one or
+/// several, full objects or metadata only.
+///
+/// - **Several namespaces** are listed one after the other at the
+///   resourceVersion of the first list (`resourceVersionMatch=Exact`), so the
+///   combined list is one consistent snapshot, and watched together; each
+///   namespace's watch resumes from its own last resourceVersion. It offers
+///   no streaming lists ([`Capabilities::streaming_list`] is false): the
+///   server would end each namespace's initial events separately.
+/// - **Metadata only** lists and watches `PartialObjectMetadata` and turns
+///   each into a [`DynamicObject`] with the resource's apiVersion and kind,
+///   its metadata, and an empty body.
+/// - **Paging**: when a list page has a continue token, the next page is
+///   requested before this one is decoded, and answers the next `list` call
+///   made with that token (any other call cancels it).
+/// - **Following discovery** ([`with_availability`](Self::with_availability)):
+///   requests go to whatever version discovery says is served; while nothing
+///   is, they fail with [`ListWatchError::NotServed`] (the reflector does not
+///   even ask: it waits).
+///
+/// ```no_run
+/// # fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use kube_core::ApiResource;
+/// use kube_dynamic_informer::list_watch::ApiListWatch;
+/// use kube_dynamic_informer::options::InformerOptions;
+/// use kube_dynamic_informer::scope::{Namespaces, Scope};
+/// use kube_dynamic_informer::informer::SharedInformer;
+///
+/// let secrets = ApiResource {
+///     group: "".into(), version: "v1".into(), api_version: "v1".into(),
+///     kind: "Secret".into(), plural: "secrets".into(),
+/// };
+/// let lw = ApiListWatch::new(client, secrets.clone(), Scope::Namespaced)
+///     .namespaces(Namespaces::only(["shop", "blog"]))
+///     .metadata_only(true);
+/// let informer = SharedInformer::with_list_watch(lw, secrets, InformerOptions::default());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ApiListWatch {
+    client: Client,
+    availability: watch::Receiver<ResourceAvailability>,
+    follows_discovery: bool,
+    namespaces: Namespaces,
+    /// The namespaces are a default of a whole factory, which a
+    /// cluster-scoped resource ignores.
+    namespaces_inherited: bool,
+    metadata_only: bool,
+    /// The `shardSelector` of this call's requests.
+    shard: Option<Arc<str>>,
+    /// With several namespaces: where each namespace's watch is, in
+    /// namespace order; set by a complete list, advanced by events.
+    pub(super) positions: Arc<Mutex<Option<Vec<String>>>>,
+    /// The next list page, requested ahead.
+    pub(super) ahead: PageAhead,
+}
+
+impl fmt::Debug for ApiListWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiListWatch")
+            .field("availability", &*self.availability.borrow())
+            .field("namespaces", &self.namespaces)
+            .field("metadata_only", &self.metadata_only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiListWatch {
+    /// A list/watch of `resource`, taken as always served, in all
+    /// namespaces, full objects.
+    #[must_use]
+    pub fn new(client: Client, resource: ApiResource, scope: Scope) -> Self {
+        let (_tx, rx) = watch::channel(ResourceAvailability::Served { resource, scope });
+        let mut lw = Self::with_availability(client, rx);
+        lw.follows_discovery = false;
+        lw
+    }
+
+    /// A list/watch of whatever `availability` says is served (as
+    /// [`DiscoveryCache::availability`](crate::factory::discovery::DiscoveryCache::availability)
+    /// provides); the reflector waits while it is not.
+    #[must_use]
+    pub fn with_availability(
+        client: Client,
+        availability: watch::Receiver<ResourceAvailability>,
+    ) -> Self {
+        Self {
+            client,
+            availability,
+            follows_discovery: true,
+            namespaces: Namespaces::All,
+            namespaces_inherited: false,
+            metadata_only: false,
+            shard: None,
+            positions: Arc::new(Mutex::new(None)),
+            ahead: PageAhead::default(),
+        }
+    }
+
+    /// Sets the namespaces (see [`Scope::check`] for cluster-scoped
+    /// resources: requests fail with [`ListWatchError::ClusterScoped`]).
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Says that the namespaces are a default for many resources (a
+    /// factory's), which a cluster-scoped resource ignores instead of
+    /// failing.
+    #[must_use]
+    pub fn namespaces_inherited(mut self, inherited: bool) -> Self {
+        self.namespaces_inherited = inherited;
+        self
+    }
+
+    /// Lists and watches metadata only.
+    #[must_use]
+    pub fn metadata_only(mut self, enabled: bool) -> Self {
+        self.metadata_only = enabled;
+        self
+    }
+
+    /// The resource and one `Api` per namespace (one for all).
+    fn target(&self) -> Result<(ApiResource, Vec<Api<DynamicObject>>), ListWatchError> {
+        let (resource, scope) = match &*self.availability.borrow() {
+            ResourceAvailability::Served { resource, scope } => (resource.clone(), *scope),
+            ResourceAvailability::NotServed { reason } => {
+                return Err(ListWatchError::NotServed {
+                    reason: reason.clone(),
+                });
+            }
+        };
+        let namespaces = match scope {
+            Scope::Cluster if self.namespaces_inherited => &Namespaces::All,
+            _ => &self.namespaces,
+        };
+        scope.check(ResourceKey::from(&resource), namespaces)?;
+        let apis = match namespaces {
+            Namespaces::Only(set) => set
+                .iter()
+                .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
+                .collect(),
+            Namespaces::All => vec![Api::all_with(self.client.clone(), &resource)],
+        };
+        Ok((resource, apis))
+    }
+
+    pub(super) async fn list_one(
+        &self,
+        api: &Api<DynamicObject>,
+        resource: &ApiResource,
+        params: &ListParams,
+    ) -> Result<ListPage, ListWatchError> {
+        let mut page = wire::list(
+            api,
+            params,
+            self.metadata_only,
+            self.shard.as_deref(),
+            &self.ahead,
+        )
+        .await?;
+        if self.metadata_only {
+            for o in &mut page.objects {
+                from_metadata(o, resource);
+            }
+        }
+        Ok(page)
+    }
+
+    pub(super) async fn watch_one(
+        &self,
+        api: &Api<DynamicObject>,
+        resource: &ApiResource,
+        params: &WatchParams,
+        rv: &str,
+    ) -> Result<WatchStream, ListWatchError> {
+        let stream =
+            wire::watch(api, params, rv, self.metadata_only, self.shard.as_deref()).await?;
+        if !self.metadata_only {
+            return Ok(stream);
+        }
+        let resource = resource.clone();
+        Ok(stream
+            .map(move |event| {
+                event.map(|mut e| {
+                    if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
+                        &mut e
+                    {
+                        from_metadata(o, &resource);
+                    }
+                    e
+                })
+            })
+            .boxed())
+    }
+}
+
+/// A metadata-only object (decoded as `meta.k8s.io/v1
+/// PartialObjectMetadata`) as an object of `resource`.
+pub(super) fn from_metadata(object: &mut DynamicObject, resource: &ApiResource) {
+    object.types = Some(TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    object.data = serde_json::Value::Object(serde_json::Map::new());
+}
+
+impl ListWatch for ApiListWatch {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let this = self.clone();
+        let params = params.clone();
+        async move {
+            let (resource, apis) = this.target()?;
+            if let [api] = apis.as_slice() {
+                this.list_one(api, &resource, &params).await
+            } else {
+                this.list_several(apis, resource, params).await
+            }
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        let this = self.clone();
+        let params = params.clone();
+        let rv = resource_version.to_owned();
+        async move {
+            let (resource, apis) = this.target()?;
+            if let [api] = apis.as_slice() {
+                this.watch_one(api, &resource, &params, &rv).await
+            } else {
+                this.watch_several(apis, resource, params, rv).await
+            }
+        }
+        .boxed()
+    }
+
+    fn list_shard(
+        &self,
+        params: &ListParams,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let mut this = self.clone();
+        this.shard = Some(shard.to_string().into());
+        this.list(params)
+    }
+
+    fn watch_shard(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        let mut this = self.clone();
+        this.shard = Some(shard.to_string().into());
+        this.watch(params, resource_version)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            streaming_list: !matches!(&self.namespaces, Namespaces::Only(set) if set.len() > 1),
+        }
+    }
+
+    fn availability(&self) -> Option<watch::Receiver<ResourceAvailability>> {
+        self.follows_discovery.then(|| self.availability.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_objects_keep_the_resource_kind() {
+        let resource = ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+        };
+        let mut obj = wire::decode_object(
+            &serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                "metadata": { "name": "a", "namespace": "x", "labels": { "k": "v" } }
+            })
+            .to_string(),
+        )
+        .unwrap();
+        from_metadata(&mut obj, &resource);
+        assert_eq!(obj.types.as_ref().unwrap().kind, "ConfigMap");
+        assert_eq!(obj.types.as_ref().unwrap().api_version, "v1");
+        assert_eq!(obj.metadata.labels.unwrap()["k"], "v");
+        assert_eq!(obj.data, serde_json::json!({}));
+    }
+}

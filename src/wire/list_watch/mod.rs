@@ -1,0 +1,254 @@
+//! The server side of an informer: list a resource, watch it from a
+//! resourceVersion.
+//!
+//! [`ListWatch`] is the small trait the [reflector](crate::informer::reflector) drives;
+//! [`ApiListWatch`] is its one implementation over the API server, for all
+//! namespaces, one or several, full objects or metadata only, following
+//! discovery when given an availability channel. Tests implement the trait
+//! with scripted answers.
+//!
+//! Responses are decoded object by object (see [`MAX_OBJECT_DEPTH`]): an
+//! object that cannot be decoded is left out of its list page
+//! ([`ListPage::skipped`]) or comes as a [`WatchEvent::Skipped`] in its
+//! place, instead of failing the page or stalling the watch. Errors say what
+//! happened ([`ListWatchError`]): the server's own status, a transport
+//! failure, or a request this list-watch cannot make — never a made-up HTTP
+//! status.
+
+mod api;
+mod several;
+mod wire;
+
+use std::fmt;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::DynamicObject;
+use tokio::sync::watch;
+
+pub use api::ApiListWatch;
+pub use wire::{MAX_OBJECT_DEPTH, decode_list};
+
+use crate::vocabulary::scope::{NamespaceOnClusterScoped, ResourceAvailability};
+use crate::vocabulary::shard::ShardSelector;
+
+/// Annotation on the bookmark that ends the initial events of a streaming
+/// list.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// One list response: a page, or the whole list.
+#[derive(Debug, Default)]
+pub struct ListPage {
+    /// The objects, in the server's order (without apiVersion and kind when
+    /// the server leaves them out of list items).
+    pub objects: Vec<DynamicObject>,
+    /// The list's resourceVersion.
+    pub resource_version: String,
+    /// Where the next page starts; `None` on the last page.
+    pub continue_token: Option<String>,
+    /// Objects of this page that could not be decoded.
+    pub skipped: Vec<UndecodableObject>,
+    /// Size of the response body in bytes (0 when not known).
+    pub bytes: usize,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied
+    /// to this list; `None` when it applied none (it sent every object).
+    pub shard_info: Option<String>,
+}
+
+/// A watch event.
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// An object was created.
+    Added(DynamicObject),
+    /// An object changed.
+    Modified(DynamicObject),
+    /// An object was deleted; this is its last state.
+    Deleted(DynamicObject),
+    /// The watch has seen everything up to `resource_version`.
+    Bookmark {
+        /// Where a resumed watch may start.
+        resource_version: String,
+        /// This bookmark ends the initial events of a streaming list.
+        initial_events_end: bool,
+    },
+    /// An object the server sent that could not be decoded. The watch has
+    /// moved past its resourceVersion; when `deleted`, its key must leave the
+    /// cache all the same.
+    Skipped {
+        /// What could be read of it.
+        object: UndecodableObject,
+        /// It was a `DELETED` event.
+        deleted: bool,
+    },
+}
+
+/// Watch events as they arrive.
+pub type WatchStream = BoxStream<'static, Result<WatchEvent, ListWatchError>>;
+
+/// What a [`ListWatch`] can do beyond list and watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It can serve a streaming list (a watch with `sendInitialEvents`).
+    pub streaming_list: bool,
+}
+
+impl Default for Capabilities {
+    /// Everything.
+    fn default() -> Self {
+        Self {
+            streaming_list: true,
+        }
+    }
+}
+
+/// The two server calls a reflector makes. [`ApiListWatch`] implements it
+/// over the API server; tests implement it with scripted answers.
+pub trait ListWatch: Send + Sync + 'static {
+    /// One list request (one page when `params.limit` is set).
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>>;
+
+    /// Starts a watch from `resource_version`; the future resolves when the
+    /// server has answered the request.
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>>;
+
+    /// [`list`](Self::list) restricted to one shard: the request carries
+    /// `shard` as its `shardSelector`. By default the same as `list`, as
+    /// from a server without sharded lists; the reflector drops the other
+    /// shards' objects of any list without [`ListPage::shard_info`].
+    fn list_shard(
+        &self,
+        params: &ListParams,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        let _ = shard;
+        self.list(params)
+    }
+
+    /// [`watch`](Self::watch) restricted to one shard (see
+    /// [`list_shard`](Self::list_shard)); by default the same as `watch`.
+    fn watch_shard(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        shard: &ShardSelector,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        let _ = shard;
+        self.watch(params, resource_version)
+    }
+
+    /// What this list-watch can do; by default everything.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
+    /// Whether the resource is served, kept current by discovery, for a
+    /// list-watch that follows it. `None` (the default): always assumed
+    /// served, so a missing resource shows up as 404 errors with backoff,
+    /// as in client-go. With a channel, the reflector sends no request while
+    /// the resource is not served and reports it as pending or gone.
+    fn availability(&self) -> Option<watch::Receiver<ResourceAvailability>> {
+        None
+    }
+}
+
+/// Why a list or watch request failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListWatchError {
+    /// The server answered with an error status (in its response, or as a
+    /// watch `ERROR` event).
+    #[error("{message} ({code} {reason})")]
+    Status {
+        /// HTTP status code: 403, 404, 410, ...
+        code: u16,
+        /// Machine-readable reason: `Forbidden`, `NotFound`, `Expired`, ...
+        reason: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The request got no usable answer: connection, TLS, a response that
+    /// is not what a list or watch returns.
+    #[error(transparent)]
+    Client(kube_client::Error),
+    /// The resource is not served (discovery said so); nothing was asked.
+    #[error("{reason}")]
+    NotServed {
+        /// Why, as discovery put it.
+        reason: String,
+    },
+    /// A namespace restriction on a resource that turned out to be
+    /// cluster-scoped.
+    #[error(transparent)]
+    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    /// A streaming list was asked of a list-watch that cannot serve one
+    /// (see [`Capabilities`]).
+    #[error("streaming lists are not available here: {0}")]
+    StreamingListUnsupported(String),
+    /// A continue token this list-watch did not issue.
+    #[error("invalid continue token {0:?}")]
+    InvalidContinueToken(String),
+}
+
+impl ListWatchError {
+    /// The HTTP status code the server sent, when it sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ListWatchError::Status { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// True for 410 Gone / Expired: the resourceVersion is too old, list
+    /// again.
+    #[must_use]
+    pub fn is_gone(&self) -> bool {
+        self.code() == Some(410)
+    }
+}
+
+impl From<kube_client::Error> for ListWatchError {
+    fn from(e: kube_client::Error) -> Self {
+        match e {
+            kube_client::Error::Api(s) => ListWatchError::Status {
+                code: s.code,
+                reason: s.reason.clone(),
+                message: s.message.clone(),
+            },
+            other => ListWatchError::Client(other),
+        }
+    }
+}
+
+/// An object the server sent that could not be decoded, so it is not in the
+/// cache; counted in [`ReflectorStats::skipped_objects`](crate::informer::reflector::ReflectorStats::skipped_objects).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndecodableObject {
+    /// `metadata.namespace`, when it could be read.
+    pub namespace: Option<String>,
+    /// `metadata.name`, when it could be read.
+    pub name: Option<String>,
+    /// `metadata.resourceVersion`, when it could be read.
+    pub resource_version: Option<String>,
+    /// Why it could not be decoded.
+    pub reason: String,
+}
+
+impl fmt::Display for UndecodableObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(name)) => write!(f, "{ns}/{name}")?,
+            (None, Some(name)) => f.write_str(name)?,
+            (_, None) => f.write_str("an object without a readable name")?,
+        }
+        if let Some(rv) = &self.resource_version {
+            write!(f, " (resourceVersion {rv})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
