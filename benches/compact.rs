@@ -50,8 +50,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kube_core::DynamicObject;
-use kube_dynamic_informer::compact::{CompactEntry, CompactObject, Interner};
-use kube_dynamic_informer::projection::Projection;
+use kube_dynamic_informer::cache::Projection;
+use kube_dynamic_informer::cache::{CompactEntry, CompactObject, Interner};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};

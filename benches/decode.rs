@@ -38,7 +38,7 @@ fn decode(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("wire_decode_list", |b| {
         b.iter(|| {
-            let page = kube_dynamic_informer::list_watch::decode_list(&text).expect("a list");
+            let page = kube_dynamic_informer::wire::decode_list(&text).expect("a list");
             assert!(page.skipped.is_empty());
             page.objects.len()
         })

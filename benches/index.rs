@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kube_core::DynamicObject;
-use kube_dynamic_informer::index::{IndexFn, IndexInput};
-use kube_dynamic_informer::store::{Store, StoreWriter};
+use kube_dynamic_informer::cache::{IndexFn, IndexInput};
+use kube_dynamic_informer::cache::{Store, StoreWriter};
 use serde_json::{Value, json};
 
 fn pod(namespace: &str, name: &str, resource_version: &str, node: &str) -> DynamicObject {

@@ -21,10 +21,10 @@ use kube_client::Client;
 use kube_client::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams,
 };
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::options::InformerOptions;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

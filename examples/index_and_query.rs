@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube_client::Client;
+use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::informer::InformerOptions;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use kube_client::Client;
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::informer::Event;
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::informer::InformerOptions;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -15,11 +15,11 @@
 use std::time::Duration;
 
 use kube_client::config::Kubeconfig;
-use kube_dynamic_informer::cluster_set::{
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::{
     ClusterEvent, ClusterSet, clusters_from_all_contexts, clusters_from_contexts,
 };
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::InformerOptions;
+use kube_dynamic_informer::informer::InformerOptions;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

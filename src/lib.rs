@@ -18,7 +18,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use kube_dynamic_informer::index::IndexFn;
+//! use kube_dynamic_informer::cache::IndexFn;
 //! use kube_dynamic_informer::informer::Event;
 //! use kube_dynamic_informer::{InformerFactory, InformerOptions};
 //!
@@ -61,15 +61,31 @@
 //!
 //! # Rules instead of lists
 //!
-//! A [`pattern::ResourcePattern`] designates resources by group glob
+//! A [`factory::ResourcePattern`] designates resources by group glob
 //! (`*.example.com`), category (`qa`, `all`) or origin (defined by a CRD),
 //! with `include`/`exclude` and a scope filter;
 //! [`InformerFactory::for_pattern`] makes informers for what it selects now.
-//! A [`resource_set::ResourceSet`] runs the informers and patterns of a
+//! A [`declarative::ResourceSet`] runs the informers and patterns of a
 //! config file and keeps them right while they run: it follows discovery
 //! (CRDs that start or stop matching), applies a changed config without
 //! touching what did not change, and can leave out what the user may not
-//! watch ([`access`]) until access is granted.
+//! watch ([`factory::AccessCheck`]) until access is granted.
+//!
+//! # The layers
+//!
+//! Each module is one layer of the library and imports only the ones above
+//! it in this list:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`vocabulary`] | resource names and keys, scope, selectors, shard ranges, durations |
+//! | [`wire`] | listing and watching, decoding |
+//! | [`cache`] | the store and its indexes, compact storage, projections, transforms, listers |
+//! | [`informer`] | the shared informer, its handlers, the reflector, options, status |
+//! | [`factory`] | the informer factory, discovery, resource patterns, access checks |
+//! | [`declarative`] | config files, resource sets, cluster sets, shard groups |
+//!
+//! [`prelude`] imports the names most programs use.
 //!
 //! # Notes
 //!
@@ -99,32 +115,9 @@ pub mod informer;
 pub mod vocabulary;
 pub mod wire;
 
-pub use cache::{compact, index, lister, projection, store, transform};
-pub use declarative::cluster_set;
-#[cfg(feature = "config")]
-pub use declarative::{config, resource_set};
-pub use factory::{access, discovery, pattern};
-pub use informer::{backoff, options, reflector, status, telemetry};
-pub use vocabulary::{duration, object_key, resource, scope, selector};
-pub use wire::list_watch;
-
-/// Shard ranges and shard groups.
-pub mod shard {
-    pub use crate::declarative::shard_group::{
-        MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
-        ShardGroupError, rbac_role, rendezvous,
-    };
-    pub use crate::vocabulary::shard::*;
-    /// Shard groups.
-    pub mod group {
-        pub use crate::declarative::shard_group::*;
-    }
-}
-
-pub use cache::lister::Lister;
-pub use factory::discovery::DiscoveryCache;
-pub use factory::{GenericInformer, InformerFactory};
-pub use informer::options::InformerOptions;
+pub use cache::Lister;
+pub use factory::{DiscoveryCache, InformerFactory, InformerHandle};
+pub use informer::InformerOptions;
 
 /// The names most programs use, in one import:
 /// `use kube_dynamic_informer::prelude::*;`.
@@ -134,7 +127,7 @@ pub mod prelude {
     pub use crate::cache::projection::Projection;
     pub use crate::cache::transform::Transform;
     pub use crate::factory::discovery::DiscoveryCache;
-    pub use crate::factory::{CacheSyncReport, GenericInformer, InformerFactory};
+    pub use crate::factory::{CacheSyncReport, InformerFactory, InformerHandle};
     pub use crate::informer::options::InformerOptions;
     pub use crate::informer::{
         Event, EventHandler, HandlerOptions, InformerStatus, SharedInformer, WaitError,

@@ -19,16 +19,14 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::api::{ListParams, WatchParams};
 use kube_core::{ApiResource, DynamicObject, TypeMeta};
-use kube_dynamic_informer::index::{IndexFn, IndexInput};
+use kube_dynamic_informer::cache::{IndexFn, IndexInput};
+use kube_dynamic_informer::cache::{Store, StoreWriter};
+use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::list_watch::{
-    ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
-};
-use kube_dynamic_informer::object_key::object_key;
-use kube_dynamic_informer::options::InformerOptions;
-use kube_dynamic_informer::resource::ResourceName;
-use kube_dynamic_informer::selector::Selector;
-use kube_dynamic_informer::store::{Store, StoreWriter};
+use kube_dynamic_informer::vocabulary::ResourceName;
+use kube_dynamic_informer::vocabulary::Selector;
+use kube_dynamic_informer::vocabulary::object_key;
+use kube_dynamic_informer::wire::{ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -621,7 +619,7 @@ fn parsers_finish_on_megabyte_inputs() {
     let started = Instant::now();
     for input in &inputs {
         let _ = Selector::parse(input);
-        let _ = kube_dynamic_informer::selector::validate_field_selector(input);
+        let _ = kube_dynamic_informer::vocabulary::validate_field_selector(input);
         let _ = ResourceName::parse(input);
         let _ = IndexFn::jmespath("i", input);
     }

@@ -22,7 +22,7 @@ use jmespath::functions::{AvgFn, Function, ToStringFn};
 use jmespath::{Context, Rcvar, Runtime, SearchResult, Variable};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::{DynamicObject, TypeMeta};
-use kube_dynamic_informer::index::{IndexError, IndexFn, IndexInput};
+use kube_dynamic_informer::cache::{IndexError, IndexFn, IndexInput};
 use proptest::prelude::*;
 use serde_json::{Number, Value};
 

@@ -1,89 +1,6 @@
 //! Projections: the fields of each object a cache keeps.
 //!
-//! Most programs read a few fields of the objects they watch (a node name, a
-//! few labels, some conditions) and cache the whole object anyway. A
-//! [`Projection`] names the fields to keep, as paths; everything else is
-//! dropped as each list page and watch event arrives, before the object is
-//! cached, as `managedFields` stripping is (see [`crate::cache::transform`]). It
-//! cuts cache memory, not network traffic.
-//!
-//! ```
-//! use kube_dynamic_informer::projection::Projection;
-//!
-//! let projection = Projection::new([
-//!     "spec.nodeName",
-//!     "status.conditions",
-//!     r#"metadata.labels["app.kubernetes.io/name"]"#,
-//! ])?;
-//! let object: kube_core::DynamicObject = serde_json::from_value(serde_json::json!({
-//!     "apiVersion": "v1", "kind": "Pod",
-//!     "metadata": {
-//!         "name": "web-1", "namespace": "shop", "resourceVersion": "42",
-//!         "labels": { "app.kubernetes.io/name": "web", "tier": "front" },
-//!     },
-//!     "spec": { "nodeName": "node-1", "containers": [{ "name": "web" }] },
-//!     "status": { "phase": "Running", "conditions": [{ "type": "Ready" }] },
-//! }))?;
-//! let kept = serde_json::to_value(projection.apply(object))?;
-//! assert_eq!(kept, serde_json::json!({
-//!     "apiVersion": "v1", "kind": "Pod",
-//!     "metadata": {
-//!         "name": "web-1", "namespace": "shop", "resourceVersion": "42",
-//!         "labels": { "app.kubernetes.io/name": "web" },
-//!     },
-//!     "spec": { "nodeName": "node-1" },
-//!     "status": { "conditions": [{ "type": "Ready" }] },
-//! }));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! # Paths
-//!
-//! A path is a list of fields, separated by dots: `spec.nodeName`,
-//! `spec.template.spec.containers`. A field named with other characters than
-//! ASCII letters, digits, `_` and `-` — a label key such as
-//! `app.kubernetes.io/name` — is written in brackets, quoted with `"` or `'`:
-//! `metadata.labels["app.kubernetes.io/name"]`, `metadata.annotations['a/b']`
-//! (inside the quotes, `\"`, `\'` and `\\` stand for the character after
-//! the backslash).
-//!
-//! - A path keeps its whole subtree: `metadata.labels` keeps every label,
-//!   `spec` the whole spec.
-//! - A path ends at an array at the latest: an array is kept whole, and the
-//!   fields of its elements cannot be chosen. A path that goes on past an
-//!   array (`spec.containers.image`) keeps nothing of it, as the same
-//!   expression gives nothing in a JMESPath index.
-//! - A path to a field an object does not have keeps nothing of that object
-//!   and is no error; a parent object is kept only when something under it
-//!   is.
-//! - Paths may overlap: `metadata.labels` and `metadata.labels["app"]`
-//!   together keep every label. Projections that keep the same fields are
-//!   equal whatever the order and overlaps of their paths, so equal requests
-//!   share one informer in a [factory](crate::factory).
-//!
-//! # Always kept
-//!
-//! [`ALWAYS_KEPT`] fields are kept whatever the paths say: `apiVersion`,
-//! `kind`, `metadata.name`, `metadata.namespace`, `metadata.uid`,
-//! `metadata.resourceVersion` (what identifies an object and its version: the
-//! cache is keyed by namespace and name, and an update is told from a resync
-//! by the resourceVersion) and `metadata.deletionTimestamp` (whether the
-//! object is being deleted, which most readers need and which costs a few
-//! bytes). Every other metadata field — `labels`, `annotations`,
-//! `ownerReferences`, `finalizers`, `creationTimestamp`, `managedFields`, ... —
-//! is kept only when a path names it. An empty list of paths keeps only these
-//! fields.
-//!
-//! # What reads the projected object
-//!
-//! Everything that reads the cache does: event handlers, indexes, listers.
-//! An index over a field that is not kept finds no value, and a lister's
-//! label selector (`lister.list("app=web")`) matches against the labels that
-//! are kept: keep `metadata.labels` to select on labels in the cache. The
-//! selectors of [`InformerOptions`](crate::informer::options::InformerOptions) are
-//! applied by the server and see whole objects. An object is updated in the
-//! cache, and handlers get an update event, whenever its resourceVersion
-//! changes, even when no kept field did.
+//! The [layer docs](crate::cache) say more.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -95,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// Fields kept whatever the paths of a [`Projection`] say (see the
-/// [module docs](self#always-kept)).
+/// [module docs](crate::cache)).
 pub const ALWAYS_KEPT: &[&str] = &[
     "apiVersion",
     "kind",
@@ -122,7 +39,7 @@ pub struct ProjectionError {
     pub reason: String,
 }
 
-/// The fields of each object a cache keeps; see the [module docs](self).
+/// The fields of each object a cache keeps; see the [module docs](crate::cache).
 ///
 /// Built from paths with [`Projection::new`]; read from and written to a
 /// config file as the list of its paths (`projection: [spec.nodeName,
@@ -149,7 +66,7 @@ impl Projection {
     /// [`ALWAYS_KEPT`] fields; no paths keep only those.
     ///
     /// ```
-    /// use kube_dynamic_informer::projection::Projection;
+    /// use kube_dynamic_informer::cache::Projection;
     ///
     /// let a = Projection::new(["metadata.labels", "spec.nodeName", "metadata.labels['app']"])?;
     /// let b = Projection::new(["spec.nodeName", "metadata.labels"])?;
@@ -158,11 +75,11 @@ impl Projection {
     ///
     /// let err = Projection::new(["metadata.labels.app.kubernetes.io/name"]).unwrap_err();
     /// assert_eq!(err.column, 34); // the `/`
-    /// # Ok::<(), kube_dynamic_informer::projection::ProjectionError>(())
+    /// # Ok::<(), kube_dynamic_informer::cache::ProjectionError>(())
     /// ```
     ///
     /// # Errors
-    /// The first path that does not follow the [grammar](self#paths), or
+    /// The first path that does not follow the [grammar](crate::cache), or
     /// that has more than [`MAX_PATH_FIELDS`] fields, with the column of the
     /// problem.
     pub fn new<I>(paths: I) -> Result<Self, ProjectionError>

@@ -1,19 +1,6 @@
 //! Transforms: what is done to each object before it is cached.
 //!
-//! Stripping `metadata.managedFields` is the classic one (it is often the
-//! largest part of an object and rarely read); it is an option of its own
-//! ([`InformerOptions::strip_managed_fields`](crate::informer::options::InformerOptions::strip_managed_fields)).
-//! Keeping only chosen fields is another, declared as a
-//! [`Projection`] ([`InformerOptions::projection`](crate::informer::options::InformerOptions::projection)).
-//! Anything else is a [`Transform`]: a function with a name. The name is what
-//! makes two requests for the same resource share one informer: functions
-//! cannot be compared, names can. The steps run in that order: stripping,
-//! projection, then the transform, which sees the projected object.
-//!
-//! Transforms run in the reflector as objects arrive, list pages included,
-//! so an untransformed page is dropped before the next one is requested: a
-//! list's peak memory is that of the transformed objects, not of the raw
-//! list. They cut cache memory, not network traffic.
+//! The [layer docs](crate::cache) say more.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -32,7 +19,7 @@ pub type TransformFn = Arc<dyn Fn(DynamicObject) -> DynamicObject + Send + Sync>
 /// different names.
 ///
 /// ```
-/// use kube_dynamic_informer::transform::Transform;
+/// use kube_dynamic_informer::cache::Transform;
 ///
 /// let drop_status = Transform::new("drop-status", |mut o: kube_core::DynamicObject| {
 ///     if let Some(map) = o.data.as_object_mut() {

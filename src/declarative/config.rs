@@ -1,44 +1,7 @@
 //! Declarative informers: a YAML or JSON file that lists what to watch and
 //! how to index it.
 //!
-//! Generic tools (dashboards, policy engines, inventories) are configured,
-//! not recompiled: the resources they watch and the indexes they query come
-//! from a file. The file is versioned and strict, and its JSON Schema
-//! (`schemas/informer-set.schema.json`, generated from the types here) lets
-//! editors check it as it is typed.
-//!
-//! ```yaml
-//! apiVersion: kube-dynamic-informer.io/v1alpha1
-//! kind: InformerSet
-//! defaults:
-//!   stripManagedFields: true
-//!   resync: 10m
-//! informers:
-//!   - resource: pods
-//!     namespaces: [shop]
-//!     labelSelector: "app in (web, api)"
-//!     indexes:
-//!       node: spec.nodeName
-//!       labelKeys: keys(metadata.labels)
-//!   - resource: widgets.example.com
-//!     whenNotServed: wait
-//!     projection:
-//!       - spec.color
-//!       - status.conditions
-//!       - metadata.labels["app.kubernetes.io/name"]
-//! ```
-//!
-//! An informer's options are the fields of [`InformerOptions`], in camelCase.
-//! `projection` lists the fields each cached object keeps (see
-//! [`Projection`] for the paths and what is always kept); in a flow list
-//! (`projection: [spec.color, metadata.labels]`) a path with brackets is
-//! quoted, since `[` and `]` delimit the list there.
-//!
-//! Loading is strict: unknown fields, duplicate informer names or index
-//! names, bad selectors, bad durations, bad projection paths and bad
-//! JMESPath expressions are all rejected, and **every** problem in the file
-//! is reported at once, each with file, line and column and the offending
-//! value ([`ConfigErrors`]).
+//! The [layer docs](crate::declarative) say more.
 
 mod build;
 mod clusters;
@@ -58,7 +21,7 @@ use crate::cache::index::{IndexFn, NAMESPACE_INDEX};
 use crate::cache::projection::Projection;
 use crate::declarative::shard_group::ShardGroupConfig;
 use crate::factory::pattern::ResourcePattern;
-pub use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::informer::options::InformerOptions;
 use crate::vocabulary::duration::parse_duration;
 use crate::vocabulary::resource::ResourceName;
 use crate::vocabulary::selector::{Selector, validate_field_selector};
@@ -105,7 +68,7 @@ pub struct InformerSet {
     /// Rules that designate resources by group, category or origin: each
     /// resource a pattern selects gets an informer with the pattern's
     /// options and indexes, and the set follows discovery (see
-    /// [`crate::declarative::resource_set`]).
+    /// [`crate::declarative`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<PatternSpec>,
     /// The clusters to watch the informers in (see [`ClustersConfig`]);
@@ -113,7 +76,7 @@ pub struct InformerSet {
     #[serde(default, skip_serializing_if = "ClustersConfig::is_empty")]
     pub clusters: ClustersConfig,
     /// Join this shard group: every informer without a static `shard`
-    /// keeps only the slots this member holds (see [`crate::vocabulary::shard`]); one
+    /// keeps only the slots this member holds (see [`crate::vocabulary`]); one
     /// with `shard: 0/1` keeps everything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_group: Option<ShardGroupSpec>,
@@ -393,7 +356,7 @@ impl InformerSet {
     /// Validates config text; `file` names it in errors.
     ///
     /// ```
-    /// use kube_dynamic_informer::config::InformerSet;
+    /// use kube_dynamic_informer::declarative::InformerSet;
     ///
     /// let text = r#"
     /// apiVersion: kube-dynamic-informer.io/v1alpha1
@@ -472,7 +435,7 @@ impl InformerSet {
 /// does not serve.
 ///
 /// ```
-/// use kube_dynamic_informer::config::{Position, position_of};
+/// use kube_dynamic_informer::declarative::{Position, position_of};
 /// let text = "informers:\n  - resource: pods\n  - resource: nope\n";
 /// assert_eq!(position_of(text, "/informers/1/resource"), Some(Position { line: 3, column: 15 }));
 /// ```

@@ -1,79 +1,7 @@
 //! [`ShardGroup`]: replicas that split resources between them, coordinated
 //! by `coordination.k8s.io/v1` Leases.
 //!
-//! The hash space is cut into a fixed number of **slots** (32 by default,
-//! the same for every member). Each member
-//!
-//! - holds a **member Lease** `<group>-member-<hash of identity>`, labelled
-//!   with the group, renewed every third of the lease duration;
-//! - reads the group's Leases at each renewal — and at once when its watch
-//!   of them shows another member joining or leaving, or a slot released —
-//!   and computes, from the live members, which slots are its own:
-//!   **rendezvous hashing** (each slot goes to the member with the highest
-//!   hash of member and slot), so a member joining or leaving moves about
-//!   1/N of the slots and nothing else;
-//! - takes a slot by writing its identity into the **slot Lease**
-//!   `<group>-slot-<n>` — only when that Lease is free (released, or never
-//!   created) or expired — and renews it while the slot stays its own; a slot
-//!   that is no longer its own is given up first and released after.
-//!
-//! Every write is conditional on the resourceVersion read, so two members
-//! racing for a slot cannot both win. Liveness is judged by the reader's
-//! clock (a Lease whose resourceVersion has not changed for a lease
-//! duration, as seen here, is expired), never by comparing clocks.
-//!
-//! # Guarantees
-//!
-//! - **No two live members hold a slot at once.** A member gives up a slot
-//!   (its informers drop the slot's objects) once its last successful
-//!   renewal of it is two thirds of a lease duration old; another member
-//!   takes it only after seeing the Lease unchanged for a whole lease
-//!   duration. Clocks need not agree, only run at about the same rate, and
-//!   a member's task must run within a third of a lease duration of its
-//!   deadline (a process stalled longer than that — swapped out, stopped —
-//!   can still serve a slot another member has taken).
-//! - **No slot stays unheld for longer than a lease duration**, plus the
-//!   request times: a holder that stops renewing (it crashed, or is cut off)
-//!   gives its slots up two thirds of a lease duration after its last
-//!   renewal, and the others take them after seeing its Leases unchanged
-//!   for a lease duration, at their next pass — within a lease duration and
-//!   two renew intervals of that last renewal (5 s of a 3 s lease in the
-//!   tests). A released slot (a member leaving, or no longer the slot's
-//!   owner) is taken as soon as its new owner's watch shows the release,
-//!   at the latest at its next pass.
-//!   The new holder's informers then list the slot: one sync more.
-//! - A member that cannot renew its Leases (the API server unreachable, its
-//!   permissions revoked) gives up every slot by the deadline above and
-//!   reports [`MemberStatus::LostLease`]; it takes slots again once it can
-//!   renew.
-//!
-//! A member that joins a running group starts with the slots no one holds:
-//! its informers sync with those (often none), and receive the others'
-//! objects as adds (`entered_shard`) once their holders release them.
-//!
-//! # Permissions
-//!
-//! A member needs, in the group's namespace, the Role [`rbac_role`] prints
-//! (`kdi shard-role -n NAMESPACE`), bound to its service account:
-//!
-//! ```yaml
-//! apiVersion: rbac.authorization.k8s.io/v1
-//! kind: Role
-//! metadata:
-//!   name: kube-dynamic-informer-shard-group
-//!   namespace: NAMESPACE
-//! rules:
-//!   - apiGroups: [coordination.k8s.io]
-//!     resources: [leases]
-//!     verbs: [get, list, watch, create, update, delete]
-//! ```
-//!
-//! and, as any informer, `list` and `watch` on the resources it caches.
-//!
-//! A member's informers follow its slots: objects of a slot it gives up
-//! reach handlers as deletes with `left_shard = true` (nothing was deleted
-//! on the server), objects of a slot it takes as adds with
-//! `entered_shard = true` (see [`Event`](crate::informer::Event)).
+//! The [layer docs](crate::declarative) say more.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -107,12 +35,12 @@ pub const MAX_SLOTS: u32 = 1024;
 ///
 /// ```
 /// use std::time::Duration;
-/// use kube_dynamic_informer::shard::ShardGroupConfig;
+/// use kube_dynamic_informer::declarative::ShardGroupConfig;
 ///
 /// let config = ShardGroupConfig::new("inventory", "monitoring", "replica-0")
 ///     .lease_duration(Duration::from_secs(15));
 /// config.validate()?;
-/// # Ok::<(), kube_dynamic_informer::shard::ShardGroupError>(())
+/// # Ok::<(), kube_dynamic_informer::declarative::ShardGroupError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ShardGroupConfig {
@@ -269,8 +197,8 @@ pub enum ShardGroupError {
 /// Where a member of a shard group stands.
 ///
 /// ```no_run
-/// # async fn demo(group: kube_dynamic_informer::shard::ShardGroup) {
-/// use kube_dynamic_informer::shard::MemberStatus;
+/// # async fn demo(group: kube_dynamic_informer::declarative::ShardGroup) {
+/// use kube_dynamic_informer::declarative::MemberStatus;
 ///
 /// let mut status = group.watch_status();
 /// while status.changed().await.is_ok() {
@@ -332,7 +260,7 @@ struct Inner {
 }
 
 /// This process's membership in a shard group; see the
-/// [module docs](self). Informers join through
+/// [module docs](crate::declarative). Informers join through
 /// [`InformerOptions::shard_group`](crate::informer::options::InformerOptions::shard_group)
 /// and keep the slots the member holds.
 ///
@@ -342,8 +270,8 @@ struct Inner {
 /// ```no_run
 /// # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
 /// use kube_dynamic_informer::InformerFactory;
-/// use kube_dynamic_informer::options::InformerOptions;
-/// use kube_dynamic_informer::shard::{ShardGroup, ShardGroupConfig};
+/// use kube_dynamic_informer::informer::InformerOptions;
+/// use kube_dynamic_informer::declarative::{ShardGroup, ShardGroupConfig};
 ///
 /// let identity = std::env::var("POD_NAME")?;
 /// let group = ShardGroup::join(
@@ -1008,7 +936,7 @@ fn mix(mut h: u64) -> u64 {
 /// members.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::rendezvous;
+/// use kube_dynamic_informer::declarative::rendezvous;
 /// let members = ["pod-a", "pod-b", "pod-c"];
 /// let owner = rendezvous(&members, 7).unwrap();
 /// // Another member leaving moves only its own slots.
@@ -1032,7 +960,7 @@ pub fn rendezvous<S: AsRef<str>>(members: &[S], slot: u32) -> Option<&str> {
 /// YAML. Its informers need `list` and `watch` on their resources besides.
 ///
 /// ```
-/// let role = kube_dynamic_informer::shard::rbac_role("monitoring");
+/// let role = kube_dynamic_informer::declarative::rbac_role("monitoring");
 /// assert!(role.contains("coordination.k8s.io"));
 /// ```
 #[must_use]

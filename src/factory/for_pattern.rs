@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{FactoryError, GenericInformer, InformerFactory};
+use super::{FactoryError, InformerFactory, InformerHandle};
 use crate::factory::discovery::{DiscoveryError, DiscoverySnapshot};
 use crate::factory::pattern::ResourcePattern;
 use crate::informer::options::InformerOptions;
@@ -20,7 +20,7 @@ impl InformerFactory {
     ///
     /// ```no_run
     /// # async fn demo(factory: kube_dynamic_informer::factory::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
-    /// use kube_dynamic_informer::pattern::ResourcePattern;
+    /// use kube_dynamic_informer::factory::ResourcePattern;
     ///
     /// let crds = ResourcePattern::default().groups(["*.example.com"]).custom_resources(true);
     /// for informer in factory.for_pattern(&crds, |o| o.metadata_only(true)).await? {
@@ -38,7 +38,7 @@ impl InformerFactory {
         &self,
         pattern: &ResourcePattern,
         customize: impl Fn(InformerOptions) -> InformerOptions,
-    ) -> Result<Vec<GenericInformer>, FactoryError> {
+    ) -> Result<Vec<InformerHandle>, FactoryError> {
         pattern.check().map_err(FactoryError::Pattern)?;
         let selected = self.matching(pattern).await?;
         let mut informers = Vec::with_capacity(selected.len());

@@ -1,7 +1,7 @@
 //! The informer factory: one shared informer per resource and options, for
 //! any resource named at run time.
 //!
-//! An [`InformerFactory`] hands out [`GenericInformer`]s — an informer and
+//! An [`InformerFactory`] hands out [`InformerHandle`]s — an informer and
 //! its [`Lister`] together — for resources named the way kubectl names them
 //! (`deploy`, `Deployment`, `deployments.apps`, `apps/v1/deployments`,
 //! `widgets.v1.example.com`) or by [`ResourceKey`] / GroupVersionResource.
@@ -69,7 +69,7 @@
 //! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use kube_dynamic_informer::factory::InformerFactory;
-//! use kube_dynamic_informer::options::InformerOptions;
+//! use kube_dynamic_informer::informer::InformerOptions;
 //! use kube_dynamic_informer::informer::Event;
 //!
 //! let factory = InformerFactory::with_options(
@@ -92,12 +92,152 @@
 //! factory.shutdown().await;
 //! # Ok(()) }
 //! ```
+//!
+//! # Discovery
+//!
+//! API discovery: which resources the server serves, and what a name the user
+//! typed refers to.
+//!
+//! A [`DiscoveryCache`] reads the server's discovery documents and keeps what
+//! it learnt as a list of [`KnownResource`]s (plural, singular, kind, short
+//! names, scope, preferred version), against which
+//! [`ResourceName::resolve`] picks the resource a name designates. It exists
+//! because kube-client's own discovery does not keep singular and short
+//! names, and because an informer factory needs more than a one-off answer:
+//!
+//! - **Aggregated discovery first.** Where the server offers it (Kubernetes
+//!   1.30+), the whole API comes in two requests (`/api` and `/apis` with
+//!   `Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`).
+//!   Otherwise every group version is read from its own endpoint
+//!   (`/api/v1`, `/apis/<group>/<version>`), several at a time.
+//! - **One broken API does not break the rest.** An aggregated API server that
+//!   is down (its group version is `Stale` in aggregated discovery, or its
+//!   endpoint answers 503) is left out and reported in
+//!   [`DiscoverySnapshot::unavailable`]; everything else is usable. A name
+//!   that cannot be resolved mentions the unavailable group versions.
+//! - **Refreshed on a miss.** A name that is not found makes the cache read
+//!   discovery again before it answers "not found" (as kubectl does).
+//!   Concurrent misses share one refresh.
+//! - **Kept current.** [`DiscoveryCache::keep_current`] watches
+//!   `customresourcedefinitions` and `apiservices` and refreshes when they
+//!   change, re-reading until discovery agrees with the CRDs (the API server
+//!   publishes a new CRD's discovery a moment after the CRD is established).
+//!   [`DiscoveryCache::availability`] turns that into a per-resource
+//!   [`ResourceAvailability`] channel, on which informers wait for a CRD that
+//!   is not installed yet, and notice one that is deleted;
+//!   [`DiscoveryCache::availability_of_name`] does the same for a name
+//!   without a version (`widgets.example.com`), and says which version it
+//!   designates once served.
+//! - **Subresources are not resources.** `pods/status` and `deployments/scale`
+//!   never appear in the list.
+//!
+//! ```no_run
+//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::factory::DiscoveryCache;
+//! use kube_dynamic_informer::vocabulary::ResourceName;
+//!
+//! let discovery = DiscoveryCache::new(client);
+//! let deploy = discovery.resolve(&ResourceName::parse("deploy")?).await?;
+//! assert_eq!(deploy.key().to_string(), "deployments.v1.apps");
+//! assert!(deploy.namespaced);
+//! for down in discovery.snapshot().unavailable() {
+//!     eprintln!("not discovered: {down}");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Resource patterns
+//!
+//! Resource patterns: rules that designate resources by group, category or
+//! origin instead of by name, evaluated against discovery.
+//!
+//! Automation is often handed a rule rather than a list: "every CRD of
+//! `*.example.com`", "everything in category `qa`", "all namespaced
+//! resources except events". A [`ResourcePattern`] is that rule. Evaluated
+//! against a [`DiscoverySnapshot`] it gives the resources it designates now
+//! ([`ResourcePattern::select`]); a
+//! [`ResourceSet`](crate::declarative::resource_set::ResourceSet) evaluates it again at
+//! every discovery change, so that informers follow CRDs as they come and go.
+//!
+//! ## What a pattern selects
+//!
+//! - The **criteria** `groups` (globs: `*`, `*.example.com`, `apps`; the core
+//!   group is `core` or `""`), `categories` (`all`, `qa`, as `kubectl get qa`
+//!   reads them) and `customResources` (defined by a
+//!   CustomResourceDefinition) narrow each other: a resource must meet every
+//!   criterion given.
+//! - `include` adds resources by name whatever the criteria say; `exclude`
+//!   removes resources by name, also from `include`. A name is a plural,
+//!   singular, kind or short name (`events`, `Event`, `deploy`), matching in
+//!   every group, or one of those followed by `.` and a group
+//!   (`events.events.k8s.io`, `pods.core`).
+//! - `scope` keeps only namespaced or only cluster-scoped resources.
+//! - Only resources that can be listed and watched are ever selected.
+//! - Each resource is selected once, in one version: its group's preferred
+//!   version, or `version` when given (then a resource not served in that
+//!   version is not selected).
+//!
+//! ## Example
+//!
+//! ```
+//! use kube_dynamic_informer::factory::{ResourcePattern, ScopeFilter};
+//!
+//! // "all namespaced resources except events"
+//! let pattern = ResourcePattern::default()
+//!     .groups(["*"])
+//!     .scope(ScopeFilter::Namespaced)
+//!     .exclude(["events"]);
+//! assert!(pattern.check().is_ok());
+//! // The same from a command line: `kdi watch -r '*' --scope namespaced --exclude events`.
+//! let crds = ResourcePattern::parse("custom:*.example.com")?.expect("a pattern");
+//! assert_eq!(crds.groups, ["*.example.com"]);
+//! assert!(crds.custom_resources);
+//! # Ok::<(), kube_dynamic_informer::factory::PatternError>(())
+//! ```
+//!
+//! # Access checks
+//!
+//! Permission checks: may the client list and watch these resources in
+//! these namespaces? Asked of the API server, before watching.
+//!
+//! A missing permission otherwise shows up only as an informer backing off
+//! on 403 Forbidden. Asking first gives a table a person can read (`kdi
+//! check --cluster`) and lets a [`ResourceSet`](crate::declarative::resource_set::ResourceSet)
+//! leave out what it may not watch, and start it once allowed, instead of
+//! retrying a 403.
+//!
+//! Each question is a `SelfSubjectAccessReview` (`authorization.k8s.io/v1`)
+//! for one verb (`list`, `watch`), one resource (group and plural) and one
+//! namespace (or all namespaces, or none for a cluster-scoped resource): the
+//! server's authorizers answer exactly as they would for the request itself,
+//! whatever they are (RBAC, webhooks, node). Every user may create these
+//! reviews (the `system:basic-user` role). `SelfSubjectRulesReview` is not
+//! used: it lists RBAC rules of one namespace only, and says itself that
+//! its answer is incomplete whenever another authorizer (a webhook) takes
+//! part, while an access review is the authorizers' own verdict.
+//!
+//! ```no_run
+//! # async fn demo(client: kube_client::Client) {
+//! use kube_dynamic_informer::factory::{AccessCheck, AccessTable};
+//! use kube_dynamic_informer::vocabulary::ResourceKey;
+//! use kube_dynamic_informer::vocabulary::Namespaces;
+//!
+//! let checks = [
+//!     AccessCheck::new(ResourceKey::new("", "v1", "pods"), true, Namespaces::only(["shop"])),
+//!     AccessCheck::new(ResourceKey::new("", "v1", "nodes"), false, Namespaces::All),
+//! ];
+//! let table = AccessTable::check(&client, &checks).await;
+//! for row in &table.rows {
+//!     println!("{} {} list={} watch={}", row.resource, row.namespace_label(), row.list, row.watch);
+//! }
+//! # }
+//! ```
 
-pub mod access;
-pub mod discovery;
+pub(crate) mod access;
+pub(crate) mod discovery;
 mod for_pattern;
-mod generic;
-pub mod pattern;
+mod handle;
+pub(crate) mod pattern;
 mod resource_ref;
 mod sync;
 
@@ -113,13 +253,18 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use generic::GenericInformer;
+pub use access::{AccessCheck, AccessRow, AccessTable, Allowed, Verdict};
+pub use discovery::{
+    DiscoveryCache, DiscoveryConfig, DiscoveryError, DiscoverySnapshot, GroupPlurals,
+    UnavailableGroupVersion,
+};
+pub use handle::InformerHandle;
+pub use pattern::{CustomResources, PatternError, ResourcePattern, ScopeFilter};
 pub use resource_ref::ResourceRef;
 pub(crate) use sync::wait_one as wait_one_informer;
 pub use sync::{CacheSyncError, CacheSyncReport};
 
 use crate::cache::lister::Lister;
-use crate::factory::discovery::{DiscoveryCache, DiscoveryError};
 use crate::informer::options::{InformerOptions, WhenNotServed};
 use crate::informer::{InformerError, SharedInformer, WaitError};
 use crate::vocabulary::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
@@ -222,7 +367,7 @@ enum Resolved {
 }
 
 struct Entry {
-    informer: GenericInformer,
+    informer: InformerHandle,
     /// What resolution knew of the resource (a placeholder when pending).
     known: KnownResource,
     cancel: CancellationToken,
@@ -326,8 +471,8 @@ impl InformerFactory {
 
     /// Every informer handed out and not removed.
     #[must_use]
-    pub fn informers(&self) -> Vec<GenericInformer> {
-        let mut all: Vec<GenericInformer> = self
+    pub fn informers(&self) -> Vec<InformerHandle> {
+        let mut all: Vec<InformerHandle> = self
             .inner
             .state
             .lock()
@@ -340,9 +485,9 @@ impl InformerFactory {
     }
 
     /// Stops this one informer (not the others of its resource) and waits
-    /// until it has stopped; its cache is freed once no [`GenericInformer`]
+    /// until it has stopped; its cache is freed once no [`InformerHandle`]
     /// handle refers to it. False when the factory no longer holds it.
-    pub async fn remove_informer(&self, informer: &GenericInformer) -> bool {
+    pub async fn remove_informer(&self, informer: &InformerHandle) -> bool {
         let removed = {
             let mut state = self.inner.state.lock();
             let key = state
@@ -373,7 +518,7 @@ impl InformerFactory {
     /// (`widgets.example.com`): its informer reports
     /// [`InformerStatus::Pending`](crate::informer::InformerStatus::Pending) until the resource is served, then
     /// lists the version named, or else the one the group prefers. Its
-    /// [`GenericInformer::resource`] is then the key asked for, with an
+    /// [`InformerHandle::resource`] is then the key asked for, with an
     /// empty version when none was named.
     ///
     /// # Errors
@@ -384,7 +529,7 @@ impl InformerFactory {
     pub async fn for_resource(
         &self,
         resource: impl Into<ResourceRef>,
-    ) -> Result<GenericInformer, FactoryError> {
+    ) -> Result<InformerHandle, FactoryError> {
         self.for_resource_with(resource, |options| options).await
     }
 
@@ -409,7 +554,7 @@ impl InformerFactory {
         &self,
         resource: impl Into<ResourceRef>,
         customize: impl FnOnce(InformerOptions) -> InformerOptions,
-    ) -> Result<GenericInformer, FactoryError> {
+    ) -> Result<InformerHandle, FactoryError> {
         if self.inner.state.lock().shut_down {
             return Err(FactoryError::ShutDown);
         }
@@ -503,7 +648,7 @@ impl InformerFactory {
         let informer = SharedInformer::with_list_watch(lw, api_resource, options);
         let lister = Lister::discovered(informer.store(), key.clone(), availability.clone())
             .watching(watched);
-        let generic = GenericInformer {
+        let handle = InformerHandle {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
             resource: key,
             lister,
@@ -511,7 +656,7 @@ impl InformerFactory {
             availability,
         };
         let mut entry = Entry {
-            informer: generic.clone(),
+            informer: handle.clone(),
             known,
             cancel: self.inner.cancel.child_token(),
             handle: None,
@@ -520,7 +665,7 @@ impl InformerFactory {
             start_entry(&mut entry);
         }
         state.entries.insert(map_key, entry);
-        Ok(generic)
+        Ok(handle)
     }
 
     /// What a resource reference designates: a served resource, or one to
@@ -616,7 +761,7 @@ impl InformerFactory {
 
     /// Stops the informers of `resource` (all option sets) and waits until
     /// they have stopped; their caches are freed once no
-    /// [`GenericInformer`] handle refers to them. Returns how many were
+    /// [`InformerHandle`] handle refers to them. Returns how many were
     /// removed. Names are matched against the factory's informers first, so
     /// a resource that is no longer served can still be removed by name.
     ///
@@ -678,7 +823,7 @@ impl InformerFactory {
             .map(|t| (t.api_version.clone(), t.kind.clone()))
             .unwrap_or_default();
         let namespace = object.metadata.namespace.clone();
-        let informers: Vec<GenericInformer> = self
+        let informers: Vec<InformerHandle> = self
             .informers()
             .into_iter()
             .filter(|gi| {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::GenericInformer;
+use super::InformerHandle;
 use super::resource_ref::shown;
 use crate::informer::{InformerError, InformerStatus};
 use crate::vocabulary::resource::ResourceKey;
@@ -109,10 +109,7 @@ impl CacheSyncReport {
 }
 
 /// Waits for one informer, and says why it did not sync.
-pub(crate) async fn wait_one(
-    gi: &GenericInformer,
-    timeout: Duration,
-) -> Result<(), CacheSyncError> {
+pub(crate) async fn wait_one(gi: &InformerHandle, timeout: Duration) -> Result<(), CacheSyncError> {
     let resource = gi.resource.clone();
     if gi.status() == InformerStatus::NotStarted {
         return Err(CacheSyncError::NotStarted { resource });

@@ -1,11 +1,6 @@
 //! Exponential backoff with jitter for list and watch failures.
 //!
-//! The figures copy client-go's reflector (`NewExponentialBackoffManager(800ms,
-//! 30s, 2min, 2.0, 1.0)`): the first retry waits about 800 ms, each further
-//! failure doubles the wait up to 30 s, and two minutes without a failure
-//! start the sequence again. Jitter spreads the retries of many informers
-//! that failed together (for example when the API server restarted), so they
-//! do not all come back in the same instant.
+//! The [layer docs](crate::informer) say more.
 
 use std::time::Duration;
 

@@ -17,7 +17,7 @@ pub enum Event {
         /// replay a late handler receives when it is added.
         in_initial_list: bool,
         /// True when the object entered this informer's shard: the shard's
-        /// ranges changed (see [`crate::vocabulary::shard`]) and the object is outside
+        /// ranges changed (see [`crate::vocabulary`]) and the object is outside
         /// the former ones. It was there before (or was created while the
         /// ranges changed): the server did not add it.
         entered_shard: bool,
@@ -42,7 +42,7 @@ pub enum Event {
         /// `DeletedFinalStateUnknown`.
         final_state_unknown: bool,
         /// True when the object left this informer's shard (its ranges
-        /// changed, see [`crate::vocabulary::shard`]): another shard holds it now; it
+        /// changed, see [`crate::vocabulary`]): another shard holds it now; it
         /// was not deleted on the server (unless that happened while the
         /// ranges changed). `final_state_unknown` is then false.
         left_shard: bool,

@@ -44,19 +44,86 @@
 //!   lowers the informer's check period, after start it is raised to it;
 //!   the effective period is rounded up to a multiple of the check period.
 //!
-//! [`Reflector`]: crate::informer::reflector
+//! [`Reflector`]: crate::informer::Reflector
 //! [`StoreWriter`]: crate::cache::store::StoreWriter
+//!
+//! # The reflector
+//!
+//! The list/watch loop that keeps a cache in step with the API server.
+//!
+//! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
+//! the list on page by page ([`Delta::ListBegin`], [`Delta::ListPage`],
+//! [`Delta::ListEnd`]), then watches from the list's resourceVersion and
+//! hands on each change. It owns every recovery
+//! decision so that callers never have to:
+//!
+//! - a watch that ends normally (server timeout, randomised between 5 and 10
+//!   minutes) is resumed from the last resourceVersion seen, without a new
+//!   list;
+//! - 410 Gone / Expired — when the watch starts or inside the stream — means
+//!   the resourceVersion is compacted away: the reflector lists again, and
+//!   the consumer reconciles (see [`crate::cache::store::StoreWriter::replace`]);
+//! - an expired continue token in the middle of a paged list falls back to
+//!   one full, unpaged list;
+//! - any other error backs off (800 ms doubling to 30 s, with jitter, see
+//!   [`BackoffConfig`]) and is reported in the
+//!   informer's [`InformerStatus`] and to the optional [`ErrorHook`], so a
+//!   403 or a 404 is visible at once instead of as a silent wait.
+//!
+//! When its [`ListWatch`] follows discovery
+//! ([`ListWatch::availability`]), the reflector also knows whether its
+//! resource is served at all: while it is not — a CRD not installed yet, or
+//! deleted — it sends no request and reports [`InformerStatus::Pending`];
+//! when a resource it had listed goes away it hands on an empty list (so the cache empties and handlers get the deletes) and
+//! reports [`InformerStatus::Gone`] instead of retrying a 404 forever; once
+//! the resource is served again it lists anew.
+//!
+//! The server side is the small [`ListWatch`] trait, so that the state
+//! machine can be tested with scripted responses.
+//!
+//! # Options
+//!
+//! [`InformerOptions`]: how an informer lists, watches and caches — the one
+//! options type of the crate.
+//!
+//! The same type configures a lone [`SharedInformer`],
+//! the [factory](crate::factory) (its defaults, and any resource's own), and
+//! each informer of a [config file](crate::declarative), which deserialises into
+//! it (`labelSelector`, `resync: 10m`, `stripManagedFields: true`, ...).
+//!
+//! Two requests for the same resource with equal options share one informer
+//! in a factory; options are `Eq` and `Hash` for that. Everything in them is
+//! a value: selectors are strings, durations are durations, the built-in
+//! `managedFields` stripping is a flag, a [`Projection`](crate::cache::Projection) compares by the
+//! fields it keeps, and a custom [`Transform`](crate::cache::Transform) compares by its name.
+//!
+//! # Backoff
+//!
+//! Exponential backoff with jitter for list and watch failures.
+//!
+//! The figures copy client-go's reflector (`NewExponentialBackoffManager(800ms,
+//! 30s, 2min, 2.0, 1.0)`): the first retry waits about 800 ms, each further
+//! failure doubles the wait up to 30 s, and two minutes without a failure
+//! start the sequence again. Jitter spreads the retries of many informers
+//! that failed together (for example when the API server restarted), so they
+//! do not all come back in the same instant.
+//!
+//! # Status
+//!
+//! What an informer is doing, in one enum that the reflector sets and every
+//! layer above reads (the informer, the factory's sync report, `kdi`'s
+//! progress lines).
 
-pub mod backoff;
+pub(crate) mod backoff;
 mod event;
 mod freshness;
 mod listener;
-pub mod options;
+pub(crate) mod options;
 mod pool;
 mod queue;
-pub mod reflector;
+pub(crate) mod reflector;
 pub(crate) mod resync;
-pub mod status;
+pub(crate) mod status;
 pub mod telemetry;
 
 use std::fmt;
@@ -71,18 +138,19 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use backoff::BackoffConfig;
 pub use event::{Event, EventHandler};
 pub use freshness::WaitError;
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Sink, Target};
+pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
+pub use reflector::{Delta, ErrorHook, Reflector, ReflectorError, ReflectorStats};
 
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
 use crate::cache::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
-use crate::informer::options::InformerOptions;
-use crate::informer::reflector::{Delta, ErrorHook, Reflector, ReflectorStats};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
 use crate::vocabulary::object_key::object_key;

@@ -1,16 +1,7 @@
 //! [`InformerOptions`]: how an informer lists, watches and caches — the one
 //! options type of the crate.
 //!
-//! The same type configures a lone [`SharedInformer`](crate::informer::SharedInformer),
-//! the [factory](crate::factory) (its defaults, and any resource's own), and
-//! each informer of a [config file](crate::declarative::config), which deserialises into
-//! it (`labelSelector`, `resync: 10m`, `stripManagedFields: true`, ...).
-//!
-//! Two requests for the same resource with equal options share one informer
-//! in a factory; options are `Eq` and `Hash` for that. Everything in them is
-//! a value: selectors are strings, durations are durations, the built-in
-//! `managedFields` stripping is a flag, a [`Projection`] compares by the
-//! fields it keeps, and a custom [`Transform`] compares by its name.
+//! The [layer docs](crate::informer) say more.
 
 use std::time::Duration;
 
@@ -51,13 +42,13 @@ pub enum WhenNotServed {
     Fail,
 }
 
-/// How an informer lists, watches and caches; see the [module docs](self).
+/// How an informer lists, watches and caches; see the [module docs](crate::informer).
 ///
 /// Build with the `#[must_use]` methods, or set the public fields:
 ///
 /// ```
 /// use std::time::Duration;
-/// use kube_dynamic_informer::options::InformerOptions;
+/// use kube_dynamic_informer::informer::InformerOptions;
 ///
 /// let options = InformerOptions::default()
 ///     .namespace("shop")
@@ -160,7 +151,7 @@ pub struct InformerOptions {
     pub storage: Storage,
     /// Keep only one static shard of the objects, `INDEX/COUNT` (`1/4`):
     /// those whose [`shardKey`](Self::shard_key) hashes into part INDEX of
-    /// COUNT equal parts of the hash space (see [`crate::vocabulary::shard`]). Run
+    /// COUNT equal parts of the hash space (see [`crate::vocabulary`]). Run
     /// COUNT replicas, each with its own INDEX, to split a resource.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<StaticShard>,
@@ -263,12 +254,12 @@ impl InformerOptions {
     /// stripping, before the transform).
     ///
     /// ```
-    /// use kube_dynamic_informer::options::InformerOptions;
-    /// use kube_dynamic_informer::projection::Projection;
+    /// use kube_dynamic_informer::informer::InformerOptions;
+    /// use kube_dynamic_informer::cache::Projection;
     ///
     /// let options = InformerOptions::default()
     ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
-    /// # Ok::<(), kube_dynamic_informer::projection::ProjectionError>(())
+    /// # Ok::<(), kube_dynamic_informer::cache::ProjectionError>(())
     /// ```
     #[must_use]
     pub fn projection(mut self, projection: Projection) -> Self {
@@ -363,13 +354,13 @@ impl InformerOptions {
     /// Keeps only static shard `shard` (see the field).
     ///
     /// ```
-    /// use kube_dynamic_informer::options::InformerOptions;
-    /// use kube_dynamic_informer::shard::{ShardKey, StaticShard};
+    /// use kube_dynamic_informer::informer::InformerOptions;
+    /// use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard};
     ///
     /// let options = InformerOptions::default()
     ///     .shard(StaticShard::new(1, 4)?)
     ///     .shard_key(ShardKey::Namespace);
-    /// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
     /// ```
     #[must_use]
     pub fn shard(mut self, shard: StaticShard) -> Self {

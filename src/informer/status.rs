@@ -1,6 +1,8 @@
 //! What an informer is doing, in one enum that the reflector sets and every
 //! layer above reads (the informer, the factory's sync report, `kdi`'s
 //! progress lines).
+//!
+//! The [layer docs](crate::informer) say more.
 
 use std::fmt;
 use std::time::Duration;

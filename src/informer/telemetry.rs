@@ -49,7 +49,7 @@
 //! | `kdi_handler_pool_blocked` | gauge | (none) | workers in one handler call longer than the stall threshold | — |
 //! | `kdi_handler_pool_waiting` | gauge | (none) | handler queues waiting for a worker | controller-runtime `workqueue_depth` (roughly) |
 //!
-//! A [resource set](crate::declarative::resource_set) records the result of its last
+//! A [resource set](crate::declarative) records the result of its last
 //! config load or reload (no labels; as kube-state-metrics does for its own
 //! config):
 //!
@@ -209,6 +209,7 @@ fn describe() {
 
 /// Records the result of a config load or reload: whether it was applied,
 /// when, the config's hash (hex), and how many problems it had.
+#[cfg(feature = "config")]
 pub(crate) fn config_reloaded(success: bool, at_unix_seconds: f64, hash_hex: &str, errors: usize) {
     describe_gauge!(
         "kdi_config_last_reload_successful",

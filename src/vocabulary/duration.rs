@@ -1,9 +1,7 @@
 //! Go-style durations (`30s`, `10m`, `1h30m`, `250ms`, `0`), as Kubernetes
 //! writes them (`metav1.Duration`), for options and config files.
 //!
-//! Parsing is [`kube_core::Duration`]'s, behind a guard: kube-core's parser
-//! panics on numbers no `Duration` can hold (`1e400h`, `nan` hours), and a
-//! config file must never take the process down.
+//! The [layer docs](crate::vocabulary) say more.
 
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ const MAX: Duration = Duration::from_secs(10 * 365 * 86_400);
 ///
 /// ```
 /// use std::time::Duration;
-/// use kube_dynamic_informer::duration::parse_duration;
+/// use kube_dynamic_informer::vocabulary::parse_duration;
 /// assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
 /// assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
 /// assert!(parse_duration("10 minutes").is_err());

@@ -1,6 +1,8 @@
 //! Cache keys of objects, as client-go's `MetaNamespaceKeyFunc` makes them:
 //! `namespace/name`, or `name` for cluster-scoped objects. The store, its
 //! indexes, listers and the reflector all key objects this one way.
+//!
+//! The [layer docs](crate::vocabulary) say more.
 
 use kube_core::DynamicObject;
 
@@ -10,7 +12,7 @@ use kube_core::DynamicObject;
 ///
 /// ```
 /// use kube_core::DynamicObject;
-/// use kube_dynamic_informer::object_key::object_key;
+/// use kube_dynamic_informer::vocabulary::object_key;
 ///
 /// let pod: DynamicObject = serde_json::from_value(serde_json::json!({
 ///     "metadata": { "name": "web-0", "namespace": "shop" }
@@ -34,7 +36,7 @@ pub fn object_key(obj: &DynamicObject) -> Option<String> {
 /// objects) and a name.
 ///
 /// ```
-/// use kube_dynamic_informer::object_key::key_from_parts;
+/// use kube_dynamic_informer::vocabulary::key_from_parts;
 ///
 /// assert_eq!(key_from_parts(Some("shop"), "web-0"), "shop/web-0");
 /// assert_eq!(key_from_parts(None, "node-1"), "node-1");

@@ -2,13 +2,7 @@
 //! resource's [`Scope`], the [`Namespaces`] a cache covers, and
 //! [`ResourceAvailability`].
 //!
-//! Discovery decides availability
-//! ([`crate::factory::discovery::DiscoveryCache::availability`] keeps a channel of it
-//! current); options, the list-watch, the reflector and the lister read
-//! these. They live here, below all of them, so that each can name them
-//! without importing another, and the one rule they share — no namespace
-//! restriction on a cluster-scoped resource — is written once
-//! ([`Scope::check`]).
+//! The [layer docs](crate::vocabulary) say more.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -29,7 +23,7 @@ impl Scope {
     /// cluster-scoped resource cannot be restricted to namespaces.
     ///
     /// ```
-    /// use kube_dynamic_informer::scope::{Namespaces, Scope};
+    /// use kube_dynamic_informer::vocabulary::{Namespaces, Scope};
     /// assert!(Scope::Namespaced.check("pods.v1", &Namespaces::only(["shop"])).is_ok());
     /// assert!(Scope::Cluster.check("nodes.v1", &Namespaces::All).is_ok());
     /// let err = Scope::Cluster.check("nodes.v1", &Namespaces::only(["shop"])).unwrap_err();

@@ -1,4 +1,32 @@
 //! The wire: listing and watching a resource on the API server, and
 //! decoding what comes back, object by object.
+//!
+//! [`ListWatch`] is the seam an informer reads through; [`ApiListWatch`] is
+//! the one that talks to a cluster. Tests and custom sources implement the
+//! trait themselves.
+//!
+//! # List and watch
+//!
+//! The server side of an informer: list a resource, watch it from a
+//! resourceVersion.
+//!
+//! [`ListWatch`] is the small trait the [reflector](crate::informer) drives;
+//! [`ApiListWatch`] is its one implementation over the API server, for all
+//! namespaces, one or several, full objects or metadata only, following
+//! discovery when given an availability channel. Tests implement the trait
+//! with scripted answers.
+//!
+//! Responses are decoded object by object (see [`MAX_OBJECT_DEPTH`]): an
+//! object that cannot be decoded is left out of its list page
+//! ([`ListPage::skipped`]) or comes as a [`WatchEvent::Skipped`] in its
+//! place, instead of failing the page or stalling the watch. Errors say what
+//! happened ([`ListWatchError`]): the server's own status, a transport
+//! failure, or a request this list-watch cannot make — never a made-up HTTP
+//! status.
 
-pub mod list_watch;
+pub(crate) mod list_watch;
+
+pub use list_watch::{
+    ApiListWatch, Capabilities, INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatch, ListWatchError,
+    MAX_OBJECT_DEPTH, UndecodableObject, WatchEvent, WatchStream, decode_list,
+};

@@ -809,7 +809,10 @@ async fn watch_waits_for_access_saying_so_once_then_at_its_interval() {
         Running::start(
             User::Alice,
             &args,
-            &[("RUST_LOG", "kube_dynamic_informer::informer::reflector=warn")],
+            &[(
+                "RUST_LOG",
+                "kube_dynamic_informer::informer::reflector=warn",
+            )],
         )
     };
     let mut once = watch("1h", &["-v"]);

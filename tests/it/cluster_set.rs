@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::{Client, Config};
-use kube_dynamic_informer::cluster_set::{ClusterEvent, ClusterSet, ResourceState, RetryDelays};
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::{ClusterEvent, ClusterSet, ResourceState, RetryDelays};
 use kube_dynamic_informer::informer::InformerStatus;
 use serde_json::json;
 
@@ -142,7 +142,7 @@ impl Seen {
     }
 }
 
-fn keys(objects: &[kube_dynamic_informer::cluster_set::ClusterObject]) -> Vec<String> {
+fn keys(objects: &[kube_dynamic_informer::declarative::ClusterObject]) -> Vec<String> {
     let mut keys: Vec<String> = objects.iter().map(|o| o.key()).collect();
     keys.sort();
     keys

@@ -10,9 +10,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::core::ApiResource;
-use kube_dynamic_informer::discovery::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
-use kube_dynamic_informer::resource::{ResourceError, ResourceKey, ResourceName};
-use kube_dynamic_informer::scope::ResourceAvailability;
+use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
+use kube_dynamic_informer::vocabulary::ResourceAvailability;
+use kube_dynamic_informer::vocabulary::{ResourceError, ResourceKey, ResourceName};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -148,7 +148,7 @@ async fn aggregated_and_per_group_discovery_agree() {
     assert!(!per_group.is_aggregated());
     // Built-in groups only: other tests add and remove CRDs meanwhile.
     let built_in =
-        |r: &&kube_dynamic_informer::resource::KnownResource| !r.group.contains("kdi-test");
+        |r: &&kube_dynamic_informer::vocabulary::KnownResource| !r.group.contains("kdi-test");
     let mut a: Vec<_> = aggregated
         .resources()
         .iter()
@@ -225,7 +225,7 @@ async fn discovery_falls_back_to_each_group_version_where_aggregated_discovery_i
     );
     // Built-in groups only: other tests add and remove CRDs meanwhile.
     let built_in =
-        |r: &&kube_dynamic_informer::resource::KnownResource| !r.group.contains("kdi-test");
+        |r: &&kube_dynamic_informer::vocabulary::KnownResource| !r.group.contains("kdi-test");
     let mut a: Vec<_> = aggregated
         .resources()
         .iter()
@@ -441,7 +441,7 @@ async fn availability_follows_a_crd_as_it_comes_and_goes() {
     match served {
         ResourceAvailability::Served { resource, scope } => {
             assert_eq!(resource.kind, format!("Gizmo{marker}"));
-            assert_eq!(scope, kube_dynamic_informer::scope::Scope::Cluster);
+            assert_eq!(scope, kube_dynamic_informer::vocabulary::Scope::Cluster);
         }
         other => panic!("{other:?}"),
     }

@@ -12,15 +12,15 @@ use kube_client::Client;
 use kube_client::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
-use kube_dynamic_informer::backoff::BackoffConfig;
+use kube_dynamic_informer::cache::ListerError;
 use kube_dynamic_informer::factory::{
-    CacheSyncError, FactoryError, GenericInformer, InformerFactory,
+    CacheSyncError, FactoryError, InformerFactory, InformerHandle,
 };
+use kube_dynamic_informer::informer::BackoffConfig;
+use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, InformerStatus};
-use kube_dynamic_informer::lister::ListerError;
-use kube_dynamic_informer::options::InformerOptions;
-use kube_dynamic_informer::resource::ResourceKey;
-use kube_dynamic_informer::scope::Namespaces;
+use kube_dynamic_informer::vocabulary::Namespaces;
+use kube_dynamic_informer::vocabulary::ResourceKey;
 use serde_json::json;
 
 use crate::support::{self, User};
@@ -660,7 +660,7 @@ async fn list_bytes(client: &Client, url_path: &str, metadata_only: bool) -> usi
     }
 }
 
-fn cache_bytes(informer: &GenericInformer) -> usize {
+fn cache_bytes(informer: &InformerHandle) -> usize {
     informer
         .informer()
         .store()

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::InformerFactory;
 use kube_dynamic_informer::informer::{Event, HandlerOptions, SharedInformer, WaitError};
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

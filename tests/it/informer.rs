@@ -15,13 +15,11 @@ use kube_client::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
     WatchParams,
 };
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::Transform;
 use kube_dynamic_informer::informer::{Event, InformerError, InformerStatus, SharedInformer};
-use kube_dynamic_informer::list_watch::{
-    ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
-};
-use kube_dynamic_informer::scope::{Namespaces, Scope};
-use kube_dynamic_informer::transform::Transform;
+use kube_dynamic_informer::vocabulary::{Namespaces, Scope};
+use kube_dynamic_informer::wire::{ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, DynamicObject, ListParams, PostParams};
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::ListerError;
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::lister::ListerError;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 
 use crate::discovery::gizmo_crd;

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject, Patch, PatchParams};
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::Projection;
+use kube_dynamic_informer::cache::Storage;
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::Storage;
-use kube_dynamic_informer::projection::Projection;
 use serde_json::{Value, json};
 
 use crate::support;
@@ -108,7 +108,7 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
     );
 
     let key = format!("{ns}/w0");
-    let cached = |informer: &kube_dynamic_informer::GenericInformer| {
+    let cached = |informer: &kube_dynamic_informer::InformerHandle| {
         serde_json::to_value(&*informer.lister().get(&key).expect("w0 cached")).unwrap()
     };
     // What the server sends and a projection drops.

@@ -29,9 +29,9 @@ use std::time::Duration;
 use kube_client::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
-use kube_dynamic_informer::backoff::BackoffConfig;
+use kube_dynamic_informer::informer::BackoffConfig;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::object_key::object_key;
+use kube_dynamic_informer::vocabulary::object_key;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

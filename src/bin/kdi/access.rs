@@ -1,10 +1,10 @@
 //! `kdi check --cluster`: whether the informers of config files could be
 //! listed and watched, as the API server answers for the current user.
 
-use kube_dynamic_informer::access::{AccessCheck, AccessTable};
-use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::resource::ResourceName;
+use kube_dynamic_informer::factory::{AccessCheck, AccessTable};
+use kube_dynamic_informer::vocabulary::ResourceName;
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;

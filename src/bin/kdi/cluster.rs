@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
-use kube_dynamic_informer::discovery::DiscoveryError;
+use kube_dynamic_informer::factory::DiscoveryError;
 
 use crate::exit::{Failure, describe};
 

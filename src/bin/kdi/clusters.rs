@@ -14,13 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kube_client::config::Kubeconfig;
-use kube_dynamic_informer::cluster_set::{
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::InformerSet;
+use kube_dynamic_informer::declarative::{
     ClusterEvent, ClusterSet, ClusterSyncReport, ResourceState, clusters_from_all_contexts,
     clusters_from_contexts,
 };
-use kube_dynamic_informer::config::InformerSet;
-use kube_dynamic_informer::factory::GenericInformer;
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::factory::InformerHandle;
 use serde_json::{Value, json};
 
 use crate::exit::{Failure, describe};
@@ -159,7 +159,7 @@ fn still_waiting(set: &ClusterSet) {
     }
 }
 
-fn redaction(informer: Option<&GenericInformer>, sensitive: bool, show: bool) -> Redaction {
+fn redaction(informer: Option<&InformerHandle>, sensitive: bool, show: bool) -> Redaction {
     match informer {
         Some(gi) => Redaction::for_resource(gi.resource(), sensitive, show),
         None if show => Redaction::None,

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use kube_dynamic_informer::GenericInformer;
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::InformerHandle;
+use kube_dynamic_informer::cache::IndexFn;
 
 use crate::output::Redaction;
 
@@ -11,7 +11,7 @@ use crate::output::Redaction;
 pub struct Declared {
     /// Its name in the config (or the resource as given).
     pub name: String,
-    pub informer: GenericInformer,
+    pub informer: InformerHandle,
     pub indexes: BTreeMap<String, IndexFn>,
     /// Marked `sensitive` in the config.
     pub sensitive: bool,

@@ -1,7 +1,7 @@
 //! `kdi get`: the objects of a synced cache, by index value or selector.
 
 use clap::Args;
-use kube_dynamic_informer::config::InformerSet;
+use kube_dynamic_informer::declarative::InformerSet;
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;

@@ -7,17 +7,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::config::{
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::Projection;
+use kube_dynamic_informer::cache::Storage;
+use kube_dynamic_informer::declarative::{
     BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec, ShardGroupSpec,
 };
-use kube_dynamic_informer::discovery::DiscoveryError;
+use kube_dynamic_informer::factory::DiscoveryError;
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::options::{InformerOptions, Storage};
-use kube_dynamic_informer::pattern::{ResourcePattern, ScopeFilter};
-use kube_dynamic_informer::projection::Projection;
-use kube_dynamic_informer::scope::Namespaces;
-use kube_dynamic_informer::shard::{ShardError, ShardKey, StaticShard};
+use kube_dynamic_informer::factory::{ResourcePattern, ScopeFilter};
+use kube_dynamic_informer::informer::InformerOptions;
+use kube_dynamic_informer::vocabulary::Namespaces;
+use kube_dynamic_informer::vocabulary::{ShardError, ShardKey, StaticShard};
 
 use crate::cluster::Cluster;
 use crate::declared::Declared;
@@ -199,8 +200,8 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 )));
             }
             let mut set = InformerSet {
-                api_version: kube_dynamic_informer::config::API_VERSION.into(),
-                kind: kube_dynamic_informer::config::KIND.into(),
+                api_version: kube_dynamic_informer::declarative::API_VERSION.into(),
+                kind: kube_dynamic_informer::declarative::KIND.into(),
                 defaults: InformerOptions::default(),
                 informers: Vec::new(),
                 patterns: Vec::new(),

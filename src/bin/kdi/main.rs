@@ -53,8 +53,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use kube_dynamic_informer::config::InformerSet;
-use kube_dynamic_informer::duration::parse_duration;
+use kube_dynamic_informer::declarative::InformerSet;
+use kube_dynamic_informer::vocabulary::parse_duration;
 
 use cluster::Cluster;
 use exit::Failure;
@@ -144,7 +144,9 @@ fn main() -> ExitCode {
         }
     }
     if let Command::ShardRole(args) = &cli.command {
-        return match output::print_line(kube_dynamic_informer::shard::rbac_role(&args.namespace)) {
+        return match output::print_line(kube_dynamic_informer::declarative::rbac_role(
+            &args.namespace,
+        )) {
             Ok(()) => ExitCode::from(exit::code::SUCCESS),
             Err(f) => {
                 output::say(format!("kdi: {}", f.message));

@@ -4,10 +4,10 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use kube_dynamic_informer::index::{IndexFn, IndexInput};
+use kube_dynamic_informer::cache::CachedObject;
+use kube_dynamic_informer::cache::{IndexFn, IndexInput};
 use kube_dynamic_informer::informer::Event;
-use kube_dynamic_informer::resource::ResourceKey;
-use kube_dynamic_informer::store::CachedObject;
+use kube_dynamic_informer::vocabulary::ResourceKey;
 use serde::Serialize;
 use serde_json::{Value, json};
 

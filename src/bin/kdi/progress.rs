@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_dynamic_informer::factory::GenericInformer;
+use kube_dynamic_informer::factory::InformerHandle;
 use kube_dynamic_informer::informer::InformerStatus;
-use kube_dynamic_informer::resource::ResourceKey;
+use kube_dynamic_informer::vocabulary::ResourceKey;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -121,7 +121,7 @@ impl State {
 /// One informer, and what was last said of it.
 struct Tracked {
     label: String,
-    informer: GenericInformer,
+    informer: InformerHandle,
     indexes: Vec<String>,
     status: watch::Receiver<InformerStatus>,
     /// The state and reason last said (or, for the routine states left
@@ -171,7 +171,7 @@ impl Tracked {
 /// `widgets.example.com`.
 /// Which shard a sharded informer keeps and where it was filtered:
 /// `shard 1/4 by uid, filtered server-side`.
-fn shard_words(informer: &GenericInformer) -> Option<String> {
+fn shard_words(informer: &InformerHandle) -> Option<String> {
     let options = informer.options();
     let which = match (options.shard, &options.shard_group) {
         (Some(shard), _) => format!("shard {shard}"),
@@ -191,7 +191,7 @@ fn shard_words(informer: &GenericInformer) -> Option<String> {
     ))
 }
 
-pub fn resource_label(informer: &GenericInformer) -> String {
+pub fn resource_label(informer: &InformerHandle) -> String {
     let key = informer.resource();
     if !key.version.is_empty() {
         return key.to_string();
@@ -208,7 +208,7 @@ pub enum Membership {
     /// Joined, as declared.
     Joined(Declared),
     /// Left: its name and informer.
-    Left(String, GenericInformer),
+    Left(String, InformerHandle),
 }
 
 /// Reports on a set of informers; see the [module docs](self).
@@ -269,7 +269,7 @@ impl Progress {
 
     /// Stops following the informer `name` declared (it left a running
     /// set).
-    pub fn untrack(&mut self, name: &str, informer: &GenericInformer) {
+    pub fn untrack(&mut self, name: &str, informer: &InformerHandle) {
         self.tracked
             .retain(|t| !(t.label == name && t.informer == *informer));
     }

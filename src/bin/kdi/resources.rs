@@ -4,11 +4,11 @@ use std::cmp::Reverse;
 
 use clap::{Args, ValueEnum};
 use kube_core::Version;
-use kube_dynamic_informer::discovery::{DiscoveryCache, DiscoveryError, DiscoverySnapshot};
+use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryError, DiscoverySnapshot};
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
-use kube_dynamic_informer::options::InformerOptions;
-use kube_dynamic_informer::resource::{KnownResource, ResourceKey};
-use kube_dynamic_informer::scope::ResourceAvailability;
+use kube_dynamic_informer::informer::InformerOptions;
+use kube_dynamic_informer::vocabulary::ResourceAvailability;
+use kube_dynamic_informer::vocabulary::{KnownResource, ResourceKey};
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::config::InformerSet;
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::informer::{Event, HandlerOptions};
 use tokio_util::sync::CancellationToken;
 

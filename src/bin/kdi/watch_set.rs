@@ -8,13 +8,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use kube_dynamic_informer::config::InformerSet;
-use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
-use kube_dynamic_informer::resource_set::{
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::InformerSet;
+use kube_dynamic_informer::declarative::{
     AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
 };
+use kube_dynamic_informer::factory::InformerFactory;
+use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;

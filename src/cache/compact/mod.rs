@@ -3,66 +3,7 @@
 //! [`Storage::Compact`](crate::informer::options::Storage::Compact) (see "In the
 //! store" below).
 //!
-//! A decoded `DynamicObject` keeps its data — and every `fieldsV1` tree of its
-//! `managedFields` — as `serde_json::Value`s, whose maps are `BTreeMap`s: the
-//! smallest B-tree node costs 632 bytes, so a 2.5 KB Widget costs ~24.5 KB.
-//! [`CompactObject`] holds the same object, exactly, in a fraction of that:
-//!
-//! - **an exact-size tree**: arrays are `Box<[Node]>`, objects are
-//!   `Box<[(Arc<str>, Node)]>` sorted by key (the order of `serde_json::Map`),
-//!   so a lookup is a binary search; a node is 24 bytes and strings of up to
-//!   22 bytes live inside it, with no allocation;
-//! - **keys interned per store** ([`Interner`]): object keys, label and
-//!   annotation keys, `apiVersion`, `kind`, field managers are one `Arc<str>`
-//!   each, shared by every object of the store;
-//! - **`fieldsV1` trees shared between objects**: identical trees (objects
-//!   written by the same manager with the same fields, which is most of them)
-//!   are stored once, hash-consed in the interner;
-//! - **metadata kept typed**: name, namespace, uid, resourceVersion, labels,
-//!   annotations, owner references and managed fields are fields of their own,
-//!   read without any decoding; timestamps stay [`Time`]s, so that
-//!   `to_object()` gives back exactly the `ObjectMeta` it was built from.
-//!
-//! Reads that need no `DynamicObject` are zero-copy ([`CompactObject::name`],
-//! [`CompactObject::labels`], [`CompactObject::pointer`], ...); a read that
-//! needs one decodes it ([`CompactObject::to_object`]), which
-//! [`CompactEntry`] avoids while someone still holds the previous copy.
-//!
-//! Exactness: `CompactObject::from_object(&o, ..).to_object() == o` for every
-//! `o`, numbers keeping their representation (`3.0` stays a float, `-0.0`
-//! keeps its sign, `u64::MAX` and `i64::MIN` stay integers), and
-//! [`CompactObject::write_json`] writes the bytes `serde_json::to_vec(&o)`
-//! writes. Nothing here panics on any input; recursion is as deep as the
-//! object, as in `serde_json` itself (the wire decodes objects up to
-//! `MAX_OBJECT_DEPTH` levels deep).
-//!
-//! The order of keys relies on `serde_json::Map` being a `BTreeMap` (the crate
-//! is built without serde_json's `preserve_order`; a test checks it).
-//!
-//! # What it costs
-//!
-//! `cargo bench --bench compact` (50k Widgets of the benchmark, ~2.4 KB of
-//! JSON each with managedFields; glibc's bytes in use per object, interner
-//! included): a decoded `DynamicObject` 25,050 B; `CompactObject` 2,815 B
-//! (0.11×), 5,516 B (0.22×) when no `fieldsV1` tree is shared. Building one
-//! from the decoded object takes ~6–7 µs (decoding it took ~20 µs); reading
-//! name, namespace, resourceVersion costs what it costs today, a label a
-//! nanosecond more, a pointer a quarter of `Value::pointer`; writing the JSON
-//! costs what serde_json does. Decoding the whole object back (`to_object`)
-//! costs ~11–14 µs against an `Arc` clone today: hence [`CompactEntry`].
-//!
-//! # In the store
-//!
-//! With [`Storage::Compact`](crate::informer::options::Storage::Compact) the store keeps
-//! a [`CompactEntry`] per object and one [`Interner`] beside its writer. An
-//! event handler gets the `Arc<DynamicObject>` just decoded from the wire
-//! (the entry remembers it); a read that needs the whole object calls
-//! [`CompactEntry::get`], which hands out that same `Arc` while anyone holds
-//! it, and decodes otherwise. Label selectors, index filtering, keys and
-//! `kdi get` read the compact object without decoding
-//! ([`CachedObject`](crate::cache::store::CachedObject)). The writer frees what
-//! dead `Weak`s keep (~460 B per object) in passes amortised over its writes
-//! ([`StoreWriter::forget_dropped`](crate::cache::store::StoreWriter::forget_dropped)).
+//! The [layer docs](crate::cache) say more.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};

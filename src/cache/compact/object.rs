@@ -8,7 +8,7 @@ use super::*;
 // The object
 // ---------------------------------------------------------------------------
 
-/// One cached object in compact form; see the [module documentation](crate::cache::compact).
+/// One cached object in compact form; see the [module documentation](crate::cache).
 #[derive(Clone, PartialEq)]
 pub struct CompactObject {
     pub(super) types: Option<(Key, Key)>,

@@ -1,99 +1,6 @@
 //! Index functions: what an object is filed under in a named index.
 //!
-//! An index maps each cached object to **zero or more** string values
-//! (many-to-many, as in client-go: an index over label keys files a pod under
-//! every one of its label keys). An [`IndexFn`] computes those values. There
-//! are three kinds:
-//!
-//! - a **JMESPath expression** ([`IndexFn::jmespath`]), so indexes can be
-//!   declared as strings in a configuration file;
-//! - a **Rust closure** ([`IndexFn::closure`], [`IndexFn::closure_infallible`])
-//!   for anything an expression cannot say;
-//! - the built-in **namespace** index ([`IndexFn::namespace`]), present in every
-//!   store under the name [`NAMESPACE_INDEX`].
-//!
-//! # How a result becomes index values
-//!
-//! | expression result | index values |
-//! |---|---|
-//! | string | that string |
-//! | number | its one spelling (below): `3`, `1.5` |
-//! | boolean | `true` or `false` |
-//! | array | one value per element; nested arrays are flattened, `null` elements skipped |
-//! | `null`, missing field, empty array | none: the object is not in that index |
-//! | object (also inside an array) | an [`IndexError::Evaluation`] for that object |
-//!
-//! Values are returned in result order and may repeat; the store keeps each
-//! distinct value once per object.
-//!
-//! An object's values depend only on that object and the expression: they
-//! are what the JMESPath specification gives on the object (as the `jmespath`
-//! crate evaluates it, mapped as above), never on which other indexes were
-//! evaluated on the same [`IndexInput`] before.
-//!
-//! ## Numbers
-//!
-//! JSON and JMESPath have one kind of number, so `3`, `3.0`, `30e-1` and
-//! `3e0` are the same value, and each value is filed under one text:
-//!
-//! - a number with no fractional part, from -2^63 to 2^64 - 1, as its
-//!   integer text: `3`, `3.0` and `3e0` give `"3"`, `1e3` gives `"1000"`,
-//!   `-0` gives `"0"`. Exact: an integer written without a fraction or an
-//!   exponent keeps all its digits (`9007199254740993`);
-//! - any other number (with a fraction, or beyond that range) in the
-//!   shortest form that reads back as the same double: `1.5`, `0.1`, `1e-7`,
-//!   `2e+19`.
-//!
-//! The rule covers numbers an expression computes (`abs`, `sum`, `avg`,
-//! `ceil` and `floor` compute in floating point, yet ``sum([`1`, `2`])``
-//! gives `"3"`) and the text `to_string` makes (`to_string(spec.replicas)` is
-//! `"3"` for `3` and for `3.0`). `avg([])` gives no value (the specification
-//! says `null`).
-//!
-//! # Checked when compiled
-//!
-//! [`IndexFn::jmespath`] rejects, naming the index and the position, an
-//! expression that does not parse ([`IndexError::Syntax`]) and one that
-//! calls a function in a way that fails on every object
-//! ([`IndexError::Function`]): an unknown function (`lenght(@)`), a wrong
-//! number of arguments, or a literal argument of the wrong type
-//! (`abs('x')`). What depends on the object (`abs(spec.name)` where the name
-//! is a string) fails for that object only, as an [`IndexError::Evaluation`].
-//!
-//! # Why there is an [`IndexInput`]
-//!
-//! The `jmespath` crate evaluates expressions over its own `Variable` tree.
-//! Its convenient `search(&value)` converts the whole input into that tree on
-//! every call, which for a 5 KB pod costs a hundred times more than the
-//! evaluation itself. An [`IndexInput`] wraps one object for all the indexes of
-//! a store and converts lazily, and only once, what the expressions read:
-//!
-//! - Plain field paths (`metadata.labels.app`, `spec.nodeName`,
-//!   `metadata."namespace"`) are recognised when the expression is compiled and
-//!   evaluated directly on the [`DynamicObject`]'s `metadata` and `data`,
-//!   without any conversion.
-//! - For other expressions, compilation works out which parts of the object
-//!   the expression can observe (`spec.containers[].image` observes
-//!   `spec.containers` and nothing else; `keys(@)` observes everything), and
-//!   only those parts are converted. Each converted part is kept in the
-//!   input for the following expressions.
-//!
-//! The unit tests check both against the `jmespath` crate's own result on a
-//! full conversion, for fixed edge cases and for generated objects and
-//! expressions; `tests/index_props.rs` checks that generated expressions
-//! give the same values on one shared input in any order, on fresh inputs,
-//! and by the documented rules on the crate's own evaluation. `cargo bench
-//! --bench index` measures the difference.
-//!
-//! # Limits
-//!
-//! Nothing here panics, whatever the expression or the object. Expressions are
-//! limited to [`MAX_EXPRESSION_LEN`] bytes and, unless they are plain field
-//! paths (read without recursion), to [`MAX_EXPRESSION_DEPTH`] levels of
-//! nesting, because the `jmespath` crate evaluates recursively and a deeply
-//! nested expression would otherwise overflow the stack (which aborts the
-//! process rather than panicking). A panic inside a user closure is
-//! caught and reported as an evaluation error.
+//! The [layer docs](crate::cache) say more.
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -220,13 +127,13 @@ type ClosureFn = dyn Fn(&DynamicObject) -> Result<Vec<String>, String> + Send + 
 /// A function from an object to the values it is filed under in one index.
 ///
 /// Cheap to clone (the compiled expression or closure is shared). See the
-/// [module docs](self) for how results map to values.
+/// [module docs](crate::cache) for how results map to values.
 ///
 /// # Examples
 ///
 /// ```
 /// use kube_core::DynamicObject;
-/// use kube_dynamic_informer::index::{IndexFn, IndexInput};
+/// use kube_dynamic_informer::cache::{IndexFn, IndexInput};
 ///
 /// let pod: DynamicObject = serde_json::from_value(serde_json::json!({
 ///     "apiVersion": "v1", "kind": "Pod",
@@ -278,7 +185,7 @@ impl IndexFn {
     /// [`MAX_EXPRESSION_DEPTH`].
     ///
     /// ```
-    /// use kube_dynamic_informer::index::IndexFn;
+    /// use kube_dynamic_informer::cache::IndexFn;
     ///
     /// let err = IndexFn::jmespath("by-node", "spec.[").unwrap_err();
     /// assert!(err.to_string().starts_with(r#"index "by-node": expression 'spec.[' invalid at column 6"#));
@@ -332,7 +239,7 @@ impl IndexFn {
     /// panic.
     ///
     /// ```
-    /// use kube_dynamic_informer::index::IndexFn;
+    /// use kube_dynamic_informer::cache::IndexFn;
     ///
     /// let by_replicas = IndexFn::closure(|obj| match obj.data.pointer("/spec/replicas") {
     ///     None => Ok(vec![]),
@@ -353,7 +260,7 @@ impl IndexFn {
     /// reported as [`IndexError::Evaluation`]).
     ///
     /// ```
-    /// use kube_dynamic_informer::index::IndexFn;
+    /// use kube_dynamic_informer::cache::IndexFn;
     ///
     /// // Every label key of the object: one object under many values.
     /// let by_label_key = IndexFn::closure_infallible(|obj| {

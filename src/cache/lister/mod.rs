@@ -1,43 +1,7 @@
 //! Listers: read views over an informer's cache, by label selector, by name,
 //! by namespace and by index.
 //!
-//! A [`Lister`] answers from memory, never from the API server. It takes a
-//! label selector in the API server's own syntax (`app=web`, `tier!=db`,
-//! `env in (prod,staging)`, `!canary`, parsed by [`crate::vocabulary::selector`], whose
-//! errors say what is wrong and where), and scopes to one namespace through
-//! the namespace index rather than by scanning every object.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use kube_dynamic_informer::scope::Scope;
-//! use kube_dynamic_informer::lister::Lister;
-//! use kube_dynamic_informer::resource::ResourceKey;
-//! use kube_dynamic_informer::store::StoreWriter;
-//!
-//! let pod = |ns: &str, name: &str, app: &str| Arc::new(serde_json::from_value(serde_json::json!({
-//!     "apiVersion": "v1", "kind": "Pod",
-//!     "metadata": { "name": name, "namespace": ns, "labels": { "app": app } }
-//! })).unwrap());
-//! let mut writer = StoreWriter::new();
-//! writer.upsert(pod("shop", "web-0", "web"));
-//! writer.upsert(pod("shop", "db-0", "db"));
-//! writer.upsert(pod("blog", "web-0", "web"));
-//!
-//! let pods = Lister::new(writer.reader(), ResourceKey::new("", "v1", "pods"), Scope::Namespaced);
-//! assert_eq!(pods.list("app=web")?.len(), 2);
-//! assert_eq!(pods.list("app notin (web)")?.len(), 1);
-//! let shop = pods.namespace("shop")?;
-//! assert_eq!(shop.list("app in (web, db)")?.len(), 2);
-//! assert!(shop.get("db-0").is_some());
-//! assert!(pods.get("blog/web-0").is_some());
-//!
-//! let err = pods.list("app in (web").unwrap_err();
-//! assert_eq!(
-//!     err.to_string(),
-//!     r#"listing pods.v1: label selector "app in (web": expected ')' or ',' at column 12"#
-//! );
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The [layer docs](crate::cache) say more.
 
 use std::borrow::Cow;
 
@@ -217,7 +181,7 @@ impl Lister {
         &self.store
     }
 
-    /// The objects whose labels match `selector` (see [`crate::vocabulary::selector`]
+    /// The objects whose labels match `selector` (see [`crate::vocabulary`]
     /// for the syntax; `""` matches everything).
     ///
     /// # Errors

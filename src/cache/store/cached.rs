@@ -25,8 +25,8 @@ use crate::cache::compact::{
 ///
 /// ```
 /// use std::sync::Arc;
-/// use kube_dynamic_informer::options::Storage;
-/// use kube_dynamic_informer::store::StoreWriter;
+/// use kube_dynamic_informer::cache::Storage;
+/// use kube_dynamic_informer::cache::StoreWriter;
 ///
 /// let mut writer = StoreWriter::with_storage(Storage::Compact);
 /// writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({

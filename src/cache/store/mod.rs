@@ -1,118 +1,6 @@
 //! The informer's cache: a thread-safe key → object map with named indexes.
 //!
-//! # Reader and writer
-//!
-//! As in kube-runtime, the cache is split in two handles over the same data:
-//!
-//! - [`StoreWriter`] is the only handle that changes objects. It is not
-//!   `Clone`; the informer's task owns it and applies watch events and
-//!   relists to it.
-//! - [`Store`] is a cheap `Clone` read handle handed to everybody else. It
-//!   gives out `Arc<DynamicObject>`s, so nobody can modify a cached object
-//!   (client-go returns mutable pointers and its docs have to ask users not
-//!   to write through them). The one thing a reader may change is the set of
-//!   indexes ([`Store::add_index`]), which never changes an object.
-//!
-//! # Storage
-//!
-//! With [`Storage::Objects`] (the default) every object is held once, in an
-//! `Arc`; the store, every event handler and every query result share it.
-//! With [`Storage::Compact`] the store holds each object in the compact form
-//! of [`crate::cache::compact`] — a fraction of the memory — next to a `Weak` of
-//! the decoded object it was built from: readers get that same `Arc` while
-//! anyone (an event handler, another reader) still holds it, and a new
-//! decode otherwise, which costs microseconds an object. [`CachedObject`]
-//! reads an object's fields, a JSON pointer or its JSON text in place, in
-//! both modes: [`Store::list_where`], [`Store::list_cached`],
-//! [`Store::by_index_cached`] and the [lister](crate::cache::lister) use it so that
-//! label selectors and namespace filters decode only the objects they
-//! return. BENCHMARKS.md measures both modes side by side.
-//!
-//! # Lists
-//!
-//! A list arrives page by page ([`StoreWriter::begin_list`],
-//! [`StoreWriter::list_page`], [`StoreWriter::end_list`]): into an empty
-//! cache each page is applied as it comes, so a first sync never holds the
-//! whole list; a relist of a filled cache is applied at once at its end,
-//! keeping meanwhile only the keys of the unchanged objects and the changed
-//! objects, never a second copy of the cache.
-//!
-//! # Keys
-//!
-//! An object's key is `namespace/name`, or `name` for a cluster-scoped object
-//! (client-go's `MetaNamespaceKeyFunc`); see [`object_key`] and
-//! [`key_from_parts`].
-//!
-//! # Indexes
-//!
-//! A named index files each object under zero or more string values computed
-//! by an [`IndexFn`] (many-to-many: one pod can be under each of its label
-//! keys, and one value holds many pods). The [`NAMESPACE_INDEX`] is always
-//! there. Indexes can be added at any time; existing objects are indexed at
-//! once. When an index function fails on an object — an expression that
-//! returns an object, a closure returning an error — that object is left out
-//! of that index, the index's failure counter ([`Store::index_failures`]) is
-//! incremented and a `tracing` warning names the index, the object and the
-//! error. Nothing in the store panics.
-//!
-//! ## Memory use
-//!
-//! Each key is one `Arc<str>` allocation shared by the object map and every
-//! index entry that refers to it; each distinct index value is one `Arc<str>`
-//! shared by the value map and the objects filed under it. A value held by a
-//! single object costs no map allocation. Objects are never copied.
-//!
-//! An index entry holds the object's `Arc` next to its key, so
-//! [`Store::by_index`] clones pointers it already holds instead of looking
-//! each key up again in the object map. That pointer costs 8 bytes a bucket in
-//! the map of a value held by several objects, and nothing for a value held by
-//! one. Updates pay for it too: an update that leaves an object's index values
-//! alone still swaps the `Arc` in each index entry of that object.
-//!
-//! ## Locking
-//!
-//! One `parking_lot::RwLock` guards the data: reads run in parallel, and every
-//! read method takes the lock once, so a result (for instance [`Store::list`])
-//! is a consistent snapshot with respect to writer operations. Index functions
-//! are evaluated *before* the write lock is taken; the lock is held only to
-//! move prepared values into the maps. Each object's JMESPath indexes are
-//! evaluated against one conversion of the object (see [`IndexInput`]).
-//!
-//! # Example
-//!
-//! ```
-//! use std::sync::Arc;
-//! use kube_core::DynamicObject;
-//! use kube_dynamic_informer::index::IndexFn;
-//! use kube_dynamic_informer::store::StoreWriter;
-//!
-//! let pod = |ns: &str, name: &str, node: &str| -> Arc<DynamicObject> {
-//!     Arc::new(serde_json::from_value(serde_json::json!({
-//!         "apiVersion": "v1", "kind": "Pod",
-//!         "metadata": { "name": name, "namespace": ns, "resourceVersion": "1" },
-//!         "spec": { "nodeName": node }
-//!     })).unwrap())
-//! };
-//!
-//! let mut writer = StoreWriter::new();
-//! let store = writer.reader(); // Clone + Send + Sync, hand it out freely
-//! store.add_index("by-node", IndexFn::jmespath("by-node", "spec.nodeName")?)?;
-//!
-//! writer.upsert(pod("shop", "web-0", "node-1"));
-//! writer.upsert(pod("shop", "web-1", "node-2"));
-//! writer.upsert(pod("kube-system", "dns-0", "node-1"));
-//!
-//! let on_node_1 = store.index_keys("by-node", "node-1")?;
-//! assert_eq!(on_node_1.len(), 2);
-//! assert_eq!(store.by_index("namespace", "shop")?.len(), 2);
-//! assert!(store.get("shop/web-0").is_some());
-//!
-//! // A relist: afterwards the store holds exactly these objects.
-//! let outcome = writer.replace(vec![pod("shop", "web-0", "node-1")]);
-//! assert_eq!((outcome.added.len(), outcome.updated.len(), outcome.deleted.len(), outcome.unchanged), (0, 0, 2, 1));
-//! assert_eq!(store.keys(), ["shop/web-0"]);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The [layer docs](crate::cache) say more.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -144,7 +32,7 @@ pub enum Storage {
     /// with event handlers and readers: every read is a pointer copy.
     #[default]
     Objects,
-    /// Each object in a compact form ([`crate::cache::compact`]), a fraction of the
+    /// Each object in a compact form ([`crate::cache`]), a fraction of the
     /// memory: keys interned per cache, exact-size trees, identical
     /// `managedFields` trees stored once. Event handlers still get the
     /// object decoded from the wire; a read that needs a whole
@@ -594,7 +482,7 @@ impl Store {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use kube_dynamic_informer::{options::Storage, selector::Selector, store::StoreWriter};
+    /// # use kube_dynamic_informer::{cache::Storage, vocabulary::Selector, cache::StoreWriter};
     /// # let mut writer = StoreWriter::with_storage(Storage::Compact);
     /// # for (name, tier) in [("a", "web"), ("b", "db")] {
     /// #     writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
@@ -745,8 +633,8 @@ impl Store {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use kube_dynamic_informer::index::IndexFn;
-    /// use kube_dynamic_informer::store::{StoreError, StoreWriter};
+    /// use kube_dynamic_informer::cache::IndexFn;
+    /// use kube_dynamic_informer::cache::{StoreError, StoreWriter};
     ///
     /// let mut writer = StoreWriter::new();
     /// writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({

@@ -32,7 +32,7 @@ pub struct IncomparableResourceVersion(pub String);
 ///
 /// ```
 /// use std::cmp::Ordering;
-/// use kube_dynamic_informer::store::compare_resource_versions;
+/// use kube_dynamic_informer::cache::compare_resource_versions;
 ///
 /// assert_eq!(compare_resource_versions("99", "100"), Ok(Ordering::Less));
 /// assert!(compare_resource_versions("abc", "100").is_err());

@@ -36,7 +36,7 @@ impl ClusterObject {
 /// a removed one is gone. Results are sorted by cluster.
 ///
 /// ```no_run
-/// # fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn demo(set: kube_dynamic_informer::declarative::ClusterSet) -> Result<(), Box<dyn std::error::Error>> {
 /// let deployments = set.lister("deploy");
 /// for o in deployments.list("app=web")? {
 ///     println!("{}", o.key()); // east/shop/web

@@ -1,81 +1,12 @@
 //! Many clusters from one process: the same resources watched in every
 //! cluster of a set, with one merged view.
 //!
-//! A [`ClusterSet`] holds named clusters, each with its own client,
-//! [`DiscoveryCache`](crate::factory::discovery::DiscoveryCache) and
-//! [`InformerFactory`], all sharing the process's runtime and handler pool.
-//! Resources are named once ([`ClusterSet::add_resource`]) and resolved in
-//! each cluster through that cluster's discovery: a CRD installed in one
-//! cluster and not in another is synced in the first and
-//! [`Pending`](crate::informer::InformerStatus::Pending) in the second, and
-//! follows the CRD in each as it comes and goes.
-//!
-//! # One cluster never holds up the others
-//!
-//! Resolving a resource reads discovery, which needs the cluster. Every
-//! cluster therefore resolves its resources in a task of its own, retried
-//! with backoff while the cluster cannot be reached; nothing in the set
-//! waits for one cluster before serving another. A cluster that cannot be
-//! reached is reported as [`ClusterSyncError::Unreachable`] by
-//! [`ClusterSet::wait_for_cache_sync`] and as
-//! [`ResourceState::Unresolved`] by [`ClusterSet::status`], and starts
-//! serving as soon as it answers.
-//!
-//! # The merged view
-//!
-//! - Handlers added with [`ClusterSet::add_handler`] receive a
-//!   [`ClusterEvent`] — the event and the cluster it comes from — for every
-//!   resource of every cluster, present and future.
-//! - [`ClusterSet::lister`] reads one resource across every cluster
-//!   ([`ClusterLister`]): keys carry the cluster (`cluster/namespace/name`),
-//!   [`ClusterLister::by_index`] queries the index in every cluster, and
-//!   [`ClusterLister::cluster`] gives one cluster's own [`Lister`](crate::cache::lister::Lister).
-//! - [`ClusterSet::wait_for_cache_sync`] answers once per cluster and
-//!   resource, with the reason for each failure ([`ClusterSyncReport`]).
-//!
-//! Clusters are added and removed at any time. [`ClusterSet::remove_cluster`]
-//! stops the cluster's informers, drops the set's hold on their caches, and
-//! no handler call for that cluster starts afterwards.
-//!
-//! # Credentials
-//!
-//! Each cluster's [`kube_client::Config`] is used as it is (exec plugins,
-//! client certificates, tokens). The set prints no part of it: errors,
-//! statuses and logs carry the cluster's name, and the client's error text,
-//! which names the server but never a credential.
-//!
-//! # Example
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::time::Duration;
-//! use kube_client::config::Kubeconfig;
-//! use kube_dynamic_informer::cluster_set::{ClusterSet, clusters_from_contexts};
-//! use kube_dynamic_informer::InformerOptions;
-//!
-//! let set = ClusterSet::new(InformerOptions::default().strip_managed_fields());
-//! set.add_resource("deploy");
-//! set.add_resource("widgets.example.com");
-//! let kubeconfig = Kubeconfig::read()?;
-//! for (name, config) in clusters_from_contexts(&kubeconfig, &["east".into(), "west".into()]).await? {
-//!     set.add_cluster(name, config)?;
-//! }
-//! set.add_handler(|e| println!("{} {} {:?}", e.cluster, e.event.kind(), e.event.object().metadata.name));
-//! set.start()?;
-//! let report = set.wait_for_cache_sync(Duration::from_secs(30)).await;
-//! for failure in report.failures() {
-//!     eprintln!("{failure}");
-//! }
-//! for object in set.lister("deploy").list_all() {
-//!     println!("{}", object.key());
-//! }
-//! set.shutdown().await;
-//! # Ok(()) }
-//! ```
+//! The [layer docs](crate::declarative) say more.
 
 mod lister;
 mod report;
 mod source;
+#[cfg(feature = "config")]
 pub(crate) use source::cluster_name_of;
 #[cfg(test)]
 mod tests;
@@ -98,7 +29,7 @@ pub use source::{
 };
 
 use crate::cache::index::IndexFn;
-use crate::factory::{FactoryError, GenericInformer, InformerFactory};
+use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
 use crate::informer::{Event, HandlerOptions, InformerStatus};
 
@@ -187,7 +118,7 @@ struct ResolveFailure {
 
 #[derive(Default)]
 struct ClusterResources {
-    informers: BTreeMap<Arc<str>, GenericInformer>,
+    informers: BTreeMap<Arc<str>, InformerHandle>,
     failures: BTreeMap<Arc<str>, ResolveFailure>,
 }
 
@@ -252,7 +183,7 @@ impl Default for RetryDelays {
     }
 }
 
-/// Named clusters watched together; see the [module docs](self). Cheap to
+/// Named clusters watched together; see the [module docs](crate::declarative). Cheap to
 /// clone; clones share everything. Dropping the last clone stops every
 /// informer.
 #[derive(Clone)]
@@ -319,7 +250,7 @@ impl ClusterSet {
     /// of a config file, named there.
     ///
     /// ```
-    /// use kube_dynamic_informer::cluster_set::ClusterSet;
+    /// use kube_dynamic_informer::declarative::ClusterSet;
     /// use kube_dynamic_informer::InformerOptions;
     ///
     /// let set = ClusterSet::new(InformerOptions::default());
@@ -460,11 +391,11 @@ impl ClusterSet {
 
     /// Removes a cluster: stops its informers and waits until they have
     /// stopped; no handler call for it starts afterwards, and its caches are
-    /// freed once no [`GenericInformer`] or [`Lister`](crate::cache::lister::Lister)
+    /// freed once no [`InformerHandle`] or [`Lister`](crate::cache::lister::Lister)
     /// taken from it is held. Returns whether the cluster was in the set.
     ///
     /// ```no_run
-    /// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet, config: kube_client::Config) -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn demo(set: kube_dynamic_informer::declarative::ClusterSet, config: kube_client::Config) -> Result<(), Box<dyn std::error::Error>> {
     /// set.add_cluster("north", config)?; // joins a running set at once
     /// assert!(set.remove_cluster("east").await);
     /// assert!(set.lister("deploy").cluster("east").is_none());
@@ -495,7 +426,7 @@ impl ClusterSet {
     /// The informer of `resource` (as it was named) in `cluster`, once
     /// resolved there.
     #[must_use]
-    pub fn informer(&self, cluster: &str, resource: &str) -> Option<GenericInformer> {
+    pub fn informer(&self, cluster: &str, resource: &str) -> Option<InformerHandle> {
         let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
         entry.resources.lock().informers.get(resource).cloned()
     }
@@ -510,8 +441,8 @@ impl ClusterSet {
     /// resource in the order they were added.
     ///
     /// ```no_run
-    /// # fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) {
-    /// use kube_dynamic_informer::cluster_set::ResourceState;
+    /// # fn demo(set: kube_dynamic_informer::declarative::ClusterSet) {
+    /// use kube_dynamic_informer::declarative::ResourceState;
     /// for (cluster, resource, state) in set.status() {
     ///     if let ResourceState::Unresolved { unreachable: true, error } = state {
     ///         eprintln!("{cluster}: {resource}: cannot reach the cluster: {error:?}");
@@ -607,7 +538,7 @@ impl ClusterSet {
     }
 
     /// Each cluster's informer of `resource`, sorted by cluster.
-    fn informers_of(&self, resource: &str) -> Vec<(Arc<str>, GenericInformer)> {
+    fn informers_of(&self, resource: &str) -> Vec<(Arc<str>, InformerHandle)> {
         let (clusters, _) = self.snapshot();
         clusters
             .iter()
@@ -624,7 +555,7 @@ impl ClusterSet {
 fn attach_handler(
     cluster: &ClusterEntry,
     resource: &Arc<str>,
-    gi: &GenericInformer,
+    gi: &InformerHandle,
     handler: SetHandler,
 ) {
     let cluster_name = cluster.name.clone();

@@ -114,7 +114,7 @@ impl fmt::Display for ClusterSyncResult {
 /// the order they were added.
 ///
 /// ```no_run
-/// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) {
+/// # async fn demo(set: kube_dynamic_informer::declarative::ClusterSet) {
 /// let report = set.wait_for_cache_sync(std::time::Duration::from_secs(30)).await;
 /// for r in &report.results {
 ///     match &r.result {

@@ -57,8 +57,8 @@ pub async fn clusters_from_all_contexts(
 /// Sorted by name.
 ///
 /// ```no_run
-/// # async fn demo(set: kube_dynamic_informer::cluster_set::ClusterSet) -> Result<(), Box<dyn std::error::Error>> {
-/// use kube_dynamic_informer::cluster_set::clusters_from_dir;
+/// # async fn demo(set: kube_dynamic_informer::declarative::ClusterSet) -> Result<(), Box<dyn std::error::Error>> {
+/// use kube_dynamic_informer::declarative::clusters_from_dir;
 /// // /etc/fleet/east.yaml, /etc/fleet/west.yaml → clusters "east" and "west"
 /// for (name, config) in clusters_from_dir(std::path::Path::new("/etc/fleet")).await? {
 ///     set.add_cluster(name, config)?;

@@ -4,7 +4,7 @@ use kube_client::Client;
 
 use super::{InformerSet, InformerSpec};
 use crate::declarative::shard_group::ShardGroup;
-use crate::factory::{FactoryError, GenericInformer, InformerFactory};
+use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::InformerError;
 use crate::informer::options::WhenNotServed;
 
@@ -29,7 +29,7 @@ pub struct ConfiguredInformer {
     /// Its entry (with the file's defaults applied when it was read).
     pub spec: InformerSpec,
     /// The informer and its lister.
-    pub informer: GenericInformer,
+    pub informer: InformerHandle,
 }
 
 /// An informer the file allowed to be left out.
@@ -98,7 +98,7 @@ impl InformerSet {
     ///
     /// ```no_run
     /// # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
-    /// use kube_dynamic_informer::config::InformerSet;
+    /// use kube_dynamic_informer::declarative::InformerSet;
     ///
     /// let set = InformerSet::load_file("examples/configs/pods-and-deployments.yaml")?;
     /// let configured = set.build(client).await?;
@@ -232,7 +232,7 @@ impl InformerSet {
 }
 
 /// Adds the indexes of `spec` to `informer`.
-fn add_indexes(informer: &GenericInformer, spec: &InformerSpec) -> Result<(), Box<BuildError>> {
+fn add_indexes(informer: &InformerHandle, spec: &InformerSpec) -> Result<(), Box<BuildError>> {
     let name = spec.name().to_string();
     for (index, func) in spec.index_functions().map_err(|e| BuildError::Index {
         name: name.clone(),

@@ -3,6 +3,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
+use crate::informer::WhenNotServed;
 
 const HEADER: &str = "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\n";
 

@@ -12,7 +12,7 @@ pub enum AccessPolicy {
     /// once access is granted. The default, as client-go does.
     #[default]
     Watch,
-    /// Ask first (`SelfSubjectAccessReview`, see [`crate::factory::access`]) and
+    /// Ask first (`SelfSubjectAccessReview`, see [`crate::factory`]) and
     /// watch only what is allowed: a resource forbidden everywhere is left
     /// out and reported ([`SetEvent::Skipped`](super::SetEvent::Skipped));
     /// one allowed in some of its namespaces is watched in those. Access is

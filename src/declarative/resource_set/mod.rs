@@ -1,56 +1,7 @@
 //! Resource sets: the informers a config declares, kept in step with the
 //! cluster's discovery and with the config itself while they run.
 //!
-//! A [`ResourceSet`] runs the informers of an [`InformerSet`] — those named
-//! one by one and those its [patterns](crate::factory::pattern) select — in one
-//! [`InformerFactory`], and keeps them right as things change:
-//!
-//! - **Discovery**: when a CRD starts to match a pattern (it is installed,
-//!   or a new served version becomes the preferred one), its informer is
-//!   created and started; when one stops matching or disappears, its
-//!   informer is stopped and its cache freed. Each change is a [`SetEvent`].
-//! - **Config**: [`ResourceSet::apply`] (or [`reload_file`](ResourceSet::reload_file))
-//!   applies a new config to the running set. An informer whose entry,
-//!   resource and options are unchanged keeps running, with its cache and
-//!   watch connection; indexes added to it are added in place. An informer
-//!   whose options changed (or lost or changed an index) is replaced;
-//!   one no longer declared is stopped. A config with any error — in the
-//!   file, or a resource it names that the cluster refuses — is refused
-//!   whole, every error located, and the running set is left as it was.
-//! - **Access** (optional, [`AccessPolicy`]): informers for resources the
-//!   user may not list and watch are not started but reported, and checked
-//!   again periodically; they start once allowed.
-//!
-//! The result of the last reload (time, content hash, success, errors) is
-//! [`ResourceSet::last_reload`], for status pages and metrics.
-//!
-//! # Example
-//!
-//! ```no_run
-//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use kube_dynamic_informer::config::InformerSet;
-//! use kube_dynamic_informer::resource_set::{ResourceSet, SetEvent};
-//!
-//! let set = ResourceSet::from_file(client, "examples/configs/example-crds-pattern.yaml").await?;
-//! let (members, mut events) = set.subscribe().await;
-//! for m in &members {
-//!     println!("watching {} for {}", m.resource, m.entry);
-//! }
-//! set.start()?;
-//! // Later, when the file changed:
-//! match set.reload_file("examples/configs/example-crds-pattern.yaml").await {
-//!     Ok(done) => println!("reloaded: {} added, {} removed", done.added, done.removed),
-//!     Err(refused) => eprintln!("{refused}"), // every problem, with file:line:column
-//! }
-//! while let Some(event) = events.recv().await {
-//!     match event {
-//!         SetEvent::Added(m) => println!("now watching {}", m.resource),
-//!         SetEvent::Removed { member, reason } => println!("stopped {}: {reason}", member.resource),
-//!         _ => {}
-//!     }
-//! }
-//! # Ok(()) }
-//! ```
+//! The [layer docs](crate::declarative) say more.
 
 mod access;
 mod reload;
@@ -73,7 +24,7 @@ use crate::declarative::config::{
     ConfigError, InformerSet, InformerSpec, pointer_path, position_of,
 };
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
-use crate::factory::{FactoryError, GenericInformer, InformerFactory};
+use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::InformerStatus;
 use crate::informer::options::{InformerOptions, WhenNotServed};
 use crate::vocabulary::resource::ResourceKey;
@@ -91,7 +42,7 @@ pub struct SetMember {
     /// Whether a pattern selected it.
     pub from_pattern: bool,
     /// The informer and its lister.
-    pub informer: GenericInformer,
+    pub informer: InformerHandle,
     /// Its indexes: name → JMESPath expression.
     pub indexes: BTreeMap<String, String>,
 }
@@ -187,7 +138,7 @@ impl Drop for Inner {
 }
 
 /// The informers of a config, following discovery, reloads and access; see
-/// the [module docs](self). Cheap to clone; clones share everything.
+/// the [module docs](crate::declarative). Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct ResourceSet {
     inner: Arc<Inner>,
@@ -208,7 +159,7 @@ struct Plan {
     skipped: Vec<SkippedMember>,
     /// Informers the factory created while planning, which no current
     /// member holds: stopped again if the plan is refused.
-    created: Vec<GenericInformer>,
+    created: Vec<InformerHandle>,
     /// JSON pointer → message.
     errors: Vec<(String, String)>,
     /// How many of `errors` are resources not served under
@@ -394,7 +345,7 @@ impl ResourceSet {
     }
 
     /// Asks the server whether each member's informer may list and watch
-    /// what it watches (see [`crate::factory::access`]): one row per resource and
+    /// what it watches (see [`crate::factory`]): one row per resource and
     /// namespace. Members whose resource is not served are not asked about.
     /// Whatever the [`AccessPolicy`], this only reports.
     pub async fn check_access(&self) -> AccessTable {
@@ -606,7 +557,7 @@ impl ResourceSet {
             self.restrict_to_access(&mut wants, &mut plan).await;
         }
         let held =
-            |informer: &GenericInformer| state.members.values().any(|m| m.informer == *informer);
+            |informer: &InformerHandle| state.members.values().any(|m| m.informer == *informer);
         for want in wants {
             let key = (want.entry.clone(), want.resource.clone());
             let current = state
@@ -813,7 +764,7 @@ impl ResourceSet {
         config: &InformerSet,
         spec: &InformerSpec,
         options: &InformerOptions,
-    ) -> Result<GenericInformer, FactoryError> {
+    ) -> Result<InformerHandle, FactoryError> {
         let factory = &self.inner.factory;
         let first = options.clone();
         match factory
@@ -834,7 +785,7 @@ impl ResourceSet {
     }
 
     /// Stops the informers a refused plan created.
-    async fn discard(&self, state: &State, created: Vec<GenericInformer>) {
+    async fn discard(&self, state: &State, created: Vec<InformerHandle>) {
         for informer in created {
             if !state.members.values().any(|m| m.informer == informer) {
                 self.inner.factory.remove_informer(&informer).await;
@@ -849,7 +800,7 @@ impl ResourceSet {
         let mut counts = Counts::default();
         let mut events = Vec::new();
         let mut next: BTreeMap<MemberKey, SetMember> = BTreeMap::new();
-        let in_plan = |informer: &GenericInformer, except: &MemberKey| {
+        let in_plan = |informer: &InformerHandle, except: &MemberKey| {
             plan.members
                 .iter()
                 .any(|(k, p)| k != except && p.member.informer == *informer)

@@ -1,38 +1,7 @@
 //! Permission checks: may the client list and watch these resources in
 //! these namespaces? Asked of the API server, before watching.
 //!
-//! A missing permission otherwise shows up only as an informer backing off
-//! on 403 Forbidden. Asking first gives a table a person can read (`kdi
-//! check --cluster`) and lets a [`ResourceSet`](crate::declarative::resource_set::ResourceSet)
-//! leave out what it may not watch, and start it once allowed, instead of
-//! retrying a 403.
-//!
-//! Each question is a `SelfSubjectAccessReview` (`authorization.k8s.io/v1`)
-//! for one verb (`list`, `watch`), one resource (group and plural) and one
-//! namespace (or all namespaces, or none for a cluster-scoped resource): the
-//! server's authorizers answer exactly as they would for the request itself,
-//! whatever they are (RBAC, webhooks, node). Every user may create these
-//! reviews (the `system:basic-user` role). `SelfSubjectRulesReview` is not
-//! used: it lists RBAC rules of one namespace only, and says itself that
-//! its answer is incomplete whenever another authorizer (a webhook) takes
-//! part, while an access review is the authorizers' own verdict.
-//!
-//! ```no_run
-//! # async fn demo(client: kube_client::Client) {
-//! use kube_dynamic_informer::access::{AccessCheck, AccessTable};
-//! use kube_dynamic_informer::resource::ResourceKey;
-//! use kube_dynamic_informer::scope::Namespaces;
-//!
-//! let checks = [
-//!     AccessCheck::new(ResourceKey::new("", "v1", "pods"), true, Namespaces::only(["shop"])),
-//!     AccessCheck::new(ResourceKey::new("", "v1", "nodes"), false, Namespaces::All),
-//! ];
-//! let table = AccessTable::check(&client, &checks).await;
-//! for row in &table.rows {
-//!     println!("{} {} list={} watch={}", row.resource, row.namespace_label(), row.list, row.watch);
-//! }
-//! # }
-//! ```
+//! The [layer docs](crate::factory) say more.
 
 use std::fmt;
 

@@ -1,53 +1,7 @@
 //! API discovery: which resources the server serves, and what a name the user
 //! typed refers to.
 //!
-//! A [`DiscoveryCache`] reads the server's discovery documents and keeps what
-//! it learnt as a list of [`KnownResource`]s (plural, singular, kind, short
-//! names, scope, preferred version), against which
-//! [`ResourceName::resolve`] picks the resource a name designates. It exists
-//! because kube-client's own discovery does not keep singular and short
-//! names, and because an informer factory needs more than a one-off answer:
-//!
-//! - **Aggregated discovery first.** Where the server offers it (Kubernetes
-//!   1.30+), the whole API comes in two requests (`/api` and `/apis` with
-//!   `Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`).
-//!   Otherwise every group version is read from its own endpoint
-//!   (`/api/v1`, `/apis/<group>/<version>`), several at a time.
-//! - **One broken API does not break the rest.** An aggregated API server that
-//!   is down (its group version is `Stale` in aggregated discovery, or its
-//!   endpoint answers 503) is left out and reported in
-//!   [`DiscoverySnapshot::unavailable`]; everything else is usable. A name
-//!   that cannot be resolved mentions the unavailable group versions.
-//! - **Refreshed on a miss.** A name that is not found makes the cache read
-//!   discovery again before it answers "not found" (as kubectl does).
-//!   Concurrent misses share one refresh.
-//! - **Kept current.** [`DiscoveryCache::keep_current`] watches
-//!   `customresourcedefinitions` and `apiservices` and refreshes when they
-//!   change, re-reading until discovery agrees with the CRDs (the API server
-//!   publishes a new CRD's discovery a moment after the CRD is established).
-//!   [`DiscoveryCache::availability`] turns that into a per-resource
-//!   [`ResourceAvailability`] channel, on which informers wait for a CRD that
-//!   is not installed yet, and notice one that is deleted;
-//!   [`DiscoveryCache::availability_of_name`] does the same for a name
-//!   without a version (`widgets.example.com`), and says which version it
-//!   designates once served.
-//! - **Subresources are not resources.** `pods/status` and `deployments/scale`
-//!   never appear in the list.
-//!
-//! ```no_run
-//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use kube_dynamic_informer::discovery::DiscoveryCache;
-//! use kube_dynamic_informer::resource::ResourceName;
-//!
-//! let discovery = DiscoveryCache::new(client);
-//! let deploy = discovery.resolve(&ResourceName::parse("deploy")?).await?;
-//! assert_eq!(deploy.key().to_string(), "deployments.v1.apps");
-//! assert!(deploy.namespaced);
-//! for down in discovery.snapshot().unavailable() {
-//!     eprintln!("not discovered: {down}");
-//! }
-//! # Ok(()) }
-//! ```
+//! The [layer docs](crate::factory) say more.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -166,8 +120,8 @@ impl DiscoverySnapshot {
     /// by CRDs when known: for tools that read saved discovery, and tests.
     ///
     /// ```
-    /// use kube_dynamic_informer::discovery::DiscoverySnapshot;
-    /// use kube_dynamic_informer::resource::ResourceKey;
+    /// use kube_dynamic_informer::factory::DiscoverySnapshot;
+    /// use kube_dynamic_informer::vocabulary::ResourceKey;
     ///
     /// let doc = serde_json::json!({ "items": [{
     ///     "metadata": { "name": "example.com" },

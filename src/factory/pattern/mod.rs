@@ -1,49 +1,7 @@
 //! Resource patterns: rules that designate resources by group, category or
 //! origin instead of by name, evaluated against discovery.
 //!
-//! Automation is often handed a rule rather than a list: "every CRD of
-//! `*.example.com`", "everything in category `qa`", "all namespaced
-//! resources except events". A [`ResourcePattern`] is that rule. Evaluated
-//! against a [`DiscoverySnapshot`] it gives the resources it designates now
-//! ([`ResourcePattern::select`]); a
-//! [`ResourceSet`](crate::declarative::resource_set::ResourceSet) evaluates it again at
-//! every discovery change, so that informers follow CRDs as they come and go.
-//!
-//! # What a pattern selects
-//!
-//! - The **criteria** `groups` (globs: `*`, `*.example.com`, `apps`; the core
-//!   group is `core` or `""`), `categories` (`all`, `qa`, as `kubectl get qa`
-//!   reads them) and `customResources` (defined by a
-//!   CustomResourceDefinition) narrow each other: a resource must meet every
-//!   criterion given.
-//! - `include` adds resources by name whatever the criteria say; `exclude`
-//!   removes resources by name, also from `include`. A name is a plural,
-//!   singular, kind or short name (`events`, `Event`, `deploy`), matching in
-//!   every group, or one of those followed by `.` and a group
-//!   (`events.events.k8s.io`, `pods.core`).
-//! - `scope` keeps only namespaced or only cluster-scoped resources.
-//! - Only resources that can be listed and watched are ever selected.
-//! - Each resource is selected once, in one version: its group's preferred
-//!   version, or `version` when given (then a resource not served in that
-//!   version is not selected).
-//!
-//! # Example
-//!
-//! ```
-//! use kube_dynamic_informer::pattern::{ResourcePattern, ScopeFilter};
-//!
-//! // "all namespaced resources except events"
-//! let pattern = ResourcePattern::default()
-//!     .groups(["*"])
-//!     .scope(ScopeFilter::Namespaced)
-//!     .exclude(["events"]);
-//! assert!(pattern.check().is_ok());
-//! // The same from a command line: `kdi watch -r '*' --scope namespaced --exclude events`.
-//! let crds = ResourcePattern::parse("custom:*.example.com")?.expect("a pattern");
-//! assert_eq!(crds.groups, ["*.example.com"]);
-//! assert!(crds.custom_resources);
-//! # Ok::<(), kube_dynamic_informer::pattern::PatternError>(())
-//! ```
+//! The [layer docs](crate::factory) say more.
 
 use std::collections::BTreeMap;
 
@@ -100,7 +58,7 @@ pub enum ScopeFilter {
     Cluster,
 }
 
-/// A rule designating resources; see the [module docs](self). The default
+/// A rule designating resources; see the [module docs](crate::factory). The default
 /// designates nothing: set at least one criterion or `include`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
@@ -201,12 +159,12 @@ impl ResourcePattern {
     /// - `group:GROUP-GLOB`: every resource of a group, `group:apps`.
     ///
     /// ```
-    /// use kube_dynamic_informer::pattern::ResourcePattern;
+    /// use kube_dynamic_informer::factory::ResourcePattern;
     /// assert_eq!(ResourcePattern::parse("deploy")?, None);
     /// let qa = ResourcePattern::parse("category:qa")?.unwrap();
     /// assert_eq!(qa.categories, ["qa"]);
     /// assert!(ResourcePattern::parse("custom:").is_err());
-    /// # Ok::<(), kube_dynamic_informer::pattern::PatternError>(())
+    /// # Ok::<(), kube_dynamic_informer::factory::PatternError>(())
     /// ```
     ///
     /// # Errors

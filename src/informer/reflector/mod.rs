@@ -1,34 +1,6 @@
 //! The list/watch loop that keeps a cache in step with the API server.
 //!
-//! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
-//! the list on page by page ([`Delta::ListBegin`], [`Delta::ListPage`],
-//! [`Delta::ListEnd`]), then watches from the list's resourceVersion and
-//! hands on each change. It owns every recovery
-//! decision so that callers never have to:
-//!
-//! - a watch that ends normally (server timeout, randomised between 5 and 10
-//!   minutes) is resumed from the last resourceVersion seen, without a new
-//!   list;
-//! - 410 Gone / Expired — when the watch starts or inside the stream — means
-//!   the resourceVersion is compacted away: the reflector lists again, and
-//!   the consumer reconciles (see [`crate::cache::store::StoreWriter::replace`]);
-//! - an expired continue token in the middle of a paged list falls back to
-//!   one full, unpaged list;
-//! - any other error backs off (800 ms doubling to 30 s, with jitter, see
-//!   [`BackoffConfig`](crate::informer::backoff::BackoffConfig)) and is reported in the
-//!   informer's [`InformerStatus`] and to the optional [`ErrorHook`], so a
-//!   403 or a 404 is visible at once instead of as a silent wait.
-//!
-//! When its [`ListWatch`] follows discovery
-//! ([`ListWatch::availability`]), the reflector also knows whether its
-//! resource is served at all: while it is not — a CRD not installed yet, or
-//! deleted — it sends no request and reports [`InformerStatus::Pending`];
-//! when a resource it had listed goes away it hands on an empty list (so the cache empties and handlers get the deletes) and
-//! reports [`InformerStatus::Gone`] instead of retrying a 404 forever; once
-//! the resource is served again it lists anew.
-//!
-//! The server side is the small [`ListWatch`] trait, so that the state
-//! machine can be tested with scripted responses.
+//! The [layer docs](crate::informer) say more.
 
 use std::fmt;
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// [`ResourceName::parse`](super::ResourceName::parse) reads back.
 ///
 /// ```
-/// use kube_dynamic_informer::resource::ResourceKey;
+/// use kube_dynamic_informer::vocabulary::ResourceKey;
 ///
 /// let key = ResourceKey::new("apps", "v1", "deployments");
 /// assert_eq!(key.to_string(), "deployments.v1.apps");

@@ -82,7 +82,7 @@ impl ResourceName {
     /// [`ResourceError::GroupVersionOnly`].
     ///
     /// ```
-    /// use kube_dynamic_informer::resource::{ResourceError, ResourceName};
+    /// use kube_dynamic_informer::vocabulary::{ResourceError, ResourceName};
     ///
     /// let name = ResourceName::parse("widgets.v1alpha1.example.com")?;
     /// let first = &name.candidates()[0];

@@ -126,7 +126,7 @@ impl ResourceName {
     /// groups, or several resources of one group version, equally well.
     ///
     /// ```
-    /// use kube_dynamic_informer::resource::{KnownResource, ResourceError, ResourceName};
+    /// use kube_dynamic_informer::vocabulary::{KnownResource, ResourceError, ResourceName};
     ///
     /// let event = |group: &str| KnownResource {
     ///     group: group.into(),

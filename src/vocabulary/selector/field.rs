@@ -20,7 +20,7 @@ use super::error::column_at;
 /// [`SelectorError::FieldSyntax`] naming the problem and its column.
 ///
 /// ```
-/// use kube_dynamic_informer::selector::validate_field_selector;
+/// use kube_dynamic_informer::vocabulary::validate_field_selector;
 ///
 /// assert!(validate_field_selector("metadata.name=web,status.phase!=Running").is_ok());
 /// assert!(validate_field_selector("").is_ok());

@@ -8,7 +8,7 @@ use super::{Operator, Requirement, Selector, SelectorError};
 
 /// Every requirement becomes the `kube_core::Expression` of the same meaning,
 /// in the same (canonical) order, so the result displays as the same string;
-/// see the [module documentation](super#kube-core-and-k8s-openapi) for the
+/// see the [module documentation](crate::vocabulary#kube-core-and-k8s-openapi) for the
 /// mapping.
 ///
 /// # Errors
@@ -18,7 +18,7 @@ use super::{Operator, Requirement, Selector, SelectorError};
 /// (`ListParams::labels(&selector.to_string())`) instead.
 ///
 /// ```
-/// use kube_dynamic_informer::selector::Selector;
+/// use kube_dynamic_informer::vocabulary::Selector;
 ///
 /// let ours = Selector::parse("app=web,tier in (front,edge),!canary")?;
 /// let theirs = kube_core::Selector::try_from(&ours)?;
@@ -27,7 +27,7 @@ use super::{Operator, Requirement, Selector, SelectorError};
 ///
 /// let err = kube_core::Selector::try_from(&Selector::parse("replicas>3")?).unwrap_err();
 /// assert!(err.to_string().contains(r#""replicas>3" cannot be expressed"#));
-/// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
 /// ```
 impl TryFrom<&Selector> for kube_core::Selector {
     type Error = SelectorError;

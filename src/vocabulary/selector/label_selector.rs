@@ -72,7 +72,7 @@ impl Selector {
     /// `In`/`NotIn` without values, or an `Exists`/`DoesNotExist` with values.
     ///
     /// ```
-    /// use kube_dynamic_informer::selector::{LabelSelector, Selector};
+    /// use kube_dynamic_informer::vocabulary::{LabelSelector, Selector};
     ///
     /// let spec: LabelSelector = serde_json::from_value(serde_json::json!({
     ///     "matchLabels": { "app": "web" },
@@ -153,7 +153,7 @@ impl TryFrom<&LabelSelector> for Selector {
 ///
 /// ```
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-/// use kube_dynamic_informer::selector::Selector;
+/// use kube_dynamic_informer::vocabulary::Selector;
 ///
 /// let spec = LabelSelector {
 ///     match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
@@ -165,7 +165,7 @@ impl TryFrom<&LabelSelector> for Selector {
 /// };
 /// let selector = Selector::try_from(&spec)?;
 /// assert_eq!(selector.to_string(), "app=web,tier in (edge,front)");
-/// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
 /// ```
 impl TryFrom<&metav1::LabelSelector> for Selector {
     type Error = SelectorError;

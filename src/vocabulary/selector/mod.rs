@@ -1,87 +1,6 @@
 //! Kubernetes label selectors, parsed and matched locally.
 //!
-//! Listers filter the informer's cache by label selector, so the cache has to
-//! understand exactly the selectors the API server understands: a selector that
-//! the server would reject must be rejected here too, and one it accepts must
-//! select the same objects. [`Selector::parse`] follows apimachinery's
-//! `labels.Parse` token for token (including its corner cases, such as `in`
-//! being an ordinary value outside the operator position and `x in ()` meaning
-//! "x is the empty string"), and validates keys and values with the same rules
-//! as the API server, so a typo is reported when the selector is declared rather
-//! than as an empty list at run time.
-//!
-//! The grammar, as apimachinery documents it:
-//!
-//! ```text
-//! <selector>     ::= "" | <requirement> | <requirement> "," <selector>
-//! <requirement>  ::= KEY                          (the label exists)
-//!                  | "!" KEY                      (the label does not exist)
-//!                  | KEY ("=" | "==" | "!=") VALUE
-//!                  | KEY ("in" | "notin") "(" VALUE ("," VALUE)* ")"
-//!                  | KEY (">" | "<") INTEGER
-//! ```
-//!
-//! Spaces, tabs, carriage returns and newlines may surround every token.
-//!
-//! Parse errors say what was expected, where (byte offset and 1-based
-//! column), and what was found instead:
-//!
-//! ```
-//! use kube_dynamic_informer::selector::Selector;
-//!
-//! let err = Selector::parse("app in (a").unwrap_err();
-//! assert_eq!(
-//!     err.to_string(),
-//!     r#"label selector "app in (a": expected ')' or ',' at column 10"#
-//! );
-//! ```
-//!
-//! Field selectors are evaluated by the server only (the set of selectable
-//! fields depends on the resource), so there is no field selector type here;
-//! [`validate_field_selector`] checks their syntax early instead.
-//!
-//! # kube-core and k8s-openapi
-//!
-//! A [`Selector`] converts into the `kube_core::Selector` that kube-client
-//! and kube-runtime take (`ListParams::labels_from`,
-//! `watcher::Config::labels_from`) with `TryFrom`, one requirement per
-//! `kube_core::Expression`:
-//!
-//! | Requirement | `kube_core::Expression` |
-//! |---|---|
-//! | `key=value`, `key==value` | `Equal(key, value)` |
-//! | `key!=value` | `NotEqual(key, value)` |
-//! | `key in (a,b)` | `In(key, {a, b})` |
-//! | `key notin (a,b)` | `NotIn(key, {a, b})` |
-//! | `key` | `Exists(key)` |
-//! | `!key` | `DoesNotExist(key)` |
-//! | `key>N`, `key<N` | none: [`SelectorError::Inexpressible`] |
-//!
-//! Both types display the same string, so nothing is lost on the way; a
-//! selector with `>` or `<` can still go to the server as a string
-//! (`ListParams::labels`).
-//!
-//! The other way, the structured selectors of object specs convert into a
-//! [`Selector`] with `TryFrom` (or [`Selector::from_label_selector`]): our
-//! [`LabelSelector`], read from JSON without a Kubernetes version feature, and
-//! k8s-openapi's `LabelSelector` from typed objects. `matchLabels` entries
-//! become `key=value`, `matchExpressions` take `In`, `NotIn`, `Exists` and
-//! `DoesNotExist`, and anything else is an error naming the key and the
-//! operator or value at fault.
-//!
-//! ```
-//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-//! use kube_dynamic_informer::selector::Selector;
-//!
-//! let spec = LabelSelector {
-//!     match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
-//!     ..LabelSelector::default()
-//! };
-//! let ours = Selector::try_from(&spec)?;
-//! let for_kube_client = kube_core::Selector::try_from(&ours)?;
-//! assert_eq!(for_kube_client.to_string(), "app=web");
-//! # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
-//! ```
+//! The [layer docs](crate::vocabulary) say more.
 
 mod error;
 mod field;
@@ -138,13 +57,13 @@ pub use requirement::{Operator, Requirement};
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use kube_dynamic_informer::selector::Selector;
+/// use kube_dynamic_informer::vocabulary::Selector;
 ///
 /// let selector: Selector = "tier in (web, api), env != prod, !canary".parse()?;
 /// let labels = BTreeMap::from([("tier".to_owned(), "web".to_owned())]);
 /// assert!(selector.matches(&labels));
 /// assert_eq!(selector.to_string(), "!canary,env!=prod,tier in (api,web)");
-/// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Selector {
@@ -176,14 +95,14 @@ impl Selector {
     /// offset and column of the offending token.
     ///
     /// ```
-    /// use kube_dynamic_informer::selector::Selector;
+    /// use kube_dynamic_informer::vocabulary::Selector;
     ///
     /// let selector = Selector::parse("app=web,tier")?;
     /// assert_eq!(selector.requirements().len(), 2);
     /// assert!(Selector::parse("").unwrap().is_everything());
     /// assert!(Selector::parse("app=").is_ok()); // the empty value is a value
     /// assert!(Selector::parse("app=-web").is_err()); // values start alphanumeric
-    /// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
     /// ```
     pub fn parse(input: &str) -> Result<Self, SelectorError> {
         parse::parse(input).map(Selector::new)

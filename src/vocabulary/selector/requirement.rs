@@ -68,12 +68,12 @@ impl Requirement {
     /// value is not an integer.
     ///
     /// ```
-    /// use kube_dynamic_informer::selector::{Operator, Requirement};
+    /// use kube_dynamic_informer::vocabulary::{Operator, Requirement};
     ///
     /// let tier = Requirement::new("tier", Operator::In, ["web", "api"])?;
     /// assert_eq!(tier.to_string(), "tier in (api,web)");
     /// assert!(Requirement::new("tier", Operator::In, Vec::<String>::new()).is_err());
-    /// # Ok::<(), kube_dynamic_informer::selector::SelectorError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
     /// ```
     pub fn new<I>(
         key: impl Into<String>,

@@ -1,32 +1,7 @@
 //! Sharding: one resource's cache split across replicas, each keeping the
 //! objects whose key hashes into its ranges.
 //!
-//! An object belongs to a shard by the 64-bit FNV-1a hash of its
-//! `metadata.uid` (or `metadata.namespace`, [`ShardKey`]) — the hash the API
-//! server's sharded list and watch use (`ShardedListAndWatch`, alpha since
-//! Kubernetes 1.36). A [`ShardSelector`] is that key and a set of hash
-//! ranges; it is sent as the `shardSelector` parameter of every list and
-//! watch, written as the server reads it:
-//!
-//! ```text
-//! shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000') || shardRange(...)
-//! ```
-//!
-//! A server that applied it echoes it in the list's `metadata.shardInfo` and
-//! sends only that part. A server that did not (the feature gate off, or an
-//! older release) sends everything; the informer then drops the other
-//! objects itself with the same hash, so the cache is the same either way,
-//! and its [stats](crate::informer::reflector::ReflectorStats::shard_filtering) say
-//! which happened.
-//!
-//! Two ways to choose the ranges:
-//!
-//! - **Static**: [`StaticShard`] — shard *I* of *N* equal parts of the hash
-//!   space (`--shard 1/4` in `kdi`, `shard: 1/4` in a config file).
-//! - **Dynamic**: a [`ShardGroup`](crate::declarative::shard_group::ShardGroup) — members coordinate through
-//!   `coordination.k8s.io/v1` Leases and share a fixed number of slots; an
-//!   informer of a member keeps the slots its member holds, and follows them
-//!   as members join and leave. See [`shard_group`](crate::declarative::shard_group) for the guarantees.
+//! The [layer docs](crate::vocabulary) say more.
 
 use std::fmt;
 use std::str::FromStr;
@@ -108,7 +83,7 @@ pub const HASH_SPACE_END: u128 = 1 << 64;
 /// `sharding.HashField`).
 ///
 /// ```
-/// use kube_dynamic_informer::shard::fnv1a_64;
+/// use kube_dynamic_informer::vocabulary::fnv1a_64;
 /// assert_eq!(fnv1a_64(b""), 0xcbf29ce484222325);
 /// assert_eq!(fnv1a_64(b"a"), 0xaf63dc4c8601ec8c);
 /// ```
@@ -124,7 +99,7 @@ pub fn fnv1a_64(bytes: &[u8]) -> u64 {
 /// Which field of an object decides its shard.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::{ShardKey, fnv1a_64};
+/// use kube_dynamic_informer::vocabulary::{ShardKey, fnv1a_64};
 ///
 /// let mut pod = kube_core::DynamicObject::new("web-0", &kube_core::ApiResource::erase::<
 ///     k8s_openapi::api::core::v1::Pod,
@@ -133,7 +108,7 @@ pub fn fnv1a_64(bytes: &[u8]) -> u64 {
 /// assert_eq!(ShardKey::Namespace.hash(&pod), fnv1a_64(b"shop"));
 /// assert_eq!(ShardKey::Namespace.field_path(), "object.metadata.namespace");
 /// assert_eq!("uid".parse::<ShardKey>()?, ShardKey::Uid);
-/// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
@@ -197,7 +172,7 @@ impl FromStr for ShardKey {
 /// Why a shard, a range or a selector was refused.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::{ShardError, StaticShard};
+/// use kube_dynamic_informer::vocabulary::{ShardError, StaticShard};
 /// assert_eq!(StaticShard::new(2, 0), Err(ShardError::ZeroCount));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -244,11 +219,11 @@ pub enum ShardError {
 /// A half-open range `[start, end)` of the 64-bit hash space.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::ShardRange;
+/// use kube_dynamic_informer::vocabulary::ShardRange;
 /// let upper_half = ShardRange::new(1 << 63, 1 << 64)?;
 /// assert!(upper_half.contains(u64::MAX));
 /// assert!(!upper_half.contains(0));
-/// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ShardRange {
@@ -336,14 +311,14 @@ fn hex_bound(v: u128) -> String {
 /// nothing (a group member that holds no slot); it is never sent.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::{ShardKey, ShardRange, ShardSelector};
+/// use kube_dynamic_informer::vocabulary::{ShardKey, ShardRange, ShardSelector};
 /// let s = ShardSelector::new(ShardKey::Uid, [ShardRange::part(1, 4)?]);
 /// assert_eq!(
 ///     s.to_string(),
 ///     "shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')"
 /// );
 /// assert_eq!(s.to_string().parse::<ShardSelector>()?, s);
-/// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ShardSelector {
@@ -520,12 +495,12 @@ fn parse_bound(quoted: &str) -> Result<u128, String> {
 /// files and on the command line.
 ///
 /// ```
-/// use kube_dynamic_informer::shard::StaticShard;
+/// use kube_dynamic_informer::vocabulary::StaticShard;
 /// let shard: StaticShard = "1/4".parse()?;
 /// assert_eq!((shard.index(), shard.count()), (1, 4));
 /// assert!("4/4".parse::<StaticShard>().is_err());
 /// assert!("0/0".parse::<StaticShard>().is_err());
-/// # Ok::<(), kube_dynamic_informer::shard::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StaticShard {
@@ -626,7 +601,7 @@ impl schemars::JsonSchema for StaticShard {
 ///
 /// ```no_run
 /// # fn demo(informer: kube_dynamic_informer::informer::SharedInformer) {
-/// use kube_dynamic_informer::shard::ShardFiltering;
+/// use kube_dynamic_informer::vocabulary::ShardFiltering;
 ///
 /// if informer.stats().shard_filtering() == Some(ShardFiltering::Client) {
 ///     eprintln!("the server sends every object; this replica drops most of them");

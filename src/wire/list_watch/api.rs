@@ -40,9 +40,9 @@ use crate::vocabulary::shard::ShardSelector;
 /// ```no_run
 /// # fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
 /// use kube_core::ApiResource;
-/// use kube_dynamic_informer::list_watch::ApiListWatch;
-/// use kube_dynamic_informer::options::InformerOptions;
-/// use kube_dynamic_informer::scope::{Namespaces, Scope};
+/// use kube_dynamic_informer::wire::ApiListWatch;
+/// use kube_dynamic_informer::informer::InformerOptions;
+/// use kube_dynamic_informer::vocabulary::{Namespaces, Scope};
 /// use kube_dynamic_informer::informer::SharedInformer;
 ///
 /// let secrets = ApiResource {

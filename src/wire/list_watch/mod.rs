@@ -1,19 +1,7 @@
 //! The server side of an informer: list a resource, watch it from a
 //! resourceVersion.
 //!
-//! [`ListWatch`] is the small trait the [reflector](crate::informer::reflector) drives;
-//! [`ApiListWatch`] is its one implementation over the API server, for all
-//! namespaces, one or several, full objects or metadata only, following
-//! discovery when given an availability channel. Tests implement the trait
-//! with scripted answers.
-//!
-//! Responses are decoded object by object (see [`MAX_OBJECT_DEPTH`]): an
-//! object that cannot be decoded is left out of its list page
-//! ([`ListPage::skipped`]) or comes as a [`WatchEvent::Skipped`] in its
-//! place, instead of failing the page or stalling the watch. Errors say what
-//! happened ([`ListWatchError`]): the server's own status, a transport
-//! failure, or a request this list-watch cannot make — never a made-up HTTP
-//! status.
+//! The [layer docs](crate::wire) say more.
 
 mod api;
 mod several;

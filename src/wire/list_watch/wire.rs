@@ -336,7 +336,7 @@ struct RawList<'a> {
 /// let text = r#"{"kind": "ConfigMapList", "apiVersion": "v1",
 ///     "metadata": {"resourceVersion": "7"},
 ///     "items": [{"metadata": {"name": "a", "namespace": "x"}, "data": {"k": "v"}}]}"#;
-/// let page = kube_dynamic_informer::list_watch::decode_list(text)?;
+/// let page = kube_dynamic_informer::wire::decode_list(text)?;
 /// assert_eq!(page.objects[0].data["data"]["k"], "v");
 /// assert_eq!(page.resource_version, "7");
 /// assert!(page.skipped.is_empty());

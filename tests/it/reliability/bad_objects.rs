@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube_client::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::informer::SharedInformer;
-use kube_dynamic_informer::list_watch::MAX_OBJECT_DEPTH;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
+use kube_dynamic_informer::wire::MAX_OBJECT_DEPTH;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -8,10 +8,8 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kube_client::api::{Api, DeleteParams, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube_dynamic_informer::informer::SharedInformer;
-use kube_dynamic_informer::list_watch::{
-    ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream,
-};
-use kube_dynamic_informer::scope::{Namespaces, Scope};
+use kube_dynamic_informer::vocabulary::{Namespaces, Scope};
+use kube_dynamic_informer::wire::{ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 

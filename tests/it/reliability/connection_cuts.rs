@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
 use kube_dynamic_informer::informer::SharedInformer;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{Tracker, churn, churn_until, config_map_maker, configmaps, converge, quick_backoff};

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube_client::api::{Api, DynamicObject};
+use kube_dynamic_informer::cache::Transform;
 use kube_dynamic_informer::informer::{Event, InformerStatus, SharedInformer};
-use kube_dynamic_informer::scope::Scope;
-use kube_dynamic_informer::transform::Transform;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

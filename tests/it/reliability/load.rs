@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::Storage;
+use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::options::{InformerOptions, Storage};
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube_dynamic_informer::informer::ReflectorError;
 use kube_dynamic_informer::informer::{InformerError, InformerStatus, SharedInformer};
-use kube_dynamic_informer::reflector::ReflectorError;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

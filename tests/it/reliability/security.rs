@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
+use kube_dynamic_informer::informer::ReflectorError;
 use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
-use kube_dynamic_informer::reflector::ReflectorError;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::vocabulary::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{config_map_maker, configmaps};

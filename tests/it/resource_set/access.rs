@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use kube_client::Client;
 use kube_client::api::{Api, DynamicObject, PostParams};
-use kube_dynamic_informer::config::{InformerSet, PatternSpec};
-use kube_dynamic_informer::pattern::ResourcePattern;
-use kube_dynamic_informer::resource_set::{AccessPolicy, ResourceSet, SetEvent};
-use kube_dynamic_informer::scope::Namespaces;
+use kube_dynamic_informer::declarative::{AccessPolicy, ResourceSet, SetEvent};
+use kube_dynamic_informer::declarative::{InformerSet, PatternSpec};
+use kube_dynamic_informer::factory::ResourcePattern;
+use kube_dynamic_informer::vocabulary::Namespaces;
 use serde_json::json;
 
 use super::patterns::{crd, next_change};
@@ -53,8 +53,8 @@ fn config(f: &Fixture) -> InformerSet {
     spec.options =
         crate::support::options().namespaces(Namespaces::only([f.ns_a.clone(), f.ns_b.clone()]));
     InformerSet {
-        api_version: kube_dynamic_informer::config::API_VERSION.into(),
-        kind: kube_dynamic_informer::config::KIND.into(),
+        api_version: kube_dynamic_informer::declarative::API_VERSION.into(),
+        kind: kube_dynamic_informer::declarative::KIND.into(),
         defaults: crate::support::options(),
         informers: Vec::new(),
         patterns: vec![spec],
@@ -64,7 +64,7 @@ fn config(f: &Fixture) -> InformerSet {
 }
 
 /// Keys of the objects a member's cache holds.
-fn cached(m: &kube_dynamic_informer::resource_set::SetMember) -> Vec<String> {
+fn cached(m: &kube_dynamic_informer::declarative::SetMember) -> Vec<String> {
     let mut keys: Vec<String> = m
         .informer
         .lister()

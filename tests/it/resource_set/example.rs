@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube_dynamic_informer::resource_set::{ResourceSet, SetEvent};
+use kube_dynamic_informer::declarative::{ResourceSet, SetEvent};
 use serde_json::json;
 
 use super::patterns::crd;

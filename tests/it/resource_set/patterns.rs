@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube_dynamic_informer::config::{InformerSet, PatternSpec};
+use kube_dynamic_informer::declarative::{InformerSet, PatternSpec};
+use kube_dynamic_informer::declarative::{Removal, ResourceSet, SetEvent, SetMember};
+use kube_dynamic_informer::factory::ResourcePattern;
 use kube_dynamic_informer::informer::InformerStatus;
-use kube_dynamic_informer::pattern::ResourcePattern;
-use kube_dynamic_informer::resource_set::{Removal, ResourceSet, SetEvent, SetMember};
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -67,8 +67,8 @@ async fn a_pattern_over_two_groups_follows_crds_created_moved_and_deleted() {
     let base = support::unique_group();
     let (group_a, group_b) = (format!("a.{base}"), format!("b.{base}"));
     let mut set = InformerSet {
-        api_version: kube_dynamic_informer::config::API_VERSION.into(),
-        kind: kube_dynamic_informer::config::KIND.into(),
+        api_version: kube_dynamic_informer::declarative::API_VERSION.into(),
+        kind: kube_dynamic_informer::declarative::KIND.into(),
         defaults: crate::support::options(),
         informers: Vec::new(),
         patterns: Vec::new(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 use kube_client::Client;
 use kube_client::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube_dynamic_informer::informer::SharedInformer;
-use kube_dynamic_informer::scope::Scope;
-use kube_dynamic_informer::shard::{ShardFiltering, ShardKey, StaticShard};
+use kube_dynamic_informer::vocabulary::Scope;
+use kube_dynamic_informer::vocabulary::{ShardFiltering, ShardKey, StaticShard};
 use tokio_util::sync::CancellationToken;
 
 use super::{admin, configmaps};

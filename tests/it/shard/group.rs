@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use kube_client::Client;
 use kube_client::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube_dynamic_informer::declarative::{MemberStatus, ShardGroup, ShardGroupConfig};
 use kube_dynamic_informer::informer::{Event, SharedInformer};
-use kube_dynamic_informer::scope::Scope;
-use kube_dynamic_informer::shard::{MemberStatus, ShardGroup, ShardGroupConfig};
+use kube_dynamic_informer::vocabulary::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::{admin, admin_config, configmaps};
@@ -475,7 +475,8 @@ async fn a_member_needs_the_printed_role_and_says_so_without_it() {
     .await;
     assert!(!member.informer.has_synced(), "no ranges, no sync");
 
-    let role: Role = serde_saphyr::from_str(&kube_dynamic_informer::shard::rbac_role(&ns)).unwrap();
+    let role: Role =
+        serde_saphyr::from_str(&kube_dynamic_informer::declarative::rbac_role(&ns)).unwrap();
     let name = role.metadata.name.clone().unwrap();
     Api::<Role>::namespaced(admin.clone(), &ns)
         .create(&PostParams::default(), &role)

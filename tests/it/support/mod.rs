@@ -117,8 +117,8 @@ pub fn env() -> &'static Env {
 /// `KDI_TEST_STORAGE=compact cargo test --features cli --test it`.
 pub fn options() -> kube_dynamic_informer::InformerOptions {
     let storage = match std::env::var("KDI_TEST_STORAGE").as_deref() {
-        Ok("compact") => kube_dynamic_informer::options::Storage::Compact,
-        Ok("objects") | Err(_) => kube_dynamic_informer::options::Storage::Objects,
+        Ok("compact") => kube_dynamic_informer::cache::Storage::Compact,
+        Ok("objects") | Err(_) => kube_dynamic_informer::cache::Storage::Objects,
         Ok(other) => panic!("KDI_TEST_STORAGE={other:?}: expected objects or compact"),
     };
     kube_dynamic_informer::InformerOptions::default().storage(storage)

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use kdi_bench_peers::{NODES, percentile, query_values, round};
 use kube_core::DynamicObject;
-use kube_dynamic_informer::index::IndexFn;
-use kube_dynamic_informer::store::StoreWriter;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::StoreWriter;
 use serde_json::json;
 
 fn widget(template: &serde_json::Value, i: u32) -> DynamicObject {

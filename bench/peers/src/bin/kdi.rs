@@ -43,14 +43,15 @@ use kdi_bench_peers::{
 use kube::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::Lister;
-use kube_dynamic_informer::index::IndexFn;
+use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::informer::{Event, Registration, SharedInformer};
-use kube_dynamic_informer::list_watch::{
+use kube_dynamic_informer::wire::{
     ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
 };
-use kube_dynamic_informer::options::{InformerOptions, Storage};
-use kube_dynamic_informer::resource::ResourceKey;
-use kube_dynamic_informer::scope::Scope;
+use kube_dynamic_informer::cache::Storage;
+use kube_dynamic_informer::informer::InformerOptions;
+use kube_dynamic_informer::vocabulary::ResourceKey;
+use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -124,7 +125,7 @@ async fn main() {
         peer = format!("{peer}-compact");
     }
     let shard = args.shard.as_deref().map(|s| {
-        s.parse::<kube_dynamic_informer::shard::StaticShard>()
+        s.parse::<kube_dynamic_informer::vocabulary::StaticShard>()
             .unwrap_or_else(|e| panic!("--shard {s}: {e}"))
     });
     if let Some(shard) = shard {

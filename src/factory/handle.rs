@@ -1,4 +1,4 @@
-//! [`GenericInformer`]: what the factory hands out.
+//! [`InformerHandle`]: what the factory hands out.
 
 use std::fmt;
 
@@ -15,7 +15,7 @@ use crate::vocabulary::scope::{ResourceAvailability, Scope};
 /// out. Cheap to clone; clones (and every handle the factory returns for the
 /// same resource and options) are the same informer, and compare equal.
 #[derive(Clone)]
-pub struct GenericInformer {
+pub struct InformerHandle {
     pub(super) id: u64,
     pub(super) resource: ResourceKey,
     pub(super) informer: SharedInformer,
@@ -23,7 +23,7 @@ pub struct GenericInformer {
     pub(super) availability: watch::Receiver<ResourceAvailability>,
 }
 
-impl GenericInformer {
+impl InformerHandle {
     /// The resource, as asked for. An informer asked for by plural and
     /// group (`widgets.example.com`) while the resource was not served has
     /// an empty version here: it lists the version discovery designates once
@@ -87,17 +87,17 @@ impl GenericInformer {
     }
 }
 
-impl PartialEq for GenericInformer {
+impl PartialEq for InformerHandle {
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id
     }
 }
 
-impl Eq for GenericInformer {}
+impl Eq for InformerHandle {}
 
-impl fmt::Debug for GenericInformer {
+impl fmt::Debug for InformerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GenericInformer")
+        f.debug_struct("InformerHandle")
             .field("resource", &self.resource)
             .field("status", &self.status())
             .field("options", self.options())
