@@ -443,6 +443,7 @@ pub(crate) mod compact;
 pub(crate) mod index;
 pub(crate) mod lister;
 pub(crate) mod projection;
+pub(crate) mod redaction;
 pub(crate) mod store;
 pub(crate) mod transform;
 
@@ -455,6 +456,7 @@ pub use index::{
 };
 pub use lister::{Lister, ListerError, NamespaceLister, ToSelector};
 pub use projection::{ALWAYS_KEPT, MAX_PATH_FIELDS, Projection, ProjectionError};
+pub use redaction::Redaction;
 pub use store::{
     CachedObject, IncomparableResourceVersion, ReplaceOutcome, Storage, Store, StoreError,
     StoreWriter, SyncPoint, compare_resource_versions,

@@ -5,6 +5,7 @@
 
 mod build;
 mod clusters;
+mod overlay;
 mod yaml;
 
 pub use build::{BuildError, ConfiguredFactory, ConfiguredInformer, SkippedInformer};
@@ -27,6 +28,7 @@ use crate::vocabulary::resource::ResourceName;
 use crate::vocabulary::selector::{Selector, validate_field_selector};
 use crate::vocabulary::shard::StaticShard;
 
+pub use overlay::{Overlay, SetError};
 pub use yaml::Position;
 
 /// The `apiVersion` of config files this version of the library reads.

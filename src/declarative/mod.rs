@@ -275,13 +275,13 @@ pub use cluster_set::{
 #[cfg(feature = "config")]
 pub use config::{
     API_VERSION, BuildError, ClustersConfig, ConfigError, ConfigErrors, ConfiguredFactory,
-    ConfiguredInformer, InformerSet, InformerSpec, KIND, MAX_INDEXES, PatternSpec, Position,
-    ShardGroupSpec, SkippedInformer, json_schema, pointer_path, position_of,
+    ConfiguredInformer, InformerSet, InformerSpec, KIND, MAX_INDEXES, Overlay, PatternSpec,
+    Position, SetError, ShardGroupSpec, SkippedInformer, json_schema, pointer_path, position_of,
 };
 #[cfg(feature = "config")]
 pub use resource_set::{
-    AccessPolicy, ReloadError, ReloadStatus, Removal, ResourceSet, SetEvent, SetMember, SetStatus,
-    SkippedMember,
+    AccessPolicy, ReloadError, ReloadStatus, ReloadTriggers, Removal, ResourceSet, SetEvent,
+    SetMember, SetStatus, SkippedMember,
 };
 pub use shard_group::{
     MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,

@@ -356,6 +356,25 @@ fn version_not_served(resource: &ResourceKey, served: &[String]) -> String {
 }
 
 /// What a resource reference comes to.
+/// What a resource name designates now, as the factory resolves it: see
+/// [`InformerFactory::resolve`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Resolution {
+    /// Served now: this resource.
+    Served(KnownResource),
+    /// Not served now; an informer asked for by this name waits for it and
+    /// starts once discovery sees it.
+    NotServed {
+        /// The resource as far as the name tells: an empty version for a
+        /// `plural.group` name, which lists the version discovery designates
+        /// once served.
+        resource: ResourceKey,
+        /// Why it is not served, as discovery says.
+        reason: String,
+    },
+}
+
 enum Resolved {
     /// Served now.
     Served(KnownResource),
@@ -533,6 +552,63 @@ impl InformerFactory {
         self.for_resource_with(resource, |options| options).await
     }
 
+    /// What `resource` designates, resolved exactly as
+    /// [`for_resource`](Self::for_resource) resolves it, without making an
+    /// informer: a served resource, or one not served yet that an informer
+    /// would wait for. Reads discovery again before saying a name is
+    /// unknown.
+    ///
+    /// ```no_run
+    /// use kube_dynamic_informer::factory::{InformerFactory, Resolution};
+    ///
+    /// # async fn demo(factory: InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+    /// match factory.resolve("deploy").await? {
+    ///     Resolution::Served(r) => println!("{} ({})", r.key(), r.kind),
+    ///     Resolution::NotServed { resource, reason } => println!("{resource} waits: {reason}"),
+    ///     _ => {}
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`for_resource`](Self::for_resource) for the name:
+    /// [`FactoryError::Name`], [`FactoryError::Discovery`] (unknown or
+    /// ambiguous, with suggestions or choices),
+    /// [`FactoryError::VersionNotServed`], [`FactoryError::NotWatchable`].
+    pub async fn resolve(
+        &self,
+        resource: impl Into<ResourceRef>,
+    ) -> Result<Resolution, FactoryError> {
+        let named = resource.into().parse()?;
+        let snapshot_reason = |availability: ResourceAvailability| match availability {
+            ResourceAvailability::NotServed { reason } => reason,
+            ResourceAvailability::Served { .. } => "served only now".to_owned(),
+        };
+        match self.resolve_named(named).await? {
+            Resolved::Served(known) => {
+                let key = known.key();
+                let snapshot = self.inner.discovery.snapshot();
+                if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
+                    return Err(FactoryError::NotWatchable {
+                        verbs: snapshot.verbs(&key).to_vec(),
+                        resource: key,
+                    });
+                }
+                Ok(Resolution::Served(known))
+            }
+            Resolved::AwaitKey(key) => Ok(Resolution::NotServed {
+                reason: snapshot_reason(self.inner.discovery.snapshot().availability(&key)),
+                resource: key,
+            }),
+            Resolved::AwaitName(key, name) => Ok(Resolution::NotServed {
+                reason: snapshot_reason(
+                    self.inner.discovery.snapshot().availability_of_name(&name),
+                ),
+                resource: key,
+            }),
+        }
+    }
+
     /// As [`for_resource`](Self::for_resource), with the factory's options
     /// changed for this resource by `customize`, which receives them and
     /// returns the ones to use. Asking again with equal options returns the
@@ -561,7 +637,7 @@ impl InformerFactory {
         let named = resource.into().parse()?;
         // The key of an informer that waits for this name, if it can.
         let waiting_key = named.as_ref().ok().and_then(plural_and_group);
-        let resolved = self.resolve(named).await?;
+        let resolved = self.resolve_named(named).await?;
         let (key, known) = match &resolved {
             Resolved::Served(known) => (known.key(), Some(known.clone())),
             Resolved::AwaitKey(key) | Resolved::AwaitName(key, _) => (key.clone(), None),
@@ -619,13 +695,14 @@ impl InformerFactory {
         if state.shut_down {
             return Err(FactoryError::ShutDown);
         }
-        let map_key = (key.clone(), options.clone());
+        // Requests that would build the same cache share one informer.
+        let map_key = (key.clone(), options.cache_key());
         if let Some(entry) = state.entries.get(&map_key) {
             return Ok(entry.informer.clone());
         }
         // The same `plural.group` name asked for while it was not served.
         if let Some(waiting) = &waiting_key
-            && let Some(entry) = state.entries.get(&(waiting.clone(), options.clone()))
+            && let Some(entry) = state.entries.get(&(waiting.clone(), options.cache_key()))
         {
             return Ok(entry.informer.clone());
         }
@@ -670,7 +747,7 @@ impl InformerFactory {
 
     /// What a resource reference designates: a served resource, or one to
     /// wait for (a fully qualified name or a key, or a `plural.group` name).
-    async fn resolve(
+    async fn resolve_named(
         &self,
         named: Result<ResourceName, ResourceKey>,
     ) -> Result<Resolved, FactoryError> {

@@ -65,6 +65,23 @@ pub enum CacheSyncError {
     },
 }
 
+impl CacheSyncError {
+    /// The reason in one camelCase word, in the words of
+    /// [`InformerStatus::name`]: `forbidden`, `notServed`, `gone`,
+    /// `timedOut`, `notStarted` or `stopped`.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CacheSyncError::Forbidden { .. } => "forbidden",
+            CacheSyncError::NotServed { .. } => "notServed",
+            CacheSyncError::Gone { .. } => "gone",
+            CacheSyncError::TimedOut { .. } => "timedOut",
+            CacheSyncError::NotStarted { .. } => "notStarted",
+            CacheSyncError::Stopped { .. } => "stopped",
+        }
+    }
+}
+
 /// The outcome of [`InformerFactory::wait_for_cache_sync`](super::InformerFactory::wait_for_cache_sync): one result per
 /// informer, sorted by resource.
 #[derive(Debug, Clone, Default)]

@@ -19,9 +19,11 @@ use crate::vocabulary::shard::{ShardAssignment, ShardKey, ShardRange, StaticShar
 /// (`None` until a shard group has its first assignment). A static shard's
 /// never change.
 #[derive(Debug, Clone)]
-pub(crate) struct ShardSource {
+pub(crate) struct ShardFeed {
     pub(crate) key: ShardKey,
     pub(crate) ranges: watch::Receiver<Option<Vec<ShardRange>>>,
+    /// Who assigns the ranges; none for a static shard.
+    pub(crate) assignment: Option<ShardAssignment>,
 }
 
 /// What a [factory](crate::factory) does when a resource is not served (a
@@ -384,18 +386,20 @@ impl InformerOptions {
 
     /// Where this informer's shard ranges come from, when it is sharded: a
     /// static shard, else a shard group.
-    pub(crate) fn shard_ranges(&self) -> Option<ShardSource> {
+    pub(crate) fn shard_ranges(&self) -> Option<ShardFeed> {
         if let Some(shard) = self.shard {
             let (tx, ranges) = watch::channel(Some(vec![shard.range()]));
             drop(tx);
-            return Some(ShardSource {
+            return Some(ShardFeed {
                 key: self.shard_key,
                 ranges,
+                assignment: None,
             });
         }
-        self.shard_group.as_ref().map(|group| ShardSource {
+        self.shard_group.as_ref().map(|group| ShardFeed {
             key: self.shard_key,
             ranges: group.ranges(),
+            assignment: Some(group.clone()),
         })
     }
 
@@ -410,6 +414,19 @@ impl InformerOptions {
         self.label_selector = clean(self.label_selector);
         self.field_selector = clean(self.field_selector);
         self
+    }
+
+    /// These options with what does not shape the cache left out: the
+    /// `sensitive` mark (how objects may be shown) and `when_not_served`
+    /// (what the factory does for one request). A factory shares one
+    /// informer between requests whose cache keys are equal.
+    #[must_use]
+    pub(crate) fn cache_key(&self) -> Self {
+        Self {
+            sensitive: false,
+            when_not_served: WhenNotServed::Wait,
+            ..self.clone()
+        }
     }
 
     /// The transform steps these options ask for, as one function.

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::vocabulary::shard::ShardAssignment;
+
 /// What an informer is doing.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InformerStatus {
@@ -50,6 +52,13 @@ pub enum InformerStatus {
         /// Why the resource is not served.
         reason: String,
     },
+    /// A member of a shard group (or another [`ShardSource`](crate::vocabulary::ShardSource))
+    /// has not been assigned its first ranges yet: nothing is listed until
+    /// it is. [`reason`](Self::reason) says, live, what the source is doing.
+    WaitingForShards {
+        /// Where the ranges come from.
+        assignment: ShardAssignment,
+    },
     /// The resource was synced and is no longer served (its CRD was
     /// deleted): the cache was emptied (handlers got the deletes), and the
     /// informer waits, without requests, until the resource is served again.
@@ -67,6 +76,109 @@ impl InformerStatus {
     #[must_use]
     pub fn is_synced(&self) -> bool {
         matches!(self, InformerStatus::Synced | InformerStatus::Stale { .. })
+    }
+
+    /// The state in one camelCase word, as programs read it (`kdi`'s JSON
+    /// lines, a cluster set's sync report): `notStarted`, `syncing`,
+    /// `synced`, `stale`, `forbidden` (403), `unauthorized` (401),
+    /// `retrying` (any other failure), `notServed`, `waitingForShardGroup`,
+    /// `gone` or `stopped`.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::informer::InformerStatus;
+    ///
+    /// let refused = InformerStatus::BackingOff {
+    ///     error: "configmaps is forbidden".into(),
+    ///     code: Some(403),
+    ///     attempt: 1,
+    ///     retry_in: std::time::Duration::from_secs(1),
+    ///     synced_before: false,
+    /// };
+    /// assert_eq!(refused.name(), "forbidden");
+    /// assert_eq!(refused.words(), "access denied");
+    /// assert!(refused.is_refused());
+    /// assert_eq!(refused.reason().as_deref(), Some("configmaps is forbidden"));
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            InformerStatus::NotStarted => "notStarted",
+            InformerStatus::Syncing { .. } => "syncing",
+            InformerStatus::Synced => "synced",
+            InformerStatus::Stale { .. } => "stale",
+            InformerStatus::BackingOff {
+                code: Some(403), ..
+            } => "forbidden",
+            InformerStatus::BackingOff {
+                code: Some(401), ..
+            } => "unauthorized",
+            InformerStatus::BackingOff { .. } => "retrying",
+            InformerStatus::Pending { .. } => "notServed",
+            InformerStatus::WaitingForShards { .. } => "waitingForShardGroup",
+            InformerStatus::Gone { .. } => "gone",
+            InformerStatus::Stopped => "stopped",
+        }
+    }
+
+    /// The state in a few words, as people read it: `access denied`,
+    /// `not served`, `retrying after an error`, ...
+    #[must_use]
+    pub fn words(&self) -> &'static str {
+        match self {
+            InformerStatus::NotStarted => "not started",
+            InformerStatus::Syncing { .. } => "syncing",
+            InformerStatus::Synced => "synced",
+            InformerStatus::Stale { .. } => "stale",
+            InformerStatus::BackingOff {
+                code: Some(403), ..
+            } => "access denied",
+            InformerStatus::BackingOff {
+                code: Some(401), ..
+            } => "credentials refused",
+            InformerStatus::BackingOff { .. } => "retrying after an error",
+            InformerStatus::Pending { .. } => "not served",
+            InformerStatus::WaitingForShards { .. } => "waiting for its shard group's slots",
+            InformerStatus::Gone { .. } => "no longer served",
+            InformerStatus::Stopped => "stopped",
+        }
+    }
+
+    /// Why the cache is not synced or current, as the server, discovery or
+    /// the shard source says it; `None` when there is nothing to explain.
+    #[must_use]
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            InformerStatus::BackingOff { error, .. } => Some(error.clone()),
+            InformerStatus::Pending { reason } | InformerStatus::Gone { reason } => {
+                Some(reason.clone())
+            }
+            InformerStatus::Stale { .. } => Some(self.to_string()),
+            InformerStatus::WaitingForShards { assignment } => Some(assignment.describe()),
+            InformerStatus::NotStarted
+            | InformerStatus::Syncing { .. }
+            | InformerStatus::Synced
+            | InformerStatus::Stopped => None,
+        }
+    }
+
+    /// A failed list or watch that the informer retries.
+    #[must_use]
+    pub fn is_failure(&self) -> bool {
+        matches!(self, InformerStatus::BackingOff { .. })
+    }
+
+    /// Refused by the server (403, 401): retrying will not change the
+    /// answer until access or credentials change, so a one-shot reader can
+    /// stop waiting.
+    #[must_use]
+    pub fn is_refused(&self) -> bool {
+        matches!(
+            self,
+            InformerStatus::BackingOff {
+                code: Some(401 | 403),
+                ..
+            }
+        )
     }
 }
 
@@ -89,6 +201,9 @@ impl fmt::Display for InformerStatus {
                 "backing off after failure {attempt} (retry in {retry_in:?}): {error}"
             ),
             InformerStatus::Pending { reason } => write!(f, "pending: {reason}"),
+            InformerStatus::WaitingForShards { assignment } => {
+                write!(f, "waiting for shard ranges: {}", assignment.describe())
+            }
             InformerStatus::Gone { reason } => write!(f, "gone: {reason}"),
             InformerStatus::Stopped => write!(f, "stopped"),
         }

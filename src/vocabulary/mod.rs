@@ -218,6 +218,7 @@
 //! config file must never take the process down.
 
 pub(crate) mod duration;
+pub(crate) mod error_chain;
 pub(crate) mod object_key;
 pub(crate) mod resource;
 pub(crate) mod scope;
@@ -225,6 +226,7 @@ pub(crate) mod selector;
 pub(crate) mod shard;
 
 pub use duration::{format_duration, parse_duration};
+pub use error_chain::error_chain;
 pub use object_key::{key_from_parts, object_key};
 pub use resource::{KnownResource, NameCandidate, ResourceError, ResourceKey, ResourceName};
 pub use scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};

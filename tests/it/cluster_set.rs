@@ -211,7 +211,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     assert_eq!(report.get("a", &widgets), Some(&Ok(())));
     assert_eq!(report.get("b", &widgets), Some(&Ok(())));
     let missing = report.get("c", &widgets).unwrap().as_ref().unwrap_err();
-    assert_eq!(missing.reason(), "not-served", "{missing}");
+    assert_eq!(missing.reason(), "notServed", "{missing}");
     assert_eq!(report.results.len(), 6);
 
     // The merged view.
@@ -464,7 +464,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         .unwrap()
         .as_ref()
         .unwrap_err();
-    assert_eq!(hanging.reason(), "timed-out", "{hanging}");
+    assert_eq!(hanging.reason(), "timedOut", "{hanging}");
 
     // Writes to a, timed from the request to the handler.
     let lag_of = |prefix: &'static str, n: usize| {

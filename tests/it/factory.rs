@@ -128,6 +128,17 @@ async fn the_same_resource_and_options_give_the_same_informer() {
             .unwrap(),
         by_short_name
     );
+    // What does not shape the cache does not split it: how objects may be
+    // shown, and what the factory does when the resource is not served.
+    assert_eq!(
+        factory
+            .for_resource_with("deploy", |o| o
+                .sensitive(true)
+                .when_not_served(kube_dynamic_informer::informer::WhenNotServed::Fail))
+            .await
+            .unwrap(),
+        by_short_name
+    );
     assert_eq!(factory.informers().len(), 3);
 
     // Mistakes are caught when asking, with the resource named.

@@ -7,7 +7,8 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
 use kube_dynamic_informer::factory::DiscoveryError;
 
-use crate::exit::{Failure, describe};
+use crate::exit::Failure;
+use kube_dynamic_informer::vocabulary::error_chain;
 
 /// A client, and the address of its API server for messages.
 pub struct Cluster {
@@ -33,21 +34,25 @@ impl Cluster {
                     Failure::usage(format!(
                         "reading kubeconfig {}: {}",
                         path.display(),
-                        describe(&e)
+                        error_chain(&e)
                     ))
                 })?;
                 Config::from_custom_kubeconfig(kc, &options)
                     .await
                     .map_err(|e| {
-                        Failure::usage(format!("kubeconfig {}: {}", path.display(), describe(&e)))
+                        Failure::usage(format!(
+                            "kubeconfig {}: {}",
+                            path.display(),
+                            error_chain(&e)
+                        ))
                     })?
             }
             None if context.is_some() => Config::from_kubeconfig(&options)
                 .await
-                .map_err(|e| Failure::usage(format!("kubeconfig: {}", describe(&e))))?,
-            None => Config::infer()
-                .await
-                .map_err(|e| Failure::usage(format!("no cluster configured: {}", describe(&e))))?,
+                .map_err(|e| Failure::usage(format!("kubeconfig: {}", error_chain(&e))))?,
+            None => Config::infer().await.map_err(|e| {
+                Failure::usage(format!("no cluster configured: {}", error_chain(&e)))
+            })?,
         };
         let server = config.cluster_url.to_string();
         // What fails here is the kubeconfig's content: certificates, a
@@ -55,7 +60,7 @@ impl Cluster {
         let client = Client::try_from(config).map_err(|e| {
             Failure::usage(format!(
                 "the kubeconfig's client settings: {}",
-                describe(&e)
+                error_chain(&e)
             ))
         })?;
         Ok(Cluster { client, server })
@@ -65,6 +70,6 @@ impl Cluster {
     /// server, what was asked, and every cause (connection refused, a
     /// certificate, a 401).
     pub fn unreachable(&self, err: &DiscoveryError) -> Failure {
-        Failure::cluster(format!("API server {}: {}", self.server, describe(err)))
+        Failure::cluster(format!("API server {}: {}", self.server, error_chain(err)))
     }
 }

@@ -23,10 +23,12 @@ use kube_dynamic_informer::declarative::{
 use kube_dynamic_informer::factory::InformerHandle;
 use serde_json::{Value, json};
 
-use crate::exit::{Failure, describe};
+use crate::exit::Failure;
 use crate::get::GetArgs;
-use crate::output::{Format, Printable, Redaction, event_line, print_table, say, written};
+use crate::output::{Format, Printable, event_line, print_table, printable, say, written};
 use crate::watch::WatchArgs;
+use kube_dynamic_informer::cache::Redaction;
+use kube_dynamic_informer::vocabulary::error_chain;
 
 /// Which clusters the command line names.
 pub struct Contexts<'a> {
@@ -62,11 +64,11 @@ async fn build(
                 Failure::usage(format!(
                     "reading kubeconfig {}: {}",
                     path.display(),
-                    describe(&e)
+                    error_chain(&e)
                 ))
             })?,
             None => Kubeconfig::read()
-                .map_err(|e| Failure::usage(format!("reading kubeconfig: {}", describe(&e))))?,
+                .map_err(|e| Failure::usage(format!("reading kubeconfig: {}", error_chain(&e))))?,
         };
         let named = if contexts.all {
             clusters_from_all_contexts(&kubeconfig).await
@@ -284,7 +286,7 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             rows.extend(
                 found
                     .into_iter()
-                    .map(|o| (cluster.to_string(), redaction.printable(o))),
+                    .map(|o| (cluster.to_string(), printable(redaction, o))),
             );
         }
     }

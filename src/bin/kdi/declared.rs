@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use kube_dynamic_informer::InformerHandle;
 use kube_dynamic_informer::cache::IndexFn;
 
-use crate::output::Redaction;
+use kube_dynamic_informer::cache::Redaction;
 
 /// One informer of the command, as declared.
 pub struct Declared {

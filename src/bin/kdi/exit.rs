@@ -1,7 +1,6 @@
 //! Exit codes and the failures that map to them: the table of README.md's
 //! kdi section, which the CLI tests read back.
 
-use std::error::Error;
 use std::fmt::Display;
 
 /// Exit codes.
@@ -53,81 +52,5 @@ impl Failure {
             code,
             message: message.to_string(),
         }
-    }
-}
-
-/// An error and every cause behind it, each said once: wrappers often repeat
-/// their source's text, and the cause that tells what happened (`Connection
-/// refused (os error 111)`, a certificate problem) is often only at the end
-/// of the chain. The server's own answer is said as its message, code and
-/// reason (kube-client's text for it carries a debug dump).
-pub fn describe(err: &(dyn Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut current = Some(err);
-    while let Some(e) = current {
-        if let Some(kube_client::Error::Api(status)) = e.downcast_ref::<kube_client::Error>() {
-            parts.push(format!(
-                "{} ({} {})",
-                status.message, status.code, status.reason
-            ));
-            break;
-        }
-        let text = e.to_string();
-        // What this error adds to its source's text.
-        let own = match e.source().map(|s| s.to_string()) {
-            Some(source) => match text.strip_suffix(source.as_str()) {
-                Some(prefix) => prefix
-                    .trim_end()
-                    .trim_end_matches(':')
-                    .trim_end()
-                    .to_string(),
-                None => text,
-            },
-            None => text,
-        };
-        if !own.is_empty() && !parts.iter().any(|p| p.contains(&own)) {
-            parts.push(own);
-        }
-        current = e.source();
-    }
-    parts.join(": ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug)]
-    struct Layer(&'static str, Option<Box<Layer>>);
-
-    impl std::fmt::Display for Layer {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl Error for Layer {
-        fn source(&self) -> Option<&(dyn Error + 'static)> {
-            self.1.as_deref().map(|l| l as &(dyn Error + 'static))
-        }
-    }
-
-    #[test]
-    fn every_cause_is_said_once() {
-        let err = Layer(
-            "reading API discovery /api: ServiceError: client error (Connect)",
-            Some(Box::new(Layer(
-                "client error (Connect)",
-                Some(Box::new(Layer(
-                    "tcp connect error",
-                    Some(Box::new(Layer("Connection refused (os error 111)", None))),
-                ))),
-            ))),
-        );
-        assert_eq!(
-            describe(&err),
-            "reading API discovery /api: ServiceError: client error (Connect): \
-             tcp connect error: Connection refused (os error 111)"
-        );
     }
 }

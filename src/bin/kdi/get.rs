@@ -6,7 +6,7 @@ use kube_dynamic_informer::declarative::InformerSet;
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::informers::{Selection, start_and_sync};
-use crate::output::{Format, print_objects, written};
+use crate::output::{Format, print_objects, printable, written};
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
@@ -52,7 +52,7 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
         };
         // Printed from the cache as it is held: with compact storage,
         // nothing is decoded.
-        objects.extend(found.into_iter().map(|o| redaction.printable(o)));
+        objects.extend(found.into_iter().map(|o| printable(redaction, o)));
     }
     objects.sort_by_cached_key(|o| o.sort_key());
     let result = written(print_objects(

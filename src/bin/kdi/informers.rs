@@ -7,16 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::cache::Projection;
 use kube_dynamic_informer::cache::Storage;
 use kube_dynamic_informer::declarative::{
-    BuildError, InformerSet, InformerSpec, MAX_INDEXES, PatternSpec, ShardGroupSpec,
+    BuildError, InformerSet, Overlay, SetError, ShardGroupSpec,
 };
 use kube_dynamic_informer::factory::DiscoveryError;
+use kube_dynamic_informer::factory::ScopeFilter;
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
-use kube_dynamic_informer::factory::{ResourcePattern, ScopeFilter};
-use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ShardError, ShardKey, StaticShard};
 
@@ -190,52 +188,21 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 let (name, expr) = d.split_once('=').ok_or_else(|| {
                     Failure::usage(format!("--define-index {d:?}: expected NAME=JMESPATH"))
                 })?;
-                IndexFn::jmespath(name, expr).map_err(Failure::usage)?;
                 indexes.insert(name.to_string(), expr.to_string());
             }
-            if indexes.len() > MAX_INDEXES {
-                return Err(Failure::usage(format!(
-                    "{} indexes defined; at most {MAX_INDEXES} are allowed per informer",
-                    indexes.len()
-                )));
-            }
-            let mut set = InformerSet {
-                api_version: kube_dynamic_informer::declarative::API_VERSION.into(),
-                kind: kube_dynamic_informer::declarative::KIND.into(),
-                defaults: InformerOptions::default(),
-                informers: Vec::new(),
-                patterns: Vec::new(),
-                shard_group: None,
-                clusters: Default::default(),
-            };
-            for r in &sel.resources {
-                match ResourcePattern::parse(r).map_err(|e| Failure::usage(format!("-r: {e}")))? {
-                    Some(mut pattern) => {
-                        pattern.exclude.extend(sel.exclude.iter().cloned());
-                        pattern.scope = sel.scope.map(|s| match s {
-                            ScopeArg::Namespaced => ScopeFilter::Namespaced,
-                            ScopeArg::Cluster => ScopeFilter::Cluster,
-                        });
-                        pattern
-                            .check()
-                            .map_err(|e| Failure::usage(format!("-r {r:?}: {e}")))?;
-                        set.patterns.push(PatternSpec {
-                            indexes: indexes.clone(),
-                            ..PatternSpec::new(r.clone(), pattern)
-                        });
+            let scope = sel.scope.map(|s| match s {
+                ScopeArg::Namespaced => ScopeFilter::Namespaced,
+                ScopeArg::Cluster => ScopeFilter::Cluster,
+            });
+            InformerSet::from_names(&sel.resources, indexes, &sel.exclude, scope).map_err(|e| {
+                match e {
+                    SetError::Pattern { .. } => Failure::usage(format!("-r {e}")),
+                    SetError::FilterWithoutPattern => {
+                        Failure::usage(format!("--exclude and --scope: {e}"))
                     }
-                    None => set.informers.push(InformerSpec {
-                        indexes: indexes.clone(),
-                        ..InformerSpec::new(r.clone())
-                    }),
+                    e => Failure::usage(e),
                 }
-            }
-            if set.patterns.is_empty() && (!sel.exclude.is_empty() || sel.scope.is_some()) {
-                return Err(Failure::usage(
-                    "--exclude and --scope apply to patterns given with -r ('*.example.com', category:NAME, custom:GROUP-GLOB, group:GROUP-GLOB); no -r is one",
-                ));
-            }
-            set
+            })?
         }
     };
     adjust(sel, &mut set)?;
@@ -243,82 +210,41 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
 }
 
 /// The command line's settings over a config file's: `-r` selecting
-/// entries, namespaces, selectors, storage, `--keep`, `--sensitive`.
+/// entries, namespaces, selectors, storage, `--keep`, `--sensitive`, shards.
 pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     if sel.config.is_some() && !sel.resources.is_empty() {
-        set.informers.retain(|i| {
-            sel.resources
-                .iter()
-                .any(|r| r == i.name() || *r == i.resource)
-        });
-        set.patterns.retain(|p| sel.resources.contains(&p.name));
-        if set.informers.is_empty() && set.patterns.is_empty() {
-            return Err(Failure::usage(format!(
-                "no informer of the config file is named {}",
-                sel.resources.join(" or ")
-            )));
-        }
+        set.select(&sel.resources).map_err(Failure::usage)?;
     }
     let projection = match sel.keep.as_slice() {
         [] => None,
         paths => Some(Projection::new(paths).map_err(|e| Failure::usage(format!("--keep: {e}")))?),
     };
-    // Command-line settings override the file's.
-    let over = &mut set.defaults;
-    let apply = |o: &mut InformerOptions| {
-        if !sel.namespaces.is_empty() {
-            o.namespaces = Namespaces::only(sel.namespaces.iter().cloned());
-        }
-        if sel.label_selector.is_some() {
-            o.label_selector.clone_from(&sel.label_selector);
-        }
-        if sel.field_selector.is_some() {
-            o.field_selector.clone_from(&sel.field_selector);
-        }
-        if sel.metadata_only {
-            o.metadata_only = true;
-        }
-        if let Some(storage) = sel.storage {
-            o.storage = storage.into();
-        }
-        if projection.is_some() {
-            o.projection.clone_from(&projection);
-        }
-        if sel.sensitive {
-            o.sensitive = true;
-        }
-        if sel.shard.is_some() {
-            o.shard = sel.shard;
-        }
-        if let Some(key) = sel.shard_key {
-            o.shard_key = key.into();
-        }
-    };
-    apply(over);
-    for i in &mut set.informers {
-        apply(&mut i.options);
-    }
-    for p in &mut set.patterns {
-        apply(&mut p.options);
-    }
-    if let Some(name) = &sel.shard_group {
-        let namespace = sel.shard_group_namespace.clone().ok_or_else(|| {
-            Failure::usage("--shard-group needs --shard-group-namespace, where its Leases are")
-        })?;
-        set.shard_group = Some(ShardGroupSpec {
+    let shard_group = match &sel.shard_group {
+        Some(name) => Some(ShardGroupSpec {
             name: name.clone(),
-            namespace,
+            namespace: sel.shard_group_namespace.clone().ok_or_else(|| {
+                Failure::usage("--shard-group needs --shard-group-namespace, where its Leases are")
+            })?,
             identity: sel.shard_identity.clone(),
             lease_duration: sel.lease_duration.clone(),
             slots: None,
-        });
-    }
-    if let Some(group) = &set.shard_group {
-        group
-            .config()
-            .map_err(|e| Failure::usage(format!("shard group: {e}")))?;
-    }
-    Ok(())
+        }),
+        None => None,
+    };
+    let overlay = Overlay {
+        namespaces: (!sel.namespaces.is_empty())
+            .then(|| Namespaces::only(sel.namespaces.iter().cloned())),
+        label_selector: sel.label_selector.clone(),
+        field_selector: sel.field_selector.clone(),
+        metadata_only: sel.metadata_only,
+        storage: sel.storage.map(Into::into),
+        projection,
+        sensitive: sel.sensitive,
+        shard: sel.shard,
+        shard_key: sel.shard_key.map(Into::into),
+        shard_group,
+    };
+    set.overlay(&overlay).map_err(Failure::usage)
 }
 
 /// Why the informers of a config could not be made: discovery could not be

@@ -4,10 +4,9 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use kube_dynamic_informer::cache::CachedObject;
+use kube_dynamic_informer::cache::{CachedObject, Redaction};
 use kube_dynamic_informer::cache::{IndexFn, IndexInput};
 use kube_dynamic_informer::informer::Event;
-use kube_dynamic_informer::vocabulary::ResourceKey;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -26,115 +25,13 @@ pub enum Format {
     Name,
 }
 
-/// The annotation `kubectl apply` writes: the whole applied manifest,
-/// Secret `stringData` in plain text included.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// What of an informer's objects may be printed.
-///
-/// Core Secrets are always sensitive; any other resource is when its config
-/// entry says `sensitive: true`. Of a sensitive object only what cannot
-/// carry its content is printed: for a Secret everything but `data` and
-/// `stringData`, for other resources only `apiVersion`, `kind` and
-/// `metadata`. In every case the `kubectl apply` annotation (a copy of the
-/// manifest) and the object's index values are redacted too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Redaction {
-    /// Print everything: not sensitive, or `--show-secrets`.
-    None,
-    /// A core Secret: redact `data`, `stringData`, the last-applied
-    /// annotation and index values.
-    SecretData,
-    /// A resource marked sensitive: redact every top-level field but
-    /// `apiVersion`, `kind` and `metadata`, the last-applied annotation
-    /// and index values.
-    AllButMetadata,
-}
-
-impl Redaction {
-    /// The redaction for an informer of `resource`, marked `sensitive` or
-    /// not in the config, unless `show_secrets`.
-    pub fn for_resource(resource: &ResourceKey, sensitive: bool, show_secrets: bool) -> Self {
-        if show_secrets {
-            Redaction::None
-        } else if resource.group.is_empty() && resource.resource == "secrets" {
-            Redaction::SecretData
-        } else if sensitive {
-            Redaction::AllButMetadata
-        } else {
-            Redaction::None
-        }
+/// A cached object as printed: read in place when nothing is redacted,
+/// else as JSON with what must not be printed replaced.
+pub fn printable(redaction: Redaction, o: CachedObject) -> Printable {
+    match redaction {
+        Redaction::None => Printable::Cached(o),
+        _ => Printable::Json(redaction.object(&o)),
     }
-
-    /// A cached object as printed: read in place when nothing is redacted,
-    /// else as JSON with what must not be printed replaced.
-    pub fn printable(self, o: CachedObject) -> Printable {
-        match self {
-            Redaction::None => Printable::Cached(o),
-            _ => Printable::Json(self.object(&o)),
-        }
-    }
-
-    /// The object as JSON, with what must not be printed replaced by a note
-    /// of its size.
-    pub fn object(self, o: &impl Serialize) -> Value {
-        let mut value = serde_json::to_value(o).unwrap_or(Value::Null);
-        let Value::Object(map) = &mut value else {
-            return value;
-        };
-        match self {
-            Redaction::None => return value,
-            Redaction::SecretData => {
-                for field in ["data", "stringData"] {
-                    if let Some(Value::Object(entries)) = map.get_mut(field) {
-                        entries.values_mut().for_each(redact_value);
-                    }
-                }
-            }
-            Redaction::AllButMetadata => {
-                for (field, v) in map.iter_mut() {
-                    if !matches!(field.as_str(), "apiVersion" | "kind" | "metadata") {
-                        redact_value(v);
-                    }
-                }
-            }
-        }
-        if let Some(v) = map
-            .get_mut("metadata")
-            .and_then(|m| m.get_mut("annotations"))
-            .and_then(|a| a.get_mut(LAST_APPLIED))
-        {
-            redact_value(v);
-        }
-        value
-    }
-
-    /// An object's values for one index, as printed.
-    fn index_values(self, values: Vec<String>) -> Value {
-        match self {
-            Redaction::None => json!(values),
-            _ => Value::Array(
-                values
-                    .iter()
-                    .map(|v| Value::String(redacted_note(v.len())))
-                    .collect(),
-            ),
-        }
-    }
-}
-
-fn redacted_note(len: usize) -> String {
-    format!("<redacted: {len} bytes; --show-secrets prints it>")
-}
-
-/// Replaces a value by a note of its size (of its JSON text when it is not
-/// a string).
-fn redact_value(v: &mut Value) {
-    let len = match &*v {
-        Value::String(s) => s.len(),
-        other => other.to_string().len(),
-    };
-    *v = Value::String(redacted_note(len));
 }
 
 /// One JSON line for an event.
@@ -187,7 +84,7 @@ pub fn event_line(
         let mut values = serde_json::Map::new();
         for (name, func) in indexes.iter() {
             let v = match func.evaluate(name, &input) {
-                Ok(values) => redaction.index_values(values),
+                Ok(values) => json!(redaction.index_values(values)),
                 // An evaluation error may quote the value it failed on.
                 Err(_) if redaction != Redaction::None => {
                     json!({ "error": "the expression failed on this object (details redacted)" })

@@ -30,91 +30,22 @@ use crate::declared::Declared;
 use crate::exit::{Failure, code};
 use crate::output::say;
 
-/// What an informer is doing, as kdi tells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    NotStarted,
-    Syncing,
-    Synced,
-    Forbidden,
-    Unauthorized,
-    Retrying,
-    Pending,
-    /// A shard group member's informer before its member holds slots.
-    ShardGroup,
-    Gone,
-    Stopped,
-    Stale,
+/// What was last said of an informer: its status's name and reason, and
+/// whether that was a failure it retries.
+#[derive(Clone, PartialEq, Eq)]
+struct Said {
+    name: &'static str,
+    reason: String,
+    failure: bool,
 }
 
-impl State {
-    /// The state and its reason.
-    fn of(status: &InformerStatus) -> (State, String) {
-        match status {
-            InformerStatus::NotStarted => (State::NotStarted, String::new()),
-            InformerStatus::Syncing { .. } => (State::Syncing, String::new()),
-            InformerStatus::Synced => (State::Synced, String::new()),
-            InformerStatus::Stale { .. } => (State::Stale, status.to_string()),
-            InformerStatus::BackingOff { code, error, .. } => (
-                match code {
-                    Some(403) => State::Forbidden,
-                    Some(401) => State::Unauthorized,
-                    _ => State::Retrying,
-                },
-                error.clone(),
-            ),
-            InformerStatus::Pending { reason } => (State::Pending, reason.clone()),
-            InformerStatus::Gone { reason } => (State::Gone, reason.clone()),
-            InformerStatus::Stopped => (State::Stopped, String::new()),
+impl Said {
+    fn of(status: &InformerStatus) -> Self {
+        Said {
+            name: status.name(),
+            reason: status.reason().unwrap_or_default(),
+            failure: status.is_failure(),
         }
-    }
-
-    /// The `status` of JSON lines.
-    fn name(self) -> &'static str {
-        match self {
-            State::NotStarted => "notStarted",
-            State::Syncing => "syncing",
-            State::Synced => "synced",
-            State::Stale => "stale",
-            State::Forbidden => "forbidden",
-            State::Unauthorized => "unauthorized",
-            State::Retrying => "retrying",
-            State::Pending => "notServed",
-            State::ShardGroup => "waitingForShardGroup",
-            State::Gone => "gone",
-            State::Stopped => "stopped",
-        }
-    }
-
-    /// What a person reads.
-    fn words(self) -> &'static str {
-        match self {
-            State::NotStarted => "not started",
-            State::Syncing => "syncing",
-            State::Synced => "synced",
-            State::Stale => "stale",
-            State::Forbidden => "access denied",
-            State::Unauthorized => "credentials refused",
-            State::Retrying => "retrying after an error",
-            State::Pending => "not served",
-            State::ShardGroup => "waiting for its shard group's slots",
-            State::Gone => "no longer served",
-            State::Stopped => "stopped",
-        }
-    }
-
-    /// A failure the informer retries.
-    fn is_failure(self) -> bool {
-        matches!(
-            self,
-            State::Forbidden | State::Unauthorized | State::Retrying
-        )
-    }
-
-    /// Whether a one-shot command ends here: the server refused, and asking
-    /// again will not change that while the command runs.
-    fn final_for_one_shot(self) -> bool {
-        matches!(self, State::Forbidden | State::Unauthorized)
     }
 }
 
@@ -126,7 +57,7 @@ struct Tracked {
     status: watch::Receiver<InformerStatus>,
     /// The state and reason last said (or, for the routine states left
     /// unsaid in JSON, last seen).
-    said: Option<(State, String)>,
+    said: Option<Said>,
     /// Whether anything was printed about this informer.
     spoke: bool,
     /// Since when it is in its state.
@@ -136,17 +67,9 @@ struct Tracked {
 }
 
 impl Tracked {
-    /// Its state and reason; an informer waiting for its shard group's
-    /// first slots says what the group member is doing.
-    fn state(&self) -> (State, String) {
-        let (state, reason) = State::of(&self.status.borrow());
-        let options = self.informer.options();
-        match (state, &options.shard_group) {
-            (State::Pending, Some(group)) if options.shard.is_none() => {
-                (State::ShardGroup, group.describe())
-            }
-            _ => (state, reason),
-        }
+    /// Its status now.
+    fn state(&self) -> InformerStatus {
+        self.status.borrow().clone()
     }
 
     /// The resource it lists: for one asked for without a version, the
@@ -294,7 +217,7 @@ impl Progress {
                 && let Some(i) = self
                     .tracked
                     .iter()
-                    .position(|t| t.state().0.final_for_one_shot())
+                    .position(|t| t.status.borrow().is_refused())
             {
                 return Err(self.refused(i));
             }
@@ -384,31 +307,33 @@ impl Progress {
     /// Says each state that changed since last said.
     fn say_changes(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = self.tracked[i].state();
+            let status = self.tracked[i].state();
+            let now = Said::of(&status);
             let t = &mut self.tracked[i];
-            if t.said.as_ref() == Some(&(state, reason.clone())) {
+            if t.said.as_ref() == Some(&now) {
                 continue;
             }
             // Listing again after a failure is the retry, not news: the
             // failure stands until the list succeeds or fails otherwise.
-            if state == State::Syncing && t.said.as_ref().is_some_and(|(s, _)| s.is_failure()) {
+            let syncing = matches!(status, InformerStatus::Syncing { .. });
+            if syncing && t.said.as_ref().is_some_and(|s| s.failure) {
                 continue;
             }
-            if t.said.as_ref().map(|(s, _)| *s) != Some(state) {
+            if t.said.as_ref().map(|s| s.name) != Some(now.name) {
                 t.since = Instant::now();
             }
             // A program hears of the routine steps only when they end
             // something it was told.
-            let worth_saying = match state {
-                State::NotStarted => false,
-                State::Syncing => !self.json,
-                State::Synced => !self.json || t.spoke,
+            let worth_saying = match status {
+                InformerStatus::NotStarted => false,
+                InformerStatus::Syncing { .. } => !self.json,
+                InformerStatus::Synced => !self.json || t.spoke,
                 _ => true,
             };
             if worth_saying {
-                self.say(i, state, &reason, false);
+                self.say(i, &status, false);
             }
-            self.tracked[i].said = Some((state, reason));
+            self.tracked[i].said = Some(now);
         }
     }
 
@@ -416,28 +341,28 @@ impl Progress {
     /// index failures.
     fn remind(&mut self) {
         for i in 0..self.tracked.len() {
-            let (state, reason) = self.tracked[i].state();
-            if matches!(state, State::Synced | State::NotStarted | State::Stopped) {
+            let status = self.tracked[i].state();
+            if matches!(
+                status,
+                InformerStatus::Synced | InformerStatus::NotStarted | InformerStatus::Stopped
+            ) {
                 continue;
             }
-            self.say(i, state, &reason, true);
+            self.say(i, &status, true);
         }
         self.say_index_failures();
     }
 
-    fn say(&mut self, i: usize, state: State, reason: &str, again: bool) {
+    fn say(&mut self, i: usize, status: &InformerStatus, again: bool) {
         let t = &self.tracked[i];
         let waited = t.since.elapsed().as_secs();
         let store = t.informer.informer().store();
+        let reason = status.reason().unwrap_or_default();
         if self.json {
-            let mut line = json!({ "status": state.name() });
-            match state {
-                State::Syncing => {
-                    if let InformerStatus::Syncing { listed } = *t.status.borrow() {
-                        line["listed"] = json!(listed);
-                    }
-                }
-                State::Synced => {
+            let mut line = json!({ "status": status.name() });
+            match status {
+                InformerStatus::Syncing { listed } => line["listed"] = json!(listed),
+                InformerStatus::Synced => {
                     line["objects"] = json!(store.len());
                     if let Some(shard) = shard_words(&t.informer) {
                         line["shard"] = json!(shard);
@@ -448,19 +373,17 @@ impl Progress {
             if !reason.is_empty() {
                 line["reason"] = json!(reason);
             }
-            if state != State::Synced {
+            if *status != InformerStatus::Synced {
                 line["waitingSeconds"] = json!(waited);
             }
             self.print_json(i, line);
         } else {
-            let mut words = String::from(state.words());
-            match state {
-                State::Syncing => {
-                    if let InformerStatus::Syncing { listed } = *t.status.borrow() {
-                        words.push_str(&format!(", {listed} objects listed"));
-                    }
+            let mut words = String::from(status.words());
+            match status {
+                InformerStatus::Syncing { listed } => {
+                    words.push_str(&format!(", {listed} objects listed"));
                 }
-                State::Synced => {
+                InformerStatus::Synced => {
                     words.push_str(&format!(", {} objects", store.len()));
                     if let Some(shard) = shard_words(&t.informer) {
                         words.push_str(&format!(" of {shard}"));
@@ -473,7 +396,7 @@ impl Progress {
             }
             if !reason.is_empty() {
                 words.push_str(": ");
-                words.push_str(reason);
+                words.push_str(&reason);
             }
             say(format!("kdi: {}: {words}", t.label));
         }
@@ -493,8 +416,9 @@ impl Progress {
     /// for programs, in its JSON line).
     fn refused(&self, i: usize) -> Failure {
         let t = &self.tracked[i];
-        let (state, reason) = t.state();
-        let exit = if state == State::Unauthorized {
+        let status = t.state();
+        let reason = status.reason().unwrap_or_default();
+        let exit = if status.name() == "unauthorized" {
             code::CLUSTER
         } else {
             code::NOT_SYNCED
@@ -502,20 +426,20 @@ impl Progress {
         if self.json {
             self.print_json(
                 i,
-                json!({ "synced": false, "status": state.name(), "reason": reason }),
+                json!({ "synced": false, "status": status.name(), "reason": reason }),
             );
             Failure {
                 code: exit,
                 message: format!(
                     "{}: {} (the server's answer is in the JSON line above)",
                     t.label,
-                    state.words()
+                    status.words()
                 ),
             }
         } else {
             Failure {
                 code: exit,
-                message: format!("{}: {}: {reason}", t.label, state.words()),
+                message: format!("{}: {}: {reason}", t.label, status.words()),
             }
         }
     }
@@ -533,22 +457,23 @@ impl Progress {
         );
         for &i in &late {
             let t = &self.tracked[i];
-            let (state, reason) = t.state();
+            let status = t.state();
+            let now = Said::of(&status);
             if self.json {
                 self.print_json(
                     i,
-                    json!({ "synced": false, "status": state.name(), "reason": reason }),
+                    json!({ "synced": false, "status": now.name, "reason": now.reason }),
                 );
                 message.push_str(if i == late[0] { ": " } else { ", " });
-                message.push_str(&format!("{} ({})", t.label, state.words()));
+                message.push_str(&format!("{} ({})", t.label, status.words()));
             } else {
-                message.push_str(&format!("\n  {}: {}", t.label, state.words()));
+                message.push_str(&format!("\n  {}: {}", t.label, status.words()));
                 // A reason said above is not said again.
-                let said = t.spoke && t.said.as_ref() == Some(&(state, reason.clone()));
+                let said = t.spoke && t.said.as_ref() == Some(&now);
                 if said {
                     message.push_str(" (see above)");
-                } else if !reason.is_empty() {
-                    message.push_str(&format!(": {reason}"));
+                } else if !now.reason.is_empty() {
+                    message.push_str(&format!(": {}", now.reason));
                 }
             }
         }

@@ -5,16 +5,16 @@ use std::cmp::Reverse;
 use clap::{Args, ValueEnum};
 use kube_core::Version;
 use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryError, DiscoverySnapshot};
-use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
+use kube_dynamic_informer::factory::{FactoryError, InformerFactory, Resolution};
 use kube_dynamic_informer::informer::InformerOptions;
-use kube_dynamic_informer::vocabulary::ResourceAvailability;
-use kube_dynamic_informer::vocabulary::{KnownResource, ResourceKey};
+use kube_dynamic_informer::vocabulary::KnownResource;
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
-use crate::exit::{Failure, code, describe};
+use crate::exit::{Failure, code};
 use crate::output;
 use crate::output::{print_line, say, written};
+use kube_dynamic_informer::vocabulary::error_chain;
 
 #[derive(Args, Debug)]
 pub struct ResourcesArgs {
@@ -118,10 +118,9 @@ enum Answer {
     Refused { reason: String },
 }
 
-/// Resolves each name exactly as `watch` and `get` do (through an informer
-/// factory that is never started, so nothing is listed), and says what it
-/// designates. Exit: 0 when every name is served, 3 when one is not served
-/// yet, 2 when one designates nothing.
+/// Resolves each name exactly as `watch` and `get` do (nothing is listed),
+/// and says what it designates. Exit: 0 when every name is served, 3 when
+/// one is not served yet, 2 when one designates nothing.
 async fn explain(
     cluster: &Cluster,
     discovery: DiscoveryCache,
@@ -134,43 +133,30 @@ async fn explain(
     );
     let mut answers = Vec::new();
     for name in &args.names {
-        let answer = match factory.for_resource(name.as_str()).await {
-            Ok(informer) => match informer.api_resource() {
-                Some(served) => {
-                    let key = ResourceKey::from(&served);
-                    let snapshot = discovery.snapshot();
-                    let versions = snapshot
-                        .versions_of(&key.group, &key.resource)
-                        .iter()
-                        .map(|r| r.version.clone())
-                        .collect();
-                    match snapshot.get(&key) {
-                        Some(resource) => Answer::Served {
-                            resource: resource.clone(),
-                            versions,
-                        },
-                        None => Answer::Waits {
-                            reason: format!("{key} left discovery"),
-                        },
-                    }
-                }
-                None => Answer::Waits {
-                    reason: match informer.availability() {
-                        ResourceAvailability::NotServed { reason } => reason,
-                        ResourceAvailability::Served { .. } => "served only now".into(),
-                    },
-                },
+        let answer = match factory.resolve(name.as_str()).await {
+            Ok(Resolution::Served(resource)) => {
+                let key = resource.key();
+                let versions = discovery
+                    .snapshot()
+                    .versions_of(&key.group, &key.resource)
+                    .iter()
+                    .map(|r| r.version.clone())
+                    .collect();
+                Answer::Served { resource, versions }
+            }
+            Ok(Resolution::NotServed { reason, .. }) => Answer::Waits { reason },
+            Ok(other) => Answer::Refused {
+                reason: format!("{other:?}"),
             },
             Err(FactoryError::Discovery(e @ DiscoveryError::Request { .. })) => {
                 return Err(cluster.unreachable(&e));
             }
             Err(e) => Answer::Refused {
-                reason: describe(&e),
+                reason: error_chain(&e),
             },
         };
         answers.push((name, answer));
     }
-    factory.shutdown().await;
 
     match args.output {
         ResourcesFormat::Json => {

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::declarative::{
     AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
 };
+use kube_dynamic_informer::declarative::{InformerSet, ReloadTriggers};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
 use serde_json::{Value, json};
@@ -23,11 +23,12 @@ use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
 use crate::informers::adjust;
-use crate::output::{Redaction, event_line, say};
+use crate::output::{event_line, say};
 use crate::progress::{Membership, Progress, resource_label};
 use crate::watch::{
     LineWriter, WatchArgs, check_index_values, expiry, skipped_as_initial, stdout_closed,
 };
+use kube_dynamic_informer::cache::Redaction;
 
 /// Index functions a member's lines show; replaced when a reload adds
 /// indexes.
@@ -62,7 +63,7 @@ impl Output {
         let shown: Shown = Arc::new(RwLock::new(Arc::new(self.indexes(member))));
         let redaction = Redaction::for_resource(
             member.informer.resource(),
-            member.informer.informer().options().sensitive,
+            member.sensitive,
             self.show_secrets,
         );
         let tx = self.tx.clone();
@@ -217,13 +218,8 @@ fn declared_member(m: &SetMember) -> Declared {
             .iter()
             .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
             .collect(),
-        sensitive: m.informer.informer().options().sensitive,
+        sensitive: m.sensitive,
     }
-}
-
-/// A file's bytes, or nothing when it cannot be read now.
-fn contents(path: &Path) -> Option<Vec<u8>> {
-    std::fs::read(path).ok()
 }
 
 pub async fn watch_set(
@@ -320,13 +316,24 @@ pub async fn watch_set(
     tokio::pin!(expired);
     let closed = stdout_closed();
     tokio::pin!(closed);
-    let mut hangups = hangups();
-    let mut file_check = tokio::time::interval(args.reload_check);
-    file_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_seen = file.as_deref().and_then(contents);
+    // The file is reloaded when it changes or at SIGHUP; each outcome
+    // comes back as a Reloaded event.
+    let stop_following = CancellationToken::new();
+    let following = file.clone().map(|path| {
+        let sel = sel.clone();
+        resource_set.follow_file(
+            path,
+            ReloadTriggers {
+                check_every: Some(args.reload_check),
+                on_sighup: true,
+            },
+            move |set| adjust(&sel, set).map_err(|e| e.message),
+            stop_following.clone(),
+        )
+    });
     let mut writer = LineWriter::new(args.max_events);
     let result = loop {
-        let reload = tokio::select! {
+        tokio::select! {
             line = rx.recv() => {
                 let Some(line) = line else { break Ok(()) };
                 match writer.write(&line) {
@@ -334,7 +341,6 @@ pub async fn watch_set(
                     Ok(true) => break Ok(()),
                     Err(e) => break Err(e),
                 }
-                false
             }
             event = events.recv() => {
                 let Some(event) = event else { break Ok(()) };
@@ -369,51 +375,18 @@ pub async fn watch_set(
                     write_status(&resource_set, path).await;
                 }
                 output.say_event(&event);
-                false
             }
-            _ = file_check.tick(), if file.is_some() => {
-                let now = file.as_deref().and_then(contents);
-                let changed = now.is_some() && now != last_seen;
-                if changed {
-                    last_seen = now;
-                }
-                changed
-            }
-            Some(()) = hangups.recv() => true,
             _ = &mut expired => break Ok(()),
             _ = tokio::signal::ctrl_c() => break Ok(()),
             () = &mut closed => break Ok(()),
-        };
-        if reload && let Some(path) = &file {
-            // The result comes back as a Reloaded event.
-            let _ = resource_set
-                .reload_file_with(path, |set| adjust(sel, set).map_err(|e| e.message))
-                .await;
         }
     };
+    stop_following.cancel();
+    if let Some(following) = following {
+        let _ = following.await;
+    }
     stop_reporting.cancel();
     let _ = reporting.await;
     resource_set.shutdown().await;
     result
-}
-
-/// SIGHUP, as a stream of unit values (never, where there is no SIGHUP).
-fn hangups() -> tokio::sync::mpsc::UnboundedReceiver<()> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut hup) = signal(SignalKind::hangup()) {
-            tokio::spawn(async move {
-                while hup.recv().await.is_some() {
-                    if tx.send(()).is_err() {
-                        return;
-                    }
-                }
-            });
-            return rx;
-        }
-    }
-    drop(tx);
-    rx
 }

@@ -32,6 +32,7 @@ use crate::cache::index::IndexFn;
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
 use crate::informer::{Event, HandlerOptions, InformerStatus};
+use crate::vocabulary::error_chain;
 
 /// Errors of the cluster set.
 #[derive(Debug, thiserror::Error)]
@@ -347,7 +348,7 @@ impl ClusterSet {
         let name = name.into();
         let client = Client::try_from(config).map_err(|e| ClusterSetError::Client {
             cluster: name.clone(),
-            error: error_text(&e),
+            error: error_chain(&e),
         })?;
         self.add_cluster_client(name, client)
     }
@@ -670,7 +671,7 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
                     failed = true;
                     let failure = ResolveFailure {
                         unreachable: is_unreachable(&e),
-                        error: error_text(&e),
+                        error: error_chain(&e),
                     };
                     tracing::debug!(cluster = %cluster.name, resource = %spec.name, error = %failure.error, "resolving a resource");
                     cluster
@@ -710,19 +711,4 @@ fn is_unreachable(err: &FactoryError) -> bool {
         }) => !matches!(source, kube_client::Error::Api(_)),
         _ => false,
     }
-}
-
-/// An error and its causes on one line, each cause once.
-pub(crate) fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

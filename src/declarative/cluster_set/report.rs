@@ -67,24 +67,18 @@ pub enum ClusterSyncError {
 }
 
 impl ClusterSyncError {
-    /// A short word for the reason, for tables and JSON: `unreachable`,
-    /// `unresolved`, `forbidden`, `not-served`, `gone`, `timed-out`,
-    /// `not-started`, `stopped` or `removed`.
+    /// The reason in one camelCase word, for tables and JSON: the cluster's
+    /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
+    /// informer's ([`CacheSyncError::reason`]: `forbidden`, `notServed`,
+    /// `gone`, `timedOut`, `notStarted`, `stopped`).
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
             ClusterSyncError::Unreachable { .. } => "unreachable",
             ClusterSyncError::Unresolved { .. } => "unresolved",
-            ClusterSyncError::TimedOut { .. } => "timed-out",
+            ClusterSyncError::TimedOut { .. } => "timedOut",
             ClusterSyncError::Removed { .. } => "removed",
-            ClusterSyncError::Cache { source, .. } => match source {
-                CacheSyncError::Forbidden { .. } => "forbidden",
-                CacheSyncError::NotServed { .. } => "not-served",
-                CacheSyncError::Gone { .. } => "gone",
-                CacheSyncError::TimedOut { .. } => "timed-out",
-                CacheSyncError::NotStarted { .. } => "not-started",
-                _ => "stopped",
-            },
+            ClusterSyncError::Cache { source, .. } => source.reason(),
         }
     }
 }
@@ -119,7 +113,7 @@ impl fmt::Display for ClusterSyncResult {
 /// for r in &report.results {
 ///     match &r.result {
 ///         Ok(()) => println!("{} {}: synced", r.cluster, r.resource),
-///         // unreachable, forbidden, not-served, timed-out, ...
+///         // unreachable, forbidden, notServed, timedOut, ...
 ///         Err(e) => println!("{} {}: {} ({e})", r.cluster, r.resource, e.reason()),
 ///     }
 /// }

@@ -6,7 +6,8 @@ use std::path::Path;
 use kube_client::Config;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
-use super::{ClusterSetError, error_text};
+use super::ClusterSetError;
+use crate::vocabulary::error_chain;
 
 /// The names of every context of a kubeconfig, in file order.
 #[must_use]
@@ -34,7 +35,7 @@ pub async fn clusters_from_contexts(
             .await
             .map_err(|e| ClusterSetError::Kubeconfig {
                 what: format!("kubeconfig context {context:?}"),
-                error: error_text(&e),
+                error: error_chain(&e),
             })?;
         out.push((context.clone(), config));
     }
@@ -93,10 +94,10 @@ pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, Clus
             what: format!("kubeconfig {}", path.display()),
             error,
         };
-        let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| bad(error_text(&e)))?;
+        let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| bad(error_chain(&e)))?;
         let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
-            .map_err(|e| bad(error_text(&e)))?;
+            .map_err(|e| bad(error_chain(&e)))?;
         out.push((name, config));
     }
     Ok(out)

@@ -60,7 +60,7 @@ fn reasons_are_short_words() {
             reason: "no".into()
         })
         .reason(),
-        "not-served"
+        "notServed"
     );
     let unreachable = ClusterSyncError::Unreachable {
         cluster: "west".into(),

@@ -83,7 +83,7 @@ impl ClustersConfig {
                     what: format!(
                         "the local cluster {name:?} (the default kubeconfig, or in-cluster)"
                     ),
-                    error: crate::declarative::cluster_set::error_text(&e),
+                    error: crate::vocabulary::error_chain(&e),
                 })?;
             out.push((name.clone(), config));
         }
@@ -92,7 +92,7 @@ impl ClustersConfig {
                 Some(path) => read(path)?,
                 None => Kubeconfig::read().map_err(|e| ClusterSetError::Kubeconfig {
                     what: "kubeconfig ($KUBECONFIG or ~/.kube/config)".into(),
-                    error: crate::declarative::cluster_set::error_text(&e),
+                    error: crate::vocabulary::error_chain(&e),
                 })?,
             };
             if self.all_contexts {
@@ -106,7 +106,7 @@ impl ClustersConfig {
                 .await
                 .map_err(|e| ClusterSetError::Kubeconfig {
                     what: format!("kubeconfig {}", path.display()),
-                    error: crate::declarative::cluster_set::error_text(&e),
+                    error: crate::vocabulary::error_chain(&e),
                 })?;
             out.push((
                 crate::declarative::cluster_set::cluster_name_of(path),
@@ -123,7 +123,7 @@ impl ClustersConfig {
 fn read(path: &Path) -> Result<Kubeconfig, ClusterSetError> {
     Kubeconfig::read_from(path).map_err(|e| ClusterSetError::Kubeconfig {
         what: format!("kubeconfig {}", path.display()),
-        error: crate::declarative::cluster_set::error_text(&e),
+        error: crate::vocabulary::error_chain(&e),
     })
 }
 

@@ -4,6 +4,7 @@
 //! The [layer docs](crate::declarative) say more.
 
 mod access;
+mod follow;
 mod reload;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use access::{AccessPolicy, SkippedMember};
+pub use follow::ReloadTriggers;
 pub use reload::{ReloadError, ReloadStatus};
 
 use crate::declarative::config::{
@@ -41,8 +43,13 @@ pub struct SetMember {
     pub resource: String,
     /// Whether a pattern selected it.
     pub from_pattern: bool,
-    /// The informer and its lister.
+    /// The informer and its lister (shared with every other entry whose
+    /// options build the same cache).
     pub informer: InformerHandle,
+    /// Whether the entry marks its objects sensitive (see
+    /// [`Redaction`](crate::cache::Redaction)): a mark of the entry, not of
+    /// the informer it shares.
+    pub sensitive: bool,
     /// Its indexes: name → JMESPath expression.
     pub indexes: BTreeMap<String, String>,
 }
@@ -630,14 +637,16 @@ impl ResourceSet {
                 resource: key.1.clone(),
                 from_pattern: matches!(want.target, Target::Key(_)),
                 informer,
+                sensitive: want.options.sensitive,
                 indexes: want.indexes,
             };
             let replace = state.members.get(&key).is_some_and(|current| {
                 current.informer == member.informer
-                    && current
-                        .indexes
-                        .iter()
-                        .any(|(name, expr)| member.indexes.get(name) != Some(expr))
+                    && (current.sensitive != member.sensitive
+                        || current
+                            .indexes
+                            .iter()
+                            .any(|(name, expr)| member.indexes.get(name) != Some(expr)))
             });
             plan.members.insert(key, Planned { member, replace });
         }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::transform::TransformFn;
 use crate::informer::backoff::Backoff;
-use crate::informer::options::{InformerOptions, ShardSource};
+use crate::informer::options::{InformerOptions, ShardFeed};
 use crate::informer::status::InformerStatus;
 use crate::informer::telemetry::{InformerMetrics, ListReason, Received};
 use crate::vocabulary::object_key::object_key;
@@ -198,7 +198,7 @@ pub struct Reflector {
     /// The server refused a streaming list once; use list-then-watch.
     streaming_unsupported: bool,
     /// Where a sharded informer's ranges come from.
-    shard: Option<ShardSource>,
+    shard: Option<ShardFeed>,
     /// The shard selector of the current list and watch.
     active_shard: Option<ShardSelector>,
 }
@@ -500,7 +500,7 @@ impl Reflector {
         ReflectorStats::inc(&self.stats.errors);
         self.metrics.errors.increment(1);
         let delay = progress.backoff.next_delay();
-        let error = error_chain(err);
+        let error = crate::vocabulary::error_chain(err);
         tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
         let hook = self.error_hook.lock().clone();
         if let Some(hook) = hook {
@@ -554,8 +554,13 @@ impl Reflector {
                 break ranges;
             }
             self.status.send_if_modified(|status| {
-                let pending = InformerStatus::Pending {
-                    reason: "waiting for this member's shard ranges".to_owned(),
+                let pending = match &source.assignment {
+                    Some(assignment) => InformerStatus::WaitingForShards {
+                        assignment: assignment.clone(),
+                    },
+                    None => InformerStatus::Pending {
+                        reason: "waiting for this member's shard ranges".to_owned(),
+                    },
                 };
                 let changed = *status != pending;
                 *status = pending;
@@ -1052,24 +1057,6 @@ impl Reflector {
             None => obj,
         })
     }
-}
-
-/// `err` followed by each of its sources that adds something, joined by
-/// `: `. kube-client's transport errors say only "client error (Connect)" at
-/// the top; the cause that tells a refused connection from an untrusted
-/// certificate is further down the chain.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// Whether a streaming-list request was refused as such: the list-watch

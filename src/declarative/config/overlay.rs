@@ -1,0 +1,234 @@
+//! Settings laid over a whole [`InformerSet`], as a command line lays its
+//! flags over a config file, and sets made from resource names alone.
+
+use std::collections::BTreeMap;
+
+use super::{
+    API_VERSION, InformerSet, InformerSpec, KIND, MAX_INDEXES, PatternSpec, ShardGroupSpec,
+};
+use crate::cache::index::IndexFn;
+use crate::cache::projection::Projection;
+use crate::cache::store::Storage;
+use crate::factory::pattern::{PatternError, ResourcePattern, ScopeFilter};
+use crate::informer::options::InformerOptions;
+use crate::vocabulary::scope::Namespaces;
+use crate::vocabulary::shard::{ShardKey, StaticShard};
+
+/// Why names, indexes or an overlay do not make a set.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetError {
+    /// No resource or pattern was named.
+    #[error("no resource named")]
+    NothingNamed,
+    /// An index expression does not compile.
+    #[error(transparent)]
+    Index(#[from] crate::cache::index::IndexError),
+    /// More indexes than an informer may have.
+    #[error("{count} indexes defined; at most {MAX_INDEXES} are allowed per informer")]
+    TooManyIndexes {
+        /// How many were defined.
+        count: usize,
+    },
+    /// A pattern is malformed.
+    #[error("{name:?}: {source}")]
+    Pattern {
+        /// The pattern as written.
+        name: String,
+        /// What is wrong.
+        source: PatternError,
+    },
+    /// Exclusions or a scope filter were given, and no pattern.
+    #[error(
+        "exclusions and a scope filter apply to patterns ('*.example.com', category:NAME, custom:GROUP-GLOB, group:GROUP-GLOB); none was named"
+    )]
+    FilterWithoutPattern,
+    /// [`InformerSet::select`] found no entry of the file by those names.
+    #[error("no informer of the config file is named {names}")]
+    NoEntryNamed {
+        /// The names, joined with "or".
+        names: String,
+    },
+    /// The shard group is invalid.
+    #[error("shard group: {0}")]
+    ShardGroup(String),
+}
+
+/// Settings laid over a whole [`InformerSet`]: each one given replaces the
+/// value of the set's defaults, of every informer and of every pattern.
+/// `kdi`'s flags (`-n`, `-l`, `--storage`, `--keep`, `--shard`, ...) are
+/// one; any program that lets its users adjust a config file can use it.
+///
+/// ```
+/// use kube_dynamic_informer::declarative::{InformerSet, Overlay};
+/// use kube_dynamic_informer::vocabulary::Namespaces;
+///
+/// let mut set = InformerSet::from_names(&["pods".into()], Default::default(), &[], None)?;
+/// set.overlay(&Overlay {
+///     namespaces: Some(Namespaces::only(["shop".to_owned()])),
+///     label_selector: Some("app=web".into()),
+///     ..Overlay::default()
+/// })?;
+/// assert_eq!(set.informers[0].options.label_selector.as_deref(), Some("app=web"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overlay {
+    /// Only these namespaces.
+    pub namespaces: Option<Namespaces>,
+    /// This label selector.
+    pub label_selector: Option<String>,
+    /// This field selector.
+    pub field_selector: Option<String>,
+    /// Cache only metadata (when true).
+    pub metadata_only: bool,
+    /// This storage.
+    pub storage: Option<Storage>,
+    /// This projection.
+    pub projection: Option<Projection>,
+    /// Mark the objects sensitive (when true).
+    pub sensitive: bool,
+    /// This static shard.
+    pub shard: Option<StaticShard>,
+    /// This shard key.
+    pub shard_key: Option<ShardKey>,
+    /// This shard group.
+    pub shard_group: Option<ShardGroupSpec>,
+}
+
+impl Overlay {
+    /// Lays the overlay over one informer's options.
+    pub fn apply(&self, o: &mut InformerOptions) {
+        if let Some(namespaces) = &self.namespaces {
+            o.namespaces = namespaces.clone();
+        }
+        if self.label_selector.is_some() {
+            o.label_selector.clone_from(&self.label_selector);
+        }
+        if self.field_selector.is_some() {
+            o.field_selector.clone_from(&self.field_selector);
+        }
+        if self.metadata_only {
+            o.metadata_only = true;
+        }
+        if let Some(storage) = self.storage {
+            o.storage = storage;
+        }
+        if self.projection.is_some() {
+            o.projection.clone_from(&self.projection);
+        }
+        if self.sensitive {
+            o.sensitive = true;
+        }
+        if self.shard.is_some() {
+            o.shard = self.shard;
+        }
+        if let Some(key) = self.shard_key {
+            o.shard_key = key;
+        }
+    }
+}
+
+impl InformerSet {
+    /// A set of the resources and patterns `names` designate, each with
+    /// the indexes `indexes` (index name → JMESPath expression). A name in
+    /// a pattern form (`'*.example.com'`, `category:qa`,
+    /// `custom:GROUP-GLOB`, `group:apps`) makes a pattern, with `exclude`
+    /// and `scope` applied; any other a named informer.
+    ///
+    /// # Errors
+    /// No names, an expression that does not compile, more than
+    /// [`MAX_INDEXES`] indexes, a malformed pattern, or `exclude`/`scope`
+    /// without a pattern.
+    pub fn from_names(
+        names: &[String],
+        indexes: BTreeMap<String, String>,
+        exclude: &[String],
+        scope: Option<ScopeFilter>,
+    ) -> Result<Self, SetError> {
+        if names.is_empty() {
+            return Err(SetError::NothingNamed);
+        }
+        for (name, expr) in &indexes {
+            IndexFn::jmespath(name, expr)?;
+        }
+        if indexes.len() > MAX_INDEXES {
+            return Err(SetError::TooManyIndexes {
+                count: indexes.len(),
+            });
+        }
+        let mut set = InformerSet {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            defaults: InformerOptions::default(),
+            informers: Vec::new(),
+            patterns: Vec::new(),
+            shard_group: None,
+            clusters: Default::default(),
+        };
+        for name in names {
+            let pattern_error = |source| SetError::Pattern {
+                name: name.clone(),
+                source,
+            };
+            match ResourcePattern::parse(name).map_err(pattern_error)? {
+                Some(mut pattern) => {
+                    pattern.exclude.extend(exclude.iter().cloned());
+                    pattern.scope = scope;
+                    pattern.check().map_err(pattern_error)?;
+                    set.patterns.push(PatternSpec {
+                        indexes: indexes.clone(),
+                        ..PatternSpec::new(name.clone(), pattern)
+                    });
+                }
+                None => set.informers.push(InformerSpec {
+                    indexes: indexes.clone(),
+                    ..InformerSpec::new(name.clone())
+                }),
+            }
+        }
+        if set.patterns.is_empty() && (!exclude.is_empty() || scope.is_some()) {
+            return Err(SetError::FilterWithoutPattern);
+        }
+        Ok(set)
+    }
+
+    /// Keeps only the informers named `names` (by name or resource) and the
+    /// patterns named so.
+    ///
+    /// # Errors
+    /// [`SetError::NoEntryNamed`] when nothing is left.
+    pub fn select(&mut self, names: &[String]) -> Result<(), SetError> {
+        self.informers
+            .retain(|i| names.iter().any(|r| r == i.name() || *r == i.resource));
+        self.patterns.retain(|p| names.contains(&p.name));
+        if self.informers.is_empty() && self.patterns.is_empty() {
+            return Err(SetError::NoEntryNamed {
+                names: names.join(" or "),
+            });
+        }
+        Ok(())
+    }
+
+    /// Lays `overlay` over the defaults, every informer and every pattern,
+    /// and its shard group over the set's.
+    ///
+    /// # Errors
+    /// [`SetError::ShardGroup`] when the resulting shard group is invalid.
+    pub fn overlay(&mut self, overlay: &Overlay) -> Result<(), SetError> {
+        overlay.apply(&mut self.defaults);
+        for i in &mut self.informers {
+            overlay.apply(&mut i.options);
+        }
+        for p in &mut self.patterns {
+            overlay.apply(&mut p.options);
+        }
+        if let Some(group) = &overlay.shard_group {
+            self.shard_group = Some(group.clone());
+        }
+        if let Some(group) = &self.shard_group {
+            group.config().map_err(SetError::ShardGroup)?;
+        }
+        Ok(())
+    }
+}
