@@ -274,9 +274,9 @@ pub use cluster_set::{
 };
 #[cfg(feature = "config")]
 pub use config::{
-    API_VERSION, BuildError, ClustersConfig, ConfigError, ConfigErrors, ConfiguredFactory,
-    ConfiguredInformer, InformerSet, InformerSpec, KIND, MAX_INDEXES, Overlay, PatternSpec,
-    Position, SetError, ShardGroupSpec, SkippedInformer, json_schema, pointer_path, position_of,
+    API_VERSION, ClustersConfig, ConfigError, ConfigErrors, InformerSet, InformerSpec, KIND,
+    MAX_INDEXES, Overlay, PatternSpec, Position, SetError, ShardGroupSpec, json_schema,
+    pointer_path, position_of,
 };
 #[cfg(feature = "config")]
 pub use resource_set::{

@@ -235,9 +235,11 @@
 
 pub(crate) mod access;
 pub(crate) mod discovery;
+mod error;
 mod for_pattern;
 mod handle;
 pub(crate) mod pattern;
+mod resolve;
 mod resource_ref;
 mod sync;
 
@@ -258,8 +260,11 @@ pub use discovery::{
     DiscoveryCache, DiscoveryConfig, DiscoveryError, DiscoverySnapshot, GroupPlurals,
     UnavailableGroupVersion,
 };
+pub use error::FactoryError;
 pub use handle::InformerHandle;
 pub use pattern::{CustomResources, PatternError, ResourcePattern, ScopeFilter};
+pub use resolve::Resolution;
+use resolve::Resolved;
 pub use resource_ref::ResourceRef;
 pub(crate) use sync::wait_one as wait_one_informer;
 pub use sync::{CacheSyncError, CacheSyncReport};
@@ -272,118 +277,6 @@ use crate::vocabulary::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAva
 use crate::vocabulary::selector::{Selector, SelectorError, validate_field_selector};
 use crate::wire::list_watch::ApiListWatch;
 use resource_ref::{fully_qualified, plural_and_group, shown};
-
-/// Errors of the factory.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FactoryError {
-    /// The resource name does not parse.
-    #[error(transparent)]
-    Name(#[from] ResourceError),
-    /// Discovery failed, or the name matches no served resource (or
-    /// several).
-    #[error(transparent)]
-    Discovery(#[from] DiscoveryError),
-    /// The name or key asks for a version that is not served, while other
-    /// versions of the resource are: a typo or an outdated version rather
-    /// than a CRD still to come, so the factory does not wait for it.
-    #[error("{}", version_not_served(.resource, .served))]
-    VersionNotServed {
-        /// The resource asked for.
-        resource: ResourceKey,
-        /// The versions served, the preferred one first.
-        served: Vec<String>,
-    },
-    /// The resource is served but cannot be listed and watched.
-    #[error("{resource} cannot be watched: it supports only {}", .verbs.join(", "))]
-    NotWatchable {
-        /// The resource.
-        resource: ResourceKey,
-        /// What it supports.
-        verbs: Vec<String>,
-    },
-    /// A per-resource namespace restriction on a cluster-scoped resource.
-    #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
-    /// The resource is not served and the options say
-    /// [`WhenNotServed::Skip`] or [`WhenNotServed::Fail`].
-    #[error("{reason}")]
-    NotServed {
-        /// The resource.
-        resource: ResourceKey,
-        /// Why, as discovery put it.
-        reason: String,
-        /// What the options asked for.
-        when: WhenNotServed,
-    },
-    /// A label or field selector does not parse.
-    #[error("{}: {source}", shown(.resource))]
-    Selector {
-        /// The resource.
-        resource: ResourceKey,
-        /// What is wrong with the selector.
-        #[source]
-        source: Box<SelectorError>,
-    },
-    /// The informer could not be built.
-    #[error(transparent)]
-    Informer(#[from] InformerError),
-    /// [`InformerFactory::shutdown`] was called.
-    #[error("the informer factory was shut down")]
-    ShutDown,
-    /// A resource pattern is malformed.
-    #[error(transparent)]
-    Pattern(crate::factory::pattern::PatternError),
-    /// [`InformerFactory::start`] was called outside a tokio runtime.
-    #[error("starting informers needs a tokio runtime")]
-    NoRuntime,
-}
-
-fn version_not_served(resource: &ResourceKey, served: &[String]) -> String {
-    let (group, preferred) = if resource.group.is_empty() {
-        ("the core group", resource.resource.clone())
-    } else {
-        (
-            resource.group.as_str(),
-            format!("{}.{}", resource.resource, resource.group),
-        )
-    };
-    format!(
-        "{resource} is not served: {group} serves {} in {}; name one of these versions, or {preferred} for the preferred one",
-        resource.resource,
-        served.join(", ")
-    )
-}
-
-/// What a resource reference comes to.
-/// What a resource name designates now, as the factory resolves it: see
-/// [`InformerFactory::resolve`].
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum Resolution {
-    /// Served now: this resource.
-    Served(KnownResource),
-    /// Not served now; an informer asked for by this name waits for it and
-    /// starts once discovery sees it.
-    NotServed {
-        /// The resource as far as the name tells: an empty version for a
-        /// `plural.group` name, which lists the version discovery designates
-        /// once served.
-        resource: ResourceKey,
-        /// Why it is not served, as discovery says.
-        reason: String,
-    },
-}
-
-enum Resolved {
-    /// Served now.
-    Served(KnownResource),
-    /// Not served, named fully: wait for exactly this key.
-    AwaitKey(ResourceKey),
-    /// Not served, named as `plural.group`: wait for whatever version the
-    /// name designates once served. The key has an empty version.
-    AwaitName(ResourceKey, ResourceName),
-}
 
 struct Entry {
     informer: InformerHandle,
@@ -552,63 +445,6 @@ impl InformerFactory {
         self.for_resource_with(resource, |options| options).await
     }
 
-    /// What `resource` designates, resolved exactly as
-    /// [`for_resource`](Self::for_resource) resolves it, without making an
-    /// informer: a served resource, or one not served yet that an informer
-    /// would wait for. Reads discovery again before saying a name is
-    /// unknown.
-    ///
-    /// ```no_run
-    /// use kube_dynamic_informer::factory::{InformerFactory, Resolution};
-    ///
-    /// # async fn demo(factory: InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
-    /// match factory.resolve("deploy").await? {
-    ///     Resolution::Served(r) => println!("{} ({})", r.key(), r.kind),
-    ///     Resolution::NotServed { resource, reason } => println!("{resource} waits: {reason}"),
-    ///     _ => {}
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`for_resource`](Self::for_resource) for the name:
-    /// [`FactoryError::Name`], [`FactoryError::Discovery`] (unknown or
-    /// ambiguous, with suggestions or choices),
-    /// [`FactoryError::VersionNotServed`], [`FactoryError::NotWatchable`].
-    pub async fn resolve(
-        &self,
-        resource: impl Into<ResourceRef>,
-    ) -> Result<Resolution, FactoryError> {
-        let named = resource.into().parse()?;
-        let snapshot_reason = |availability: ResourceAvailability| match availability {
-            ResourceAvailability::NotServed { reason } => reason,
-            ResourceAvailability::Served { .. } => "served only now".to_owned(),
-        };
-        match self.resolve_named(named).await? {
-            Resolved::Served(known) => {
-                let key = known.key();
-                let snapshot = self.inner.discovery.snapshot();
-                if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
-                    return Err(FactoryError::NotWatchable {
-                        verbs: snapshot.verbs(&key).to_vec(),
-                        resource: key,
-                    });
-                }
-                Ok(Resolution::Served(known))
-            }
-            Resolved::AwaitKey(key) => Ok(Resolution::NotServed {
-                reason: snapshot_reason(self.inner.discovery.snapshot().availability(&key)),
-                resource: key,
-            }),
-            Resolved::AwaitName(key, name) => Ok(Resolution::NotServed {
-                reason: snapshot_reason(
-                    self.inner.discovery.snapshot().availability_of_name(&name),
-                ),
-                resource: key,
-            }),
-        }
-    }
-
     /// As [`for_resource`](Self::for_resource), with the factory's options
     /// changed for this resource by `customize`, which receives them and
     /// returns the ones to use. Asking again with equal options returns the
@@ -743,54 +579,6 @@ impl InformerFactory {
         }
         state.entries.insert(map_key, entry);
         Ok(handle)
-    }
-
-    /// What a resource reference designates: a served resource, or one to
-    /// wait for (a fully qualified name or a key, or a `plural.group` name).
-    async fn resolve_named(
-        &self,
-        named: Result<ResourceName, ResourceKey>,
-    ) -> Result<Resolved, FactoryError> {
-        let discovery = &self.inner.discovery;
-        let key = match named {
-            Err(key) => match discovery.lookup(&key).await? {
-                Some(known) => return Ok(Resolved::Served(known)),
-                None => key,
-            },
-            // Resolution read discovery again before saying "not found".
-            Ok(name) => match discovery.resolve(&name).await {
-                Ok(known) => return Ok(Resolved::Served(known)),
-                Err(DiscoveryError::Resolve {
-                    source: source @ ResourceError::NotFound { .. },
-                    unavailable,
-                }) => match (fully_qualified(&name), plural_and_group(&name)) {
-                    (Some(key), _) => key,
-                    (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
-                    (None, None) => {
-                        return Err(DiscoveryError::Resolve {
-                            source,
-                            unavailable,
-                        }
-                        .into());
-                    }
-                },
-                Err(err) => return Err(err.into()),
-            },
-        };
-        let snapshot = discovery.snapshot();
-        let served: Vec<String> = snapshot
-            .versions_of(&key.group, &key.resource)
-            .iter()
-            .map(|r| r.version.clone())
-            .collect();
-        if served.is_empty() {
-            Ok(Resolved::AwaitKey(key))
-        } else {
-            Err(FactoryError::VersionNotServed {
-                resource: key,
-                served,
-            })
-        }
     }
 
     /// Starts every informer asked for so far; those asked for later start

@@ -7,3 +7,4 @@ mod access;
 mod cli;
 mod example;
 mod patterns;
+mod shard_group;

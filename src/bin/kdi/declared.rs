@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use kube_dynamic_informer::InformerHandle;
 use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::declarative::SetMember;
 
 use kube_dynamic_informer::cache::Redaction;
 
@@ -18,6 +19,20 @@ pub struct Declared {
 }
 
 impl Declared {
+    /// A member of a resource set, with the indexes it declares.
+    pub fn from_member(m: &SetMember) -> Self {
+        Declared {
+            name: m.entry.clone(),
+            informer: m.informer.clone(),
+            indexes: m
+                .indexes
+                .iter()
+                .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
+                .collect(),
+            sensitive: m.sensitive,
+        }
+    }
+
     pub fn redaction(&self, show_secrets: bool) -> Redaction {
         Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
     }

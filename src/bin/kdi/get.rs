@@ -30,7 +30,7 @@ pub struct GetArgs {
 }
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
-    let (factory, informers, _progress) =
+    let (resource_set, informers, _progress) =
         start_and_sync(cluster, set, &args.selection, true, |_| Ok(())).await?;
     let mut objects = Vec::new();
     for declared in &informers {
@@ -60,6 +60,6 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
         &objects,
         args.output,
     ));
-    factory.shutdown().await;
+    resource_set.shutdown().await;
     result
 }

@@ -10,11 +10,10 @@ use clap::Args;
 use kube_dynamic_informer::cache::Projection;
 use kube_dynamic_informer::cache::Storage;
 use kube_dynamic_informer::declarative::{
-    BuildError, InformerSet, Overlay, SetError, ShardGroupSpec,
+    AccessPolicy, InformerSet, Overlay, ResourceSet, SetError, ShardGroupSpec,
 };
-use kube_dynamic_informer::factory::DiscoveryError;
+use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
-use kube_dynamic_informer::factory::{FactoryError, InformerFactory};
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ShardError, ShardKey, StaticShard};
 
@@ -247,20 +246,6 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     set.overlay(&overlay).map_err(Failure::usage)
 }
 
-/// Why the informers of a config could not be made: discovery could not be
-/// read (the cluster), a resource is not served and the file says
-/// `whenNotServed: fail`, or the names and options are wrong.
-fn build_failure(cluster: &Cluster, err: BuildError) -> Failure {
-    match &err {
-        BuildError::Informer {
-            source: FactoryError::Discovery(discovery @ DiscoveryError::Request { .. }),
-            ..
-        } => cluster.unreachable(discovery),
-        BuildError::NotServed { .. } => Failure::not_synced(err),
-        _ => Failure::usage(err),
-    }
-}
-
 /// Builds the informers of `set`, lets `before_start` see them (to add
 /// handlers), starts them and waits for their caches, saying how it goes
 /// on stderr (see [`Progress`]). A `one_shot` command fails at the first
@@ -271,25 +256,25 @@ pub async fn start_and_sync(
     sel: &Selection,
     one_shot: bool,
     before_start: impl FnOnce(&[Declared]) -> Result<(), Failure>,
-) -> Result<(InformerFactory, Vec<Declared>, Progress), Failure> {
-    let configured = set
-        .build(cluster.client.clone())
-        .await
-        .map_err(|e| build_failure(cluster, e))?;
-    for s in &configured.skipped {
-        say(format!("kdi: skipping {}: {}", s.name, s.reason));
-    }
-    let informers: Vec<_> = configured
+) -> Result<(ResourceSet, Vec<Declared>, Progress), Failure> {
+    // Informers in the order they were named (the set keeps them by name).
+    let order: Vec<String> = set
         .informers
-        .into_iter()
-        .map(|c| Declared {
-            indexes: c.spec.index_functions().unwrap_or_default(),
-            sensitive: c.spec.options.sensitive,
-            name: c.name,
-            informer: c.informer,
-        })
+        .iter()
+        .map(|i| i.name().to_owned())
+        .chain(set.patterns.iter().map(|p| p.name.clone()))
         .collect();
-    let factory = configured.factory;
+    let resource_set = resource_set(cluster, set, sel, AccessPolicy::Watch).await?;
+    for s in resource_set.status().await.skipped {
+        say(format!("kdi: skipping {}: {}", s.entry, s.reason));
+    }
+    let mut informers: Vec<Declared> = resource_set
+        .members()
+        .await
+        .iter()
+        .map(Declared::from_member)
+        .collect();
+    informers.sort_by_key(|d| order.iter().position(|n| *n == d.name));
     let mut progress = Progress::new(
         &informers,
         !std::io::stderr().is_terminal(),
@@ -297,15 +282,48 @@ pub async fn start_and_sync(
     );
     let synced = async {
         before_start(&informers)?;
-        factory.start().map_err(Failure::cluster)?;
+        resource_set.start().map_err(Failure::cluster)?;
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
         progress.wait_for_sync(timeout, one_shot).await
     };
     match synced.await {
-        Ok(()) => Ok((factory, informers, progress)),
+        Ok(()) => Ok((resource_set, informers, progress)),
         Err(failure) => {
-            factory.shutdown().await;
+            resource_set.shutdown().await;
             Err(failure)
         }
     }
+}
+
+/// The resource set of `set` (not started): discovery is read first, so
+/// that a cluster that does not answer says so; a resource not served under
+/// `whenNotServed: fail` is a cache that cannot sync (exit 3), any other
+/// problem a mistake in what was asked (exit 2). Errors in a config file
+/// are located in it.
+pub async fn resource_set(
+    cluster: &Cluster,
+    set: InformerSet,
+    sel: &Selection,
+    policy: AccessPolicy,
+) -> Result<ResourceSet, Failure> {
+    let factory = InformerFactory::with_options(cluster.client.clone(), set.defaults.clone());
+    factory
+        .discovery()
+        .refresh()
+        .await
+        .map_err(|e| cluster.unreachable(&e))?;
+    let text = sel
+        .config
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok());
+    let source = sel.config.as_deref().zip(text.as_deref());
+    ResourceSet::in_factory(factory, set, policy, source)
+        .await
+        .map_err(|e| {
+            if e.unserved {
+                Failure::not_synced(e)
+            } else {
+                Failure::usage(e)
+            }
+        })
 }

@@ -91,7 +91,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
-    let (factory, _informers, progress) =
+    let (resource_set, _informers, progress) =
         start_and_sync(cluster, set, &args.selection, false, |informers| {
             check_index_values(&wanted_indexes, informers)?;
             for declared in informers {
@@ -146,7 +146,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     let result = print_lines(&mut rx, args.duration, args.max_events).await;
     stop_reporting.cancel();
     let _ = reporting.await;
-    factory.shutdown().await;
+    resource_set.shutdown().await;
     result
 }
 

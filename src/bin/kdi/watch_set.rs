@@ -13,7 +13,6 @@ use kube_dynamic_informer::declarative::{
     AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
 };
 use kube_dynamic_informer::declarative::{InformerSet, ReloadTriggers};
-use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -22,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::adjust;
+use crate::informers::{adjust, resource_set};
 use crate::output::{event_line, say};
 use crate::progress::{Membership, Progress, resource_label};
 use crate::watch::{
@@ -208,20 +207,6 @@ async fn write_status(set: &ResourceSet, path: &Path) {
     }
 }
 
-/// A member as the progress report and index checks see it.
-fn declared_member(m: &SetMember) -> Declared {
-    Declared {
-        name: m.entry.clone(),
-        informer: m.informer.clone(),
-        indexes: m
-            .indexes
-            .iter()
-            .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
-            .collect(),
-        sensitive: m.sensitive,
-    }
-}
-
 pub async fn watch_set(
     cluster: &Cluster,
     set: InformerSet,
@@ -236,28 +221,10 @@ pub async fn watch_set(
     } else {
         AccessPolicy::Watch
     };
-    let factory = InformerFactory::with_options(cluster.client.clone(), set.defaults.clone());
-    factory
-        .discovery()
-        .refresh()
-        .await
-        .map_err(|e| cluster.unreachable(&e))?;
     let file: Option<PathBuf> = sel.config.clone();
-    let text = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok());
-    let source = file.as_deref().zip(text.as_deref());
-    let resource_set = ResourceSet::in_factory(factory, set, policy, source)
-        .await
-        .map_err(|e| {
-            // A resource not served under `whenNotServed: fail` is a cache
-            // that cannot sync, not a wrong config.
-            if e.unserved {
-                Failure::not_synced(e)
-            } else {
-                Failure::usage(e)
-            }
-        })?;
+    let resource_set = resource_set(cluster, set, sel, policy).await?;
     let (members, mut events) = resource_set.subscribe().await;
-    let declared: Vec<Declared> = members.iter().map(declared_member).collect();
+    let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
     check_index_values(&args.index_values, &declared)?;
     for s in resource_set.status().await.skipped {
         if json {
@@ -352,7 +319,7 @@ pub async fn watch_set(
                         if let Some(old) = printers.insert(key, output.printer(m)) {
                             old.registration.remove();
                         }
-                        let _ = joins.send(Membership::Joined(declared_member(m)));
+                        let _ = joins.send(Membership::Joined(Declared::from_member(m)));
                     }
                     SetEvent::Updated(m) => {
                         let key = (m.entry.clone(), m.resource.clone());

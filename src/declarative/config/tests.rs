@@ -2,6 +2,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::validate::PATTERN_FIELDS;
 use super::*;
 use crate::informer::WhenNotServed;
 

@@ -5,6 +5,7 @@
 
 mod access;
 mod follow;
+mod plan;
 mod reload;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,8 +24,9 @@ pub use follow::ReloadTriggers;
 pub use reload::{ReloadError, ReloadStatus};
 
 use crate::declarative::config::{
-    ConfigError, InformerSet, InformerSpec, pointer_path, position_of,
+    ConfigError, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of,
 };
+use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::InformerStatus;
@@ -131,6 +133,9 @@ struct State {
 struct Inner {
     factory: InformerFactory,
     policy: AccessPolicy,
+    /// The config's shard group, joined when the set was made: every
+    /// informer without a static shard keeps the slots this member holds.
+    shard_group: Option<(ShardGroupSpec, ShardGroup)>,
     state: tokio::sync::Mutex<State>,
     /// A copy of `State::last_reload` readable without waiting.
     last_reload: parking_lot::Mutex<Option<ReloadStatus>>,
@@ -267,10 +272,26 @@ impl ResourceSet {
         policy: AccessPolicy,
         source: Option<(&Path, &str)>,
     ) -> Result<Self, ReloadError> {
+        let shard_group = match &config.shard_group {
+            None => None,
+            Some(spec) => {
+                let joined = spec.config().and_then(|c| {
+                    ShardGroup::join(factory.client().clone(), c).map_err(|e| e.to_string())
+                });
+                match joined {
+                    Ok(group) => Some((spec.clone(), group)),
+                    Err(message) => {
+                        let file = source.map_or_else(|| Path::new("<input>"), |(f, _)| f);
+                        return Err(ReloadError::whole(file, format!("shardGroup: {message}")));
+                    }
+                }
+            }
+        };
         let set = ResourceSet {
             inner: Arc::new(Inner {
                 factory,
                 policy,
+                shard_group,
                 state: tokio::sync::Mutex::new(State {
                     config: config.clone(),
                     members: BTreeMap::new(),
@@ -412,6 +433,10 @@ impl ResourceSet {
             let _ = task.await;
         }
         self.inner.factory.shutdown().await;
+        // The informers are stopped: hand the slots over at once.
+        if let Some((_, group)) = &self.inner.shard_group {
+            group.leave().await;
+        }
     }
 
     /// Applies `config` to the running set: unchanged informers keep
@@ -545,252 +570,6 @@ impl ResourceSet {
         }
         self.commit(&mut state, plan, Removal::NoLongerSelected)
             .await;
-    }
-
-    /// The members `config` asks for now. An entry whose informer cannot
-    /// be had is in `errors`: a reload is then refused, while following
-    /// discovery leaves it out (and logs it).
-    async fn plan(&self, state: &State, config: &InformerSet) -> Plan {
-        let factory = &self.inner.factory;
-        let mut plan = Plan {
-            members: BTreeMap::new(),
-            skipped: Vec::new(),
-            created: Vec::new(),
-            errors: Vec::new(),
-            unserved: 0,
-        };
-        let mut wants = self.wants(state, config, &mut plan).await;
-        if let AccessPolicy::Skip { .. } = self.inner.policy {
-            self.restrict_to_access(&mut wants, &mut plan).await;
-        }
-        let held =
-            |informer: &InformerHandle| state.members.values().any(|m| m.informer == *informer);
-        for want in wants {
-            let key = (want.entry.clone(), want.resource.clone());
-            let current = state
-                .members
-                .get(&key)
-                .filter(|c| c.informer.informer().options() == &want.options);
-            let informer = match current {
-                Some(current) => current.informer.clone(),
-                None => {
-                    let result = match &want.target {
-                        Target::Spec(spec) => {
-                            self.explicit_informer(config, spec, &want.options).await
-                        }
-                        Target::Key(k) => {
-                            let options = want.options.clone();
-                            factory.for_resource_with(k.clone(), |_| options).await
-                        }
-                    };
-                    match result {
-                        Ok(informer) => {
-                            if !held(&informer) {
-                                plan.created.push(informer.clone());
-                            }
-                            informer
-                        }
-                        Err(FactoryError::NotServed {
-                            reason,
-                            when: WhenNotServed::Skip,
-                            ..
-                        }) => {
-                            plan.skipped.push(SkippedMember {
-                                entry: key.0,
-                                resource: key.1,
-                                reason,
-                            });
-                            continue;
-                        }
-                        Err(FactoryError::Discovery(e))
-                            if want.options.when_not_served == WhenNotServed::Skip
-                                && !matches!(
-                                    e,
-                                    crate::factory::discovery::DiscoveryError::Request { .. }
-                                ) =>
-                        {
-                            plan.skipped.push(SkippedMember {
-                                entry: key.0,
-                                resource: key.1,
-                                reason: e.to_string(),
-                            });
-                            continue;
-                        }
-                        Err(e) => {
-                            if matches!(e, FactoryError::NotServed { .. }) {
-                                plan.unserved += 1;
-                            }
-                            let (pointer, message) = match &want.target {
-                                Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
-                                Target::Key(k) => {
-                                    (format!("{}/match", want.at), format!("{k}: {e}"))
-                                }
-                            };
-                            plan.errors.push((pointer, message));
-                            continue;
-                        }
-                    }
-                }
-            };
-            let member = SetMember {
-                entry: key.0.clone(),
-                resource: key.1.clone(),
-                from_pattern: matches!(want.target, Target::Key(_)),
-                informer,
-                sensitive: want.options.sensitive,
-                indexes: want.indexes,
-            };
-            let replace = state.members.get(&key).is_some_and(|current| {
-                current.informer == member.informer
-                    && (current.sensitive != member.sensitive
-                        || current
-                            .indexes
-                            .iter()
-                            .any(|(name, expr)| member.indexes.get(name) != Some(expr)))
-            });
-            plan.members.insert(key, Planned { member, replace });
-        }
-        plan
-    }
-
-    /// What each entry of `config` asks for: informers named one by one,
-    /// and each resource a pattern selects now.
-    async fn wants(&self, state: &State, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
-        let factory = &self.inner.factory;
-        let mut wants = Vec::new();
-        let snapshot = factory.discovery().snapshot();
-        for (i, spec) in config.informers.iter().enumerate() {
-            // What access checks need, when discovery knows the name now.
-            let known = crate::vocabulary::resource::ResourceName::parse(&spec.resource)
-                .ok()
-                .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
-            wants.push(Want {
-                at: format!("/informers/{i}"),
-                entry: spec.name().to_string(),
-                resource: spec.resource.clone(),
-                target: Target::Spec(Box::new(spec.clone())),
-                options: match &known {
-                    Some(k)
-                        if !k.namespaced
-                            && spec.options.namespaces == config.defaults.namespaces =>
-                    {
-                        factory.pattern_options(k, spec.options.clone())
-                    }
-                    _ => spec.options.clone(),
-                }
-                .normalized(),
-                known,
-                indexes: spec.indexes.clone(),
-            });
-        }
-        for (i, pattern) in config.patterns.iter().enumerate() {
-            let at = format!("/patterns/{i}");
-            let selected = match factory.matching(&pattern.pattern).await {
-                Ok(selected) => selected,
-                Err(e) => {
-                    plan.errors.push((format!("{at}/match"), e.to_string()));
-                    // What the pattern selected stays until it can be
-                    // evaluated again (a reload with this error is refused
-                    // anyway).
-                    for current in state
-                        .members
-                        .values()
-                        .filter(|m| m.from_pattern && m.entry == pattern.name)
-                    {
-                        wants.push(Want {
-                            at: at.clone(),
-                            entry: current.entry.clone(),
-                            resource: current.resource.clone(),
-                            target: Target::Key(current.informer.resource().clone()),
-                            options: current.informer.informer().options().clone(),
-                            known: None,
-                            indexes: pattern.indexes.clone(),
-                        });
-                    }
-                    continue;
-                }
-            };
-            for resource in selected {
-                wants.push(Want {
-                    at: at.clone(),
-                    entry: pattern.name.clone(),
-                    resource: resource.key().to_string(),
-                    target: Target::Key(resource.key()),
-                    options: factory
-                        .pattern_options(&resource, pattern.options.clone())
-                        .normalized(),
-                    known: Some(resource),
-                    indexes: pattern.indexes.clone(),
-                });
-            }
-        }
-        wants
-    }
-
-    /// Leaves out what the client may not list and watch, and narrows
-    /// namespace restrictions to the namespaces allowed.
-    async fn restrict_to_access(&self, wants: &mut Vec<Want>, plan: &mut Plan) {
-        let checks: Vec<Option<AccessCheck>> = wants
-            .iter()
-            .map(|w| {
-                w.known
-                    .as_ref()
-                    .map(|k| AccessCheck::new(k.key(), k.namespaced, w.options.namespaces.clone()))
-            })
-            .collect();
-        let asked: Vec<AccessCheck> = checks.iter().flatten().cloned().collect();
-        let table = AccessTable::check(self.inner.factory.client(), &asked).await;
-        let mut kept = Vec::new();
-        for (mut want, check) in std::mem::take(wants).into_iter().zip(checks) {
-            // Not served yet: the informer waits, and a 403 then is its
-            // status's to report.
-            let Some(check) = check else {
-                kept.push(want);
-                continue;
-            };
-            match table.allowed(&check) {
-                Allowed::All => kept.push(want),
-                Allowed::Namespaces(allowed) => {
-                    want.options.namespaces = crate::vocabulary::scope::Namespaces::only(allowed);
-                    kept.push(want);
-                }
-                Allowed::Nothing(reason) => plan.skipped.push(SkippedMember {
-                    entry: want.entry,
-                    resource: want.resource,
-                    reason,
-                }),
-            }
-        }
-        *wants = kept;
-    }
-
-    /// The informer of an entry named one by one, with `options` (the
-    /// entry's, normalized). A namespace restriction inherited from the
-    /// config's defaults does not apply to a cluster-scoped resource, as
-    /// with [`InformerSet::build`].
-    async fn explicit_informer(
-        &self,
-        config: &InformerSet,
-        spec: &InformerSpec,
-        options: &InformerOptions,
-    ) -> Result<InformerHandle, FactoryError> {
-        let factory = &self.inner.factory;
-        let first = options.clone();
-        match factory
-            .for_resource_with(spec.resource.as_str(), |_| first)
-            .await
-        {
-            Err(FactoryError::ClusterScoped(_))
-                if spec.options.namespaces == config.defaults.namespaces =>
-            {
-                let mut options = options.clone();
-                options.namespaces = factory.options().namespaces.clone();
-                factory
-                    .for_resource_with(spec.resource.as_str(), |_| options)
-                    .await
-            }
-            other => other,
-        }
     }
 
     /// Stops the informers a refused plan created.

@@ -1,0 +1,378 @@
+//! The writing side of the store: upserts and deletes, and relists applied
+//! page by page and reconciled at their end.
+
+use super::*;
+
+impl StoreWriter {
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// decoded ([`Storage::Objects`]).
+    pub fn new() -> Self {
+        Self::with_storage(Storage::Objects)
+    }
+
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
+    /// `storage` says.
+    pub fn with_storage(storage: Storage) -> Self {
+        Self {
+            store: Store {
+                shared: Arc::new(RwLock::new(State::new(storage))),
+                sync: Arc::new(watch::Sender::new(SyncPoint::default())),
+            },
+            storage,
+            interner: Interner::new(),
+            listing: None,
+            writes_since_forget: 0,
+        }
+    }
+
+    /// Records the resourceVersion the cache now reflects (a list's, then
+    /// each event's and bookmark's); ends a relist's
+    /// [`SyncPoint::relisting`].
+    pub fn set_resource_version(&mut self, resource_version: &str) {
+        self.store.sync.send_if_modified(|sync| {
+            if sync.resource_version.as_deref() == Some(resource_version) && !sync.relisting {
+                return false;
+            }
+            sync.resource_version = Some(resource_version.into());
+            sync.relisting = false;
+            true
+        });
+    }
+
+    /// A read handle on this cache (cheap; clone it freely).
+    #[must_use]
+    pub fn reader(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// How this cache holds its objects.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// The stored form of `object`.
+    pub(super) fn hold(&mut self, object: &Arc<DynamicObject>) -> CachedObject {
+        match self.storage {
+            Storage::Objects => CachedObject(Held::Object(object.clone())),
+            Storage::Compact => {
+                let compact = CompactObject::from_object(object, &mut self.interner);
+                CachedObject(Held::Compact(Arc::new(CompactEntry::new(
+                    compact,
+                    Some(object),
+                ))))
+            }
+        }
+    }
+
+    /// Counts writes; with [`Storage::Compact`], once as many writes as half
+    /// the cache's size have happened since the last pass, frees what the
+    /// decoded objects nobody holds any more still keep (amortised: a pass
+    /// visits each object once).
+    pub(super) fn wrote(&mut self, writes: usize, len: usize) {
+        if self.storage != Storage::Compact {
+            return;
+        }
+        self.writes_since_forget += writes;
+        if self.writes_since_forget >= (len / 2).max(FORGET_EVERY) {
+            self.forget_dropped();
+        }
+    }
+
+    /// With [`Storage::Compact`], frees the few hundred bytes that each
+    /// decoded object handed out (to event handlers, to readers) keeps in its
+    /// cache entry once nobody holds it any more. The writer does this by
+    /// itself as it writes; this is for a caller that knows the objects were
+    /// just dropped (say, after a burst).
+    pub fn forget_dropped(&mut self) {
+        self.writes_since_forget = 0;
+        if self.storage != Storage::Compact {
+            return;
+        }
+        let state = self.store.shared.read();
+        for entry in state.objects.values() {
+            entry.held.forget_dropped();
+        }
+    }
+
+    /// Adds or replaces an object (a watch Added or Modified event) and returns
+    /// the object it replaced. The given `Arc` is stored as is
+    /// ([`Storage::Objects`]) or remembered beside its compact form
+    /// ([`Storage::Compact`], where the object replaced is decoded if nobody
+    /// holds it any more).
+    ///
+    /// An object without a name cannot be keyed: it is skipped with a warning
+    /// and `None` is returned.
+    pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
+        let Some(key) = object_key(&object) else {
+            tracing::warn!("skipping an object without metadata.name");
+            return None;
+        };
+        let computed = evaluate_all(&self.store.defs(), &key, &object);
+        let held = self.hold(&object);
+        let (old, len) = {
+            let mut state = self.store.shared.write();
+            (state.insert(&key, held, computed), state.objects.len())
+        };
+        self.wrote(1, len);
+        old.map(CachedObject::into_object)
+    }
+
+    /// Removes the object with this key (a watch Deleted event) and returns
+    /// its last known state.
+    pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
+        let old = self.store.shared.write().remove(key);
+        old.map(CachedObject::into_object)
+    }
+
+    /// Removes the object with this key; returns whether there was one. As
+    /// [`StoreWriter::delete`], without handing back (with
+    /// [`Storage::Compact`]: decoding) the object removed.
+    pub fn remove(&mut self, key: &str) -> bool {
+        self.store.shared.write().remove(key).is_some()
+    }
+
+    /// Makes the cache equal to `objects` (a relist) and reports the
+    /// difference, for the informer to turn into Add, Update and Delete
+    /// events: [`StoreWriter::begin_list`], one [`StoreWriter::list_page`]
+    /// and [`StoreWriter::end_list`], their outcomes merged.
+    ///
+    /// An object counts as changed when its `resourceVersion` differs from the
+    /// cached one, or, when neither has a `resourceVersion`, when its content
+    /// differs. **Changed and new objects are stored as given; for an unchanged
+    /// object the cached one is kept**, so handlers holding it still see the
+    /// object the store serves, and its index values are not recomputed.
+    ///
+    /// Readers see the cache either entirely before or entirely after the
+    /// relist. When a key appears more than once in `objects`, the last one
+    /// wins; objects without a name are skipped with a warning.
+    pub fn replace(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        self.begin_list();
+        let mut outcome = self.list_page(objects);
+        let end = self.end_list();
+        outcome.added.extend(end.added);
+        outcome.updated.extend(end.updated);
+        outcome.deleted = end.deleted;
+        outcome.unchanged += end.unchanged;
+        outcome
+    }
+
+    /// Starts a list that [`StoreWriter::list_page`] hands over page by page
+    /// and [`StoreWriter::end_list`] completes: afterwards the cache holds
+    /// exactly the objects listed. Starting again before the end (a paged
+    /// list that fell back to one full list) forgets the pages given since
+    /// the previous start; what they already changed in the cache is
+    /// reconciled by the new list.
+    ///
+    /// A list into an **empty** cache (the first list) fills it page by page:
+    /// each page's objects are readable, and their Add events can be
+    /// delivered, as soon as the page is given, so the list is never held
+    /// whole in memory (client-go's cache fills the same way). A list into a
+    /// cache that holds objects (a relist) is applied at once by
+    /// [`StoreWriter::end_list`], so readers see the cache entirely before or
+    /// entirely after it; until then the writer keeps the keys of the
+    /// unchanged objects and the changed objects themselves, not a second
+    /// copy of the cache.
+    pub fn begin_list(&mut self) {
+        self.store.sync.send_if_modified(|sync| {
+            let was = sync.relisting;
+            sync.relisting = sync.resource_version.is_some();
+            was != sync.relisting
+        });
+        self.listing = Some(Listing {
+            fill: self.store.is_empty(),
+            seen: HashSet::new(),
+            staged: IndexMap::new(),
+        });
+    }
+
+    /// Hands over one page of the list started by [`StoreWriter::begin_list`]
+    /// (started now if none is). Returns what the page changed in the cache
+    /// at once: the added objects (and, for a key listed twice, the update)
+    /// when the list fills an empty cache, nothing otherwise (see
+    /// [`StoreWriter::end_list`]).
+    pub fn list_page(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        if self.listing.is_none() {
+            self.begin_list();
+        }
+        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        let keyed = objects
+            .into_iter()
+            .filter_map(|object| match object_key(&object) {
+                Some(key) => Some((key, object)),
+                None => {
+                    tracing::warn!("skipping a listed object without metadata.name");
+                    None
+                }
+            });
+        if fill {
+            // A key listed twice in a page: the last object, in the first
+            // one's place.
+            let mut page: IndexMap<String, Arc<DynamicObject>> = IndexMap::new();
+            page.extend(keyed);
+            self.fill_page(page.into_iter().collect())
+        } else {
+            let keyed: Vec<_> = keyed.collect();
+            let state = self.store.shared.read();
+            if let Some(listing) = self.listing.as_mut() {
+                for (key, object) in keyed {
+                    match state.objects.get_full(key.as_str()) {
+                        Some((_, stored_key, entry)) if !changed(&entry.held, &object) => {
+                            listing.staged.shift_remove(key.as_str());
+                            listing.seen.insert(stored_key.clone());
+                        }
+                        _ => {
+                            listing.seen.remove(key.as_str());
+                            listing.staged.insert(key, object);
+                        }
+                    }
+                }
+            }
+            ReplaceOutcome::default()
+        }
+    }
+
+    pub(super) fn fill_page(&mut self, keyed: Vec<(String, Arc<DynamicObject>)>) -> ReplaceOutcome {
+        let prepared = self.prepare(keyed);
+        let (replaced, len) = {
+            let mut state = self.store.shared.write();
+            let replaced = apply(&mut state, prepared);
+            (replaced, state.objects.len())
+        };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome::default();
+        outcome.record(replaced);
+        outcome
+    }
+
+    /// Index values and stored form of objects about to be written, computed
+    /// before the write lock is taken.
+    pub(super) fn prepare(
+        &mut self,
+        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+    ) -> Vec<Prepared> {
+        let defs = self.store.defs();
+        keyed
+            .into_iter()
+            .map(|(key, object)| {
+                let computed = evaluate_all(&defs, &key, &object);
+                let held = self.hold(&object);
+                Prepared {
+                    key,
+                    object,
+                    held,
+                    computed,
+                }
+            })
+            .collect()
+    }
+
+    /// Completes the list started by [`StoreWriter::begin_list`] (an empty
+    /// list if none was started: the cache empties): the cache now holds
+    /// exactly the objects listed. Returns what changed that
+    /// [`StoreWriter::list_page`] did not already return: new and changed
+    /// objects of a relist, in list order; the last known state of the
+    /// objects no longer listed; how many were unchanged.
+    pub fn end_list(&mut self) -> ReplaceOutcome {
+        let Some(listing) = self.listing.take() else {
+            self.begin_list();
+            return self.end_list();
+        };
+        self.store
+            .sync
+            .send_if_modified(|sync| std::mem::replace(&mut sync.relisting, false));
+        if listing.fill {
+            self.forget_dropped();
+            return ReplaceOutcome::default();
+        }
+        let changes = self.prepare(listing.staged);
+        let (replaced, gone, len) = {
+            let mut state = self.store.shared.write();
+            let listed: HashSet<&str> = changes.iter().map(|c| c.key.as_str()).collect();
+            let gone: Vec<Key> = state
+                .objects
+                .keys()
+                .filter(|key| !listing.seen.contains(&***key) && !listed.contains(&***key))
+                .cloned()
+                .collect();
+            let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
+            let replaced = apply(&mut state, changes);
+            (replaced, gone, state.objects.len())
+        };
+        self.wrote(replaced.len(), len);
+        let mut outcome = ReplaceOutcome {
+            unchanged: listing.seen.len(),
+            ..ReplaceOutcome::default()
+        };
+        outcome.record(replaced);
+        outcome.deleted = gone.into_iter().map(CachedObject::into_object).collect();
+        outcome
+    }
+}
+
+/// An object about to be written, with its stored form and index values.
+pub(super) struct Prepared {
+    key: String,
+    object: Arc<DynamicObject>,
+    held: CachedObject,
+    computed: Vec<Vec<String>>,
+}
+
+/// Writes prepared objects; returns each object with the one it replaced.
+pub(super) fn apply(
+    state: &mut State,
+    prepared: Vec<Prepared>,
+) -> Vec<(Arc<DynamicObject>, Option<CachedObject>)> {
+    prepared
+        .into_iter()
+        .map(|p| {
+            let old = state.insert(&p.key, p.held, p.computed);
+            (p.object, old)
+        })
+        .collect()
+}
+
+impl ReplaceOutcome {
+    /// Files written objects as added or updated (the replaced one decoded
+    /// if need be, after the lock is released).
+    pub(super) fn record(&mut self, replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) {
+        for (object, old) in replaced {
+            match old {
+                Some(old) => self.updated.push((old.into_object(), object)),
+                None => self.added.push(object),
+            }
+        }
+    }
+}
+
+/// A list in progress (see [`StoreWriter::begin_list`]).
+pub(super) struct Listing {
+    /// The cache was empty when the list began: pages go straight in.
+    fill: bool,
+    /// Keys listed whose object is unchanged.
+    seen: HashSet<Key>,
+    /// Objects listed that are new or changed, by key, in list order.
+    staged: IndexMap<String, Arc<DynamicObject>>,
+}
+
+/// The fewest writes between two passes of [`StoreWriter::forget_dropped`].
+pub(super) const FORGET_EVERY: usize = 1024;
+
+pub(super) fn changed(old: &CachedObject, new: &DynamicObject) -> bool {
+    match (old.resource_version(), &new.metadata.resource_version) {
+        (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
+        (None, None) => old.with_object(|old| old != new),
+        _ => true,
+    }
+}
+
+impl Default for StoreWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for StoreWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StoreWriter").field(&self.store).finish()
+    }
+}

@@ -1,0 +1,383 @@
+//! Checking a config document: the JSON Schema, then what a schema cannot
+//! say (selectors, expressions, names), every problem located.
+
+use super::*;
+
+/// The document with each informer's unset options taken from `defaults`:
+/// keys are merged, so every option is inherited the same way.
+pub(super) fn with_defaults(mut doc: serde_json::Value) -> serde_json::Value {
+    let Some(defaults) = doc.get("defaults").and_then(|d| d.as_object()).cloned() else {
+        return doc;
+    };
+    for list in ["informers", "patterns"] {
+        if let Some(entries) = doc.get_mut(list).and_then(|i| i.as_array_mut()) {
+            for entry in entries.iter_mut().filter_map(|i| i.as_object_mut()) {
+                for (key, value) in &defaults {
+                    entry.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
+    doc
+}
+
+pub(super) struct Validation<'a> {
+    pub(super) file: PathBuf,
+    pub(super) doc: &'a yaml::Spanned,
+    pub(super) errors: Vec<ConfigError>,
+}
+
+impl Validation<'_> {
+    pub(super) fn error(&mut self, pointer: &str, message: String) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position: Some(self.doc.position(pointer)),
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    pub(super) fn key_error(&mut self, pointer: &str, message: String) {
+        let position = self
+            .doc
+            .keys
+            .get(pointer)
+            .copied()
+            .unwrap_or_else(|| self.doc.position(pointer));
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            position: Some(position),
+            path: display_path(pointer),
+            message,
+        });
+    }
+
+    /// Structure and types, against the JSON Schema.
+    pub(super) fn schema(&mut self) {
+        let schema = json_schema();
+        let validator = match jsonschema::draft202012::new(&schema) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error(
+                    "",
+                    format!("internal error: the config schema does not compile: {e}"),
+                );
+                return;
+            }
+        };
+        let found: Vec<(String, String, Vec<String>)> = validator
+            .iter_errors(&self.doc.value)
+            .map(|e| {
+                let pointer = e.instance_path().to_string();
+                let unexpected = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected.clone()
+                    }
+                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties {
+                        unexpected,
+                    } => unexpected.clone(),
+                    _ => Vec::new(),
+                };
+                (pointer, schema_message(&e), unexpected)
+            })
+            .collect();
+        for (pointer, message, unexpected) in found {
+            if unexpected.is_empty() {
+                self.error(&pointer, message);
+            } else {
+                for key in unexpected {
+                    let child = format!("{pointer}/{}", yaml::escape(&key));
+                    self.key_error(&child, format!("unknown field {key:?}"));
+                }
+            }
+        }
+    }
+
+    /// What the schema cannot say: selectors, expressions, durations,
+    /// projection paths, resource names, uniqueness.
+    pub(super) fn semantics(&mut self) {
+        let value = self.doc.value.clone();
+        if let Some(group) = value.get("shardGroup") {
+            for field in ["name", "namespace"] {
+                if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
+                    let mut check = ShardGroupConfig::new("group", "namespace", "identity");
+                    if field == "name" {
+                        check.name = v.to_owned();
+                    } else {
+                        check.namespace = v.to_owned();
+                    }
+                    if let Err(e) = check.validate() {
+                        self.error(&format!("/shardGroup/{field}"), e.to_string());
+                    }
+                }
+            }
+            if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(d)
+            {
+                self.error("/shardGroup/leaseDuration", e);
+            }
+        }
+        if let Some(defaults) = value.get("defaults") {
+            self.options("/defaults", defaults);
+        }
+        let empty = Vec::new();
+        let informers = value
+            .get("informers")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        let patterns = value
+            .get("patterns")
+            .and_then(|i| i.as_array())
+            .unwrap_or(&empty);
+        if informers.is_empty() && patterns.is_empty() && value.is_object() {
+            let at = if value.get("informers").is_some() {
+                "/informers"
+            } else {
+                ""
+            };
+            self.error(
+                at,
+                "no informers and no patterns: declare at least one of them".to_string(),
+            );
+        }
+        let mut names = HashSet::new();
+        for (i, informer) in informers.iter().enumerate() {
+            let at = format!("/informers/{i}");
+            self.options(&at, informer);
+            if let Some(resource) = informer.get("resource").and_then(|r| r.as_str()) {
+                // An empty name is the schema's to report.
+                if !resource.is_empty()
+                    && let Err(e) = ResourceName::parse(resource)
+                {
+                    self.error(&format!("{at}/resource"), e.to_string());
+                }
+                let name = informer
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or(resource)
+                    .to_string();
+                let name_at = if informer.get("name").is_some() {
+                    format!("{at}/name")
+                } else {
+                    format!("{at}/resource")
+                };
+                self.unique_name(&mut names, name, &name_at);
+            }
+            self.indexes(&at, informer);
+        }
+        for (i, entry) in patterns.iter().enumerate() {
+            let at = format!("/patterns/{i}");
+            self.options(&at, entry);
+            if let Some(name) = entry.get("name").and_then(|n| n.as_str()) {
+                self.unique_name(&mut names, name.to_string(), &format!("{at}/name"));
+            }
+            // Unknown fields and wrong types are the schema's to report;
+            // the rest of the pattern is still checked.
+            if let Some(Ok(pattern)) = entry.get("match").and_then(|m| m.as_object()).map(|m| {
+                let known: serde_json::Map<String, serde_json::Value> = m
+                    .iter()
+                    .filter(|(k, _)| PATTERN_FIELDS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                serde_json::from_value::<ResourcePattern>(known.into())
+            }) {
+                for (field, index, problem) in pattern.problems() {
+                    let mut pointer = format!("{at}/match");
+                    if !field.is_empty() {
+                        pointer.push('/');
+                        pointer.push_str(field);
+                    }
+                    if let Some(index) = index {
+                        pointer.push_str(&format!("/{index}"));
+                    }
+                    self.error(&pointer, problem.to_string());
+                }
+            }
+            self.indexes(&at, entry);
+        }
+    }
+
+    pub(super) fn unique_name(&mut self, names: &mut HashSet<String>, name: String, at: &str) {
+        if !names.insert(name.clone()) {
+            self.error(
+                at,
+                format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
+            );
+        }
+    }
+
+    pub(super) fn indexes(&mut self, at: &str, entry: &serde_json::Value) {
+        // Past the limit (which the schema reports) the expressions are
+        // not compiled: there may be hundreds of thousands.
+        if let Some(indexes) = entry
+            .get("indexes")
+            .and_then(|x| x.as_object())
+            .filter(|x| x.len() <= MAX_INDEXES)
+        {
+            for (name, expr) in indexes {
+                let index_at = format!("{at}/indexes/{}", yaml::escape(name));
+                if name == NAMESPACE_INDEX {
+                    self.key_error(
+                        &index_at,
+                        format!("index name {name:?} is reserved: every informer has it built in"),
+                    );
+                }
+                if let Some(expr) = expr.as_str()
+                    && let Err(e) = IndexFn::jmespath(name, expr)
+                {
+                    self.error(&index_at, e.to_string());
+                }
+            }
+        }
+    }
+
+    pub(super) fn options(&mut self, at: &str, value: &serde_json::Value) {
+        if let Some(s) = value.get("labelSelector").and_then(|s| s.as_str())
+            && let Err(e) = Selector::parse(s)
+        {
+            self.error(&format!("{at}/labelSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("fieldSelector").and_then(|s| s.as_str())
+            && let Err(e) = validate_field_selector(s)
+        {
+            self.error(&format!("{at}/fieldSelector"), e.to_string());
+        }
+        if let Some(s) = value.get("shard").and_then(|s| s.as_str())
+            && let Err(e) = s.parse::<StaticShard>()
+        {
+            self.error(&format!("{at}/shard"), e.to_string());
+        }
+        for field in ["resync", "minWatchTimeout", "staleAfter"] {
+            if let Some(s) = value.get(field).and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(s)
+            {
+                self.error(&format!("{at}/{field}"), e);
+            }
+        }
+        if let Some(backoff) = value.get("backoff") {
+            for field in ["initial", "max", "resetAfter"] {
+                if let Some(s) = backoff.get(field).and_then(|s| s.as_str())
+                    && let Err(e) = parse_duration(s)
+                {
+                    self.error(&format!("{at}/backoff/{field}"), e);
+                }
+            }
+        }
+        if let Some(paths) = value.get("projection").and_then(|p| p.as_array()) {
+            for (i, path) in paths.iter().enumerate() {
+                // An empty path or another type is the schema's to report.
+                if let Some(path) = path.as_str().filter(|p| !p.is_empty())
+                    && let Err(e) = Projection::new([path])
+                {
+                    self.error(&format!("{at}/projection/{i}"), e.to_string());
+                }
+            }
+        }
+        if let Some(namespaces) = value.get("namespaces").and_then(|n| n.as_array()) {
+            let mut seen = HashSet::new();
+            for (i, ns) in namespaces.iter().enumerate() {
+                let Some(ns) = ns.as_str() else { continue };
+                let ns_at = format!("{at}/namespaces/{i}");
+                if !is_dns_label(ns) {
+                    self.error(
+                        &ns_at,
+                        format!("namespace {ns:?} is not a valid name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"),
+                    );
+                }
+                if !seen.insert(ns) {
+                    self.error(&ns_at, format!("namespace {ns:?} is listed twice"));
+                }
+            }
+        }
+    }
+}
+
+/// A schema error as a person can act on it: the allowed values of an
+/// enumeration rather than "not valid under any of the schemas listed in
+/// the 'oneOf' keyword", and a large offending value described by its size
+/// rather than quoted whole.
+pub(super) fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let allowed: Option<Vec<String>> = match e.kind() {
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => context
+            .iter()
+            .map(|branch| {
+                branch.iter().find_map(|b| match b.kind() {
+                    Kind::Constant { expected_value } => Some(expected_value.to_string()),
+                    _ => None,
+                })
+            })
+            .collect(),
+        Kind::Enum { options } => options
+            .as_array()
+            .map(|o| o.iter().map(ToString::to_string).collect()),
+        _ => None,
+    };
+    let value = short_value(e.instance());
+    if let Some(allowed) = allowed.filter(|a| !a.is_empty()) {
+        return format!("{value} is not one of {}", allowed.join(", "));
+    }
+    if let Kind::MaxProperties { limit } = e.kind() {
+        return format!("{value}: at most {limit} are allowed");
+    }
+    let message = e.to_string();
+    let quoted = e.instance().to_string();
+    match message.strip_prefix(&quoted) {
+        Some(rest) if quoted.len() > MAX_QUOTED => format!("{value}{rest}"),
+        _ => message,
+    }
+}
+
+/// Longest value quoted whole in a message.
+pub(super) const MAX_QUOTED: usize = 80;
+
+/// A value as a message names it: quoted when short, else by its size.
+pub(super) fn short_value(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.len() <= MAX_QUOTED {
+        return text;
+    }
+    match value {
+        serde_json::Value::Object(map) => format!("an object of {} entries", map.len()),
+        serde_json::Value::Array(items) => format!("a list of {} items", items.len()),
+        serde_json::Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        _ => text,
+    }
+}
+
+/// `/informers/1/labelSelector` → `informers[1].labelSelector`.
+pub(super) fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if token.chars().all(|c| c.is_ascii_digit()) && !token.is_empty() {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+/// The fields of a pattern's `match`.
+pub(super) const PATTERN_FIELDS: &[&str] = &[
+    "groups",
+    "categories",
+    "customResources",
+    "include",
+    "exclude",
+    "scope",
+    "version",
+];
+
+pub(super) fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}

@@ -1,0 +1,276 @@
+//! Planning a config: what each entry asks for, what access allows, and the
+//! informers the factory gives for it, before anything changes.
+
+use super::*;
+
+impl ResourceSet {
+    /// The members `config` asks for now. An entry whose informer cannot
+    /// be had is in `errors`: a reload is then refused, while following
+    /// discovery leaves it out (and logs it).
+    pub(super) async fn plan(&self, state: &State, config: &InformerSet) -> Plan {
+        let factory = &self.inner.factory;
+        let mut plan = Plan {
+            members: BTreeMap::new(),
+            skipped: Vec::new(),
+            created: Vec::new(),
+            errors: Vec::new(),
+            unserved: 0,
+        };
+        let joined = self.inner.shard_group.as_ref().map(|(spec, _)| spec);
+        if config.shard_group.as_ref() != joined {
+            plan.errors.push((
+                "/shardGroup".to_owned(),
+                "the shard group cannot change while the set runs; restart to change it".to_owned(),
+            ));
+        }
+        let mut wants = self.wants(state, config, &mut plan).await;
+        if let AccessPolicy::Skip { .. } = self.inner.policy {
+            self.restrict_to_access(&mut wants, &mut plan).await;
+        }
+        let held =
+            |informer: &InformerHandle| state.members.values().any(|m| m.informer == *informer);
+        for want in wants {
+            let key = (want.entry.clone(), want.resource.clone());
+            let current = state
+                .members
+                .get(&key)
+                .filter(|c| c.informer.informer().options() == &want.options);
+            let informer = match current {
+                Some(current) => current.informer.clone(),
+                None => {
+                    let result = match &want.target {
+                        Target::Spec(spec) => {
+                            self.explicit_informer(config, spec, &want.options).await
+                        }
+                        Target::Key(k) => {
+                            let options = want.options.clone();
+                            factory.for_resource_with(k.clone(), |_| options).await
+                        }
+                    };
+                    match result {
+                        Ok(informer) => {
+                            if !held(&informer) {
+                                plan.created.push(informer.clone());
+                            }
+                            informer
+                        }
+                        Err(FactoryError::NotServed {
+                            reason,
+                            when: WhenNotServed::Skip,
+                            ..
+                        }) => {
+                            plan.skipped.push(SkippedMember {
+                                entry: key.0,
+                                resource: key.1,
+                                reason,
+                            });
+                            continue;
+                        }
+                        Err(FactoryError::Discovery(e))
+                            if want.options.when_not_served == WhenNotServed::Skip
+                                && !matches!(
+                                    e,
+                                    crate::factory::discovery::DiscoveryError::Request { .. }
+                                ) =>
+                        {
+                            plan.skipped.push(SkippedMember {
+                                entry: key.0,
+                                resource: key.1,
+                                reason: e.to_string(),
+                            });
+                            continue;
+                        }
+                        Err(e) => {
+                            if matches!(e, FactoryError::NotServed { .. }) {
+                                plan.unserved += 1;
+                            }
+                            let (pointer, message) = match &want.target {
+                                Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
+                                Target::Key(k) => {
+                                    (format!("{}/match", want.at), format!("{k}: {e}"))
+                                }
+                            };
+                            plan.errors.push((pointer, message));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let member = SetMember {
+                entry: key.0.clone(),
+                resource: key.1.clone(),
+                from_pattern: matches!(want.target, Target::Key(_)),
+                informer,
+                sensitive: want.options.sensitive,
+                indexes: want.indexes,
+            };
+            let replace = state.members.get(&key).is_some_and(|current| {
+                current.informer == member.informer
+                    && (current.sensitive != member.sensitive
+                        || current
+                            .indexes
+                            .iter()
+                            .any(|(name, expr)| member.indexes.get(name) != Some(expr)))
+            });
+            plan.members.insert(key, Planned { member, replace });
+        }
+        plan
+    }
+
+    /// What each entry of `config` asks for: informers named one by one,
+    /// and each resource a pattern selects now.
+    pub(super) async fn wants(
+        &self,
+        state: &State,
+        config: &InformerSet,
+        plan: &mut Plan,
+    ) -> Vec<Want> {
+        let factory = &self.inner.factory;
+        let mut wants = Vec::new();
+        let snapshot = factory.discovery().snapshot();
+        for (i, spec) in config.informers.iter().enumerate() {
+            // What access checks need, when discovery knows the name now.
+            let known = crate::vocabulary::resource::ResourceName::parse(&spec.resource)
+                .ok()
+                .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
+            wants.push(Want {
+                at: format!("/informers/{i}"),
+                entry: spec.name().to_string(),
+                resource: spec.resource.clone(),
+                target: Target::Spec(Box::new(spec.clone())),
+                options: match &known {
+                    Some(k)
+                        if !k.namespaced
+                            && spec.options.namespaces == config.defaults.namespaces =>
+                    {
+                        factory.pattern_options(k, spec.options.clone())
+                    }
+                    _ => spec.options.clone(),
+                }
+                .normalized(),
+                known,
+                indexes: spec.indexes.clone(),
+            });
+            self.in_shard_group(wants.last_mut());
+        }
+        for (i, pattern) in config.patterns.iter().enumerate() {
+            let at = format!("/patterns/{i}");
+            let selected = match factory.matching(&pattern.pattern).await {
+                Ok(selected) => selected,
+                Err(e) => {
+                    plan.errors.push((format!("{at}/match"), e.to_string()));
+                    // What the pattern selected stays until it can be
+                    // evaluated again (a reload with this error is refused
+                    // anyway).
+                    for current in state
+                        .members
+                        .values()
+                        .filter(|m| m.from_pattern && m.entry == pattern.name)
+                    {
+                        wants.push(Want {
+                            at: at.clone(),
+                            entry: current.entry.clone(),
+                            resource: current.resource.clone(),
+                            target: Target::Key(current.informer.resource().clone()),
+                            options: current.informer.informer().options().clone(),
+                            known: None,
+                            indexes: pattern.indexes.clone(),
+                        });
+                    }
+                    continue;
+                }
+            };
+            for resource in selected {
+                wants.push(Want {
+                    at: at.clone(),
+                    entry: pattern.name.clone(),
+                    resource: resource.key().to_string(),
+                    target: Target::Key(resource.key()),
+                    options: factory
+                        .pattern_options(&resource, pattern.options.clone())
+                        .normalized(),
+                    known: Some(resource),
+                    indexes: pattern.indexes.clone(),
+                });
+                self.in_shard_group(wants.last_mut());
+            }
+        }
+        wants
+    }
+
+    /// Makes a want without a static shard keep the slots of the set's
+    /// shard group, if it has one.
+    pub(super) fn in_shard_group(&self, want: Option<&mut Want>) {
+        if let (Some(want), Some((_, group))) = (want, &self.inner.shard_group)
+            && want.options.shard.is_none()
+        {
+            want.options.shard_group = Some(group.into());
+        }
+    }
+
+    /// Leaves out what the client may not list and watch, and narrows
+    /// namespace restrictions to the namespaces allowed.
+    pub(super) async fn restrict_to_access(&self, wants: &mut Vec<Want>, plan: &mut Plan) {
+        let checks: Vec<Option<AccessCheck>> = wants
+            .iter()
+            .map(|w| {
+                w.known
+                    .as_ref()
+                    .map(|k| AccessCheck::new(k.key(), k.namespaced, w.options.namespaces.clone()))
+            })
+            .collect();
+        let asked: Vec<AccessCheck> = checks.iter().flatten().cloned().collect();
+        let table = AccessTable::check(self.inner.factory.client(), &asked).await;
+        let mut kept = Vec::new();
+        for (mut want, check) in std::mem::take(wants).into_iter().zip(checks) {
+            // Not served yet: the informer waits, and a 403 then is its
+            // status's to report.
+            let Some(check) = check else {
+                kept.push(want);
+                continue;
+            };
+            match table.allowed(&check) {
+                Allowed::All => kept.push(want),
+                Allowed::Namespaces(allowed) => {
+                    want.options.namespaces = crate::vocabulary::scope::Namespaces::only(allowed);
+                    kept.push(want);
+                }
+                Allowed::Nothing(reason) => plan.skipped.push(SkippedMember {
+                    entry: want.entry,
+                    resource: want.resource,
+                    reason,
+                }),
+            }
+        }
+        *wants = kept;
+    }
+
+    /// The informer of an entry named one by one, with `options` (the
+    /// entry's, normalized). A namespace restriction inherited from the
+    /// config's defaults does not apply to a cluster-scoped resource, as in
+    /// a factory's own defaults.
+    pub(super) async fn explicit_informer(
+        &self,
+        config: &InformerSet,
+        spec: &InformerSpec,
+        options: &InformerOptions,
+    ) -> Result<InformerHandle, FactoryError> {
+        let factory = &self.inner.factory;
+        let first = options.clone();
+        match factory
+            .for_resource_with(spec.resource.as_str(), |_| first)
+            .await
+        {
+            Err(FactoryError::ClusterScoped(_))
+                if spec.options.namespaces == config.defaults.namespaces =>
+            {
+                let mut options = options.clone();
+                options.namespaces = factory.options().namespaces.clone();
+                factory
+                    .for_resource_with(spec.resource.as_str(), |_| options)
+                    .await
+            }
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Listing: pages with continue tokens (and a full list when a token
+//! expires), or a streaming list where the server offers one.
+
+use super::*;
+
+impl Reflector {
+    pub(super) fn list_page(
+        &self,
+        params: &ListParams,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<crate::wire::list_watch::ListPage, ListWatchError>,
+    > {
+        match &self.active_shard {
+            Some(shard) => self.lw.list_shard(params, shard),
+            None => self.lw.list(params),
+        }
+    }
+
+    pub(super) fn list_params(&self) -> ListParams {
+        ListParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            limit: (self.options.page_size > 0).then_some(self.options.page_size),
+            ..ListParams::default()
+        }
+    }
+
+    /// Reports listing progress: objects listed so far, while the cache has
+    /// not synced yet (a relist of a synced cache stays "synced").
+    pub(super) fn listing(&self, objects: usize, listed_before: bool) {
+        if !listed_before {
+            self.set_status(InformerStatus::Syncing { listed: objects });
+        }
+    }
+
+    /// A complete list, page by page. An expired continue token (410) falls
+    /// back to one unpaged list.
+    pub(super) async fn paged_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ListOutcome {
+        let mut params = self.list_params();
+        let mut listed = 0;
+        self.listing(0, listed_before);
+        sink(Delta::ListBegin);
+        loop {
+            ReflectorStats::inc(&self.stats.list_requests);
+            self.metrics.list_requests.increment(1);
+            let page = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                page = self.list_page(&params) => page,
+            };
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if e.is_gone() && params.continue_token.is_some() => {
+                    tracing::info!(resource = %self.key, "continue token expired during a paged list; listing again in one request");
+                    listed = 0;
+                    sink(Delta::ListBegin);
+                    params = ListParams {
+                        limit: None,
+                        continue_token: None,
+                        ..params
+                    };
+                    continue;
+                }
+                Err(source) => {
+                    return ListOutcome::Failed(ReflectorError::List {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+            };
+            self.metrics.list_bytes.increment(page.bytes as u64);
+            for skipped in &page.skipped {
+                self.note_skipped(skipped);
+            }
+            let dropped_before = self.stats.shard_objects_dropped.load(Ordering::Relaxed);
+            let received = page.objects.len();
+            let objects: Vec<DynamicObject> = page
+                .objects
+                .into_iter()
+                .filter_map(|o| self.admit(o))
+                .collect();
+            if self.active_shard.is_some() {
+                // The server says so with shardInfo, on built-in resources;
+                // v1.37 filters custom resources without saying so. A page
+                // with objects of other shards was not filtered; an empty one
+                // tells nothing.
+                let dropped =
+                    self.stats.shard_objects_dropped.load(Ordering::Relaxed) != dropped_before;
+                if page.shard_info.is_some() || (received > 0 && !dropped) {
+                    self.stats.record_filtering(ShardFiltering::Server);
+                } else if dropped {
+                    self.stats.record_filtering(ShardFiltering::Client);
+                }
+            }
+            listed += objects.len();
+            sink(Delta::ListPage(objects));
+            self.listing(listed, listed_before);
+            match page.continue_token {
+                Some(token) => params.continue_token = Some(token),
+                None => return ListOutcome::Listed(page.resource_version, Vec::new()),
+            }
+        }
+    }
+
+    /// A streaming list: a watch with `sendInitialEvents=true` whose initial
+    /// events end with a bookmark annotated `k8s.io/initial-events-end`.
+    ///
+    /// The initial events are handed on in pages of `page_size` objects (500
+    /// when unpaged). An object deleted during the initial events after its
+    /// page was handed on is handed on as a delete after the list's end.
+    pub(super) async fn streaming_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> ListOutcome {
+        self.listing(0, listed_before);
+        let mut params = self.watch_params();
+        params.send_initial_events = true;
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return ListOutcome::Cancelled,
+            s = self.start_watch(&params, "") => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if refuses_streaming(&e) => {
+                tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
+                self.streaming_unsupported = true;
+                return self.paged_list(cancel, listed_before, sink).await;
+            }
+            Err(source) => {
+                return ListOutcome::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        // Keyed so that a Modified or Deleted during the initial events (not
+        // expected, but allowed) leaves the right final set.
+        let mut page: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        let page_size = match self.options.page_size {
+            0 => 500,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let mut listed = 0;
+        // Keys of the pages handed on, and deletions of them to hand on.
+        let mut handed_on: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut deleted: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
+        sink(Delta::ListBegin);
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return ListOutcome::Cancelled,
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => {
+                    // Ended before the initial events did. A server or proxy
+                    // that ignores `sendInitialEvents` never sends their end,
+                    // and its watch ends only at its timeout: list in pages
+                    // from now on, which works everywhere.
+                    tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
+                    self.streaming_unsupported = true;
+                    return ListOutcome::Failed(ReflectorError::StreamingListCut {
+                        resource: self.key.clone(),
+                    });
+                }
+                Some(Err(source)) => {
+                    return ListOutcome::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            // An object deleted during the initial events (not expected, but
+            // allowed): out of the page, and deleted after the end if its
+            // page was handed on already.
+            let gone = match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(o) = self.admit(o)
+                        && let Some(key) = object_key(&o)
+                    {
+                        deleted.shift_remove(&key);
+                        page.insert(key, o);
+                    }
+                    if page.len() >= page_size {
+                        listed += page.len();
+                        handed_on.extend(page.keys().cloned());
+                        sink(Delta::ListPage(
+                            std::mem::take(&mut page).into_values().collect(),
+                        ));
+                        self.listing(listed, listed_before);
+                    }
+                    None
+                }
+                WatchEvent::Deleted(o) => Some(o),
+                WatchEvent::Skipped {
+                    object,
+                    deleted: was_deleted,
+                } => {
+                    self.note_skipped(&object);
+                    if was_deleted {
+                        self.stub(&object)
+                    } else {
+                        None
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version,
+                    initial_events_end: true,
+                } => {
+                    if !page.is_empty() {
+                        sink(Delta::ListPage(page.into_values().collect()));
+                    }
+                    return ListOutcome::Listed(resource_version, deleted.into_values().collect());
+                }
+                WatchEvent::Bookmark { .. } => None,
+            };
+            if let Some(o) = gone
+                && let Some(key) = object_key(&o)
+            {
+                page.shift_remove(&key);
+                if handed_on.contains(&key) {
+                    deleted.insert(key, o);
+                }
+            }
+        }
+    }
+}

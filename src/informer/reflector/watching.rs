@@ -1,0 +1,208 @@
+//! Watching from a resourceVersion, and what is admitted to the cache:
+//! objects that decode, in the shard, transformed.
+
+use super::*;
+
+impl Reflector {
+    pub(super) fn start_watch(
+        &self,
+        params: &WatchParams,
+        from: &str,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<crate::wire::list_watch::WatchStream, ListWatchError>,
+    > {
+        match &self.active_shard {
+            Some(shard) => self.lw.watch_shard(params, from, shard),
+            None => self.lw.watch(params, from),
+        }
+    }
+
+    pub(super) fn watch_params(&self) -> WatchParams {
+        let min = self.options.min_watch_timeout.as_secs().max(1);
+        let timeout = min + rand::random_range(0..=min);
+        WatchParams {
+            label_selector: self.options.label_selector.clone(),
+            field_selector: self.options.field_selector.clone(),
+            timeout: Some(u32::try_from(timeout).unwrap_or(u32::MAX)),
+            bookmarks: true,
+            send_initial_events: false,
+        }
+    }
+
+    /// Watches from `from`; updates `last_rv` as events arrive.
+    pub(super) async fn watch(
+        &mut self,
+        from: &str,
+        last_rv: &mut String,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> WatchEnd {
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let params = self.watch_params();
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return WatchEnd::Cancelled,
+            s = self.start_watch(&params, from) => s,
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if e.is_gone() => {
+                tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
+                return WatchEnd::Relist;
+            }
+            Err(source) => {
+                return WatchEnd::Failed(ReflectorError::Watch {
+                    resource: self.key.clone(),
+                    source,
+                });
+            }
+        };
+        let reshard = self.ranges_changed();
+        tokio::pin!(reshard);
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                () = &mut reshard => {
+                    tracing::info!(resource = %self.key, "shard ranges changed; listing the new ones");
+                    return WatchEnd::Reshard;
+                }
+                n = stream.next() => n,
+            };
+            let event = match next {
+                None => return WatchEnd::Resume,
+                Some(Err(e)) if e.is_gone() => {
+                    tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
+                    return WatchEnd::Relist;
+                }
+                Some(Err(source)) => {
+                    return WatchEnd::Failed(ReflectorError::Watch {
+                        resource: self.key.clone(),
+                        source,
+                    });
+                }
+                Some(Ok(e)) => e,
+            };
+            ReflectorStats::inc(&self.stats.watch_events);
+            self.metrics.received(match &event {
+                WatchEvent::Added(_) => Received::Added,
+                WatchEvent::Modified(_) => Received::Modified,
+                WatchEvent::Deleted(_) => Received::Deleted,
+                WatchEvent::Bookmark { .. } => Received::Bookmark,
+                WatchEvent::Skipped { .. } => Received::Skipped,
+            });
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Upsert(o));
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Some(rv) = &o.metadata.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    if let Some(o) = self.admit(o) {
+                        sink(Delta::Delete(o));
+                    }
+                }
+                WatchEvent::Skipped { object, deleted } => {
+                    // Past it, so a resumed watch does not meet it again.
+                    if let Some(rv) = &object.resource_version {
+                        last_rv.clone_from(rv);
+                    }
+                    self.note_skipped(&object);
+                    if deleted && let Some(stub) = self.stub(&object) {
+                        sink(Delta::Delete(stub));
+                    }
+                }
+                WatchEvent::Bookmark {
+                    resource_version, ..
+                } => {
+                    *last_rv = resource_version;
+                }
+            }
+            sink(Delta::ResourceVersion(last_rv.clone()));
+        }
+    }
+
+    /// Counts and logs an object that could not be decoded.
+    pub(super) fn note_skipped(&self, object: &UndecodableObject) {
+        ReflectorStats::inc(&self.stats.skipped_objects);
+        self.metrics.skipped.increment(1);
+        tracing::warn!(
+            resource = %self.key,
+            object = %object,
+            "skipping an object that cannot be decoded"
+        );
+    }
+
+    /// The object that stands in for an undecodable deleted one: its
+    /// metadata as far as it could be read, so its key leaves the cache.
+    pub(super) fn stub(&self, object: &UndecodableObject) -> Option<DynamicObject> {
+        object.name.as_ref()?;
+        Some(DynamicObject {
+            types: Some(TypeMeta {
+                api_version: self.resource.api_version.clone(),
+                kind: self.resource.kind.clone(),
+            }),
+            metadata: ObjectMeta {
+                name: object.name.clone(),
+                namespace: object.namespace.clone(),
+                resource_version: object.resource_version.clone(),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Value::Object(serde_json::Map::new()),
+        })
+    }
+
+    /// Fills in apiVersion and kind when missing (list items carry none) and
+    /// skips objects that belong to another resource or have no name.
+    pub(super) fn admit(&self, mut obj: DynamicObject) -> Option<DynamicObject> {
+        let want_api_version = &self.resource.api_version;
+        let want_kind = &self.resource.kind;
+        match &obj.types {
+            None => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if t.api_version.is_empty() && t.kind.is_empty() => {
+                obj.types = Some(TypeMeta {
+                    api_version: want_api_version.clone(),
+                    kind: want_kind.clone(),
+                });
+            }
+            Some(t) if &t.api_version != want_api_version || &t.kind != want_kind => {
+                ReflectorStats::inc(&self.stats.skipped_objects);
+                tracing::warn!(
+                    resource = %self.key,
+                    got_api_version = %t.api_version,
+                    got_kind = %t.kind,
+                    name = obj.metadata.name.as_deref().unwrap_or(""),
+                    "skipping an object of another apiVersion/kind"
+                );
+                return None;
+            }
+            Some(_) => {}
+        }
+        if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
+            ReflectorStats::inc(&self.stats.skipped_objects);
+            tracing::warn!(resource = %self.key, "skipping an object without a name");
+            return None;
+        }
+        if let Some(shard) = &self.active_shard
+            && !shard.matches(&obj)
+        {
+            ReflectorStats::inc(&self.stats.shard_objects_dropped);
+            return None;
+        }
+        Some(match &self.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
+    }
+}
