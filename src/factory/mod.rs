@@ -479,40 +479,10 @@ impl InformerFactory {
             Resolved::AwaitKey(key) | Resolved::AwaitName(key, _) => (key.clone(), None),
         };
         if let Some(known) = &known {
-            let snapshot = self.inner.discovery.snapshot();
-            if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
-                return Err(FactoryError::NotWatchable {
-                    resource: key,
-                    verbs: snapshot.verbs(&known.key()).to_vec(),
-                });
-            }
+            self.check_watchable(known)?;
         }
-        let mut options = customize(self.inner.defaults.clone()).normalized();
-        let per_resource_namespaces = options.namespaces != self.inner.defaults.namespaces;
-        if let Some(known) = &known {
-            let scope = if known.namespaced {
-                Scope::Namespaced
-            } else {
-                Scope::Cluster
-            };
-            if per_resource_namespaces {
-                scope.check(&key, &options.namespaces)?;
-            } else if scope == Scope::Cluster {
-                // A factory-wide restriction does not apply to cluster-scoped
-                // resources.
-                options.namespaces = Namespaces::All;
-            }
-        }
-        let selector_error = |source| FactoryError::Selector {
-            resource: key.clone(),
-            source: Box::new(source),
-        };
-        if let Some(s) = &options.label_selector {
-            Selector::parse(s).map_err(selector_error)?;
-        }
-        if let Some(s) = &options.field_selector {
-            validate_field_selector(s).map_err(selector_error)?;
-        }
+        let (options, per_resource_namespaces) =
+            self.request_options(&key, known.as_ref(), customize)?;
         let availability = match &resolved {
             Resolved::AwaitName(_, name) => self.inner.discovery.availability_of_name(name),
             _ => self.inner.discovery.availability(&key),
@@ -579,6 +549,57 @@ impl InformerFactory {
         }
         state.entries.insert(map_key, entry);
         Ok(handle)
+    }
+
+    /// The options of a request for `key`: the factory's, as `customize`
+    /// changes them, checked. A namespace restriction of the request's own
+    /// on a cluster-scoped resource is an error; the factory-wide one does
+    /// not apply to it. Also says whether the namespaces are the request's
+    /// own.
+    fn request_options(
+        &self,
+        key: &ResourceKey,
+        known: Option<&KnownResource>,
+        customize: impl FnOnce(InformerOptions) -> InformerOptions,
+    ) -> Result<(InformerOptions, bool), FactoryError> {
+        let mut options = customize(self.inner.defaults.clone()).normalized();
+        let per_resource_namespaces = options.namespaces != self.inner.defaults.namespaces;
+        if let Some(known) = known {
+            let scope = if known.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            };
+            if per_resource_namespaces {
+                scope.check(key, &options.namespaces)?;
+            } else if scope == Scope::Cluster {
+                options.namespaces = Namespaces::All;
+            }
+        }
+        let selector_error = |source| FactoryError::Selector {
+            resource: key.clone(),
+            source: Box::new(source),
+        };
+        if let Some(s) = &options.label_selector {
+            Selector::parse(s).map_err(selector_error)?;
+        }
+        if let Some(s) = &options.field_selector {
+            validate_field_selector(s).map_err(selector_error)?;
+        }
+        Ok((options, per_resource_namespaces))
+    }
+
+    /// Refuses a served resource that cannot be listed and watched.
+    fn check_watchable(&self, known: &KnownResource) -> Result<(), FactoryError> {
+        let key = known.key();
+        let snapshot = self.inner.discovery.snapshot();
+        if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
+            return Err(FactoryError::NotWatchable {
+                verbs: snapshot.verbs(&key).to_vec(),
+                resource: key,
+            });
+        }
+        Ok(())
     }
 
     /// Starts every informer asked for so far; those asked for later start

@@ -67,14 +67,7 @@ impl InformerFactory {
         };
         match self.resolve_named(named).await? {
             Resolved::Served(known) => {
-                let key = known.key();
-                let snapshot = self.inner.discovery.snapshot();
-                if snapshot.get(&key).is_some() && !snapshot.is_watchable(&key) {
-                    return Err(FactoryError::NotWatchable {
-                        verbs: snapshot.verbs(&key).to_vec(),
-                        resource: key,
-                    });
-                }
+                self.check_watchable(&known)?;
                 Ok(Resolution::Served(known))
             }
             Resolved::AwaitKey(key) => Ok(Resolution::NotServed {

@@ -157,8 +157,30 @@ async fn explain(
         };
         answers.push((name, answer));
     }
+    print_answers(&answers, &discovery, args.output)?;
+    let refused = answers
+        .iter()
+        .any(|(_, a)| matches!(a, Answer::Refused { .. }));
+    let waits = answers
+        .iter()
+        .any(|(_, a)| matches!(a, Answer::Waits { .. }));
+    match (refused, waits) {
+        (true, _) => Err(Failure {
+            code: code::USAGE,
+            message: "a name designates nothing kdi can watch".into(),
+        }),
+        (false, true) => Err(Failure::not_synced("a name is not served (yet)")),
+        (false, false) => Ok(()),
+    }
+}
 
-    match args.output {
+/// Prints what each name designates, as a table or JSON.
+fn print_answers(
+    answers: &[(&String, Answer)],
+    discovery: &DiscoveryCache,
+    output: ResourcesFormat,
+) -> Result<(), Failure> {
+    match output {
         ResourcesFormat::Json => {
             let list: Vec<Value> = answers
                 .iter()
@@ -181,7 +203,7 @@ async fn explain(
             print_line(serde_json::to_string_pretty(&list).unwrap_or_default())?;
         }
         ResourcesFormat::Table => {
-            for (name, answer) in &answers {
+            for (name, answer) in answers {
                 match answer {
                     Answer::Served {
                         resource: r,
@@ -212,18 +234,5 @@ async fn explain(
             }
         }
     }
-    let refused = answers
-        .iter()
-        .any(|(_, a)| matches!(a, Answer::Refused { .. }));
-    let waits = answers
-        .iter()
-        .any(|(_, a)| matches!(a, Answer::Waits { .. }));
-    match (refused, waits) {
-        (true, _) => Err(Failure {
-            code: code::USAGE,
-            message: "a name designates nothing kdi can watch".into(),
-        }),
-        (false, true) => Err(Failure::not_synced("a name is not served (yet)")),
-        (false, false) => Ok(()),
-    }
+    Ok(())
 }

@@ -58,6 +58,44 @@ impl Output {
             .collect()
     }
 
+    /// Follows a member joining, changing or leaving: its printer, and the
+    /// progress reporter (`joins`).
+    fn follow(
+        &self,
+        event: &SetEvent,
+        printers: &mut BTreeMap<(String, String), Printer>,
+        joins: &UnboundedSender<Membership>,
+    ) {
+        match event {
+            SetEvent::Added(m) => {
+                let key = (m.entry.clone(), m.resource.clone());
+                if let Some(old) = printers.insert(key, self.printer(m)) {
+                    old.registration.remove();
+                }
+                let _ = joins.send(Membership::Joined(Declared::from_member(m)));
+            }
+            SetEvent::Updated(m) => {
+                let key = (m.entry.clone(), m.resource.clone());
+                if let Some(p) = printers.get(&key)
+                    && let Ok(mut shown) = p.shown.write()
+                {
+                    *shown = Arc::new(self.indexes(m));
+                }
+            }
+            SetEvent::Removed { member, .. } => {
+                let key = (member.entry.clone(), member.resource.clone());
+                if let Some(old) = printers.remove(&key) {
+                    old.registration.remove();
+                }
+                let _ = joins.send(Membership::Left(
+                    member.entry.clone(),
+                    member.informer.clone(),
+                ));
+            }
+            _ => {}
+        }
+    }
+
     fn printer(&self, member: &SetMember) -> Printer {
         let shown: Shown = Arc::new(RwLock::new(Arc::new(self.indexes(member))));
         let redaction = Redaction::for_resource(
@@ -207,25 +245,22 @@ async fn write_status(set: &ResourceSet, path: &Path) {
     }
 }
 
-pub async fn watch_set(
-    cluster: &Cluster,
-    set: InformerSet,
-    args: WatchArgs,
-) -> Result<(), Failure> {
-    let sel = &args.selection;
-    let json = !std::io::stderr().is_terminal();
-    let policy = if args.skip_forbidden {
+/// Forbidden resources are left out with `--skip-forbidden` (and checked
+/// again at its interval), else watched until allowed.
+fn access_policy(args: &WatchArgs) -> AccessPolicy {
+    if args.skip_forbidden {
         AccessPolicy::Skip {
             recheck: args.access_recheck,
         }
     } else {
         AccessPolicy::Watch
-    };
-    let file: Option<PathBuf> = sel.config.clone();
-    let resource_set = resource_set(cluster, set, sel, policy).await?;
-    let (members, mut events) = resource_set.subscribe().await;
-    let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
-    check_index_values(&args.index_values, &declared)?;
+    }
+}
+
+/// Says, before starting, which entries were left out (not served under
+/// `whenNotServed: skip`) and, unless they are skipped, which the user may
+/// not watch: their informers retry until allowed.
+async fn say_left_out(resource_set: &ResourceSet, json: bool, skip_forbidden: bool) {
     for s in resource_set.status().await.skipped {
         if json {
             say(skipped_json(&s));
@@ -233,22 +268,37 @@ pub async fn watch_set(
             say(format!("kdi: skipping {}: {}", s.entry, s.reason));
         }
     }
-    if !args.skip_forbidden {
-        // Said before starting; the informers retry until allowed.
-        for row in resource_set.check_access().await.rows {
-            if let Some(denial) = row.denial() {
-                if json {
-                    say(
-                        json!({ "resource": row.resource.to_string(), "namespace": row.namespace, "access": "denied", "reason": denial }),
-                    );
-                } else {
-                    say(format!(
-                        "kdi: {denial}; its informer retries until allowed (--skip-forbidden leaves it out instead)"
-                    ));
-                }
+    if skip_forbidden {
+        return;
+    }
+    for row in resource_set.check_access().await.rows {
+        if let Some(denial) = row.denial() {
+            if json {
+                say(
+                    json!({ "resource": row.resource.to_string(), "namespace": row.namespace, "access": "denied", "reason": denial }),
+                );
+            } else {
+                say(format!(
+                    "kdi: {denial}; its informer retries until allowed (--skip-forbidden leaves it out instead)"
+                ));
             }
         }
     }
+}
+
+pub async fn watch_set(
+    cluster: &Cluster,
+    set: InformerSet,
+    args: WatchArgs,
+) -> Result<(), Failure> {
+    let sel = &args.selection;
+    let json = !std::io::stderr().is_terminal();
+    let file: Option<PathBuf> = sel.config.clone();
+    let resource_set = resource_set(cluster, set, sel, access_policy(&args)).await?;
+    let (members, mut events) = resource_set.subscribe().await;
+    let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
+    check_index_values(&args.index_values, &declared)?;
+    say_left_out(&resource_set, json, args.skip_forbidden).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let output = Output {
         tx,
@@ -313,31 +363,7 @@ pub async fn watch_set(
                 let Some(event) = event else { break Ok(()) };
                 // Said once acted on (handlers, status file), so that what
                 // follows the line sees the change.
-                match &event {
-                    SetEvent::Added(m) => {
-                        let key = (m.entry.clone(), m.resource.clone());
-                        if let Some(old) = printers.insert(key, output.printer(m)) {
-                            old.registration.remove();
-                        }
-                        let _ = joins.send(Membership::Joined(Declared::from_member(m)));
-                    }
-                    SetEvent::Updated(m) => {
-                        let key = (m.entry.clone(), m.resource.clone());
-                        if let Some(p) = printers.get(&key)
-                            && let Ok(mut shown) = p.shown.write()
-                        {
-                            *shown = Arc::new(output.indexes(m));
-                        }
-                    }
-                    SetEvent::Removed { member, .. } => {
-                        let key = (member.entry.clone(), member.resource.clone());
-                        if let Some(old) = printers.remove(&key) {
-                            old.registration.remove();
-                        }
-                        let _ = joins.send(Membership::Left(member.entry.clone(), member.informer.clone()));
-                    }
-                    _ => {}
-                }
+                output.follow(&event, &mut printers, &joins);
                 if let Some(path) = &args.status_file {
                     write_status(&resource_set, path).await;
                 }

@@ -98,24 +98,7 @@ impl Validation<'_> {
     pub(super) fn semantics(&mut self) {
         let value = self.doc.value.clone();
         if let Some(group) = value.get("shardGroup") {
-            for field in ["name", "namespace"] {
-                if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
-                    let mut check = ShardGroupConfig::new("group", "namespace", "identity");
-                    if field == "name" {
-                        check.name = v.to_owned();
-                    } else {
-                        check.namespace = v.to_owned();
-                    }
-                    if let Err(e) = check.validate() {
-                        self.error(&format!("/shardGroup/{field}"), e.to_string());
-                    }
-                }
-            }
-            if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
-                && let Err(e) = parse_duration(d)
-            {
-                self.error("/shardGroup/leaseDuration", e);
-            }
+            self.shard_group(group);
         }
         if let Some(defaults) = value.get("defaults") {
             self.options("/defaults", defaults);
@@ -194,6 +177,28 @@ impl Validation<'_> {
                 }
             }
             self.indexes(&at, entry);
+        }
+    }
+
+    /// The shard group's names and lease duration.
+    fn shard_group(&mut self, group: &serde_json::Value) {
+        for field in ["name", "namespace"] {
+            if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
+                let mut check = ShardGroupConfig::new("group", "namespace", "identity");
+                if field == "name" {
+                    check.name = v.to_owned();
+                } else {
+                    check.namespace = v.to_owned();
+                }
+                if let Err(e) = check.validate() {
+                    self.error(&format!("/shardGroup/{field}"), e.to_string());
+                }
+            }
+        }
+        if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
+            && let Err(e) = parse_duration(d)
+        {
+            self.error("/shardGroup/leaseDuration", e);
         }
     }
 

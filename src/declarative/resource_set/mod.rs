@@ -588,41 +588,8 @@ impl ResourceSet {
         let mut counts = Counts::default();
         let mut events = Vec::new();
         let mut next: BTreeMap<MemberKey, SetMember> = BTreeMap::new();
-        let in_plan = |informer: &InformerHandle, except: &MemberKey| {
-            plan.members
-                .iter()
-                .any(|(k, p)| k != except && p.member.informer == *informer)
-        };
-        // Members that leave.
-        let leaving: Vec<MemberKey> = state
-            .members
-            .keys()
-            .filter(|k| !plan.members.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in leaving {
-            let Some(member) = state.members.remove(&key) else {
-                continue;
-            };
-            if !in_plan(&member.informer, &key) {
-                factory.remove_informer(&member.informer).await;
-            }
-            let why = match plan
-                .skipped
-                .iter()
-                .find(|s| (s.entry.clone(), s.resource.clone()) == key)
-            {
-                Some(s) if matches!(self.inner.policy, AccessPolicy::Skip { .. }) => {
-                    Removal::Forbidden(s.reason.clone())
-                }
-                _ => reason.clone(),
-            };
-            counts.removed += 1;
-            events.push(SetEvent::Removed {
-                member,
-                reason: why,
-            });
-        }
+        self.remove_leaving(state, &plan, &reason, &mut counts, &mut events)
+            .await;
         for (key, planned) in plan.members {
             let Planned {
                 mut member,
@@ -659,7 +626,12 @@ impl ResourceSet {
                     counts.added += 1;
                     events.push(SetEvent::Added(member.clone()));
                 }
-                Some(current) if current.informer != member.informer => {
+                // Another informer, or the same one now shown otherwise
+                // (its entry's `sensitive` mark changed).
+                Some(current)
+                    if current.informer != member.informer
+                        || current.sensitive != member.sensitive =>
+                {
                     counts.replaced += 1;
                     events.push(SetEvent::Removed {
                         member: current,
@@ -694,6 +666,54 @@ impl ResourceSet {
             send(state, event);
         }
         counts
+    }
+
+    /// Removes the members the plan no longer has, stopping their informers
+    /// unless another planned member shares one; says why each left.
+    async fn remove_leaving(
+        &self,
+        state: &mut State,
+        plan: &Plan,
+        reason: &Removal,
+        counts: &mut Counts,
+        events: &mut Vec<SetEvent>,
+    ) {
+        let factory = &self.inner.factory;
+        let in_plan = |informer: &InformerHandle, except: &MemberKey| {
+            plan.members
+                .iter()
+                .any(|(k, p)| k != except && p.member.informer == *informer)
+        };
+        // Members that leave.
+        let leaving: Vec<MemberKey> = state
+            .members
+            .keys()
+            .filter(|k| !plan.members.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in leaving {
+            let Some(member) = state.members.remove(&key) else {
+                continue;
+            };
+            if !in_plan(&member.informer, &key) {
+                factory.remove_informer(&member.informer).await;
+            }
+            let why = match plan
+                .skipped
+                .iter()
+                .find(|s| (s.entry.clone(), s.resource.clone()) == key)
+            {
+                Some(s) if matches!(self.inner.policy, AccessPolicy::Skip { .. }) => {
+                    Removal::Forbidden(s.reason.clone())
+                }
+                _ => reason.clone(),
+            };
+            counts.removed += 1;
+            events.push(SetEvent::Removed {
+                member,
+                reason: why,
+            });
+        }
     }
 }
 

@@ -8,7 +8,6 @@ impl ResourceSet {
     /// be had is in `errors`: a reload is then refused, while following
     /// discovery leaves it out (and logs it).
     pub(super) async fn plan(&self, state: &State, config: &InformerSet) -> Plan {
-        let factory = &self.inner.factory;
         let mut plan = Plan {
             members: BTreeMap::new(),
             skipped: Vec::new(),
@@ -31,70 +30,23 @@ impl ResourceSet {
             |informer: &InformerHandle| state.members.values().any(|m| m.informer == *informer);
         for want in wants {
             let key = (want.entry.clone(), want.resource.clone());
-            let current = state
-                .members
-                .get(&key)
-                .filter(|c| c.informer.informer().options() == &want.options);
+            let current = state.members.get(&key).filter(|c| {
+                c.informer.informer().options().cache_key() == want.options.cache_key()
+            });
             let informer = match current {
                 Some(current) => current.informer.clone(),
-                None => {
-                    let result = match &want.target {
-                        Target::Spec(spec) => {
-                            self.explicit_informer(config, spec, &want.options).await
+                None => match self.informer_for(config, &want).await {
+                    Ok(informer) => {
+                        if !held(&informer) {
+                            plan.created.push(informer.clone());
                         }
-                        Target::Key(k) => {
-                            let options = want.options.clone();
-                            factory.for_resource_with(k.clone(), |_| options).await
-                        }
-                    };
-                    match result {
-                        Ok(informer) => {
-                            if !held(&informer) {
-                                plan.created.push(informer.clone());
-                            }
-                            informer
-                        }
-                        Err(FactoryError::NotServed {
-                            reason,
-                            when: WhenNotServed::Skip,
-                            ..
-                        }) => {
-                            plan.skipped.push(SkippedMember {
-                                entry: key.0,
-                                resource: key.1,
-                                reason,
-                            });
-                            continue;
-                        }
-                        Err(FactoryError::Discovery(e))
-                            if want.options.when_not_served == WhenNotServed::Skip
-                                && !matches!(
-                                    e,
-                                    crate::factory::discovery::DiscoveryError::Request { .. }
-                                ) =>
-                        {
-                            plan.skipped.push(SkippedMember {
-                                entry: key.0,
-                                resource: key.1,
-                                reason: e.to_string(),
-                            });
-                            continue;
-                        }
-                        Err(e) => {
-                            if matches!(e, FactoryError::NotServed { .. }) {
-                                plan.unserved += 1;
-                            }
-                            let (pointer, message) = match &want.target {
-                                Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
-                                Target::Key(k) => {
-                                    (format!("{}/match", want.at), format!("{k}: {e}"))
-                                }
-                            };
-                            plan.errors.push((pointer, message));
-                            continue;
-                        }
+                        informer
                     }
-                }
+                    Err(e) => {
+                        plan.refuse(&want, key, e);
+                        continue;
+                    }
+                },
             };
             let member = SetMember {
                 entry: key.0.clone(),
@@ -106,15 +58,32 @@ impl ResourceSet {
             };
             let replace = state.members.get(&key).is_some_and(|current| {
                 current.informer == member.informer
-                    && (current.sensitive != member.sensitive
-                        || current
-                            .indexes
-                            .iter()
-                            .any(|(name, expr)| member.indexes.get(name) != Some(expr)))
+                    && current
+                        .indexes
+                        .iter()
+                        .any(|(name, expr)| member.indexes.get(name) != Some(expr))
             });
             plan.members.insert(key, Planned { member, replace });
         }
         plan
+    }
+
+    /// The informer a want asks for, from the factory.
+    async fn informer_for(
+        &self,
+        config: &InformerSet,
+        want: &Want,
+    ) -> Result<InformerHandle, FactoryError> {
+        match &want.target {
+            Target::Spec(spec) => self.explicit_informer(config, spec, &want.options).await,
+            Target::Key(k) => {
+                let options = want.options.clone();
+                self.inner
+                    .factory
+                    .for_resource_with(k.clone(), |_| options)
+                    .await
+            }
+        }
     }
 
     /// What each entry of `config` asks for: informers named one by one,
@@ -272,5 +241,43 @@ impl ResourceSet {
             }
             other => other,
         }
+    }
+}
+
+impl Plan {
+    /// Records why the factory gave no informer for `want`: left out (not
+    /// served under `whenNotServed: skip`), or an error that refuses the
+    /// config.
+    fn refuse(&mut self, want: &Want, key: MemberKey, e: FactoryError) {
+        let skip = match &e {
+            FactoryError::NotServed {
+                reason,
+                when: WhenNotServed::Skip,
+                ..
+            } => Some(reason.clone()),
+            FactoryError::Discovery(d)
+                if want.options.when_not_served == WhenNotServed::Skip
+                    && !matches!(d, crate::factory::discovery::DiscoveryError::Request { .. }) =>
+            {
+                Some(d.to_string())
+            }
+            _ => None,
+        };
+        if let Some(reason) = skip {
+            self.skipped.push(SkippedMember {
+                entry: key.0,
+                resource: key.1,
+                reason,
+            });
+            return;
+        }
+        if matches!(e, FactoryError::NotServed { .. }) {
+            self.unserved += 1;
+        }
+        let (pointer, message) = match &want.target {
+            Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
+            Target::Key(k) => (format!("{}/match", want.at), format!("{k}: {e}")),
+        };
+        self.errors.push((pointer, message));
     }
 }

@@ -107,6 +107,50 @@ impl Reflector {
         }
     }
 
+    /// Opens the watch of a streaming list; the outcome instead when there
+    /// is none: cancelled, refused by the server (then a paged list), or
+    /// failed.
+    async fn open_streaming_list(
+        &mut self,
+        cancel: &CancellationToken,
+        listed_before: bool,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> Result<crate::wire::list_watch::WatchStream, ListOutcome> {
+        self.listing(0, listed_before);
+        let mut params = self.watch_params();
+        params.send_initial_events = true;
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return Err(ListOutcome::Cancelled),
+            s = self.start_watch(&params, "") => s,
+        };
+        match stream {
+            Ok(s) => Ok(s),
+            Err(e) if refuses_streaming(&e) => {
+                tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
+                self.streaming_unsupported = true;
+                Err(self.paged_list(cancel, listed_before, sink).await)
+            }
+            Err(source) => Err(ListOutcome::Failed(ReflectorError::Watch {
+                resource: self.key.clone(),
+                source,
+            })),
+        }
+    }
+
+    /// A streaming list ended before its initial events did. A server or
+    /// proxy that ignores `sendInitialEvents` never sends their end, and its
+    /// watch ends only at its timeout: list in pages from now on, which
+    /// works everywhere.
+    fn streaming_list_cut(&mut self) -> ListOutcome {
+        tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
+        self.streaming_unsupported = true;
+        ListOutcome::Failed(ReflectorError::StreamingListCut {
+            resource: self.key.clone(),
+        })
+    }
+
     /// A streaming list: a watch with `sendInitialEvents=true` whose initial
     /// events end with a bookmark annotated `k8s.io/initial-events-end`.
     ///
@@ -119,28 +163,9 @@ impl Reflector {
         listed_before: bool,
         sink: &mut (impl FnMut(Delta) + Send),
     ) -> ListOutcome {
-        self.listing(0, listed_before);
-        let mut params = self.watch_params();
-        params.send_initial_events = true;
-        ReflectorStats::inc(&self.stats.watch_requests);
-        self.metrics.watch_starts.increment(1);
-        let stream = tokio::select! {
-            _ = cancel.cancelled() => return ListOutcome::Cancelled,
-            s = self.start_watch(&params, "") => s,
-        };
-        let mut stream = match stream {
-            Ok(s) => s,
-            Err(e) if refuses_streaming(&e) => {
-                tracing::info!(resource = %self.key, error = %e, "server refused a streaming list; using list-then-watch");
-                self.streaming_unsupported = true;
-                return self.paged_list(cancel, listed_before, sink).await;
-            }
-            Err(source) => {
-                return ListOutcome::Failed(ReflectorError::Watch {
-                    resource: self.key.clone(),
-                    source,
-                });
-            }
+        let mut stream = match self.open_streaming_list(cancel, listed_before, sink).await {
+            Ok(stream) => stream,
+            Err(outcome) => return outcome,
         };
         // Keyed so that a Modified or Deleted during the initial events (not
         // expected, but allowed) leaves the right final set.
@@ -160,17 +185,7 @@ impl Reflector {
                 n = stream.next() => n,
             };
             let event = match next {
-                None => {
-                    // Ended before the initial events did. A server or proxy
-                    // that ignores `sendInitialEvents` never sends their end,
-                    // and its watch ends only at its timeout: list in pages
-                    // from now on, which works everywhere.
-                    tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
-                    self.streaming_unsupported = true;
-                    return ListOutcome::Failed(ReflectorError::StreamingListCut {
-                        resource: self.key.clone(),
-                    });
-                }
+                None => return self.streaming_list_cut(),
                 Some(Err(source)) => {
                     return ListOutcome::Failed(ReflectorError::Watch {
                         resource: self.key.clone(),
