@@ -24,13 +24,22 @@ pub struct InformerHandle {
 }
 
 impl InformerHandle {
-    /// The resource, as asked for. An informer asked for by plural and
-    /// group (`widgets.example.com`) while the resource was not served has
-    /// an empty version here: it lists the version discovery designates once
-    /// the resource is served, which [`api_resource`](Self::api_resource)
-    /// tells.
+    /// The resource: as discovery serves it, or, while it is not served,
+    /// as asked for. An informer asked for by plural and group
+    /// (`widgets.example.com`) before the resource was served has an empty
+    /// version until then; it lists the version discovery designates.
     #[must_use]
-    pub fn resource(&self) -> &ResourceKey {
+    pub fn resource(&self) -> ResourceKey {
+        match &*self.availability.borrow() {
+            ResourceAvailability::Served { resource, .. } => ResourceKey::from(resource),
+            ResourceAvailability::NotServed { .. } => self.resource.clone(),
+        }
+    }
+
+    /// The resource as it was asked for (an empty version for a
+    /// `plural.group` name asked for before the resource was served).
+    #[must_use]
+    pub fn asked_for(&self) -> &ResourceKey {
         &self.resource
     }
 

@@ -512,6 +512,16 @@ impl InformerFactory {
         {
             return Ok(entry.informer.clone());
         }
+        // An informer asked for by another name before the resource was
+        // served, which serves this resource now.
+        if let Some(entry) = state
+            .entries
+            .iter()
+            .find(|((_, o), e)| *o == map_key.1 && e.informer.resource() == key)
+            .map(|(_, e)| e)
+        {
+            return Ok(entry.informer.clone());
+        }
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
             .namespaces(options.namespaces.clone())
             .namespaces_inherited(!per_resource_namespaces)
@@ -639,7 +649,7 @@ impl InformerFactory {
         let informers = self.informers();
         let results = futures::future::join_all(informers.into_iter().map(|gi| async move {
             let result = sync::wait_one(&gi, timeout).await;
-            (gi.resource.clone(), result)
+            (gi.resource(), result)
         }))
         .await;
         CacheSyncReport { results }
@@ -676,9 +686,9 @@ impl InformerFactory {
             let mut state = self.inner.state.lock();
             let keys: Vec<_> = state
                 .entries
-                .keys()
-                .filter(|(k, _)| *k == key)
-                .cloned()
+                .iter()
+                .filter(|((k, _), e)| *k == key || e.informer.resource() == key)
+                .map(|(k, _)| k.clone())
                 .collect();
             keys.iter()
                 .filter_map(|k| state.entries.remove(k))
@@ -737,8 +747,43 @@ impl InformerFactory {
         Ok(informers.len())
     }
 
+    /// Stops every informer, then lets go of the shard groups they follow
+    /// (their Leases released, so that the other members take the slots at
+    /// once), waiting at most `timeout` in all: what a process does when it
+    /// is told to stop (SIGTERM, as Kubernetes stops a pod). Whatever has
+    /// not finished by then is left (a group's Leases then expire as if the
+    /// process had died). Returns whether everything finished.
+    ///
+    /// ```no_run
+    /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) {
+    /// use std::time::Duration;
+    ///
+    /// // SIGINT here; an application in a pod waits for SIGTERM too.
+    /// let _ = tokio::signal::ctrl_c().await;
+    /// // Within the pod's terminationGracePeriodSeconds (30 s by default).
+    /// factory.shutdown_within(Duration::from_secs(20)).await;
+    /// # }
+    /// ```
+    pub async fn shutdown_within(&self, timeout: Duration) -> bool {
+        let mut sources: Vec<crate::vocabulary::shard::ShardAssignment> = Vec::new();
+        for informer in self.informers() {
+            if let Some(source) = &informer.options().shard_group
+                && !sources.contains(source)
+            {
+                sources.push(source.clone());
+            }
+        }
+        let stop = async {
+            self.shutdown().await;
+            futures::future::join_all(sources.iter().map(|s| s.release())).await;
+        };
+        tokio::time::timeout(timeout, stop).await.is_ok()
+    }
+
     /// Stops every informer and the discovery watch, and waits until they
-    /// have stopped. The factory hands out nothing afterwards.
+    /// have stopped. The factory hands out nothing afterwards. Shard groups
+    /// are left to their owners (see
+    /// [`shutdown_within`](Self::shutdown_within)).
     pub async fn shutdown(&self) {
         let (entries, discovery_task) = {
             let mut state = self.inner.state.lock();

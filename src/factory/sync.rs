@@ -127,7 +127,7 @@ impl CacheSyncReport {
 
 /// Waits for one informer, and says why it did not sync.
 pub(crate) async fn wait_one(gi: &InformerHandle, timeout: Duration) -> Result<(), CacheSyncError> {
-    let resource = gi.resource.clone();
+    let resource = gi.resource();
     if gi.status() == InformerStatus::NotStarted {
         return Err(CacheSyncError::NotStarted { resource });
     }

@@ -126,8 +126,8 @@ impl SharedInformer {
     /// use kube_client::api::{Api, PostParams};
     /// use kube_core::{ApiResource, DynamicObject};
     ///
-    /// let api: Api<DynamicObject> = Api::namespaced_with(client, "shop", informer.resource());
-    /// let mut widget = DynamicObject::new("w1", informer.resource()).within("shop");
+    /// let api: Api<DynamicObject> = Api::namespaced_with(client, "shop", &informer.resource());
+    /// let mut widget = DynamicObject::new("w1", &informer.resource()).within("shop");
     /// widget.data = serde_json::json!({ "spec": { "size": 3 } });
     /// let created = api.create(&PostParams::default(), &widget).await?;
     /// informer.wait_for_object(&created, Duration::from_secs(5)).await?;
@@ -221,7 +221,7 @@ impl SharedInformer {
         object: &DynamicObject,
         timeout: Duration,
     ) -> Result<(), WaitError> {
-        let resource = &self.shared.resource;
+        let resource = self.resource();
         if let Some(types) = &object.types
             && (types.api_version != resource.api_version || types.kind != resource.kind)
         {

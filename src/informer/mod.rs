@@ -158,7 +158,7 @@ use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
 use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::resource::ResourceKey;
-use crate::vocabulary::scope::{NamespaceOnClusterScoped, Scope};
+use crate::vocabulary::scope::{NamespaceOnClusterScoped, ResourceAvailability, Scope};
 use crate::vocabulary::shard::ShardSelector;
 use crate::wire::list_watch::{ApiListWatch, ListWatch};
 
@@ -234,7 +234,12 @@ struct Dispatch {
 type Reshard = (Option<ShardSelector>, ShardSelector);
 
 struct Shared {
+    /// The resource as given; [`SharedInformer::resource`] prefers what
+    /// `availability` says once the resource is served.
     resource: ApiResource,
+    /// Whether and as what the resource is served, for a list-watch that
+    /// follows discovery.
+    availability: Option<watch::Receiver<ResourceAvailability>>,
     key: ResourceKey,
     options: InformerOptions,
     /// The list/watch loop and the cache's writer, until `run` takes them.
@@ -316,6 +321,7 @@ impl SharedInformer {
         options: InformerOptions,
     ) -> Self {
         let options = options.normalized();
+        let availability = lw.availability();
         let writer = StoreWriter::with_storage(options.storage);
         let store = writer.reader();
         let status = watch::Sender::new(InformerStatus::NotStarted);
@@ -331,6 +337,7 @@ impl SharedInformer {
             shared: Arc::new(Shared {
                 key: ResourceKey::from(&resource),
                 resource,
+                availability,
                 dispatch: Mutex::new(Dispatch {
                     listeners: Vec::new(),
                     clock: ResyncClock::new(options.resync),
@@ -370,9 +377,18 @@ impl SharedInformer {
         &self.shared.options
     }
 
-    /// The resource this informer caches.
-    pub fn resource(&self) -> &ApiResource {
-        &self.shared.resource
+    /// The resource this informer caches. For one made before its resource
+    /// was served (a CRD not installed yet, asked for by plural and group),
+    /// what discovery says once it is served: the version it lists, its
+    /// kind; before that, the resource as given.
+    #[must_use]
+    pub fn resource(&self) -> ApiResource {
+        if let Some(availability) = &self.shared.availability
+            && let ResourceAvailability::Served { resource, .. } = &*availability.borrow()
+        {
+            return resource.clone();
+        }
+        self.shared.resource.clone()
     }
 
     /// The read-only cache, with its indexes.

@@ -14,6 +14,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use crate::support::{self, User};
 
 mod shard;
+mod stop;
 
 /// Kubeconfig of `user` for the process (external clusters: the admin's).
 fn kubeconfig(user: User) -> PathBuf {

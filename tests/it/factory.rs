@@ -89,7 +89,7 @@ async fn the_same_resource_and_options_give_the_same_informer() {
     let factory = InformerFactory::new(support::admin().await);
     let by_short_name = factory.for_resource("deploy").await.unwrap();
     let deployments = ResourceKey::new("apps", "v1", "deployments");
-    assert_eq!(by_short_name.resource(), &deployments);
+    assert_eq!(by_short_name.resource(), deployments);
     for name in [
         "deployments.apps",
         "Deployment",
@@ -172,7 +172,7 @@ async fn start_is_idempotent_and_starts_informers_asked_for_later() {
     assert_eq!(early.status(), InformerStatus::NotStarted);
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(matches!(
-        report.get(early.resource()),
+        report.get(&early.resource()),
         Some(Err(CacheSyncError::NotStarted { .. }))
     ));
 
@@ -258,6 +258,78 @@ async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
     factory.shutdown().await;
 }
 
+/// An informer asked for before its CRD exists becomes, once the CRD is
+/// served, the informer of that resource everywhere: its resource is what
+/// discovery says, a writer reads its own writes through it and through the
+/// factory, and asking again by any name gives the same informer.
+#[tokio::test]
+async fn a_late_crd_informer_is_the_resource_once_served() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-late-rw").await;
+    let group = support::unique_group();
+    let factory = InformerFactory::new(client.clone());
+    factory.start().unwrap();
+    let by_plural_group = factory
+        .for_resource(format!("widgets.{group}"))
+        .await
+        .unwrap();
+    let fully = factory
+        .for_resource(format!("widgets.v1.{group}"))
+        .await
+        .unwrap();
+    assert_eq!(by_plural_group.resource().version, "", "not served yet");
+
+    let ar = support::install_crd(&client, &support::widget_crd(&group)).await;
+    let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
+    assert!(report.all_synced(), "{report:?}");
+    let served = ResourceKey::new(&group, "v1", "widgets");
+    assert_eq!(by_plural_group.resource(), served);
+    assert_eq!(by_plural_group.informer().resource().kind, "Widget");
+    assert_eq!(by_plural_group.informer().resource().version, "v1");
+
+    // Read-your-writes through the informer and through the factory.
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+    let written = api
+        .create(
+            &PostParams::default(),
+            &support::widget(&ar, "w1", json!({ "size": 1 })),
+        )
+        .await
+        .unwrap();
+    by_plural_group
+        .informer()
+        .wait_for_object(&written, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(
+        factory
+            .wait_for_object(&written, Duration::from_secs(10))
+            .await
+            .unwrap()
+            >= 1
+    );
+
+    // Any name of the served resource gives an informer asked for already.
+    for name in [
+        format!("widgets.v1.{group}"),
+        format!("widgets.{group}"),
+        format!("{group}/v1/widgets"),
+    ] {
+        let again = factory.for_resource(name.as_str()).await.unwrap();
+        assert!(
+            again == by_plural_group || again == fully,
+            "{name} gave a new informer"
+        );
+    }
+    let informers = factory.informers().len();
+    factory
+        .for_resource(format!("widgets.{group}"))
+        .await
+        .unwrap();
+    assert_eq!(factory.informers().len(), informers, "no new informer");
+    factory.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_again() {
     let client = support::admin().await;
@@ -320,7 +392,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(
         matches!(
-            report.get(widgets.resource()),
+            report.get(&widgets.resource()),
             Some(Err(CacheSyncError::Gone { .. }))
         ),
         "{report:?}"
@@ -782,4 +854,48 @@ async fn metadata_only_saving() {
     assert_eq!(kept.len(), COUNT, "labels survive in metadata-only mode");
     assert!(m < f && meta_traffic < full_traffic);
     factory.shutdown().await;
+}
+
+/// `shutdown_within` stops the informers and releases the Leases of the
+/// shard group they follow, within its timeout: the other members can take
+/// the slots at once.
+#[tokio::test]
+async fn shutdown_within_releases_the_shard_group_an_informer_follows() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube_dynamic_informer::declarative::{SHARD_GROUP_LABEL, ShardGroup, ShardGroupConfig};
+
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-shutdown").await;
+    let name = format!("g{}", support::suffix());
+    let group = ShardGroup::join(
+        client.clone(),
+        ShardGroupConfig::new(&name, &ns, "only").slots(4),
+    )
+    .unwrap();
+    let factory = InformerFactory::new(client.clone());
+    let configmaps = factory
+        .for_resource_with("configmaps", |o| o.namespace(&ns).shard_group(&group))
+        .await
+        .unwrap();
+    factory.start().unwrap();
+    configmaps
+        .informer()
+        .wait_for_sync(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    let held = || async {
+        leases
+            .list(&ListParams::default().labels(&format!("{SHARD_GROUP_LABEL}={name}")))
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|l| l.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some("only"))
+            .count()
+    };
+    assert!(held().await > 0, "the member holds its slots");
+    assert!(factory.shutdown_within(Duration::from_secs(20)).await);
+    assert_eq!(held().await, 0, "released, not left to expire");
+    assert_eq!(configmaps.status(), InformerStatus::Stopped);
 }

@@ -163,7 +163,7 @@ fn still_waiting(set: &ClusterSet) {
 
 fn redaction(informer: Option<&InformerHandle>, sensitive: bool, show: bool) -> Redaction {
     match informer {
-        Some(gi) => Redaction::for_resource(gi.resource(), sensitive, show),
+        Some(gi) => Redaction::for_resource(&gi.resource(), sensitive, show),
         None if show => Redaction::None,
         None => Redaction::AllButMetadata,
     }
@@ -242,7 +242,8 @@ pub async fn watch(
             }
         })
     };
-    let result = crate::watch::print_lines(&mut rx, args.duration, args.max_events).await;
+    let deadline = crate::stop::deadline(args.duration);
+    let result = crate::watch::print_lines(&mut rx, deadline, args.max_events).await;
     reporting.abort();
     clusters.shutdown().await;
     result

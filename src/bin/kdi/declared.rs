@@ -34,6 +34,6 @@ impl Declared {
     }
 
     pub fn redaction(&self, show_secrets: bool) -> Redaction {
-        Redaction::for_resource(self.informer.resource(), self.sensitive, show_secrets)
+        Redaction::for_resource(&self.informer.resource(), self.sensitive, show_secrets)
     }
 }

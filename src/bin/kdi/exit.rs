@@ -5,7 +5,7 @@ use std::fmt::Display;
 
 /// Exit codes.
 pub mod code {
-    /// Success; also `watch` stopped by Ctrl-C, `--max-events`,
+    /// Success; also `watch` stopped by Ctrl-C or SIGTERM, `--max-events`,
     /// `--duration` or a closed output.
     pub const SUCCESS: u8 = 0;
     /// The cluster cannot be reached or answers with an error; the output
@@ -40,6 +40,12 @@ impl Failure {
     /// Invalid arguments or configuration.
     pub fn usage(message: impl Display) -> Self {
         Self::with(code::USAGE, message)
+    }
+
+    /// Stopped as asked (`--duration`, SIGINT, SIGTERM) before the end:
+    /// said, and a success.
+    pub fn stopped(message: impl Display) -> Self {
+        Self::with(code::SUCCESS, message)
     }
 
     /// A cache that did not sync.

@@ -30,8 +30,15 @@ pub struct GetArgs {
 }
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
-    let (resource_set, informers, _progress) =
-        start_and_sync(cluster, set, &args.selection, true, |_| Ok(())).await?;
+    let (resource_set, informers, _progress) = start_and_sync(
+        cluster,
+        set,
+        &args.selection,
+        true,
+        std::future::pending(),
+        |_| Ok(()),
+    )
+    .await?;
     let mut objects = Vec::new();
     for declared in &informers {
         let (name, lister) = (&declared.name, declared.informer.lister());

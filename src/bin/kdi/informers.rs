@@ -249,12 +249,14 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
 /// Builds the informers of `set`, lets `before_start` see them (to add
 /// handlers), starts them and waits for their caches, saying how it goes
 /// on stderr (see [`Progress`]). A `one_shot` command fails at the first
-/// 403; others wait for access.
+/// 403; others wait for access. `stop` ends the wait (a watch's
+/// `--duration`, SIGINT, SIGTERM).
 pub async fn start_and_sync(
     cluster: &Cluster,
     set: InformerSet,
     sel: &Selection,
     one_shot: bool,
+    stop: impl std::future::Future<Output = ()>,
     before_start: impl FnOnce(&[Declared]) -> Result<(), Failure>,
 ) -> Result<(ResourceSet, Vec<Declared>, Progress), Failure> {
     // Informers in the order they were named (the set keeps them by name).
@@ -286,7 +288,11 @@ pub async fn start_and_sync(
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
         progress.wait_for_sync(timeout, one_shot).await
     };
-    match synced.await {
+    let outcome = tokio::select! {
+        outcome = synced => outcome,
+        () = stop => Err(Failure::stopped("stopped before every cache synced")),
+    };
+    match outcome {
         Ok(()) => Ok((resource_set, informers, progress)),
         Err(failure) => {
             resource_set.shutdown().await;

@@ -44,6 +44,7 @@ mod metrics;
 mod output;
 mod progress;
 mod resources;
+mod stop;
 mod watch;
 mod watch_set;
 

@@ -86,13 +86,19 @@ pub fn follows(set: &InformerSet, args: &WatchArgs) -> bool {
 }
 
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
+    let deadline = crate::stop::deadline(args.duration);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let object = args.object;
     let skip_initial = args.skip_initial;
     let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
-    let (resource_set, _informers, progress) =
-        start_and_sync(cluster, set, &args.selection, false, |informers| {
+    let (resource_set, _informers, progress) = start_and_sync(
+        cluster,
+        set,
+        &args.selection,
+        false,
+        crate::stop::stopped(deadline),
+        |informers| {
             check_index_values(&wanted_indexes, informers)?;
             for declared in informers {
                 let Declared {
@@ -138,12 +144,13 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
                     .push(reg);
             }
             Ok(())
-        })
-        .await?;
+        },
+    )
+    .await?;
     drop(tx);
     let stop_reporting = CancellationToken::new();
     let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
-    let result = print_lines(&mut rx, args.duration, args.max_events).await;
+    let result = print_lines(&mut rx, deadline, args.max_events).await;
     stop_reporting.cancel();
     let _ = reporting.await;
     resource_set.shutdown().await;
@@ -160,14 +167,6 @@ pub fn skipped_as_initial(event: &Event, skip_initial: bool) -> bool {
                 ..
             }
         )
-}
-
-/// Resolves `duration` from now (`--duration`); never without one.
-pub async fn expiry(duration: Option<Duration>) {
-    match duration.and_then(|d| tokio::time::Instant::now().checked_add(d)) {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => futures::future::pending().await,
-    }
 }
 
 /// Writes event lines to stdout, counting them against `--max-events`.
@@ -201,10 +200,10 @@ impl LineWriter {
 /// output is closed, or `max_events` lines were printed.
 pub async fn print_lines(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
-    duration: Option<Duration>,
+    deadline: Option<tokio::time::Instant>,
     max_events: Option<u64>,
 ) -> Result<(), Failure> {
-    let expired = expiry(duration);
+    let expired = crate::stop::stopped(deadline);
     tokio::pin!(expired);
     let closed = stdout_closed();
     tokio::pin!(closed);
@@ -213,7 +212,6 @@ pub async fn print_lines(
         let next = tokio::select! {
             line = rx.recv() => line,
             () = &mut expired => return Ok(()),
-            _ = tokio::signal::ctrl_c() => return Ok(()),
             () = &mut closed => return Ok(()),
         };
         let Some(line) = next else { return Ok(()) };

@@ -24,9 +24,7 @@ use crate::exit::Failure;
 use crate::informers::{adjust, resource_set};
 use crate::output::{event_line, say};
 use crate::progress::{Membership, Progress, resource_label};
-use crate::watch::{
-    LineWriter, WatchArgs, check_index_values, expiry, skipped_as_initial, stdout_closed,
-};
+use crate::watch::{LineWriter, WatchArgs, check_index_values, skipped_as_initial, stdout_closed};
 use kube_dynamic_informer::cache::Redaction;
 
 /// Index functions a member's lines show; replaced when a reload adds
@@ -99,7 +97,7 @@ impl Output {
     fn printer(&self, member: &SetMember) -> Printer {
         let shown: Shown = Arc::new(RwLock::new(Arc::new(self.indexes(member))));
         let redaction = Redaction::for_resource(
-            member.informer.resource(),
+            &member.informer.resource(),
             member.sensitive,
             self.show_secrets,
         );
@@ -291,6 +289,7 @@ pub async fn watch_set(
     set: InformerSet,
     args: WatchArgs,
 ) -> Result<(), Failure> {
+    let deadline = crate::stop::deadline(args.duration);
     let sel = &args.selection;
     let json = !std::io::stderr().is_terminal();
     let file: Option<PathBuf> = sel.config.clone();
@@ -318,7 +317,11 @@ pub async fn watch_set(
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
         progress.wait_for_sync(timeout, false).await
     };
-    if let Err(failure) = synced.await {
+    let outcome = tokio::select! {
+        outcome = synced => outcome,
+        () = crate::stop::stopped(deadline) => Err(Failure::stopped("stopped before every cache synced")),
+    };
+    if let Err(failure) = outcome {
         resource_set.shutdown().await;
         return Err(failure);
     }
@@ -329,7 +332,7 @@ pub async fn watch_set(
     let (joins, joined) = tokio::sync::mpsc::unbounded_channel();
     let reporting = tokio::spawn(progress.follow_set(stop_reporting.clone(), joined));
 
-    let expired = expiry(args.duration);
+    let expired = crate::stop::stopped(deadline);
     tokio::pin!(expired);
     let closed = stdout_closed();
     tokio::pin!(closed);
@@ -369,8 +372,7 @@ pub async fn watch_set(
                 }
                 output.say_event(&event);
             }
-            _ = &mut expired => break Ok(()),
-            _ = tokio::signal::ctrl_c() => break Ok(()),
+            () = &mut expired => break Ok(()),
             () = &mut closed => break Ok(()),
         }
     };

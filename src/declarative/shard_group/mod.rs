@@ -338,6 +338,11 @@ impl ShardSource for ShardGroup {
             self.status()
         )
     }
+
+    fn release(&self) -> futures::future::BoxFuture<'static, ()> {
+        let group = self.clone();
+        Box::pin(async move { group.leave().await })
+    }
 }
 
 impl From<ShardGroup> for ShardAssignment {

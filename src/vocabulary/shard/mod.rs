@@ -28,6 +28,12 @@ pub trait ShardSource: Send + Sync {
     /// Where the source stands, in words, for status lines: e.g. `member
     /// pod-1 of shard group pods: active, 3 slots`.
     fn describe(&self) -> String;
+    /// Lets go of what the source holds so that others take it over at
+    /// once (a shard group member releases its Leases), when the process
+    /// stops. Nothing by default.
+    fn release(&self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// A handle to a [`ShardSource`], as informer options hold it: cheap to
@@ -51,6 +57,11 @@ impl ShardAssignment {
     #[must_use]
     pub fn describe(&self) -> String {
         self.0.describe()
+    }
+
+    /// Lets go of what the source holds (see [`ShardSource::release`]).
+    pub async fn release(&self) {
+        self.0.release().await;
     }
 }
 
