@@ -604,6 +604,26 @@ impl SharedInformer {
         self.shared.dispatch.lock().synced
     }
 
+    /// How long ago the cache was last known current: the time since it last
+    /// received something from the server (a list page, an event, a
+    /// bookmark). A live watch on a quiet resource still receives a bookmark
+    /// about once a minute; while the server cannot be reached this grows.
+    /// `None` before anything was received.
+    ///
+    /// What a health check reads beside [`status`](Self::status): ready when
+    /// the status is synced, and alarmed when this passes what the
+    /// application tolerates.
+    #[must_use]
+    pub fn time_since_current(&self) -> Option<Duration> {
+        let last = self.shared.last_delta.load(Ordering::Relaxed);
+        if last == 0 && !self.has_synced() {
+            return None;
+        }
+        Some(Duration::from_millis(
+            self.shared.elapsed_ms().saturating_sub(last),
+        ))
+    }
+
     /// The current status.
     pub fn status(&self) -> InformerStatus {
         self.shared.status.borrow().clone()

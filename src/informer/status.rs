@@ -21,6 +21,13 @@ pub enum InformerStatus {
     },
     /// The cache holds a complete list and the watch is running.
     Synced,
+    /// Listing again after the watch's history ran out (410 Gone) or its
+    /// shard ranges changed: the cache holds the previous complete list,
+    /// which may be behind the server, until the new one ends.
+    Relisting {
+        /// Objects received so far in the new list.
+        listed: usize,
+    },
     /// Synced, but nothing (no event, bookmark or list) has arrived for
     /// longer than [`InformerOptions::stale_after`](crate::informer::options::InformerOptions::stale_after):
     /// the cache may be behind the server. Back to [`Synced`](Self::Synced)
@@ -80,7 +87,7 @@ impl InformerStatus {
 
     /// The state in one camelCase word, as programs read it (`kdi`'s JSON
     /// lines, a cluster set's sync report): `notStarted`, `syncing`,
-    /// `synced`, `stale`, `forbidden` (403), `unauthorized` (401),
+    /// `synced`, `relisting`, `stale`, `forbidden` (403), `unauthorized` (401),
     /// `retrying` (any other failure), `notServed`, `waitingForShardGroup`,
     /// `gone` or `stopped`.
     ///
@@ -105,6 +112,7 @@ impl InformerStatus {
             InformerStatus::NotStarted => "notStarted",
             InformerStatus::Syncing { .. } => "syncing",
             InformerStatus::Synced => "synced",
+            InformerStatus::Relisting { .. } => "relisting",
             InformerStatus::Stale { .. } => "stale",
             InformerStatus::BackingOff {
                 code: Some(403), ..
@@ -128,6 +136,7 @@ impl InformerStatus {
             InformerStatus::NotStarted => "not started",
             InformerStatus::Syncing { .. } => "syncing",
             InformerStatus::Synced => "synced",
+            InformerStatus::Relisting { .. } => "relisting",
             InformerStatus::Stale { .. } => "stale",
             InformerStatus::BackingOff {
                 code: Some(403), ..
@@ -156,6 +165,7 @@ impl InformerStatus {
             InformerStatus::WaitingForShards { assignment } => Some(assignment.describe()),
             InformerStatus::NotStarted
             | InformerStatus::Syncing { .. }
+            | InformerStatus::Relisting { .. }
             | InformerStatus::Synced
             | InformerStatus::Stopped => None,
         }
@@ -188,6 +198,9 @@ impl fmt::Display for InformerStatus {
             InformerStatus::NotStarted => write!(f, "not started"),
             InformerStatus::Syncing { listed } => write!(f, "syncing ({listed} objects listed)"),
             InformerStatus::Synced => write!(f, "synced"),
+            InformerStatus::Relisting { listed } => {
+                write!(f, "relisting ({listed} objects listed)")
+            }
             InformerStatus::Stale { silent_for } => {
                 write!(f, "stale (nothing received for {}s)", silent_for.as_secs())
             }

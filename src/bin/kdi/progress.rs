@@ -315,7 +315,10 @@ impl Progress {
             }
             // Listing again after a failure is the retry, not news: the
             // failure stands until the list succeeds or fails otherwise.
-            let syncing = matches!(status, InformerStatus::Syncing { .. });
+            let syncing = matches!(
+                status,
+                InformerStatus::Syncing { .. } | InformerStatus::Relisting { .. }
+            );
             if syncing && t.said.as_ref().is_some_and(|s| s.failure) {
                 continue;
             }

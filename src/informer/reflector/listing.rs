@@ -26,12 +26,14 @@ impl Reflector {
         }
     }
 
-    /// Reports listing progress: objects listed so far, while the cache has
-    /// not synced yet (a relist of a synced cache stays "synced").
+    /// Reports listing progress: objects listed so far, as syncing the
+    /// first time and as relisting a cache that had synced.
     pub(super) fn listing(&self, objects: usize, listed_before: bool) {
-        if !listed_before {
-            self.set_status(InformerStatus::Syncing { listed: objects });
-        }
+        self.set_status(if listed_before {
+            InformerStatus::Relisting { listed: objects }
+        } else {
+            InformerStatus::Syncing { listed: objects }
+        });
     }
 
     /// A complete list, page by page. An expired continue token (410) falls

@@ -470,7 +470,6 @@ impl Reflector {
                     }
                 }
             };
-            self.set_status(InformerStatus::Synced);
             let mut last_rv = rv;
             match self
                 .watch(&last_rv.clone(), &mut last_rv, cancel, sink)

@@ -70,10 +70,15 @@ fn bookmark(rv: &str, initial_end: bool) -> WatchEvent {
 
 enum WatchAnswer {
     Refuse(ListWatchError),
+    /// Refused after a while, as a server that is down does (a connect
+    /// timeout).
+    RefuseAfter(Duration, ListWatchError),
     /// These events, then the stream ends.
     Events(Vec<Result<WatchEvent, ListWatchError>>),
     /// These events, then the stream stays open.
     EventsThenHang(Vec<Result<WatchEvent, ListWatchError>>),
+    /// Open; these events after a while, then the stream ends.
+    EventsAfter(Duration, Vec<Result<WatchEvent, ListWatchError>>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +102,8 @@ struct Script {
     lists: Arc<Mutex<VecDeque<ListAnswer>>>,
     watches: Arc<Mutex<VecDeque<WatchAnswer>>>,
     calls: Arc<Mutex<Vec<Call>>>,
+    /// How long each list takes to answer (none by default).
+    list_delay: Option<Duration>,
     /// Returned by `availability()`: gates the reflector when set.
     availability: Option<watch::Receiver<ResourceAvailability>>,
 }
@@ -108,6 +115,11 @@ impl Script {
     }
     fn watch(self, answer: WatchAnswer) -> Self {
         self.watches.lock().unwrap().push_back(answer);
+        self
+    }
+    /// Lists that take `delay` to answer, as large ones do.
+    fn slow_lists(mut self, delay: Duration) -> Self {
+        self.list_delay = Some(delay);
         self
     }
     fn calls(&self) -> Vec<Call> {
@@ -123,7 +135,11 @@ impl ListWatch for Script {
             label_selector: params.label_selector.clone(),
         });
         let answer = self.lists.lock().unwrap().pop_front();
+        let delay = self.list_delay;
         async move {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
             match answer {
                 Some(a) => a,
                 // Out of script: hang, as a server that never answers.
@@ -148,10 +164,21 @@ impl ListWatch for Script {
             match answer {
                 None => futures::future::pending().await,
                 Some(WatchAnswer::Refuse(e)) => Err(e),
+                Some(WatchAnswer::RefuseAfter(after, e)) => {
+                    tokio::time::sleep(after).await;
+                    Err(e)
+                }
                 Some(WatchAnswer::Events(evs)) => Ok(futures::stream::iter(evs).boxed()),
                 Some(WatchAnswer::EventsThenHang(evs)) => Ok(futures::stream::iter(evs)
                     .chain(futures::stream::pending())
                     .boxed()),
+                Some(WatchAnswer::EventsAfter(after, evs)) => {
+                    let later = async move {
+                        tokio::time::sleep(after).await;
+                        futures::stream::iter(evs)
+                    };
+                    Ok(futures::stream::once(later).flatten().boxed())
+                }
             }
         }
         .boxed()
@@ -853,4 +880,68 @@ async fn a_streaming_list_that_ends_before_its_end_bookmark_falls_back_to_pages(
     assert!(matches!(&calls[1], Call::List { .. }), "{calls:?}");
     assert!(matches!(&calls[2], Call::Watch { rv, initial_events: false, .. } if rv == "10"));
     assert_eq!(stats.errors.load(Ordering::Relaxed), 1);
+}
+
+/// The status names a reflector over `script` goes through in its first
+/// two minutes (each name once per run of equal names).
+async fn status_names(script: &Script, options: &InformerOptions) -> Vec<&'static str> {
+    let (reflector, mut status) = reflector(script, resource(), options, None);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(cancel.clone(), |_| {}));
+    let mut names: Vec<&'static str> = Vec::new();
+    let follow = async {
+        while status.changed().await.is_ok() {
+            let name = status.borrow_and_update().name();
+            if names.last() != Some(&name) {
+                names.push(name);
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(120), follow).await;
+    cancel.cancel();
+    task.await.unwrap();
+    names
+}
+
+/// While the server cannot be reached, the status says so until a watch is
+/// open again: never "synced" between retries (a readiness probe reading
+/// it must not say ready during an outage).
+#[tokio::test(start_paused = true)]
+async fn while_watches_fail_the_status_never_says_synced_between_retries() {
+    let options = InformerOptions::default().backoff(BackoffConfig {
+        jitter: 0.0,
+        ..BackoffConfig::default()
+    });
+    let down =
+        || WatchAnswer::RefuseAfter(Duration::from_secs(1), api_error(503, "ServiceUnavailable"));
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::Events(vec![]))
+        .watch(down())
+        .watch(down())
+        .watch(down())
+        .watch(WatchAnswer::EventsThenHang(vec![]))
+        .slow_lists(Duration::from_secs(1));
+    assert_eq!(
+        status_names(&script, &options).await,
+        ["syncing", "synced", "retrying", "synced"]
+    );
+}
+
+/// A relist after 410 says so until the new list ends.
+#[tokio::test(start_paused = true)]
+async fn a_relist_after_gone_is_visible_in_the_status() {
+    let script = Script::default()
+        .list(Ok(page(vec![item("a", "1")], "10", None)))
+        .watch(WatchAnswer::EventsAfter(
+            Duration::from_secs(1),
+            vec![Err(api_error(410, "Expired"))],
+        ))
+        .list(Ok(page(vec![item("b", "2")], "20", None)))
+        .watch(WatchAnswer::EventsThenHang(vec![]))
+        .slow_lists(Duration::from_secs(1));
+    assert_eq!(
+        status_names(&script, &InformerOptions::default()).await,
+        ["syncing", "synced", "relisting", "synced"]
+    );
 }

@@ -58,6 +58,9 @@ impl Reflector {
                 });
             }
         };
+        // Synced only now: the cache holds a complete list and a live watch
+        // follows it (a watch that cannot be opened is a backoff).
+        self.set_status(InformerStatus::Synced);
         let reshard = self.ranges_changed();
         tokio::pin!(reshard);
         loop {
