@@ -4,7 +4,7 @@
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::{AccessCheck, AccessTable};
-use kube_dynamic_informer::vocabulary::ResourceName;
+use kube_dynamic_informer::vocabulary::{ResourceName, Scope};
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
@@ -17,6 +17,8 @@ pub async fn check_cluster(
     sets: &[(String, InformerSet)],
 ) -> Result<(), Failure> {
     let mut checks: Vec<AccessCheck> = Vec::new();
+    // The library's rule, said as loading the file says it.
+    let mut refused: Vec<String> = Vec::new();
     for (file, set) in sets {
         let factory = InformerFactory::with_options(cluster.client.clone(), set.defaults.clone());
         let snapshot = factory
@@ -28,6 +30,14 @@ pub async fn check_cluster(
             let found = ResourceName::parse(&spec.resource)
                 .ok()
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
+            if let Some(known) = &found
+                && !known.namespaced
+                && spec.options.namespaces != set.defaults.namespaces
+                && let Err(e) = Scope::Cluster.check(known.key(), &spec.options.namespaces)
+            {
+                refused.push(format!("{file}: {}: {e}", spec.name()));
+                continue;
+            }
             match found {
                 Some(known) => checks.push(AccessCheck::new(
                     known.key(),
@@ -59,6 +69,9 @@ pub async fn check_cluster(
                 ));
             }
         }
+    }
+    if !refused.is_empty() {
+        return Err(Failure::usage(refused.join("\n")));
     }
     checks.dedup();
     let table = AccessTable::check(&cluster.client, &checks).await;

@@ -193,19 +193,26 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 ScopeArg::Namespaced => ScopeFilter::Namespaced,
                 ScopeArg::Cluster => ScopeFilter::Cluster,
             });
-            InformerSet::from_names(&sel.resources, indexes, &sel.exclude, scope).map_err(|e| {
-                match e {
+            // -n names the namespaces of the resources named with -r: on a
+            // cluster-scoped one they are refused, as in a config file.
+            let namespaces = namespaces(sel).unwrap_or_default();
+            InformerSet::from_names(&sel.resources, indexes, &namespaces, &sel.exclude, scope)
+                .map_err(|e| match e {
                     SetError::Pattern { .. } => Failure::usage(format!("-r {e}")),
                     SetError::FilterWithoutPattern => {
                         Failure::usage(format!("--exclude and --scope: {e}"))
                     }
                     e => Failure::usage(e),
-                }
-            })?
+                })?
         }
     };
     adjust(sel, &mut set)?;
     Ok(set)
+}
+
+/// The namespaces of `-n`, if any.
+fn namespaces(sel: &Selection) -> Option<Namespaces> {
+    (!sel.namespaces.is_empty()).then(|| Namespaces::only(sel.namespaces.iter().cloned()))
 }
 
 /// The command line's settings over a config file's: `-r` selecting
@@ -231,8 +238,9 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
         None => None,
     };
     let overlay = Overlay {
-        namespaces: (!sel.namespaces.is_empty())
-            .then(|| Namespaces::only(sel.namespaces.iter().cloned())),
+        // Over a config file, -n restricts the whole set (its defaults);
+        // resources named with -r have it already.
+        namespaces: sel.config.as_ref().and_then(|_| namespaces(sel)),
         label_selector: sel.label_selector.clone(),
         field_selector: sel.field_selector.clone(),
         metadata_only: sel.metadata_only,

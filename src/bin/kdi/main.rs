@@ -114,10 +114,12 @@ struct CheckArgs {
     /// Config files to validate.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Also ask the cluster (SelfSubjectAccessReview) whether each resource
-    /// the files name or their patterns select now may be listed and
-    /// watched, in each namespace they restrict to; print the table. Exits
-    /// 3 when anything is denied.
+    /// Also ask the cluster: each resource the files name must exist with
+    /// the scope its options suit (no namespaces on a cluster-scoped one:
+    /// exit 2, as loading the file says), and whether each resource the
+    /// files name or their patterns select now may be listed and watched,
+    /// in each namespace they restrict to; print the table. Exits 3 when
+    /// anything is denied. Without it only the file itself is checked.
     #[arg(long)]
     cluster: bool,
 }

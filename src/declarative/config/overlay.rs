@@ -63,9 +63,9 @@ pub enum SetError {
 /// use kube_dynamic_informer::declarative::{InformerSet, Overlay};
 /// use kube_dynamic_informer::vocabulary::Namespaces;
 ///
-/// let mut set = InformerSet::from_names(&["pods".into()], Default::default(), &[], None)?;
+/// let shop = Namespaces::only(["shop".to_owned()]);
+/// let mut set = InformerSet::from_names(&["pods".into()], Default::default(), &shop, &[], None)?;
 /// set.overlay(&Overlay {
-///     namespaces: Some(Namespaces::only(["shop".to_owned()])),
 ///     label_selector: Some("app=web".into()),
 ///     ..Overlay::default()
 /// })?;
@@ -74,7 +74,9 @@ pub enum SetError {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overlay {
-    /// Only these namespaces.
+    /// Only these namespaces, for the whole set: laid over the defaults
+    /// (which cluster-scoped resources ignore, as a factory's) and every
+    /// entry.
     pub namespaces: Option<Namespaces>,
     /// This label selector.
     pub label_selector: Option<String>,
@@ -131,10 +133,16 @@ impl Overlay {
 
 impl InformerSet {
     /// A set of the resources and patterns `names` designate, each with
-    /// the indexes `indexes` (index name → JMESPath expression). A name in
-    /// a pattern form (`'*.example.com'`, `category:qa`,
-    /// `custom:GROUP-GLOB`, `group:apps`) makes a pattern, with `exclude`
-    /// and `scope` applied; any other a named informer.
+    /// the indexes `indexes` (index name → JMESPath expression) and the
+    /// namespaces `namespaces`. A name in a pattern form
+    /// (`'*.example.com'`, `category:qa`, `custom:GROUP-GLOB`,
+    /// `group:apps`) makes a pattern, with `exclude` and `scope` applied;
+    /// any other a named informer.
+    ///
+    /// The namespaces are asked for the resources named: on a
+    /// cluster-scoped one they are an error, as in a config file's entry.
+    /// A pattern's cluster-scoped resources ignore them, as they ignore a
+    /// file's `defaults`.
     ///
     /// # Errors
     /// No names, an expression that does not compile, more than
@@ -143,6 +151,7 @@ impl InformerSet {
     pub fn from_names(
         names: &[String],
         indexes: BTreeMap<String, String>,
+        namespaces: &Namespaces,
         exclude: &[String],
         scope: Option<ScopeFilter>,
     ) -> Result<Self, SetError> {
@@ -176,15 +185,21 @@ impl InformerSet {
                     pattern.exclude.extend(exclude.iter().cloned());
                     pattern.scope = scope;
                     pattern.check().map_err(pattern_error)?;
-                    set.patterns.push(PatternSpec {
+                    let mut spec = PatternSpec {
                         indexes: indexes.clone(),
                         ..PatternSpec::new(name.clone(), pattern)
-                    });
+                    };
+                    spec.options.namespaces = namespaces.clone();
+                    set.patterns.push(spec);
                 }
-                None => set.informers.push(InformerSpec {
-                    indexes: indexes.clone(),
-                    ..InformerSpec::new(name.clone())
-                }),
+                None => {
+                    let mut spec = InformerSpec {
+                        indexes: indexes.clone(),
+                        ..InformerSpec::new(name.clone())
+                    };
+                    spec.options.namespaces = namespaces.clone();
+                    set.informers.push(spec);
+                }
             }
         }
         if set.patterns.is_empty() && (!exclude.is_empty() || scope.is_some()) {
