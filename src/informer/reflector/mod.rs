@@ -465,6 +465,11 @@ impl Reflector {
                             }
                             progress.listed = true;
                             progress.next_list = ListReason::Error;
+                            // The cache now equals the server: synced, as
+                            // it stays while its watch opens. A watch
+                            // resumed after a failure says so only once it
+                            // is open (see `watch`).
+                            self.set_status(InformerStatus::Synced);
                             rv
                         }
                     }
