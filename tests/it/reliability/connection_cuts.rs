@@ -153,3 +153,77 @@ async fn connections_cut_mid_list_page_and_mid_watch_lose_no_event() {
     );
     cancel.cancel();
 }
+
+/// While the server cannot be reached the status never says synced: it
+/// stays backing off through the retries, and a retry that hangs (a server
+/// that accepts and never answers) is not "synced" either, until a watch is
+/// open again. (The reflector used to say synced before each attempt.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_keeps_the_status_off_synced_through_retries() {
+    if !support::is_testenv() {
+        eprintln!("skipped: the proxy forwards to a local testenv only");
+        return;
+    }
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "rel-down").await;
+    let mut config = support::config(support::User::Admin).await;
+    let proxy = Proxy::start(super::server_addr(&config)).await;
+    config.cluster_url = proxy.url().parse().unwrap();
+    let through_proxy = kube_client::Client::try_from(config).unwrap();
+    let options = crate::support::options()
+        .namespace(&ns)
+        .backoff(quick_backoff());
+    let informer =
+        SharedInformer::new(through_proxy, configmaps(), Scope::Namespaced, options).unwrap();
+    let cancel = CancellationToken::new();
+    informer.start(cancel.clone()).unwrap();
+    informer
+        .wait_for_sync(Duration::from_secs(60))
+        .await
+        .unwrap();
+
+    // Down: every connection refused.
+    proxy.set_refusing(true);
+    proxy.cut();
+    wait_for(
+        "the informer to back off",
+        Duration::from_secs(30),
+        || async {
+            match informer.status() {
+                kube_dynamic_informer::informer::InformerStatus::BackingOff { .. } => Ok(()),
+                other => Err(other.to_string()),
+            }
+        },
+    )
+    .await;
+    // Unreachable: the next retry connects and hangs.
+    proxy.set_refusing(false);
+    proxy.set_hanging(true);
+    let accepted = proxy.accepted();
+    wait_for("a retry to connect", Duration::from_secs(30), || async {
+        if proxy.accepted() > accepted {
+            Ok(())
+        } else {
+            Err(informer.status().to_string())
+        }
+    })
+    .await;
+    let status = informer.status();
+    assert!(
+        !status.is_synced(),
+        "a retry under way is not synced: {status}"
+    );
+    assert!(informer.time_since_current().is_some());
+
+    // Back: the hanging connections end, the watch opens again.
+    proxy.set_hanging(false);
+    proxy.cut();
+    wait_for("synced again", Duration::from_secs(60), || async {
+        match informer.status() {
+            kube_dynamic_informer::informer::InformerStatus::Synced => Ok(()),
+            other => Err(other.to_string()),
+        }
+    })
+    .await;
+    cancel.cancel();
+}

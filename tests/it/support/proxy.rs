@@ -12,7 +12,9 @@
 //!   bytes have flowed from the server to the client — with large list
 //!   pages in flight, that lands in the middle of a page;
 //! - [`Proxy::set_refusing`] makes new connections fail at once, as if the
-//!   server were down.
+//!   server were down;
+//! - [`Proxy::set_hanging`] accepts new connections and never answers, as a
+//!   server that is unreachable behind a load balancer (until the next cut).
 //!
 //! The proxy runs on the tokio runtime it was started on and stops when the
 //! [`Proxy`] is dropped (its open connections are cut then too).
@@ -42,6 +44,7 @@ struct Inner {
     /// `to_client` value at which the armed cut fires.
     cut_at: Mutex<Option<u64>>,
     refusing: AtomicBool,
+    hanging: AtomicBool,
 }
 
 impl Inner {
@@ -83,6 +86,7 @@ impl Proxy {
             to_server: AtomicU64::new(0),
             cut_at: Mutex::new(None),
             refusing: AtomicBool::new(false),
+            hanging: AtomicBool::new(false),
         });
         let accept = tokio::spawn(accept_loop(listener, inner.clone()));
         Proxy {
@@ -124,6 +128,12 @@ impl Proxy {
     /// While on, new connections are closed as soon as they are accepted.
     pub fn set_refusing(&self, refusing: bool) {
         self.inner.refusing.store(refusing, Ordering::SeqCst);
+    }
+
+    /// While on, new connections are accepted and held without a byte
+    /// forwarded either way, until the next cut.
+    pub fn set_hanging(&self, hanging: bool) {
+        self.inner.hanging.store(hanging, Ordering::SeqCst);
     }
 
     /// Connections accepted so far (refused ones included).
@@ -173,6 +183,16 @@ async fn accept_loop(listener: TcpListener, inner: Arc<Inner>) {
         if inner.refusing.load(Ordering::SeqCst) {
             let _ = client.set_zero_linger();
             drop(client);
+            continue;
+        }
+        if inner.hanging.load(Ordering::SeqCst) {
+            let mut generation = inner.generation.subscribe();
+            generation.borrow_and_update();
+            tokio::spawn(async move {
+                let _ = generation.changed().await;
+                let _ = client.set_zero_linger();
+                drop(client);
+            });
             continue;
         }
         tokio::spawn(connection(client, inner.clone()));
