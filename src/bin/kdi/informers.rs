@@ -334,10 +334,21 @@ pub async fn resource_set(
     ResourceSet::in_factory(factory, set, policy, source)
         .await
         .map_err(|e| {
+            // Located in the file when there is one; resources named with
+            // -r are named by the messages themselves.
+            let message = match source {
+                Some(_) => e.to_string(),
+                None => e
+                    .errors
+                    .iter()
+                    .map(|c| c.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
             if e.unserved {
-                Failure::not_synced(e)
+                Failure::not_synced(message)
             } else {
-                Failure::usage(e)
+                Failure::usage(message)
             }
         })
 }
