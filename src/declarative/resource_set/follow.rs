@@ -61,6 +61,9 @@ impl ResourceSet {
     ) -> JoinHandle<()> {
         let set = self.clone();
         let path = path.into();
+        // Read now, not in the task: a change written right after this call
+        // is a change.
+        let mut last_seen = std::fs::read(&path).ok();
         tokio::spawn(async move {
             let mut hangups = hangups(triggers.on_sighup);
             let period = triggers.check_every.filter(|d| !d.is_zero());
@@ -69,7 +72,6 @@ impl ResourceSet {
                 i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 i
             });
-            let mut last_seen = std::fs::read(&path).ok();
             loop {
                 let check = async {
                     match &mut checks {
