@@ -45,7 +45,7 @@ fn src_modules_import_without_cycles() {
 
 #[test]
 fn each_layer_imports_only_the_layers_below_it() {
-    let graph = crate_graph(&src_dir());
+    let graph = graph_of_crate(&src_dir(), true);
     let upward = upward_edges(&graph, LAYERS);
     assert!(
         upward.is_empty(),
@@ -251,8 +251,16 @@ fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// The module graph of the crate whose sources are in `src`.
+/// The module graph of the crate whose sources are in `src`, its unit
+/// tests left out.
 fn crate_graph(src: &Path) -> Graph {
+    graph_of_crate(src, false)
+}
+
+/// As [`crate_graph`], with `tests.rs` files, `tests/` folders and
+/// `#[cfg(test)]` items counted when `with_tests`: a unit test of a layer
+/// may not reach up either.
+fn graph_of_crate(src: &Path, with_tests: bool) -> Graph {
     let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for path in rust_files(src) {
         let rel = path.strip_prefix(src).unwrap().with_extension("");
@@ -260,7 +268,7 @@ fn crate_graph(src: &Path) -> Graph {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        if parts[0] == "bin" || parts.iter().any(|p| p == "tests") {
+        if parts[0] == "bin" || (!with_tests && parts.iter().any(|p| p == "tests")) {
             continue;
         }
         if parts.len() > 1 && parts.last().is_some_and(|p| p == "mod") {
@@ -292,7 +300,13 @@ fn crate_graph(src: &Path) -> Graph {
     for (module, paths) in &files {
         let uses = graph.entry(module.clone()).or_default();
         for path in paths {
-            for (target, name) in crate_paths(&code(&std::fs::read_to_string(path).unwrap())) {
+            let text = std::fs::read_to_string(path).unwrap();
+            let text = if with_tests {
+                code_only(&text)
+            } else {
+                code(&text)
+            };
+            for (target, name) in crate_paths(&text) {
                 let (target, name) = match reexported.get(&target) {
                     Some(m) if !files.contains_key(&target) => (m.clone(), target),
                     _ => (target, name),

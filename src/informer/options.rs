@@ -444,6 +444,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn options_read_shards_from_json() {
+        let o: InformerOptions = serde_json::from_value(serde_json::json!({
+            "shard": "1/4", "shardKey": "namespace",
+        }))
+        .unwrap();
+        assert_eq!(o.shard, Some(StaticShard::new(1, 4).unwrap()));
+        assert_eq!(o.shard_key, ShardKey::Namespace);
+        let back = serde_json::to_value(&o).unwrap();
+        assert_eq!(back["shard"], "1/4");
+        let err = serde_json::from_value::<InformerOptions>(serde_json::json!({ "shard": "4/4" }))
+            .unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
+    }
+
+    #[test]
     fn equal_requests_are_equal_options() {
         let a = InformerOptions::default()
             .strip_managed_fields()

@@ -492,3 +492,6 @@ rules:
 "
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -614,7 +614,7 @@ fn cached_objects_read_in_place_as_the_decoded_object_reads() {
     writer.upsert(source.clone());
     let cached = store.cached("shop/w").unwrap();
     assert_eq!(cached.storage(), STORAGE);
-    assert_eq!(cached.compact().is_some(), STORAGE == crate::informer::options::Storage::Compact);
+    assert_eq!(cached.compact().is_some(), STORAGE == crate::cache::store::Storage::Compact);
     assert_eq!(cached.api_version(), Some("example.com/v1"));
     assert_eq!(cached.kind(), Some("Widget"));
     assert_eq!(cached.name(), Some("w"));

@@ -1,11 +1,11 @@
 //! The store's tests, run against each storage mode.
 
 mod objects {
-    const STORAGE: crate::informer::options::Storage = crate::informer::options::Storage::Objects;
+    const STORAGE: crate::cache::store::Storage = crate::cache::store::Storage::Objects;
     include!("cases.rs");
 }
 
 mod compact {
-    const STORAGE: crate::informer::options::Storage = crate::informer::options::Storage::Compact;
+    const STORAGE: crate::cache::store::Storage = crate::cache::store::Storage::Compact;
     include!("cases.rs");
 }
