@@ -36,13 +36,6 @@ impl InformerHandle {
         }
     }
 
-    /// The resource as it was asked for (an empty version for a
-    /// `plural.group` name asked for before the resource was served).
-    #[must_use]
-    pub fn asked_for(&self) -> &ResourceKey {
-        &self.resource
-    }
-
     /// The shared informer: add handlers, event streams and indexes here.
     #[must_use]
     pub fn informer(&self) -> &SharedInformer {

@@ -108,47 +108,39 @@ impl InformerStatus {
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
-        match self {
-            InformerStatus::NotStarted => "notStarted",
-            InformerStatus::Syncing { .. } => "syncing",
-            InformerStatus::Synced => "synced",
-            InformerStatus::Relisting { .. } => "relisting",
-            InformerStatus::Stale { .. } => "stale",
-            InformerStatus::BackingOff {
-                code: Some(403), ..
-            } => "forbidden",
-            InformerStatus::BackingOff {
-                code: Some(401), ..
-            } => "unauthorized",
-            InformerStatus::BackingOff { .. } => "retrying",
-            InformerStatus::Pending { .. } => "notServed",
-            InformerStatus::WaitingForShards { .. } => "waitingForShardGroup",
-            InformerStatus::Gone { .. } => "gone",
-            InformerStatus::Stopped => "stopped",
-        }
+        self.names().0
     }
 
     /// The state in a few words, as people read it: `access denied`,
     /// `not served`, `retrying after an error`, ...
     #[must_use]
     pub fn words(&self) -> &'static str {
+        self.names().1
+    }
+
+    /// The state's name for programs and its words for people, side by
+    /// side so that they cannot drift apart.
+    fn names(&self) -> (&'static str, &'static str) {
         match self {
-            InformerStatus::NotStarted => "not started",
-            InformerStatus::Syncing { .. } => "syncing",
-            InformerStatus::Synced => "synced",
-            InformerStatus::Relisting { .. } => "relisting",
-            InformerStatus::Stale { .. } => "stale",
+            InformerStatus::NotStarted => ("notStarted", "not started"),
+            InformerStatus::Syncing { .. } => ("syncing", "syncing"),
+            InformerStatus::Synced => ("synced", "synced"),
+            InformerStatus::Relisting { .. } => ("relisting", "relisting"),
+            InformerStatus::Stale { .. } => ("stale", "stale"),
             InformerStatus::BackingOff {
                 code: Some(403), ..
-            } => "access denied",
+            } => ("forbidden", "access denied"),
             InformerStatus::BackingOff {
                 code: Some(401), ..
-            } => "credentials refused",
-            InformerStatus::BackingOff { .. } => "retrying after an error",
-            InformerStatus::Pending { .. } => "not served",
-            InformerStatus::WaitingForShards { .. } => "waiting for its shard group's slots",
-            InformerStatus::Gone { .. } => "no longer served",
-            InformerStatus::Stopped => "stopped",
+            } => ("unauthorized", "credentials refused"),
+            InformerStatus::BackingOff { .. } => ("retrying", "retrying after an error"),
+            InformerStatus::Pending { .. } => ("notServed", "not served"),
+            InformerStatus::WaitingForShards { .. } => (
+                "waitingForShardGroup",
+                "waiting for its shard group's slots",
+            ),
+            InformerStatus::Gone { .. } => ("gone", "no longer served"),
+            InformerStatus::Stopped => ("stopped", "stopped"),
         }
     }
 

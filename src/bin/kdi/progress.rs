@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use kube_dynamic_informer::factory::InformerHandle;
 use kube_dynamic_informer::informer::InformerStatus;
-use kube_dynamic_informer::vocabulary::ResourceKey;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -89,9 +88,6 @@ impl Tracked {
     }
 }
 
-/// The resource of an informer as printed: `widgets.v1.example.com`; one
-/// asked for by plural and group that is not served yet is
-/// `widgets.example.com`.
 /// Which shard a sharded informer keeps and where it was filtered:
 /// `shard 1/4 by uid, filtered server-side`.
 fn shard_words(informer: &InformerHandle) -> Option<String> {
@@ -114,14 +110,15 @@ fn shard_words(informer: &InformerHandle) -> Option<String> {
     ))
 }
 
+/// The resource of an informer as printed: `widgets.v1.example.com`; one
+/// asked for by plural and group that is not served yet is
+/// `widgets.example.com`.
 pub fn resource_label(informer: &InformerHandle) -> String {
     let key = informer.resource();
-    if !key.version.is_empty() {
-        return key.to_string();
-    }
-    match informer.api_resource() {
-        Some(served) => ResourceKey::from(&served).to_string(),
-        None => format!("{}.{}", key.resource, key.group),
+    if key.version.is_empty() {
+        format!("{}.{}", key.resource, key.group)
+    } else {
+        key.to_string()
     }
 }
 

@@ -120,7 +120,6 @@ impl ResourceSet {
                 known,
                 indexes: spec.indexes.clone(),
             });
-            self.in_shard_group(wants.last_mut());
         }
         for (i, pattern) in config.patterns.iter().enumerate() {
             let at = format!("/patterns/{i}");
@@ -161,18 +160,19 @@ impl ResourceSet {
                     known: Some(resource),
                     indexes: pattern.indexes.clone(),
                 });
-                self.in_shard_group(wants.last_mut());
             }
         }
+        self.in_shard_group(&mut wants);
         wants
     }
 
-    /// Makes a want without a static shard keep the slots of the set's
+    /// Makes the wants without a static shard keep the slots of the set's
     /// shard group, if it has one.
-    pub(super) fn in_shard_group(&self, want: Option<&mut Want>) {
-        if let (Some(want), Some((_, group))) = (want, &self.inner.shard_group)
-            && want.options.shard.is_none()
-        {
+    pub(super) fn in_shard_group(&self, wants: &mut [Want]) {
+        let Some((_, group)) = &self.inner.shard_group else {
+            return;
+        };
+        for want in wants.iter_mut().filter(|w| w.options.shard.is_none()) {
             want.options.shard_group = Some(group.into());
         }
     }
