@@ -19,13 +19,16 @@ import json
 import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
-PEERS = ["floor", "kdi", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "client-go", "kube-runtime"]
+PEERS = ["floor", "kdi", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "kdi-cold-restart",
+         "kdi-warm-restart", "client-go", "kube-runtime"]
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
     "kdi-compact": "**kube-dynamic-informer, compact storage**",
     "kdi-strip-per-page": "kube-dynamic-informer, strip in a wrapping ListWatch",
     "kdi-streaming-list": "kube-dynamic-informer, streaming list",
+    "kdi-cold-restart": "kube-dynamic-informer, restart without a snapshot",
+    "kdi-warm-restart": "kube-dynamic-informer, restart from a snapshot",
     "client-go": "client-go dynamicinformer",
     "kube-runtime": "kube-runtime watcher+reflector",
 }
@@ -59,8 +62,37 @@ def is_allocator_run(r):
     return "+" in r.get("run", "")
 
 
+def is_restart_run(r):
+    return r.get("peer") in ("kdi-cold-restart", "kdi-warm-restart")
+
+
 def main_runs(ds):
-    return [r for r in ds["runs"] if not is_allocator_run(r)]
+    return [r for r in ds["runs"] if not is_allocator_run(r) and not is_restart_run(r)]
+
+
+def restart_table(ds):
+    """A restart without and with a snapshot (scripts/bench's restart runs)."""
+    runs = {r["peer"]: r for r in ds["runs"] if is_restart_run(r)}
+    if not runs:
+        return []
+    cold = runs.get("kdi-cold-restart")
+    out = ["A restart without and with a snapshot (objects storage, managedFields kept; the cold start lists and "
+           "writes its snapshot when it stops, the warm one starts from it; stop s includes writing the snapshot):\n",
+           "| peer | sync s | × cold | list requests | served for its lists MiB | server CPU s | RSS steady MiB "
+           "| RSS peak MiB | peak × steady | stop s |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name in ("kdi-cold-restart", "kdi-warm-restart"):
+        r = runs.get(name)
+        if r is None:
+            continue
+        out.append("| " + " | ".join([
+            peer_name(name), fmt(r.get("sync_s"), 2), fmt(ratio(r.get("sync_s"), cold and cold.get("sync_s")), 2),
+            fmt(r.get("list_requests"), 0), fmt(r.get("served_list_mb")), fmt(r.get("server_cpu_s"), 2),
+            fmt(r.get("rss_steady_mb")), fmt(r.get("rss_peak_mb")),
+            fmt(ratio(r.get("rss_peak_mb"), r.get("rss_steady_mb")), 2), fmt(r.get("stop_s"), 2),
+        ]) + " |")
+    out.append("")
+    return out
 
 
 def peer_name(peer):
@@ -203,6 +235,7 @@ def tables(results):
         out.extend(reads_table(ds))
         out.extend(allocators_table(ds))
         out.extend(relist_table(ds))
+        out.extend(restart_table(ds))
     return out
 
 
@@ -333,6 +366,20 @@ def targets(results):
             f"{fmt(kdi['by_index_p99_us'], 2)} µs (p50 {fmt(kdi['by_index_p50_us'], 2)} µs, "
             f"{fmt(kdi.get('by_index_hits_avg'))} objects a call)",
             kdi["by_index_p99_us"] < 10)
+    restarts = {r["peer"]: r for r in ds["runs"] if is_restart_run(r)}
+    cold, warm = restarts.get("kdi-cold-restart"), restarts.get("kdi-warm-restart")
+    if cold and warm:
+        r = ratio(warm["sync_s"], cold["sync_s"])
+        row("Warm restart: time to sync", "≤ 0.1× a cold start",
+            f"{fmt(warm['sync_s'], 2)} s vs {fmt(cold['sync_s'], 2)} s ({fmt(r, 2)}×)", r <= 0.1)
+        row("Warm restart: list requests", "0",
+            f"{fmt(warm.get('list_requests'), 0)} (cold: {fmt(cold.get('list_requests'), 0)}); "
+            f"{fmt(warm.get('served_list_mb'))} MiB listed (cold: {fmt(cold.get('served_list_mb'))})",
+            warm.get("list_requests") == 0)
+        r = ratio(warm.get("rss_peak_mb"), warm.get("rss_steady_mb"))
+        row("Warm restart: peak RSS", "≤ 1.3× steady",
+            f"{fmt(warm.get('rss_peak_mb'))} vs {fmt(warm.get('rss_steady_mb'))} MiB ({fmt(r, 2)}×)",
+            r is not None and r <= 1.3)
     if not rows:
         return []
     return [f"### Targets ({dataset_label(ds)})\n", "| target | goal | this run | |", "|---|---|---|---|", *rows, ""]

@@ -231,6 +231,16 @@
 //!   permissions revoked) gives up every slot by the deadline above and
 //!   reports [`MemberStatus::LostLease`]; it takes slots again once it can
 //!   renew.
+//! - **Handlers of two live members never hold an object at once.** A
+//!   member giving a slot up (to a joining member, or leaving) first
+//!   removes the slot's objects from its informers' caches, waits until
+//!   each of their handlers has received the `leftShard` deletes, and only
+//!   then releases the Lease; the new holder lists the slot afterwards. A
+//!   handler stuck for a renew interval (a third of the lease duration)
+//!   does not hold the group up: the slot is released anyway and
+//!   [`MemberStatus::Active`]'s `late_handover` says so. A member that dies
+//!   or is cut off has no handlers left to tell; its slots move once its
+//!   Leases expire, as above.
 //!
 //! A member that joins a running group starts with the slots no one holds:
 //! its informers sync with those (often none), and receive the others'

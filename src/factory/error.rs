@@ -60,6 +60,15 @@ pub enum FactoryError {
     /// [`InformerFactory::shutdown`] was called.
     #[error("the informer factory was shut down")]
     ShutDown,
+    /// The name is a category of resources (`all`, or one a CRD declares),
+    /// not a resource.
+    #[error(
+        "{name:?} is a category, not a resource: name it category:{name} to watch the resources in it"
+    )]
+    Category {
+        /// The name as given.
+        name: String,
+    },
     /// A resource pattern is malformed.
     #[error(transparent)]
     Pattern(crate::factory::pattern::PatternError),

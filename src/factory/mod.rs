@@ -238,10 +238,13 @@ pub(crate) mod discovery;
 mod error;
 mod for_pattern;
 mod handle;
+mod lifecycle;
 pub(crate) mod pattern;
 mod resolve;
 mod resource_ref;
 mod sync;
+
+use lifecycle::{start_entry, stop_entries};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -612,35 +615,6 @@ impl InformerFactory {
         Ok(())
     }
 
-    /// Starts every informer asked for so far; those asked for later start
-    /// at once. Also starts keeping discovery current (watching CRDs and
-    /// APIServices). Calling it again does nothing.
-    ///
-    /// # Errors
-    /// [`FactoryError::NoRuntime`] outside a tokio runtime;
-    /// [`FactoryError::ShutDown`].
-    pub fn start(&self) -> Result<(), FactoryError> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(FactoryError::NoRuntime);
-        }
-        let mut state = self.inner.state.lock();
-        if state.shut_down {
-            return Err(FactoryError::ShutDown);
-        }
-        if !state.started {
-            state.started = true;
-            let discovery = self.inner.discovery.clone();
-            let cancel = self.inner.cancel.child_token();
-            state.discovery_task = Some(tokio::spawn(async move {
-                discovery.keep_current(cancel).await;
-            }));
-        }
-        for entry in state.entries.values_mut() {
-            start_entry(entry);
-        }
-        Ok(())
-    }
-
     /// Waits until every informer's cache has synced, or `timeout` passes,
     /// and says for each why it did not: [`CacheSyncError::Forbidden`]
     /// (403), [`CacheSyncError::NotServed`] or [`CacheSyncError::Gone`],
@@ -745,81 +719,5 @@ impl InformerFactory {
             result?;
         }
         Ok(informers.len())
-    }
-
-    /// Stops every informer, then lets go of the shard groups they follow
-    /// (their Leases released, so that the other members take the slots at
-    /// once), waiting at most `timeout` in all: what a process does when it
-    /// is told to stop (SIGTERM, as Kubernetes stops a pod). Whatever has
-    /// not finished by then is left (a group's Leases then expire as if the
-    /// process had died). Returns whether everything finished.
-    ///
-    /// ```no_run
-    /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) {
-    /// use std::time::Duration;
-    ///
-    /// // SIGINT here; an application in a pod waits for SIGTERM too.
-    /// let _ = tokio::signal::ctrl_c().await;
-    /// // Within the pod's terminationGracePeriodSeconds (30 s by default).
-    /// factory.shutdown_within(Duration::from_secs(20)).await;
-    /// # }
-    /// ```
-    pub async fn shutdown_within(&self, timeout: Duration) -> bool {
-        let mut sources: Vec<crate::vocabulary::shard::ShardAssignment> = Vec::new();
-        for informer in self.informers() {
-            if let Some(source) = &informer.options().shard_group
-                && !sources.contains(source)
-            {
-                sources.push(source.clone());
-            }
-        }
-        let stop = async {
-            self.shutdown().await;
-            futures::future::join_all(sources.iter().map(|s| s.release())).await;
-        };
-        tokio::time::timeout(timeout, stop).await.is_ok()
-    }
-
-    /// Stops every informer and the discovery watch, and waits until they
-    /// have stopped. The factory hands out nothing afterwards. Shard groups
-    /// are left to their owners (see
-    /// [`shutdown_within`](Self::shutdown_within)).
-    pub async fn shutdown(&self) {
-        let (entries, discovery_task) = {
-            let mut state = self.inner.state.lock();
-            state.shut_down = true;
-            (
-                state.entries.drain().map(|(_, e)| e).collect::<Vec<_>>(),
-                state.discovery_task.take(),
-            )
-        };
-        self.inner.cancel.cancel();
-        stop_entries(entries).await;
-        if let Some(task) = discovery_task {
-            let _ = task.await;
-        }
-    }
-}
-
-fn start_entry(entry: &mut Entry) {
-    if entry.handle.is_some() {
-        return;
-    }
-    match entry.informer.informer.start(entry.cancel.clone()) {
-        Ok(handle) => entry.handle = Some(handle),
-        Err(err) => {
-            tracing::warn!(resource = %entry.informer.resource, error = %err, "could not start an informer")
-        }
-    }
-}
-
-async fn stop_entries(entries: Vec<Entry>) {
-    for entry in &entries {
-        entry.cancel.cancel();
-    }
-    for entry in entries {
-        if let Some(handle) = entry.handle {
-            let _ = handle.await;
-        }
     }
 }

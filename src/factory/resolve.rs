@@ -105,6 +105,17 @@ impl InformerFactory {
                     (Some(key), _) => key,
                     (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
                     (None, None) => {
+                        let typed = name.as_str().to_ascii_lowercase();
+                        if discovery
+                            .snapshot()
+                            .categories
+                            .values()
+                            .any(|c| c.contains(&typed))
+                        {
+                            return Err(FactoryError::Category {
+                                name: name.as_str().to_owned(),
+                            });
+                        }
                         return Err(DiscoveryError::Resolve {
                             source,
                             unavailable,

@@ -8,37 +8,36 @@ impl Shared {
     /// dispatch lock.
     pub(super) fn process(&self, writer: &mut StoreWriter, delta: Delta) {
         // Objects arrive transformed (see ReflectorConfig::transform).
-        self.last_delta.store(self.elapsed_ms(), Ordering::Relaxed);
-        if self.stale.swap(false, Ordering::Relaxed) {
-            self.status.send_if_modified(|status| {
-                if matches!(status, InformerStatus::Stale { .. }) {
-                    *status = InformerStatus::Synced;
-                    true
-                } else {
-                    false
-                }
-            });
-            self.metrics.stale.set(0.0);
-        }
+        self.heard_from_server();
         if let Delta::ResourceVersion(rv) = &delta {
-            writer.set_resource_version(rv);
-            self.metrics.synced_to(rv);
+            self.reached(writer, rv);
             return;
         }
         let mut d = self.dispatch.lock();
         let mut events = Vec::new();
         let mut first_sync = false;
+        let mut settlement = None;
+        let mut tombstones = 0;
         match delta {
             Delta::ResourceVersion(_) => {}
             Delta::ListBegin => writer.begin_list(),
             Delta::ListPage(objects) => {
                 let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
-                push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
+                tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
             }
-            Delta::Reshard { previous, current } => d.reshard = Some((previous, current)),
+            Delta::Reshard {
+                previous,
+                current,
+                settlement: handed_over,
+            } => {
+                self.leave_shard(writer, &current, &mut events);
+                d.reshard = Some((previous, current));
+                settlement = handed_over;
+            }
             Delta::ListEnd => {
                 let outcome = writer.end_list();
-                push_outcome(&mut events, outcome, !d.synced, d.reshard.take().as_ref());
+                tombstones +=
+                    push_outcome(&mut events, outcome, !d.synced, d.reshard.take().as_ref());
                 if !d.synced {
                     d.synced = true;
                     first_sync = true;
@@ -71,6 +70,11 @@ impl Shared {
                 }
             }
         }
+        if tombstones > 0 {
+            self.stats
+                .tombstones
+                .fetch_add(tombstones, Ordering::Relaxed);
+        }
         #[allow(clippy::cast_precision_loss)]
         self.metrics.objects.set(self.store.len() as f64);
         let resource = &self.key;
@@ -86,8 +90,63 @@ impl Shared {
             if first_sync {
                 l.mark_synced();
             }
+            if let Some(settlement) = &settlement {
+                l.push_settlement(settlement);
+            }
             true
         });
+    }
+
+    /// Something arrived: the cache is current again, not stale.
+    fn heard_from_server(&self) {
+        self.last_delta.store(self.elapsed_ms(), Ordering::Relaxed);
+        if self.stale.swap(false, Ordering::Relaxed) {
+            self.status.send_if_modified(|status| {
+                if matches!(status, InformerStatus::Stale { .. }) {
+                    *status = InformerStatus::Synced;
+                    true
+                } else {
+                    false
+                }
+            });
+            self.metrics.stale.set(0.0);
+        }
+    }
+
+    /// The cache reached resourceVersion `rv`: the store says so, and a
+    /// snapshot is written when one is due.
+    fn reached(&self, writer: &mut StoreWriter, rv: &str) {
+        writer.set_resource_version(rv);
+        self.metrics.synced_to(rv);
+        if let Some(snapshot) = &self.options.snapshot
+            && self.dispatch.lock().synced
+        {
+            self.snapshots
+                .reached(snapshot, &self.stats, &self.metrics, &self.store, rv);
+        }
+    }
+
+    /// Removes the objects `current` does not hold, as `leftShard`
+    /// deletes: now, before the new ranges are listed, so that a source
+    /// waiting to give those ranges up need not wait for the list.
+    fn leave_shard(
+        &self,
+        writer: &mut StoreWriter,
+        current: &ShardSelector,
+        events: &mut Vec<Event>,
+    ) {
+        for object in self.store.list() {
+            if !current.matches(&object)
+                && let Some(key) = object_key(&object)
+                && writer.remove(&key)
+            {
+                events.push(Event::Delete {
+                    object,
+                    final_state_unknown: false,
+                    left_shard: true,
+                });
+            }
+        }
     }
 
     /// Delivers due resyncs every check period.
@@ -191,7 +250,7 @@ impl Shared {
                 .filter_map(|l| l.mailbox().cloned())
                 .collect();
             for l in &d.listeners {
-                l.state.removed.store(true, Ordering::Release);
+                l.state.mark_removed();
             }
             d.listeners.clear();
             mailboxes
@@ -224,13 +283,14 @@ impl Shared {
 /// Queues the events of what a list changed in the cache. During the list
 /// after a shard's ranges changed (`reshard`: the ranges before and after),
 /// objects that left the ranges are deletes marked `left_shard`, and objects
-/// from outside the former ranges are adds marked `entered_shard`.
+/// from outside the former ranges are adds marked `entered_shard`. Returns
+/// how many deletes are tombstones (final state unknown).
 pub(super) fn push_outcome(
     events: &mut Vec<Event>,
     outcome: ReplaceOutcome,
     in_initial_list: bool,
     reshard: Option<&Reshard>,
-) {
+) -> u64 {
     events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
     let entered = |object: &DynamicObject| {
         reshard.is_some_and(|(before, _)| before.as_ref().is_some_and(|b| !b.matches(object)))
@@ -246,12 +306,15 @@ pub(super) fn push_outcome(
         new,
         is_resync: false,
     }));
+    let mut tombstones = 0;
     events.extend(outcome.deleted.into_iter().map(|object| {
         let left_shard = left(&object);
+        tombstones += u64::from(!left_shard);
         Event::Delete {
             object,
             final_state_unknown: !left_shard,
             left_shard,
         }
     }));
+    tombstones
 }

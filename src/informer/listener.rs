@@ -21,6 +21,7 @@ use super::pool::{HandlerPool, Runnable, TURN};
 use super::queue::{Item, Queue};
 use crate::informer::telemetry::HandlerMetrics;
 use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::shard::Settlement;
 
 /// Options of one handler registration.
 ///
@@ -88,10 +89,24 @@ pub(super) struct ListenerState {
     pub(super) panics: AtomicU64,
     pub(super) synced: AtomicBool,
     pub(super) removed: AtomicBool,
+    /// Woken when `synced` or `removed` is set.
+    pub(super) settled: tokio::sync::Notify,
     pub(super) metrics: HandlerMetrics,
 }
 
 impl ListenerState {
+    /// The handler has every initial Add.
+    pub(super) fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+        self.settled.notify_waiters();
+    }
+
+    /// The registration is removed.
+    pub(super) fn mark_removed(&self) {
+        self.removed.store(true, Ordering::Release);
+        self.settled.notify_waiters();
+    }
+
     /// Publishes the backlog to its gauge.
     fn publish_backlog(&self) {
         self.metrics.backlog(self.backlog.load(Ordering::Relaxed));
@@ -170,9 +185,16 @@ impl Mailbox {
     }
 
     fn push_synced(self: &Arc<Self>) {
+        self.push_marker(|queue| queue.push_synced());
+    }
+
+    fn push_marker(self: &Arc<Self>, push: impl FnOnce(&mut Queue)) {
+        if self.state.removed.load(Ordering::Acquire) {
+            return;
+        }
         let wake = {
             let mut m = self.inner.lock();
-            m.queue.push_synced();
+            push(&mut m.queue);
             !std::mem::replace(&mut m.scheduled, true)
         };
         if wake {
@@ -220,7 +242,7 @@ impl Mailbox {
     /// Marks the registration removed and drops what is queued for a
     /// handler (a stream's consumer still takes what was queued, then ends).
     pub(super) fn close(self: &Arc<Self>) {
-        self.state.removed.store(true, Ordering::Release);
+        self.state.mark_removed();
         if !matches!(self.target, Target::Stream(_)) {
             let mut m = self.inner.lock();
             m.queue.clear();
@@ -242,7 +264,7 @@ impl Mailbox {
 
     /// The synced marker was reached.
     pub(super) fn handed_synced(&self) {
-        self.state.synced.store(true, Ordering::Release);
+        self.state.mark_synced();
     }
 
     pub(super) fn resource(&self) -> &ResourceKey {
@@ -273,6 +295,7 @@ impl Runnable for Mailbox {
                     self.handed_event();
                 }
                 Item::Synced => self.handed_synced(),
+                Item::Settlement(_) => {}
             }
         }
         self.end_turn()
@@ -321,7 +344,16 @@ impl Listener {
         self.sync_marked = true;
         match &self.sink {
             Sink::Mailbox(mailbox) => mailbox.push_synced(),
-            Sink::Inline(_) => self.state.synced.store(true, Ordering::Release),
+            Sink::Inline(_) => self.state.mark_synced(),
+        }
+    }
+
+    /// Queues a hand-over's settlement behind the events queued so far; a
+    /// handler called in place has had them all already.
+    pub(super) fn push_settlement(&self, settlement: &Settlement) {
+        if let Sink::Mailbox(mailbox) = &self.sink {
+            let settlement = settlement.clone();
+            mailbox.push_marker(|queue| queue.push_settlement(settlement));
         }
     }
 
@@ -368,6 +400,22 @@ pub(super) fn note_panic(
 }
 
 /// The handle of one handler registration.
+///
+/// Dropping it leaves the handler registered (as client-go's
+/// registrations): the handler keeps receiving events for as long as the
+/// informer runs. [`remove`](Self::remove) stops it.
+///
+/// ```no_run
+/// # async fn demo(informer: kube_dynamic_informer::informer::SharedInformer) {
+/// use std::time::Duration;
+/// use kube_dynamic_informer::informer::Event;
+///
+/// let registration = informer.add_handler(|e: Event| println!("{}", e.kind()));
+/// // Once the handler has had every object of the cache as an initial Add:
+/// let synced = tokio::time::timeout(Duration::from_secs(30), registration.synced()).await;
+/// assert!(matches!(synced, Ok(true)));
+/// # }
+/// ```
 pub struct Registration {
     pub(super) state: Arc<ListenerState>,
     pub(super) informer: std::sync::Weak<Shared>,
@@ -378,6 +426,38 @@ impl Registration {
     /// informer must have synced first).
     pub fn has_synced(&self) -> bool {
         self.state.synced.load(Ordering::Acquire)
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced): true then; false if
+    /// the registration is removed first (by [`remove`](Self::remove), or
+    /// as the informer stops). Wrap it in a timeout to bound the wait.
+    pub async fn synced(&self) -> bool {
+        loop {
+            let settled = self.state.settled.notified();
+            if self.state.synced.load(Ordering::Acquire) {
+                return true;
+            }
+            if self.state.removed.load(Ordering::Acquire) {
+                return false;
+            }
+            settled.await;
+        }
+    }
+
+    /// The resync period this handler gets: what it asked for (or the
+    /// informer's default) as the informer could honour it (see the
+    /// [informer docs](crate::informer) for the rules; an adjustment is
+    /// logged as a warning naming the handler). Zero: no resync, also once
+    /// the registration is removed.
+    pub fn resync_period(&self) -> Duration {
+        let Some(shared) = self.informer.upgrade() else {
+            return Duration::ZERO;
+        };
+        let d = shared.dispatch.lock();
+        d.listeners
+            .iter()
+            .find(|l| l.state.id == self.state.id)
+            .map_or(Duration::ZERO, |l| l.resync)
     }
 
     /// Events queued for this handler and not yet handled (including one in
@@ -406,7 +486,7 @@ impl Registration {
 /// Marks a registration removed (its consumer stops at the next event) and
 /// takes it out of the informer's listeners.
 fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
-    state.removed.store(true, Ordering::Release);
+    state.mark_removed();
     if let Some(shared) = informer.upgrade() {
         let mut d = shared.dispatch.lock();
         if let Some(i) = d.listeners.iter().position(|l| l.state.id == state.id) {
@@ -469,6 +549,7 @@ impl Stream for EventStream {
                     self.mailbox.handed_synced();
                     continue;
                 }
+                Some(Item::Settlement(_)) => continue,
                 None => {}
             }
             if let Target::Stream(waker) = &self.mailbox.target {
@@ -537,6 +618,7 @@ where
                     mailbox.handed_synced();
                     continue;
                 }
+                Item::Settlement(_) => continue,
             };
             let kind = event.kind();
             let started = std::time::Instant::now();

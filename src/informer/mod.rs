@@ -47,6 +47,17 @@
 //! [`Reflector`]: crate::informer::Reflector
 //! [`StoreWriter`]: crate::cache::store::StoreWriter
 //!
+//! # Warm restarts
+//!
+//! An informer with [`InformerOptions::snapshot`] writes its cache to a
+//! file ([`SnapshotOptions`]) when it stops and periodically, and at its
+//! next start serves that file as its initial list and watches from its
+//! resourceVersion instead of listing: the server replays every change
+//! since, deletions included. A snapshot made for another cluster,
+//! resource or cache shape, or damaged, is refused; one older than the
+//! server's history (410) leads to one relist reconciled with tombstones.
+//! [`ReflectorStats::snapshot_start`] says which happened ([`SnapshotStart`]).
+//!
 //! # The reflector
 //!
 //! The list/watch loop that keeps a cache in step with the API server.
@@ -116,6 +127,7 @@
 
 pub(crate) mod backoff;
 mod dispatch;
+mod error;
 mod event;
 mod freshness;
 mod listener;
@@ -125,6 +137,7 @@ mod pool;
 mod queue;
 pub(crate) mod reflector;
 pub(crate) mod resync;
+pub(crate) mod snapshot;
 pub(crate) mod status;
 pub mod telemetry;
 
@@ -141,6 +154,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::BackoffConfig;
+pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::WaitError;
 pub use listener::{EventStream, HandlerOptions, Registration};
@@ -148,74 +162,22 @@ use listener::{Listener, ListenerState, Mailbox, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
-pub use reflector::{Delta, ErrorHook, Reflector, ReflectorError, ReflectorStats};
+pub use reflector::{
+    Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorError, ReflectorStats,
+};
+pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
-use crate::cache::store::{ReplaceOutcome, Store, StoreError, StoreWriter};
+use crate::cache::store::{ReplaceOutcome, Store, StoreWriter};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
 use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::resource::ResourceKey;
-use crate::vocabulary::scope::{NamespaceOnClusterScoped, ResourceAvailability, Scope};
+use crate::vocabulary::scope::{ResourceAvailability, Scope};
 use crate::vocabulary::shard::ShardSelector;
 use crate::wire::list_watch::{ApiListWatch, ListWatch};
-
-/// Errors of informer construction and use.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InformerError {
-    /// A namespace restriction on a cluster-scoped resource.
-    #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
-    /// An index could not be added.
-    #[error("{resource}: {source}")]
-    Index {
-        /// The resource.
-        resource: ResourceKey,
-        /// The store's error.
-        #[source]
-        source: StoreError,
-    },
-    /// `run` or `start` was called on an informer that already ran.
-    #[error("informer for {resource} was already started")]
-    AlreadyStarted {
-        /// The resource.
-        resource: ResourceKey,
-    },
-    /// The cache did not sync in time.
-    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
-    SyncTimeout {
-        /// The resource.
-        resource: ResourceKey,
-        /// How long was waited.
-        timeout: Duration,
-        /// What the informer was doing then (e.g. backing off after a 403).
-        status: Box<InformerStatus>,
-    },
-    /// The resource was synced and is no longer served (its CRD was
-    /// deleted), so the cache cannot sync until it is served again.
-    #[error("{resource} is gone: {reason}")]
-    Gone {
-        /// The resource.
-        resource: ResourceKey,
-        /// Why it is not served.
-        reason: String,
-    },
-    /// The informer stopped before its cache synced.
-    #[error("{resource} stopped before its cache synced")]
-    StoppedBeforeSync {
-        /// The resource.
-        resource: ResourceKey,
-    },
-    /// An async handler was added outside a tokio runtime.
-    #[error("{resource}: async handlers run on the tokio runtime; add them from within one")]
-    NoRuntime {
-        /// The resource.
-        resource: ResourceKey,
-    },
-}
 
 /// Everything guarded by the dispatch lock.
 struct Dispatch {
@@ -247,6 +209,8 @@ struct Shared {
     stats: Arc<ReflectorStats>,
     error_hook: Arc<Mutex<Option<ErrorHook>>>,
     store: Store,
+    /// Snapshots written (with [`InformerOptions::snapshot`]).
+    snapshots: snapshot::Writes,
     dispatch: Mutex<Dispatch>,
     status: watch::Sender<InformerStatus>,
     /// Async handlers' tasks, awaited on stop.
@@ -352,6 +316,7 @@ impl SharedInformer {
                 reflector: Mutex::new(Some((reflector, writer))),
                 error_hook,
                 store,
+                snapshots: snapshot::Writes::default(),
                 status,
                 tasks: Mutex::new(Vec::new()),
                 resync_changed: tokio::sync::Notify::new(),
@@ -410,6 +375,35 @@ impl SharedInformer {
                 resource: self.shared.key.clone(),
                 source,
             })
+    }
+
+    /// Adds an index named `name` whose values are what the JMESPath
+    /// `expression` gives for each object (see
+    /// [`IndexFn::jmespath`](crate::cache::IndexFn::jmespath) for the rules):
+    /// the name said once.
+    ///
+    /// ```no_run
+    /// # fn demo(informer: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+    /// informer.add_jmespath_index("color", "spec.color")?;
+    /// let red = informer.store().by_index("color", "red")?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// An expression that does not compile, or a duplicate name.
+    pub fn add_jmespath_index(
+        &self,
+        name: impl Into<String>,
+        expression: &str,
+    ) -> Result<(), InformerError> {
+        let name = name.into();
+        let func = IndexFn::jmespath(&name, expression).map_err(|source| {
+            InformerError::IndexExpression {
+                resource: self.shared.key.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        self.add_index(name, func)
     }
 
     /// Adds a handler with the informer's default resync period. See
@@ -564,6 +558,24 @@ impl SharedInformer {
         let started = d.started;
         let requested = requested_resync.unwrap_or(self.shared.options.resync);
         let r = d.clock.add_handler(requested, started);
+        if r.period != requested && !requested.is_zero() {
+            let why = if self.shared.options.resync.is_zero() && requested_resync.is_some() {
+                "the informer's resync period is 0, which turns resync off for every handler"
+            } else if requested < Duration::from_secs(1) {
+                "periods under 1s are raised to 1s"
+            } else if started {
+                "the informer has started: a period is at least its check period, and a multiple of it"
+            } else {
+                "a period is rounded up to a multiple of the informer's check period"
+            };
+            tracing::warn!(
+                resource = %self.shared.key,
+                handler = %state.name,
+                asked = ?requested,
+                effective = ?r.period,
+                "resync period adjusted: {why}"
+            );
+        }
         if r.check_period_lowered {
             let clock = d.clock;
             let default = self.shared.options.resync;
@@ -724,9 +736,18 @@ impl SharedInformer {
                     resource: self.shared.key.clone(),
                 })?;
         self.shared.dispatch.lock().started = true;
-        self.shared
-            .status
-            .send_replace(InformerStatus::Syncing { listed: 0 });
+        // A resource not served yet is pending from the start, never
+        // "syncing" first.
+        let first = match self
+            .shared
+            .availability
+            .as_ref()
+            .map(|a| a.borrow().clone())
+        {
+            Some(ResourceAvailability::NotServed { reason }) => InformerStatus::Pending { reason },
+            _ => InformerStatus::Syncing { listed: 0 },
+        };
+        self.shared.status.send_replace(first);
         Ok((reflector, writer))
     }
 
@@ -742,6 +763,12 @@ impl SharedInformer {
             () = reflect => {}
             () = resync => {}
             () = staleness => {}
+        }
+        if self.shared.options.snapshot.is_some() {
+            self.shared
+                .snapshots
+                .last(&self.shared.stats, &self.shared.metrics, &self.shared.store)
+                .await;
         }
         self.shared.stop_listeners().await;
         self.shared.status.send_replace(InformerStatus::Stopped);

@@ -3,17 +3,21 @@
 //!
 //! The [layer docs](crate::informer) say more.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use super::snapshot::SnapshotOptions;
 use crate::cache::projection::Projection;
 pub use crate::cache::store::Storage;
 use crate::cache::transform::{Transform, TransformFn};
 use crate::informer::backoff::BackoffConfig;
 use crate::vocabulary::scope::Namespaces;
-use crate::vocabulary::shard::{ShardAssignment, ShardKey, ShardRange, StaticShard};
+use crate::vocabulary::shard::{
+    HandoverFollower, ShardAssignment, ShardKey, ShardRange, StaticShard,
+};
 
 /// Where a sharded informer's ranges come from: its key, and the ranges
 /// (`None` until a shard group has its first assignment). A static shard's
@@ -24,6 +28,8 @@ pub(crate) struct ShardFeed {
     pub(crate) ranges: watch::Receiver<Option<Vec<ShardRange>>>,
     /// Who assigns the ranges; none for a static shard.
     pub(crate) assignment: Option<ShardAssignment>,
+    /// This informer's place in the source's hand-over, when it has one.
+    pub(crate) follower: Option<Arc<HandoverFollower>>,
 }
 
 /// What a [factory](crate::factory) does when a resource is not served (a
@@ -168,6 +174,12 @@ pub struct InformerOptions {
     /// (`shardGroup`).
     #[serde(skip)]
     pub shard_group: Option<ShardAssignment>,
+    /// Write the cache to a file in this directory (when the informer stops
+    /// and periodically), and resume from it at the next start: the
+    /// informer serves the file's objects as its initial list and watches
+    /// from its resourceVersion instead of listing (see [`SnapshotOptions`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotOptions>,
 }
 
 fn is_default_key(key: &ShardKey) -> bool {
@@ -200,6 +212,7 @@ impl Default for InformerOptions {
             shard: None,
             shard_key: ShardKey::Uid,
             shard_group: None,
+            snapshot: None,
         }
     }
 }
@@ -209,6 +222,14 @@ impl InformerOptions {
     #[must_use]
     pub fn namespace(self, namespace: impl Into<String>) -> Self {
         self.namespaces(Namespaces::only([namespace.into()]))
+    }
+
+    /// Writes the cache to snapshots and resumes from them (see
+    /// [`SnapshotOptions`]).
+    #[must_use]
+    pub fn snapshot(mut self, snapshot: SnapshotOptions) -> Self {
+        self.snapshot = Some(snapshot);
+        self
     }
 
     /// Sets the namespaces to watch.
@@ -394,12 +415,14 @@ impl InformerOptions {
                 key: self.shard_key,
                 ranges,
                 assignment: None,
+                follower: None,
             });
         }
         self.shard_group.as_ref().map(|group| ShardFeed {
             key: self.shard_key,
             ranges: group.ranges(),
             assignment: Some(group.clone()),
+            follower: group.handover().map(|h| Arc::new(h.follow())),
         })
     }
 
@@ -425,6 +448,7 @@ impl InformerOptions {
         Self {
             sensitive: false,
             when_not_served: WhenNotServed::Wait,
+            snapshot: None,
             ..self.clone()
         }
     }

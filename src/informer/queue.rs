@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::event::Event;
 use crate::vocabulary::object_key::object_key;
+use crate::vocabulary::shard::Settlement;
 
 /// What a handler's queue holds, in delivery order.
 #[derive(Debug)]
@@ -14,6 +15,9 @@ pub(super) enum Item {
     /// All initial Adds were queued before this marker: once the consumer
     /// reaches it, the registration has synced.
     Synced,
+    /// The `leftShard` deletes of a hand-over were queued before this
+    /// marker: the consumer drops it once it reached it.
+    Settlement(#[expect(dead_code, reason = "held until dropped")] Settlement),
 }
 
 /// A slot of the delivery order: an event, the place of a key's pending
@@ -23,6 +27,7 @@ enum Slot {
     Event(Event),
     Key(Arc<str>),
     Synced,
+    Settlement(Settlement),
 }
 
 /// A key's pending events in a coalescing queue: at most a delete (of the
@@ -161,6 +166,10 @@ impl Queue {
         self.order.push_back(Slot::Synced);
     }
 
+    pub(super) fn push_settlement(&mut self, settlement: Settlement) {
+        self.order.push_back(Slot::Settlement(settlement));
+    }
+
     /// Moves up to `max` items, in order, into `out`.
     pub(super) fn take(&mut self, max: usize, out: &mut Vec<Item>) {
         while out.len() < max {
@@ -173,6 +182,7 @@ impl Queue {
                     out.push(Item::Event(e));
                 }
                 Slot::Synced => out.push(Item::Synced),
+                Slot::Settlement(s) => out.push(Item::Settlement(s)),
                 Slot::Key(key) => {
                     let Some(p) = self.pending.as_mut().and_then(|m| m.remove(&key)) else {
                         continue;
@@ -247,6 +257,7 @@ mod tests {
             .into_iter()
             .map(|item| match item {
                 Item::Synced => "synced".to_owned(),
+                Item::Settlement(_) => "settlement".to_owned(),
                 Item::Event(e) => {
                     let rv = |o: &Arc<DynamicObject>| o.metadata.resource_version.clone().unwrap();
                     let name = e.object().metadata.name.clone().unwrap();

@@ -41,6 +41,8 @@
 //! | `kdi_informer_last_event_timestamp_seconds` | gauge | | Unix time of the last event, bookmark or list (time since: `time() - kdi_informer_last_event_timestamp_seconds` in PromQL) | — |
 //! | `kdi_informer_stale` | gauge | | 1 while the informer is [stale](crate::informer::status::InformerStatus::Stale) | — |
 //! | `kdi_informer_resource_version` | gauge | | the resourceVersion the cache is synced to, when it is a number | client-go (1.36+, named informers only) `informer_store_resource_version` (its 15 last digits) |
+//! | `kdi_informer_snapshot_starts_total` | counter | `outcome`: `resumed`, or why it listed: `missing`, `mismatched`, `corrupt`, `tooOld` (410), `unidentified`, `sensitive`, `shardGroup` | starts of an informer with [snapshots](crate::informer::SnapshotOptions) | — |
+//! | `kdi_informer_snapshots_written_total` | counter | `result`: `ok`, `error` | snapshots written | — |
 //! | `kdi_handler_events_delivered_total` | counter | `type`: `Add`, `Update`, `Resync`, `Delete` | events handed to the handler | controller-runtime `workqueue_adds_total` (roughly) |
 //! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go `informer_queued_items` (one FIFO per informer, not per handler); controller-runtime `workqueue_depth` |
 //! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | client-go `informer_processing_latency_seconds`; controller-runtime `workqueue_work_duration_seconds` |
@@ -174,6 +176,14 @@ fn describe() {
         Unit::Seconds,
         "Unix time of the last event, bookmark or list."
     );
+    describe_counter!(
+        "kdi_informer_snapshot_starts_total",
+        "Starts of an informer with snapshots: resumed, or why it listed."
+    );
+    describe_counter!(
+        "kdi_informer_snapshots_written_total",
+        "Snapshots written, by result."
+    );
     describe_gauge!(
         "kdi_informer_stale",
         "1 while nothing has arrived for longer than staleAfter."
@@ -293,6 +303,20 @@ impl InformerMetrics {
             resource_version: gauge!("kdi_informer_resource_version", labels.clone()),
             labels,
         }
+    }
+
+    /// An informer with snapshots started: `resumed`, or why it listed.
+    pub(crate) fn snapshot_start(&self, outcome: &'static str) {
+        let mut labels = self.labels.clone();
+        labels.push(Label::new("outcome", outcome));
+        counter!("kdi_informer_snapshot_starts_total", labels).increment(1);
+    }
+
+    /// A snapshot was written, or failed to be.
+    pub(crate) fn snapshot_written(&self, ok: bool) {
+        let mut labels = self.labels.clone();
+        labels.push(Label::new("result", if ok { "ok" } else { "error" }));
+        counter!("kdi_informer_snapshots_written_total", labels).increment(1);
     }
 
     pub(crate) fn listed(&self, reason: ListReason, took: Duration) {

@@ -235,6 +235,6 @@ pub use selector::{
     SelectorError, validate_field_selector,
 };
 pub use shard::{
-    HASH_SPACE_END, ShardAssignment, ShardError, ShardFiltering, ShardKey, ShardRange,
-    ShardSelector, ShardSource, StaticShard, fnv1a_64,
+    HASH_SPACE_END, Handover, HandoverFollower, Settlement, ShardAssignment, ShardError,
+    ShardFiltering, ShardKey, ShardRange, ShardSelector, ShardSource, StaticShard, fnv1a_64,
 };

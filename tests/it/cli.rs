@@ -15,6 +15,7 @@ use crate::support::{self, User};
 
 mod scope;
 mod shard;
+mod snapshot;
 mod stop;
 
 /// Kubeconfig of `user` for the process (external clusters: the admin's).
@@ -881,6 +882,8 @@ async fn contexts_and_bad_arguments() {
         eprintln!("skipped: relies on testenv's kubeconfig contexts");
         return;
     }
+    // At least one namespace labelled kdi-test=true, whatever ran before.
+    support::namespace(&support::admin().await, "cli-contexts").await;
     let out = kdi(
         User::Admin,
         &[
@@ -900,7 +903,47 @@ async fn contexts_and_bad_arguments() {
     assert!(!stdout(&out).is_empty());
     let out = kdi(User::Admin, &["--context", "nope", "resources"]).await;
     assert_exit(&out, documented_exit("Invalid arguments"));
-    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "--context \"nope\": the kubeconfig has no such context; its contexts are admin@testenv"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // A KUBECONFIG that names no file is said once, plainly.
+    let missing = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
+        .args(["get", "-r", "pods"])
+        .env("KUBECONFIG", "/nonexistent/kdi-kubeconfig")
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    assert_exit(&missing, documented_exit("Invalid arguments"));
+    assert_eq!(
+        stderr(&missing).trim(),
+        "kdi: KUBECONFIG=/nonexistent/kdi-kubeconfig: no such file"
+    );
+    let out = kdi(
+        User::Admin,
+        &[
+            "watch",
+            "-r",
+            "configmaps",
+            "--index-values",
+            "nosuch",
+            "--duration",
+            "1s",
+        ],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&out).contains(
+            "--index-values \"nosuch\": no index is declared; declare one with --define-index"
+        ),
+        "{}",
+        stderr(&out)
+    );
     let out = kdi(User::Admin, &["get"]).await;
     assert_exit(&out, documented_exit("Invalid arguments"));
     let out = kdi(User::Admin, &["get", "-r", "no-such-things"]).await;
@@ -915,24 +958,7 @@ async fn contexts_and_bad_arguments() {
 
 #[tokio::test]
 async fn an_unreachable_cluster_exits_with_the_server_and_the_cause() {
-    // A port nothing listens on any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("kdi-unreachable-{}", support::suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
-             clusters: [{{ name: c, cluster: {{ server: \"https://127.0.0.1:{port}\" }} }}]\n\
-             users: [{{ name: u, user: {{ token: t }} }}]\n\
-             contexts: [{{ name: c, context: {{ cluster: c, user: u }} }}]\n"
-        ),
-    )
-    .unwrap();
+    let (kubeconfig, port) = support::unreachable_kubeconfig("unreachable");
     for args in [
         &["get", "-r", "pods"][..],
         &["watch", "-r", "pods"],
@@ -951,7 +977,79 @@ async fn an_unreachable_cluster_exits_with_the_server_and_the_cause() {
         );
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
     }
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(kubeconfig.parent().unwrap());
+}
+
+/// Names that designate nothing get help that fits: a category is named
+/// as one, an unrelated short name is not suggested, and a name without a
+/// group says how to wait for a CRD not installed yet.
+#[tokio::test]
+async fn names_that_designate_nothing_get_fitting_help() {
+    let all = kdi(User::Admin, &["get", "-r", "all"]).await;
+    assert_exit(&all, documented_exit("Invalid arguments"));
+    assert!(
+        stderr(&all).contains("\"all\" is a category, not a resource: name it category:all"),
+        "{}",
+        stderr(&all)
+    );
+    let nothing = kdi(User::Admin, &["get", "-r", "nosuchthing"]).await;
+    assert_exit(&nothing, documented_exit("Invalid arguments"));
+    let err = stderr(&nothing);
+    assert!(
+        !err.contains("ingresses"),
+        "nothing unrelated suggested: {err}"
+    );
+    assert!(!err.contains("did you mean"), "{err}");
+    assert!(err.contains("named as plural.group"), "{err}");
+    let typo = kdi(User::Admin, &["get", "-r", "configmap"]).await;
+    assert_exit(&typo, documented_exit("Success"));
+    let near = kdi(User::Admin, &["get", "-r", "confgmaps"]).await;
+    assert!(
+        stderr(&near).contains("did you mean configmaps.v1"),
+        "{}",
+        stderr(&near)
+    );
+}
+
+/// Arguments are checked before the cluster is contacted: an index no
+/// informer declares and a selector that does not parse are usage errors,
+/// said in the words typed, even with a cluster that cannot be reached.
+#[tokio::test]
+async fn get_checks_its_query_before_contacting_the_cluster() {
+    let (kubeconfig, _) = support::unreachable_kubeconfig("early");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "get",
+                "-r",
+                "pods",
+                "--define-index",
+                "byNode=spec.nodeName",
+                "--index",
+                "byHost=a",
+            ],
+            "no informer has an index named \"byHost\"; the indexes declared are byNode",
+        ),
+        (
+            &["get", "-r", "pods", "--index", "byHost=a"],
+            "no index is declared",
+        ),
+        (
+            &["get", "-r", "pods", "--match", "tier in (gold"],
+            "--match \"tier in (gold\"",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = kdi_with(kubeconfig.clone(), args).await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        let err = stderr(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            !err.contains("127.0.0.1"),
+            "{args:?}: nothing was asked of the cluster: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(kubeconfig.parent().unwrap());
 }
 
 #[tokio::test]

@@ -899,3 +899,28 @@ async fn shutdown_within_releases_the_shard_group_an_informer_follows() {
     assert_eq!(held().await, 0, "released, not left to expire");
     assert_eq!(configmaps.status(), InformerStatus::Stopped);
 }
+
+/// An informer of a resource not served yet is pending from its start:
+/// never "syncing" first (a terminal showed "syncing, 0 objects listed").
+#[tokio::test]
+async fn a_resource_not_served_is_pending_from_the_start() {
+    let admin = support::admin().await;
+    let group = support::unique_group();
+    let factory = InformerFactory::new(admin);
+    let widgets = factory
+        .for_resource(format!("widgets.{group}"))
+        .await
+        .unwrap();
+    factory.start().unwrap();
+    // Read at once, before the informer's task ran.
+    match widgets.status() {
+        InformerStatus::Pending { reason } => {
+            assert!(
+                reason.contains("not served") || reason.contains(&group),
+                "{reason}"
+            );
+        }
+        other => panic!("pending from the start, not {other:?}"),
+    }
+    factory.shutdown().await;
+}

@@ -84,39 +84,6 @@ async fn create_pod_templates(api: &Api<PodTemplate>, names: impl IntoIterator<I
     .expect("creating pod templates");
 }
 
-/// Waits until `rv` is compacted away: a watch from it gets 410.
-async fn wait_until_compacted(api: &Api<PodTemplate>, rv: &str) {
-    let writer = api.clone();
-    support::wait_for(
-        "the resourceVersion to be compacted",
-        support::COMPACTION * 8,
-        || {
-            let api = api.clone();
-            let writer = writer.clone();
-            let rv = rv.to_string();
-            async move {
-                // Keep the revision moving so compaction has something to do.
-                let _ = writer
-                    .patch(
-                        "pacer",
-                        &PatchParams::apply("kdi-test"),
-                        &Patch::Apply(&pod_template("pacer")),
-                    )
-                    .await;
-                match api.watch(&WatchParams::default().timeout(1), &rv).await {
-                    Err(kube_client::Error::Api(s)) if s.code == 410 => Ok(()),
-                    Ok(s) => match s.boxed().next().await {
-                        Some(Ok(kube_client::api::WatchEvent::Error(e))) if e.code == 410 => Ok(()),
-                        _ => Err("still served".into()),
-                    },
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-        },
-    )
-    .await
-}
-
 /// A list-watch of the pod templates of namespace `ns`.
 fn pod_template_list_watch(client: &Client, ns: &str) -> ApiListWatch {
     ApiListWatch::new(client.clone(), pod_templates(), Scope::Namespaced)
@@ -395,7 +362,7 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
         lw.first_rv.lock().unwrap().clone()
     })
     .await;
-    wait_until_compacted(&api, &first_rv).await;
+    support::wait_until_compacted(&api, &first_rv).await;
     lw.open_gate();
     informer
         .wait_for_sync(Duration::from_secs(30))
@@ -448,7 +415,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
         .await
         .unwrap();
     let list_rv = lw.first_rv.lock().unwrap().clone().unwrap();
-    wait_until_compacted(&api, &list_rv).await;
+    support::wait_until_compacted(&api, &list_rv).await;
     lw.open_gate();
 
     eventually("relist", Duration::from_secs(30), || {

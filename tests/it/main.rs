@@ -20,4 +20,5 @@ mod reliability;
 mod resource_set;
 mod scale;
 mod shard;
+mod snapshot;
 mod testenv;

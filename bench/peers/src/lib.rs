@@ -115,6 +115,9 @@ impl Args {
                 "strip-managed-fields" => args.strip_managed_fields = true,
                 // Read by the kdi peer itself.
                 "strip-per-page" | "streaming-list" => {}
+                "restart" | "snapshot-dir" => {
+                    value();
+                }
                 "burst-id" => args.burst_id = value(),
                 "burst-count" => args.burst_count = value().parse().expect("--burst-count"),
                 "queries" => args.queries = value().parse().expect("--queries"),

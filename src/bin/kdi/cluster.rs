@@ -28,6 +28,23 @@ impl Cluster {
             context: context.map(str::to_string),
             ..KubeConfigOptions::default()
         };
+        // The kubeconfig kube-client would read, said plainly when it is
+        // missing or lacks the context.
+        let env_kubeconfig = std::env::var_os("KUBECONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        if kubeconfig.is_none()
+            && let Some(path) = &env_kubeconfig
+            && std::env::split_paths(path).all(|p| !p.exists())
+        {
+            return Err(Failure::usage(format!(
+                "KUBECONFIG={}: no such file",
+                path.display()
+            )));
+        }
+        if let Some(context) = context {
+            check_context(kubeconfig.or(env_kubeconfig.as_ref()), context)?;
+        }
         let config = match kubeconfig {
             Some(path) => {
                 let kc = Kubeconfig::read_from(path).map_err(|e| {
@@ -72,4 +89,33 @@ impl Cluster {
     pub fn unreachable(&self, err: &DiscoveryError) -> Failure {
         Failure::cluster(format!("API server {}: {}", self.server, error_chain(err)))
     }
+}
+
+/// That the kubeconfig at `path` (or the default one) has `context`, with
+/// the contexts it has when it does not. A kubeconfig that cannot be read
+/// is left to kube-client to report.
+fn check_context(path: Option<&PathBuf>, context: &str) -> Result<(), Failure> {
+    let read = match path {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    let Ok(kubeconfig) = read else {
+        return Ok(());
+    };
+    if kubeconfig.contexts.iter().any(|c| c.name == context) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kubeconfig
+        .contexts
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    Err(Failure::usage(format!(
+        "--context {context:?}: the kubeconfig has no such context; its contexts are {}",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    )))
 }

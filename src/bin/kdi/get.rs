@@ -2,10 +2,11 @@
 
 use clap::Args;
 use kube_dynamic_informer::declarative::InformerSet;
+use kube_dynamic_informer::vocabulary::Selector;
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
-use crate::informers::{Selection, start_and_sync};
+use crate::informers::{Selection, start_and_sync, unknown_index};
 use crate::output::{Format, print_objects, printable, written};
 
 #[derive(Args, Debug)]
@@ -27,6 +28,36 @@ pub struct GetArgs {
     /// instead of redacting it.
     #[arg(long)]
     pub show_secrets: bool,
+}
+
+/// `--index` and `--match` as they are checked before the cluster is
+/// contacted: the index named by some informer of the set, the selector
+/// parsed.
+pub fn check_query(set: &InformerSet, args: &GetArgs) -> Result<(), Failure> {
+    if let Some(index) = &args.index {
+        let (name, _) = index
+            .split_once('=')
+            .ok_or_else(|| Failure::usage(format!("--index {index:?}: expected NAME=VALUE")))?;
+        let declared: std::collections::BTreeSet<&String> = set
+            .informers
+            .iter()
+            .flat_map(|i| i.indexes.keys())
+            .chain(set.patterns.iter().flat_map(|p| p.indexes.keys()))
+            .collect();
+        if !declared.iter().any(|d| d.as_str() == name) {
+            return Err(unknown_index(
+                &format!("--index {index:?}"),
+                name,
+                &declared,
+                false,
+            ));
+        }
+    }
+    if let Some(selector) = &args.by_labels {
+        Selector::parse(selector)
+            .map_err(|e| Failure::usage(format!("--match {selector:?}: {e}")))?;
+    }
+    Ok(())
 }
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {

@@ -14,6 +14,7 @@ use kube_dynamic_informer::declarative::{
 };
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
+use kube_dynamic_informer::informer::SnapshotOptions;
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ShardError, ShardKey, StaticShard};
 
@@ -106,6 +107,16 @@ pub struct Selection {
     /// How long the shard group's Leases stay valid without renewal.
     #[arg(long, value_name = "DURATION", requires = "shard_group")]
     pub lease_duration: Option<String>,
+    /// Write each cache to a snapshot in this directory (when kdi stops and
+    /// every `--snapshot-interval`), and start from it next time: no list
+    /// of what the snapshot holds, only the changes since (warm restart).
+    /// One directory per cluster. Secrets and `--sensitive` resources are
+    /// not written.
+    #[arg(long, value_name = "DIR")]
+    pub snapshot_dir: Option<PathBuf>,
+    /// How often a running kdi writes its snapshots.
+    #[arg(long, default_value = "5m", value_parser = parse_duration_arg, requires = "snapshot_dir")]
+    pub snapshot_interval: Duration,
     /// How long to wait for caches to sync; `0` waits for ever.
     #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
     pub timeout: Duration,
@@ -250,6 +261,10 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
         shard: sel.shard,
         shard_key: sel.shard_key.map(Into::into),
         shard_group,
+        snapshot: sel
+            .snapshot_dir
+            .as_ref()
+            .map(|dir| SnapshotOptions::new(dir).interval(sel.snapshot_interval)),
     };
     set.overlay(&overlay).map_err(Failure::usage)
 }
@@ -351,4 +366,26 @@ pub async fn resource_set(
                 Failure::usage(message)
             }
         })
+}
+
+/// An index name no informer declares, as `flag` (`--index "x=a"`) gave it:
+/// the indexes there are (`or_all`: and `all`), or how to declare one.
+pub fn unknown_index(
+    flag: &str,
+    name: &str,
+    declared: &std::collections::BTreeSet<&String>,
+    or_all: bool,
+) -> Failure {
+    Failure::usage(if declared.is_empty() {
+        format!(
+            "{flag}: no index is declared; declare one with --define-index NAME=JMESPATH or in the config file"
+        )
+    } else {
+        let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
+        format!(
+            "{flag}: no informer has an index named {name:?}; the indexes declared are {}{}",
+            names.join(", "),
+            if or_all { ", or `all`" } else { "" }
+        )
+    })
 }

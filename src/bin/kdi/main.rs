@@ -243,6 +243,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Get(args) => {
             let set = informers::informer_set(&args.selection)?;
+            get::check_query(&set, &args)?;
             if contexts.many(&set) {
                 return clusters::get(&contexts, set, args).await;
             }

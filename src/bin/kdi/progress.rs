@@ -327,7 +327,12 @@ impl Progress {
             let worth_saying = match status {
                 InformerStatus::NotStarted => false,
                 InformerStatus::Syncing { .. } => !self.json,
-                InformerStatus::Synced => !self.json || t.spoke,
+                // How an informer with snapshots started is news.
+                InformerStatus::Synced => {
+                    !self.json
+                        || t.spoke
+                        || t.informer.informer().stats().snapshot_start().is_some()
+                }
                 _ => true,
             };
             if worth_saying {
@@ -367,6 +372,9 @@ impl Progress {
                     if let Some(shard) = shard_words(&t.informer) {
                         line["shard"] = json!(shard);
                     }
+                    if let Some(start) = t.informer.informer().stats().snapshot_start() {
+                        line["snapshot"] = json!(start.to_string());
+                    }
                 }
                 _ => {}
             }
@@ -387,6 +395,9 @@ impl Progress {
                     words.push_str(&format!(", {} objects", store.len()));
                     if let Some(shard) = shard_words(&t.informer) {
                         words.push_str(&format!(" of {shard}"));
+                    }
+                    if let Some(start) = t.informer.informer().stats().snapshot_start() {
+                        words.push_str(&format!(" ({start})"));
                     }
                 }
                 _ => {}

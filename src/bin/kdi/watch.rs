@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Selection, start_and_sync};
+use crate::informers::{Selection, start_and_sync, unknown_index};
 use crate::output::event_line;
 use crate::parse_duration_arg;
 use crate::progress::resource_label;
@@ -226,15 +226,12 @@ pub fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(
     let known: BTreeSet<&String> = informers.iter().flat_map(|d| d.indexes.keys()).collect();
     for w in wanted {
         if w != "all" && !known.contains(w) {
-            let have = if known.is_empty() {
-                "no informer has indexes; declare them with --define-index NAME=EXPR or in the config file".to_string()
-            } else {
-                let names: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
-                format!("the indexes are {}, or `all`", names.join(", "))
-            };
-            return Err(Failure::usage(format!(
-                "--index-values {w:?}: no informer has an index of that name; {have}"
-            )));
+            return Err(unknown_index(
+                &format!("--index-values {w:?}"),
+                w,
+                &known,
+                true,
+            ));
         }
     }
     Ok(())

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use kube_dynamic_informer::cache::IndexFn;
@@ -292,7 +292,6 @@ pub async fn watch_set(
     let deadline = crate::stop::deadline(args.duration);
     let sel = &args.selection;
     let json = !std::io::stderr().is_terminal();
-    let file: Option<PathBuf> = sel.config.clone();
     let resource_set = resource_set(cluster, set, sel, access_policy(&args)).await?;
     let (members, mut events) = resource_set.subscribe().await;
     let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
@@ -339,7 +338,7 @@ pub async fn watch_set(
     // The file is reloaded when it changes or at SIGHUP; each outcome
     // comes back as a Reloaded event.
     let stop_following = CancellationToken::new();
-    let following = file.clone().map(|path| {
+    let following = sel.config.clone().map(|path| {
         let sel = sel.clone();
         resource_set.follow_file(
             path,
@@ -377,10 +376,10 @@ pub async fn watch_set(
         }
     };
     stop_following.cancel();
+    stop_reporting.cancel();
     if let Some(following) = following {
         let _ = following.await;
     }
-    stop_reporting.cancel();
     let _ = reporting.await;
     resource_set.shutdown().await;
     result

@@ -8,6 +8,15 @@ mod report;
 mod source;
 #[cfg(feature = "config")]
 pub(crate) use source::cluster_name_of;
+/// `options` for cluster `cluster`: snapshots in a directory of its own
+/// (`DIR/cluster-NAME`), as one directory holds one cluster's.
+fn in_cluster_dir(mut options: InformerOptions, cluster: &str) -> InformerOptions {
+    if let Some(snapshot) = &mut options.snapshot {
+        snapshot.dir = snapshot.dir.join(format!("cluster-{cluster}"));
+    }
+    options
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -377,7 +386,10 @@ impl ClusterSet {
         let name: Arc<str> = name.into();
         let entry = Arc::new(ClusterEntry {
             name: name.clone(),
-            factory: InformerFactory::with_options(client, self.inner.defaults.clone()),
+            factory: InformerFactory::with_options(
+                client,
+                in_cluster_dir(self.inner.defaults.clone(), &name),
+            ),
             cancel: self.inner.cancel.child_token(),
             resources: Mutex::new(ClusterResources::default()),
             changed: watch::Sender::new(0),
@@ -636,7 +648,10 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
         resources_changed.mark_unchanged();
         let mut failed = false;
         for spec in wanted {
-            let options = spec.options.clone().unwrap_or_else(|| defaults.clone());
+            let options = in_cluster_dir(
+                spec.options.clone().unwrap_or_else(|| defaults.clone()),
+                &cluster.name,
+            );
             let resolved = tokio::select! {
                 () = cluster.cancel.cancelled() => return,
                 r = crate::informer::telemetry::in_cluster(

@@ -303,3 +303,23 @@ fn series_of_a_cluster_carry_its_name() {
         assert!(k.labels().all(|l| l.key() != "cluster"), "{k:?}");
     }
 }
+
+#[test]
+fn each_cluster_keeps_its_snapshots_in_a_directory_of_its_own() {
+    use crate::informer::SnapshotOptions;
+    let options = InformerOptions::default().snapshot(SnapshotOptions::new("/var/cache/kdi"));
+    let a = in_cluster_dir(options.clone(), "prod-eu");
+    let b = in_cluster_dir(options, "..");
+    assert_eq!(
+        a.snapshot.unwrap().dir,
+        Path::new("/var/cache/kdi/cluster-prod-eu")
+    );
+    assert_eq!(
+        b.snapshot.unwrap().dir,
+        Path::new("/var/cache/kdi/cluster-..")
+    );
+    assert_eq!(
+        in_cluster_dir(InformerOptions::default(), "x").snapshot,
+        None
+    );
+}

@@ -11,6 +11,7 @@ use crate::cache::projection::Projection;
 use crate::cache::store::Storage;
 use crate::factory::pattern::{PatternError, ResourcePattern, ScopeFilter};
 use crate::informer::options::InformerOptions;
+use crate::informer::snapshot::SnapshotOptions;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::shard::{ShardKey, StaticShard};
 
@@ -96,6 +97,8 @@ pub struct Overlay {
     pub shard_key: Option<ShardKey>,
     /// This shard group.
     pub shard_group: Option<ShardGroupSpec>,
+    /// These snapshots (warm restarts).
+    pub snapshot: Option<SnapshotOptions>,
 }
 
 impl Overlay {
@@ -127,6 +130,9 @@ impl Overlay {
         }
         if let Some(key) = self.shard_key {
             o.shard_key = key;
+        }
+        if self.snapshot.is_some() {
+            o.snapshot.clone_from(&self.snapshot);
         }
     }
 }

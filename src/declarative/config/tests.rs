@@ -508,3 +508,19 @@ fn pattern_fields_are_those_of_the_type() {
     known.sort_unstable();
     assert_eq!(keys, known);
 }
+
+#[test]
+fn a_bad_duration_is_said_once_in_words_and_snapshots_are_checked() {
+    let found = errors(
+        "defaults:\n  resync: 10 minutes\n  snapshot: { interval: soon, bogus: 1 }\ninformers:\n  - resource: pods\n",
+    );
+    assert_eq!(
+        found,
+        [
+            "4:11 invalid duration \"10 minutes\": expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\"",
+            "5:13 a snapshot needs `dir`: the directory of the snapshot files",
+            "5:25 invalid duration \"soon\": expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\" or \"0\"",
+            "5:31 unknown field \"bogus\"",
+        ]
+    );
+}

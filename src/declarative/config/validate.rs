@@ -65,8 +65,12 @@ impl Validation<'_> {
                 return;
             }
         };
-        let found: Vec<(String, String, Vec<String>)> = validator
-            .iter_errors(&self.doc.value)
+        let mut errors = Vec::new();
+        for e in validator.iter_errors(&self.doc.value) {
+            flatten_nullable(e, &mut errors);
+        }
+        let found: Vec<(String, String, Vec<String>)> = errors
+            .iter()
             .map(|e| {
                 let pointer = e.instance_path().to_string();
                 let unexpected = match e.kind() {
@@ -78,10 +82,15 @@ impl Validation<'_> {
                     } => unexpected.clone(),
                     _ => Vec::new(),
                 };
-                (pointer, schema_message(&e), unexpected)
+                (pointer, schema_message(e), unexpected)
             })
             .collect();
         for (pointer, message, unexpected) in found {
+            // A malformed duration is said by the semantic check, in words
+            // rather than the schema's regular expression.
+            if message.contains(DURATION_PATTERN_MARK) {
+                continue;
+            }
             if unexpected.is_empty() {
                 self.error(&pointer, message);
             } else {
@@ -268,6 +277,23 @@ impl Validation<'_> {
                 }
             }
         }
+        if let Some(snapshot) = value.get("snapshot").filter(|s| s.is_object()) {
+            if let Some(s) = snapshot.get("interval").and_then(|s| s.as_str())
+                && let Err(e) = parse_duration(s)
+            {
+                self.error(&format!("{at}/snapshot/interval"), e);
+            }
+            if snapshot
+                .get("dir")
+                .and_then(|d| d.as_str())
+                .is_none_or(|d| d.trim().is_empty())
+            {
+                self.error(
+                    &format!("{at}/snapshot"),
+                    "a snapshot needs `dir`: the directory of the snapshot files".to_owned(),
+                );
+            }
+        }
         if let Some(paths) = value.get("projection").and_then(|p| p.as_array()) {
             for (i, path) in paths.iter().enumerate() {
                 // An empty path or another type is the schema's to report.
@@ -301,6 +327,41 @@ impl Validation<'_> {
 /// enumeration rather than "not valid under any of the schemas listed in
 /// the 'oneOf' keyword", and a large offending value described by its size
 /// rather than quoted whole.
+/// An optional value (`anyOf: [{...}, {type: null}]`) that is not null
+/// fails its null branch by type: its errors are the other branch's, said
+/// where they are rather than as one "not valid under any of the schemas".
+fn flatten_nullable<'a>(
+    e: jsonschema::ValidationError<'a>,
+    out: &mut Vec<jsonschema::ValidationError<'a>>,
+) {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    fn typed(branch: &[jsonschema::ValidationError<'_>]) -> bool {
+        !branch.is_empty() && branch.iter().all(|b| matches!(b.kind(), Kind::Type { .. }))
+    }
+    let nullable = match e.kind() {
+        Kind::AnyOf { context } => {
+            context.iter().filter(|b| typed(b)).count() == 1
+                && context.iter().filter(|b| !typed(b)).count() == 1
+        }
+        _ => false,
+    };
+    if !nullable {
+        out.push(e);
+        return;
+    }
+    if let Kind::AnyOf { context } = e.into_parts().kind {
+        for branch in context.into_iter().filter(|b| !typed(b)) {
+            for inner in branch {
+                flatten_nullable(inner, out);
+            }
+        }
+    }
+}
+
+/// A piece of the schema's pattern for durations, by which its mismatches
+/// are recognised.
+const DURATION_PATTERN_MARK: &str = "(ns|us|µs|μs|ms|s|m|h)";
+
 pub(super) fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
     use jsonschema::error::ValidationErrorKind as Kind;
     let allowed: Option<Vec<String>> = match e.kind() {

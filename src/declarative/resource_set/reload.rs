@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::{Removal, ResourceSet, SetEvent, State, send};
 use crate::declarative::config::{ConfigError, ConfigErrors, InformerSet};
 
 /// The result of a reload: when, of what content, and how it went. What
@@ -109,4 +110,124 @@ pub(super) fn read(path: &Path) -> Result<(InformerSet, String), ReloadError> {
         unserved: false,
     })?;
     Ok((config, text))
+}
+
+impl ResourceSet {
+    /// Applies `config` to the running set: unchanged informers keep
+    /// running, changed ones are replaced, removed ones stopped, new ones
+    /// started. A config that cannot be applied whole is refused, and the
+    /// set is left as it was. Errors name the entry (`informers[1].resource`)
+    /// but no file position; [`reload_file`](Self::reload_file) has them.
+    ///
+    /// # Errors
+    /// [`ReloadError`] with every problem.
+    pub async fn apply(&self, config: InformerSet) -> Result<ReloadStatus, ReloadError> {
+        let hash = content_hash(
+            serde_json::to_string(&config)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        self.apply_located(config, hash, None).await
+    }
+
+    /// Reads the config file at `path` and applies it; see
+    /// [`apply`](Self::apply). A file that does not load (syntax, schema,
+    /// expressions) is refused with every problem located, as is one naming
+    /// resources the cluster refuses.
+    ///
+    /// # Errors
+    /// [`ReloadError`] with every problem, each with file, line and column.
+    pub async fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadStatus, ReloadError> {
+        self.reload_file_with(path, |_| Ok(())).await
+    }
+
+    /// As [`reload_file`](Self::reload_file), with `adjust` applied to the
+    /// config once loaded: for settings given apart from the file (a
+    /// command line's overrides). An error of `adjust` refuses the reload.
+    ///
+    /// # Errors
+    /// As [`reload_file`](Self::reload_file), and what `adjust` says.
+    pub async fn reload_file_with(
+        &self,
+        path: impl AsRef<Path>,
+        adjust: impl FnOnce(&mut InformerSet) -> Result<(), String>,
+    ) -> Result<ReloadStatus, ReloadError> {
+        let path = path.as_ref();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let err = ReloadError::whole(path, format!("cannot read the file: {e}"));
+                self.record(failed(content_hash(&[]), &err)).await;
+                return Err(err);
+            }
+        };
+        let hash = content_hash(text.as_bytes());
+        let config = match InformerSet::load_str(&text, path) {
+            Ok(mut config) => match adjust(&mut config) {
+                Ok(()) => config,
+                Err(message) => {
+                    let err = ReloadError::whole(path, message);
+                    self.record(failed(hash, &err)).await;
+                    return Err(err);
+                }
+            },
+            Err(errors) => {
+                let err = ReloadError {
+                    errors: errors.errors,
+                    unserved: false,
+                };
+                self.record(failed(hash, &err)).await;
+                return Err(err);
+            }
+        };
+        self.apply_located(config, hash, Some((path, text.as_str())))
+            .await
+    }
+
+    async fn apply_located(
+        &self,
+        config: InformerSet,
+        hash: String,
+        source: Option<(&Path, &str)>,
+    ) -> Result<ReloadStatus, ReloadError> {
+        let mut state = self.inner.state.lock().await;
+        let plan = self.plan(&state, &config).await;
+        if let Some(err) = plan.refusal(source) {
+            self.discard(&state, plan.created).await;
+            let status = failed(hash, &err);
+            self.record_locked(&mut state, status);
+            return Err(err);
+        }
+        state.config = config;
+        let counts = self.commit(&mut state, plan, Removal::Reloaded).await;
+        let status = ReloadStatus {
+            at: SystemTime::now(),
+            hash,
+            success: true,
+            errors: Vec::new(),
+            kept: counts.kept,
+            added: counts.added,
+            removed: counts.removed,
+            replaced: counts.replaced,
+        };
+        self.record_locked(&mut state, status.clone());
+        Ok(status)
+    }
+
+    async fn record(&self, status: ReloadStatus) {
+        let mut state = self.inner.state.lock().await;
+        self.record_locked(&mut state, status);
+    }
+
+    pub(super) fn record_locked(&self, state: &mut State, status: ReloadStatus) {
+        crate::informer::telemetry::config_reloaded(
+            status.success,
+            status.at_unix_seconds(),
+            &status.hash,
+            status.errors.len(),
+        );
+        *self.inner.last_reload.lock() = Some(status.clone());
+        state.last_reload = Some(status.clone());
+        send(state, &SetEvent::Reloaded(status));
+    }
 }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Inner, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroupConfig, rendezvous,
 };
-use crate::vocabulary::shard::ShardRange;
+use crate::vocabulary::shard::{Handover, ShardRange};
 
 /// What a member last saw of a Lease: its resourceVersion, and when it was
 /// first seen at it (by this member's clock).
@@ -33,8 +33,11 @@ pub(super) struct Member {
     api: Api<Lease>,
     config: ShardGroupConfig,
     ranges: watch::Sender<Option<Vec<ShardRange>>>,
+    handover: Handover,
     status: watch::Sender<MemberStatus>,
     cancel: CancellationToken,
+    /// The last hand-over that could not wait for every handler, in words.
+    late_handover: Option<String>,
     /// Held slots, with when their last successful renewal started.
     held: BTreeMap<u32, Instant>,
     seen: HashMap<String, Seen>,
@@ -58,8 +61,10 @@ impl Member {
             api: Api::namespaced(client, &inner.config.namespace),
             config: inner.config.clone(),
             ranges: inner.ranges.clone(),
+            handover: inner.handover.clone(),
             status: inner.status.clone(),
             cancel: inner.cancel.clone(),
+            late_handover: None,
             held: BTreeMap::new(),
             seen: HashMap::new(),
             member_renewed: None,
@@ -128,6 +133,7 @@ impl Member {
             return Ok(());
         }
         let mut errors = Vec::new();
+        let mut leaving = Vec::new();
         for slot in 0..self.config.slots {
             let owner = rendezvous(&reading.members, slot);
             let mine = owner == Some(self.config.identity.as_str());
@@ -139,15 +145,8 @@ impl Member {
                         errors.push(e);
                     }
                 } else {
-                    // Give up first (the informers stop serving it), then
-                    // release.
                     self.held.remove(&slot);
-                    self.publish();
-                    if let Some(lease) = lease
-                        && let Err(e) = self.write_slot(lease, "").await
-                    {
-                        errors.push(e);
-                    }
+                    leaving.push((slot, lease));
                 }
             } else if mine && self.is_free(lease) {
                 let taken = match lease {
@@ -163,6 +162,20 @@ impl Member {
                 }
             }
         }
+        // Give the slots up first (the informers stop serving them and
+        // tell their handlers), then release them.
+        if !leaving.is_empty() {
+            self.publish();
+            let slots: Vec<u32> = leaving.iter().map(|(slot, _)| *slot).collect();
+            self.hand_over(&slots).await;
+            for (_, lease) in leaving {
+                if let Some(lease) = lease
+                    && let Err(e) = self.write_slot(lease, "").await
+                {
+                    errors.push(e);
+                }
+            }
+        }
         self.claimed = true;
         let members = reading.members.len();
         if let Some(e) = errors.into_iter().next() {
@@ -171,8 +184,31 @@ impl Member {
         self.status.send_replace(MemberStatus::Active {
             slots: self.held.keys().copied().collect(),
             members,
+            late_handover: self.late_handover.clone(),
         });
         Ok(())
+    }
+
+    /// Waits, for at most a renew interval, until the handlers of every
+    /// informer following this member were told that the objects of
+    /// `slots` left; says so in the status when they were not.
+    async fn hand_over(&mut self, slots: &[u32]) {
+        let ranges: Vec<ShardRange> = slots
+            .iter()
+            .filter_map(|s| ShardRange::part(*s, self.config.slots).ok())
+            .collect();
+        let deadline = Instant::now() + self.config.renew_interval();
+        match self.handover.released(&ranges, deadline).await {
+            Ok(()) => self.late_handover = None,
+            Err(behind) => {
+                let late = format!(
+                    "slots {slots:?} released before the handlers of {behind} informer(s) received their leftShard deletes (waited {:?})",
+                    self.config.renew_interval()
+                );
+                tracing::warn!(group = %self.config.name, identity = %self.config.identity, "shard group: {late}");
+                self.late_handover = Some(late);
+            }
+        }
     }
 
     /// Lists the group's Leases and judges which members are live.
@@ -416,19 +452,13 @@ impl Member {
             .keys()
             .filter_map(|s| ShardRange::part(*s, self.config.slots).ok())
             .collect();
-        self.ranges.send_if_modified(|current| {
-            if current.as_ref() == Some(&ranges) {
-                false
-            } else {
-                *current = Some(ranges);
-                true
-            }
-        });
+        self.handover.publish(&self.ranges, ranges);
     }
 
     async fn leave(mut self) {
         let held: Vec<u32> = std::mem::take(&mut self.held).into_keys().collect();
-        self.ranges.send_replace(Some(Vec::new()));
+        self.handover.publish(&self.ranges, Vec::new());
+        self.hand_over(&held).await;
         for slot in held {
             let name = self.config.slot_lease_name(slot);
             if let Ok(lease) = self.api.get(&name).await

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::vocabulary::shard::{ShardAssignment, ShardRange, ShardSource, fnv1a_64};
+use crate::vocabulary::shard::{Handover, ShardAssignment, ShardRange, ShardSource, fnv1a_64};
 
 mod member;
 
@@ -218,6 +218,11 @@ pub enum MemberStatus {
         slots: Vec<u32>,
         /// The live members it sees, itself included.
         members: usize,
+        /// Set when the last hand-over of slots could not wait for every
+        /// informer's handlers to receive the `leftShard` deletes (a
+        /// handler stuck for a whole renew interval): which slots, and
+        /// how many informers were behind.
+        late_handover: Option<String>,
     },
     /// It could not renew its Leases in time and gave up its slots; it
     /// keeps trying.
@@ -236,8 +241,16 @@ impl fmt::Display for MemberStatus {
             MemberStatus::Joining {
                 last_error: Some(e),
             } => write!(f, "joining, failing: {e}"),
-            MemberStatus::Active { slots, members } => {
-                write!(f, "active: {} slots, {members} members", slots.len())
+            MemberStatus::Active {
+                slots,
+                members,
+                late_handover,
+            } => {
+                write!(f, "active: {} slots, {members} members", slots.len())?;
+                match late_handover {
+                    Some(late) => write!(f, "; {late}"),
+                    None => Ok(()),
+                }
             }
             MemberStatus::LostLease { reason } => {
                 write!(f, "lost its lease, holds no slot: {reason}")
@@ -250,6 +263,8 @@ impl fmt::Display for MemberStatus {
 struct Inner {
     config: ShardGroupConfig,
     ranges: watch::Sender<Option<Vec<ShardRange>>>,
+    /// What this process's informers' handlers still hold of the ranges.
+    handover: Handover,
     status: watch::Sender<MemberStatus>,
     cancel: CancellationToken,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -343,6 +358,10 @@ impl ShardSource for ShardGroup {
         let group = self.clone();
         Box::pin(async move { group.leave().await })
     }
+
+    fn handover(&self) -> Option<Handover> {
+        Some(self.inner.handover.clone())
+    }
 }
 
 impl From<ShardGroup> for ShardAssignment {
@@ -374,6 +393,7 @@ impl ShardGroup {
         let inner = Arc::new(Inner {
             config,
             ranges: watch::Sender::new(None),
+            handover: Handover::default(),
             status: watch::Sender::new(MemberStatus::Joining { last_error: None }),
             cancel: CancellationToken::new(),
             task: Mutex::new(None),

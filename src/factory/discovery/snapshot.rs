@@ -8,7 +8,7 @@ use super::*;
 pub struct DiscoverySnapshot {
     pub(super) resources: Vec<KnownResource>,
     pub(super) verbs: HashMap<ResourceKey, Vec<String>>,
-    pub(super) categories: HashMap<ResourceKey, Vec<String>>,
+    pub(crate) categories: HashMap<ResourceKey, Vec<String>>,
     /// `(group, plural)` of every resource a CRD defines, when known.
     pub(super) custom: Option<Arc<GroupPlurals>>,
     pub(super) unavailable: Vec<UnavailableGroupVersion>,

@@ -131,7 +131,7 @@ fn unavailable_groups_are_named_in_resolution_errors() {
     };
     assert_eq!(
         err.to_string(),
-        "no resource matches \"podmetrics\" (not discovered, so not searched: \
+        "no resource matches \"podmetrics\" (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com) (not discovered, so not searched: \
          metrics.k8s.io/v1beta1: its API server did not answer discovery (freshness Stale))"
     );
 }

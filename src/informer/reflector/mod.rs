@@ -16,17 +16,19 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::transform::TransformFn;
 use crate::informer::backoff::Backoff;
 use crate::informer::options::{InformerOptions, ShardFeed};
+use crate::informer::snapshot::{self as snapshots, SnapshotStart};
 use crate::informer::status::InformerStatus;
 use crate::informer::telemetry::{InformerMetrics, ListReason, Received};
 use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::scope::ResourceAvailability;
-use crate::vocabulary::shard::{ShardFiltering, ShardSelector};
+use crate::vocabulary::shard::{Settlement, ShardFiltering, ShardSelector};
 use crate::wire::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent};
 
 mod listing;
 mod shard;
+mod snapshot;
 mod watching;
 
 /// A change for the cache, in the order the server reported it.
@@ -64,6 +66,10 @@ pub enum Delta {
         previous: Option<ShardSelector>,
         /// The selector from now on.
         current: ShardSelector,
+        /// For a source with a [hand-over](crate::vocabulary::Handover):
+        /// dropped once every handler received the `leftShard` deletes of
+        /// the objects outside `current`.
+        settlement: Option<Settlement>,
     },
 }
 
@@ -99,6 +105,18 @@ pub struct ReflectorStats {
     shard_last_filtering: std::sync::atomic::AtomicU8,
     /// The selector of the current list and watch.
     shard_selector: Mutex<Option<ShardSelector>>,
+    /// Deletes handed to handlers with `final_state_unknown`: objects a
+    /// relist found gone (client-go's tombstones).
+    pub tombstones: AtomicU64,
+    /// Snapshots written (informers with
+    /// [`InformerOptions::snapshot`]).
+    pub snapshots_written: AtomicU64,
+    /// Snapshots that could not be written (each logged).
+    pub snapshot_write_errors: AtomicU64,
+    /// How the informer started, with snapshots.
+    snapshot_start: Mutex<Option<SnapshotStart>>,
+    /// Where the informer's snapshot is written, once known.
+    pub(crate) snapshot_target: Mutex<Option<snapshots::Target>>,
 }
 
 impl ReflectorStats {
@@ -121,6 +139,44 @@ impl ReflectorStats {
         self.shard_selector.lock().clone()
     }
 
+    /// Every counter, read at once into plain numbers.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::informer::ReflectorStats;
+    ///
+    /// let stats = ReflectorStats::default();
+    /// let counters = stats.counters();
+    /// assert_eq!(counters.lists, 0);
+    /// assert_eq!(counters.tombstones, 0);
+    /// ```
+    #[must_use]
+    pub fn counters(&self) -> ReflectorCounters {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ReflectorCounters {
+            list_requests: n(&self.list_requests),
+            lists: n(&self.lists),
+            relists_after_gone: n(&self.relists_after_gone),
+            watch_requests: n(&self.watch_requests),
+            watch_events: n(&self.watch_events),
+            errors: n(&self.errors),
+            skipped_objects: n(&self.skipped_objects),
+            tombstones: n(&self.tombstones),
+            shard_pages_filtered_by_server: n(&self.shard_pages_filtered_by_server),
+            shard_pages_filtered_by_client: n(&self.shard_pages_filtered_by_client),
+            shard_objects_dropped: n(&self.shard_objects_dropped),
+            snapshots_written: n(&self.snapshots_written),
+            snapshot_write_errors: n(&self.snapshot_write_errors),
+        }
+    }
+
+    /// For an informer with [`InformerOptions::snapshot`]: whether it
+    /// resumed from its snapshot or listed, and why; `None` before it
+    /// decided (and without snapshots).
+    #[must_use]
+    pub fn snapshot_start(&self) -> Option<SnapshotStart> {
+        self.snapshot_start.lock().clone()
+    }
+
     fn record_filtering(&self, filtering: ShardFiltering) {
         let (counter, code) = match filtering {
             ShardFiltering::Server => (&self.shard_pages_filtered_by_server, 1),
@@ -133,6 +189,27 @@ impl ReflectorStats {
     fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// The counters of [`ReflectorStats`] at one moment, as plain numbers
+/// ([`ReflectorStats::counters`]); each field is documented there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct ReflectorCounters {
+    pub list_requests: u64,
+    pub lists: u64,
+    pub relists_after_gone: u64,
+    pub watch_requests: u64,
+    pub watch_events: u64,
+    pub errors: u64,
+    pub skipped_objects: u64,
+    pub tombstones: u64,
+    pub shard_pages_filtered_by_server: u64,
+    pub shard_pages_filtered_by_client: u64,
+    pub shard_objects_dropped: u64,
+    pub snapshots_written: u64,
+    pub snapshot_write_errors: u64,
 }
 
 /// A list or watch failure, as handed to the [`ErrorHook`].
@@ -205,6 +282,15 @@ pub struct Reflector {
     shard: Option<ShardFeed>,
     /// The shard selector of the current list and watch.
     active_shard: Option<ShardSelector>,
+    /// A snapshot was looked for (once, before the first list).
+    snapshot_tried: bool,
+    /// A snapshot was handed on as the start of the first list, which ends
+    /// once the watch from its resourceVersion is accepted; how the
+    /// informer started, to record then.
+    snapshot_pending: Option<SnapshotStart>,
+    /// The snapshot's list ended after a grace without any watch item: a
+    /// 410 as the first item still means the snapshot was too old.
+    snapshot_unconfirmed: bool,
 }
 
 /// Why a watch ended.
@@ -241,6 +327,16 @@ enum ShardStep {
     /// It holds no range: nothing to list.
     Nothing,
     Cancelled,
+}
+
+/// What follows a list.
+enum Listed {
+    /// Watch from this resourceVersion.
+    Watch(String),
+    /// It failed and the backoff passed: start over.
+    Retry,
+    /// Cancelled.
+    Stop,
 }
 
 /// Result of one list attempt.
@@ -285,6 +381,9 @@ impl Reflector {
             streaming_unsupported: false,
             shard: options.shard_ranges(),
             active_shard: None,
+            snapshot_tried: false,
+            snapshot_pending: None,
+            snapshot_unconfirmed: false,
         }
     }
 
@@ -429,57 +528,28 @@ impl Reflector {
                             continue;
                         }
                     }
-                    let streaming = self.options.streaming_list
-                        && self.lw.capabilities().streaming_list
-                        && !self.streaming_unsupported;
-                    let list_started = std::time::Instant::now();
-                    let outcome = if streaming {
-                        self.streaming_list(cancel, progress.listed, sink).await
-                    } else {
-                        self.paged_list(cancel, progress.listed, sink).await
-                    };
-                    match outcome {
-                        ListOutcome::Cancelled => break,
-                        ListOutcome::Failed(err) => {
-                            if progress.listed {
-                                progress.next_list = ListReason::Error;
-                            }
-                            if !self.wait_after(&err, progress, cancel).await {
-                                break;
-                            }
-                            continue;
-                        }
-                        ListOutcome::Listed(rv, deleted) => {
-                            ReflectorStats::inc(&self.stats.lists);
-                            sink(Delta::ListEnd);
-                            for object in deleted {
-                                sink(Delta::Delete(object));
-                            }
-                            sink(Delta::ResourceVersion(rv.clone()));
-                            self.metrics
-                                .listed(progress.next_list, list_started.elapsed());
-                            if !progress.listed {
-                                self.metrics
-                                    .sync_duration
-                                    .set(progress.started.elapsed().as_secs_f64());
-                            }
-                            progress.listed = true;
-                            progress.next_list = ListReason::Error;
-                            // The cache now equals the server: synced, as
-                            // it stays while its watch opens. A watch
-                            // resumed after a failure says so only once it
-                            // is open (see `watch`).
-                            self.set_status(InformerStatus::Synced);
-                            rv
-                        }
+                    if !progress.listed
+                        && let Some(rv) = self.resume_from_snapshot(sink).await
+                    {
+                        progress.resume_rv = Some(rv);
+                        continue;
+                    }
+                    match self.list(cancel, sink, progress).await {
+                        Listed::Watch(rv) => rv,
+                        Listed::Retry => continue,
+                        Listed::Stop => break,
                     }
                 }
             };
             let mut last_rv = rv;
-            match self
+            let from_snapshot = self.snapshot_pending.is_some();
+            let end = self
                 .watch(&last_rv.clone(), &mut last_rv, cancel, sink)
-                .await
-            {
+                .await;
+            if from_snapshot {
+                self.after_snapshot_watch(&end, progress);
+            }
+            match end {
                 WatchEnd::Cancelled => break,
                 WatchEnd::Resume => progress.resume_rv = Some(last_rv),
                 WatchEnd::Relist => {
@@ -494,6 +564,60 @@ impl Reflector {
                         break;
                     }
                 }
+            }
+        }
+    }
+
+    /// Lists (in pages or streaming) and hands the list on; what to do next.
+    async fn list(
+        &mut self,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+        progress: &mut Progress,
+    ) -> Listed {
+        let streaming = self.options.streaming_list
+            && self.lw.capabilities().streaming_list
+            && !self.streaming_unsupported;
+        let list_started = std::time::Instant::now();
+        let outcome = if streaming {
+            self.streaming_list(cancel, progress.listed, sink).await
+        } else {
+            self.paged_list(cancel, progress.listed, sink).await
+        };
+        match outcome {
+            ListOutcome::Cancelled => Listed::Stop,
+            ListOutcome::Failed(err) => {
+                if progress.listed {
+                    progress.next_list = ListReason::Error;
+                }
+                if self.wait_after(&err, progress, cancel).await {
+                    Listed::Retry
+                } else {
+                    Listed::Stop
+                }
+            }
+            ListOutcome::Listed(rv, deleted) => {
+                ReflectorStats::inc(&self.stats.lists);
+                sink(Delta::ListEnd);
+                for object in deleted {
+                    sink(Delta::Delete(object));
+                }
+                sink(Delta::ResourceVersion(rv.clone()));
+                self.metrics
+                    .listed(progress.next_list, list_started.elapsed());
+                if !progress.listed {
+                    self.metrics
+                        .sync_duration
+                        .set(progress.started.elapsed().as_secs_f64());
+                }
+                progress.listed = true;
+                progress.next_list = ListReason::Error;
+                // The cache now equals the server: synced, as
+                // it stays while its watch opens. A watch
+                // resumed after a failure says so only once it
+                // is open (see `watch`).
+                self.set_status(InformerStatus::Synced);
+                Listed::Watch(rv)
             }
         }
     }

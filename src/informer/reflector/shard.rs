@@ -30,10 +30,16 @@ impl Reflector {
             return ShardStep::List;
         };
         let key = source.key;
-        let ranges = loop {
-            let current = source.ranges.borrow_and_update().clone();
+        let (ranges, settlement) = loop {
+            let (current, settlement) = match &source.follower {
+                Some(follower) => {
+                    let (ranges, settlement) = follower.take(&mut source.ranges);
+                    (ranges, Some(settlement))
+                }
+                None => (source.ranges.borrow_and_update().clone(), None),
+            };
             if let Some(ranges) = current {
-                break ranges;
+                break (ranges, settlement);
             }
             self.status.send_if_modified(|status| {
                 let pending = match &source.assignment {
@@ -63,6 +69,7 @@ impl Reflector {
             sink(Delta::Reshard {
                 previous: self.active_shard.replace(current.clone()),
                 current: current.clone(),
+                settlement,
             });
         }
         if current.is_empty() {

@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// How long a watch from a snapshot's resourceVersion must stay open
+/// without an item before the snapshot counts as accepted: three times
+/// what opening it took (a server that no longer has the resourceVersion
+/// says so as it opens the watch), within these bounds.
+const SNAPSHOT_GRACE: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_secs(1),
+);
+
 impl Reflector {
     pub(super) fn start_watch(
         &self,
@@ -41,6 +50,7 @@ impl Reflector {
         ReflectorStats::inc(&self.stats.watch_requests);
         self.metrics.watch_starts.increment(1);
         let params = self.watch_params();
+        let opening = std::time::Instant::now();
         let stream = tokio::select! {
             _ = cancel.cancelled() => return WatchEnd::Cancelled,
             s = self.start_watch(&params, from) => s,
@@ -58,24 +68,47 @@ impl Reflector {
                 });
             }
         };
+        let mut first = match self
+            .accept_snapshot(&mut stream, from, opening, cancel, sink)
+            .await
+        {
+            Ok(first) => first,
+            Err(end) => return end,
+        };
         // Synced only now: the cache holds a complete list and a live watch
         // follows it (a watch that cannot be opened is a backoff).
-        self.set_status(InformerStatus::Synced);
+        if self.snapshot_pending.is_none() {
+            self.set_status(InformerStatus::Synced);
+        }
         let reshard = self.ranges_changed();
         tokio::pin!(reshard);
         loop {
-            let next = tokio::select! {
-                _ = cancel.cancelled() => return WatchEnd::Cancelled,
-                () = &mut reshard => {
-                    tracing::info!(resource = %self.key, "shard ranges changed; listing the new ones");
-                    return WatchEnd::Reshard;
+            let next = if let Some(item) = first.take() {
+                item
+            } else {
+                tokio::select! {
+                    _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                    () = &mut reshard => {
+                        tracing::info!(resource = %self.key, "shard ranges changed; listing the new ones");
+                        return WatchEnd::Reshard;
+                    }
+                    n = stream.next() => n,
                 }
-                n = stream.next() => n,
             };
+            if !matches!(&next, Some(Err(e)) if e.is_gone()) {
+                self.snapshot_unconfirmed = false;
+            }
             let event = match next {
                 None => return WatchEnd::Resume,
                 Some(Err(e)) if e.is_gone() => {
                     tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
+                    if std::mem::take(&mut self.snapshot_unconfirmed) {
+                        // Later than the grace: the snapshot was too old
+                        // after all, and the relist reconciles it.
+                        self.record_snapshot_start(SnapshotStart::Listed {
+                            reason: crate::informer::snapshot::SnapshotRefusal::TooOld,
+                        });
+                    }
                     return WatchEnd::Relist;
                 }
                 Some(Err(source)) => {
@@ -86,48 +119,93 @@ impl Reflector {
                 }
                 Some(Ok(e)) => e,
             };
-            ReflectorStats::inc(&self.stats.watch_events);
-            self.metrics.received(match &event {
-                WatchEvent::Added(_) => Received::Added,
-                WatchEvent::Modified(_) => Received::Modified,
-                WatchEvent::Deleted(_) => Received::Deleted,
-                WatchEvent::Bookmark { .. } => Received::Bookmark,
-                WatchEvent::Skipped { .. } => Received::Skipped,
-            });
-            match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(rv) = &o.metadata.resource_version {
-                        last_rv.clone_from(rv);
-                    }
-                    if let Some(o) = self.admit(o) {
-                        sink(Delta::Upsert(o));
-                    }
+            self.apply_event(event, last_rv, sink);
+            sink(Delta::ResourceVersion(last_rv.clone()));
+        }
+    }
+
+    /// A snapshot served as the first list ends once the watch from its
+    /// resourceVersion is known to be accepted: at its first item, or after
+    /// a grace without one (see [`SNAPSHOT_GRACE`]: a server whose history
+    /// no longer reaches the resourceVersion says so at once, as a 410 in
+    /// the stream). Returns the item read, to handle first.
+    async fn accept_snapshot(
+        &mut self,
+        stream: &mut crate::wire::list_watch::WatchStream,
+        from: &str,
+        opening: std::time::Instant,
+        cancel: &CancellationToken,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> Result<Option<Option<Result<WatchEvent, ListWatchError>>>, WatchEnd> {
+        if self.snapshot_pending.is_none() {
+            return Ok(None);
+        }
+        let first = tokio::select! {
+            _ = cancel.cancelled() => return Err(WatchEnd::Cancelled),
+            item = tokio::time::timeout(
+                (opening.elapsed() * 3).clamp(SNAPSHOT_GRACE.0, SNAPSHOT_GRACE.1),
+                stream.next(),
+            ) => item.ok(),
+        };
+        if !matches!(&first, Some(Some(Err(e))) if e.is_gone())
+            && let Some(resumed) = self.snapshot_pending.take()
+        {
+            sink(Delta::ListEnd);
+            sink(Delta::ResourceVersion(from.to_owned()));
+            self.record_snapshot_start(resumed);
+            // No item yet: a 410 may still be the first.
+            self.snapshot_unconfirmed = first.is_none();
+        }
+        Ok(first)
+    }
+
+    /// Hands on what one watch event changes, and moves `last_rv` past it.
+    fn apply_event(
+        &mut self,
+        event: WatchEvent,
+        last_rv: &mut String,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) {
+        ReflectorStats::inc(&self.stats.watch_events);
+        self.metrics.received(match &event {
+            WatchEvent::Added(_) => Received::Added,
+            WatchEvent::Modified(_) => Received::Modified,
+            WatchEvent::Deleted(_) => Received::Deleted,
+            WatchEvent::Bookmark { .. } => Received::Bookmark,
+            WatchEvent::Skipped { .. } => Received::Skipped,
+        });
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                if let Some(rv) = &o.metadata.resource_version {
+                    last_rv.clone_from(rv);
                 }
-                WatchEvent::Deleted(o) => {
-                    if let Some(rv) = &o.metadata.resource_version {
-                        last_rv.clone_from(rv);
-                    }
-                    if let Some(o) = self.admit(o) {
-                        sink(Delta::Delete(o));
-                    }
-                }
-                WatchEvent::Skipped { object, deleted } => {
-                    // Past it, so a resumed watch does not meet it again.
-                    if let Some(rv) = &object.resource_version {
-                        last_rv.clone_from(rv);
-                    }
-                    self.note_skipped(&object);
-                    if deleted && let Some(stub) = self.stub(&object) {
-                        sink(Delta::Delete(stub));
-                    }
-                }
-                WatchEvent::Bookmark {
-                    resource_version, ..
-                } => {
-                    *last_rv = resource_version;
+                if let Some(o) = self.admit(o) {
+                    sink(Delta::Upsert(o));
                 }
             }
-            sink(Delta::ResourceVersion(last_rv.clone()));
+            WatchEvent::Deleted(o) => {
+                if let Some(rv) = &o.metadata.resource_version {
+                    last_rv.clone_from(rv);
+                }
+                if let Some(o) = self.admit(o) {
+                    sink(Delta::Delete(o));
+                }
+            }
+            WatchEvent::Skipped { object, deleted } => {
+                // Past it, so a resumed watch does not meet it again.
+                if let Some(rv) = &object.resource_version {
+                    last_rv.clone_from(rv);
+                }
+                self.note_skipped(&object);
+                if deleted && let Some(stub) = self.stub(&object) {
+                    sink(Delta::Delete(stub));
+                }
+            }
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => {
+                *last_rv = resource_version;
+            }
         }
     }
 

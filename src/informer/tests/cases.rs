@@ -451,6 +451,8 @@ async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     keys.sort();
     assert_eq!(keys, ["ns/change", "ns/keep", "ns/new"]);
     assert_eq!(inf.stats().relists_after_gone.load(Ordering::Relaxed), 1);
+    let counters = inf.stats().counters();
+    assert_eq!((counters.tombstones, counters.relists_after_gone), (1, 1));
     cancel.cancel();
 }
 
@@ -671,12 +673,14 @@ async fn a_handler_added_before_start_lowers_the_check_period() {
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
-    // After start, a smaller request is raised to the check period.
+    // After start, a smaller request is raised to the check period, and
+    // the registration says so.
     let late = Recorder::default();
-    inf.add_handler_with(
+    let registration = inf.add_handler_with(
         late.handler(),
         HandlerOptions::default().resync(Duration::from_secs(1)),
     );
+    assert_eq!(registration.resync_period(), Duration::from_secs(5));
     let periods: Vec<Duration> = inf
         .shared
         .dispatch
@@ -1001,5 +1005,147 @@ async fn the_store_follows_the_resource_version_and_waits_for_one() {
         .unwrap_err();
     assert!(matches!(err, WaitError::RelistInProgress { .. }), "{err}");
     assert!(err.to_string().contains("relist"), "{err}");
+    cancel.cancel();
+}
+
+/// A shard source of the test's own, with a hand-over.
+struct HandingOver {
+    ranges: tokio::sync::watch::Sender<Option<Vec<crate::vocabulary::ShardRange>>>,
+    handover: crate::vocabulary::Handover,
+}
+
+impl crate::vocabulary::ShardSource for HandingOver {
+    fn identity(&self) -> String {
+        "test source".into()
+    }
+    fn ranges(&self) -> tokio::sync::watch::Receiver<Option<Vec<crate::vocabulary::ShardRange>>> {
+        self.ranges.subscribe()
+    }
+    fn describe(&self) -> String {
+        "test source".into()
+    }
+    fn handover(&self) -> Option<crate::vocabulary::Handover> {
+        Some(self.handover.clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_is_handed_over_once_every_handler_got_its_left_shard_deletes() {
+    use crate::vocabulary::{ShardAssignment, ShardKey, ShardRange, ShardSelector};
+    let objects: Vec<DynamicObject> = (0..12)
+        .map(|i| {
+            let mut o = obj(&format!("o{i}"), i + 1);
+            o.metadata.uid = Some(format!("{i}-uid"));
+            o
+        })
+        .collect();
+    let (lower, upper) = (ShardRange::part(0, 2).unwrap(), ShardRange::part(1, 2).unwrap());
+    let in_upper = ShardSelector::new(ShardKey::default(), [upper]);
+    let leaving: Vec<String> = objects
+        .iter()
+        .filter(|o| in_upper.matches(o))
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
+    assert!(!leaving.is_empty() && leaving.len() < objects.len(), "{leaving:?}");
+    let server = FakeServer::with_list(objects.clone());
+    server.queue_list(objects.clone());
+    let source = HandingOver {
+        ranges: tokio::sync::watch::Sender::new(None),
+        handover: crate::vocabulary::Handover::default(),
+    };
+    source.handover.publish(&source.ranges, vec![lower, upper]);
+    let handover = source.handover.clone();
+    let publish = source.ranges.clone();
+    let inf = informer(&server, options().shard_group(ShardAssignment::new(source)));
+    let gate = Gate::default();
+    let slow = gate.clone();
+    inf.add_handler(move |e: Event| {
+        if matches!(e, Event::Delete { .. }) {
+            slow.wait();
+        }
+    });
+    let rec = Recorder::default();
+    inf.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("initial adds", || rec.len() == objects.len()).await;
+    rec.take();
+
+    // The source keeps the lower half only.
+    handover.publish(&publish, vec![lower]);
+    eventually("the upper half to leave the cache", || {
+        inf.store().len() == objects.len() - leaving.len()
+    })
+    .await;
+    eventually("the free handler's deletes", || rec.len() == leaving.len()).await;
+    let soon = tokio::time::Instant::now() + Duration::from_millis(200);
+    assert_eq!(
+        handover.released(&[upper], soon).await,
+        Err(1),
+        "a handler has not had its deletes yet"
+    );
+    assert_eq!(handover.released(&[lower], soon).await, Err(1), "the lower half stays held");
+    gate.open();
+    let later = tokio::time::Instant::now() + Duration::from_secs(10);
+    assert_eq!(handover.released(&[upper], later).await, Ok(()));
+    let mut got = rec.take();
+    got.sort();
+    let mut want: Vec<String> = leaving.iter().map(|n| format!("delete {n}")).collect();
+    want.sort();
+    assert_eq!(got, want, "left the shard: deletes whose final state is known");
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_can_be_awaited_until_its_handler_synced() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let inf = informer(&server, options());
+    let gate = Gate::default();
+    let slow = gate.clone();
+    let reg = inf.add_handler(move |_e: Event| slow.wait());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    // The cache synced; the handler, blocked, has not had its initial Adds.
+    assert!(!reg.has_synced());
+    gate.open();
+    let synced = tokio::time::timeout(Duration::from_secs(10), reg.synced()).await;
+    assert_eq!(synced, Ok(true));
+    // A registration removed before it synced says so.
+    let blocked = Gate::default();
+    let stuck = blocked.clone();
+    let late = inf.add_handler(move |_e: Event| stuck.wait());
+    let state = late.state.clone();
+    let waiting = tokio::spawn(async move {
+        let late = Registration {
+            state,
+            informer: std::sync::Weak::new(),
+        };
+        late.synced().await
+    });
+    late.remove();
+    let synced = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!synced, "removed before it synced");
+    blocked.open();
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jmespath_index_is_added_with_its_name_said_once() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let inf = informer(&server, options());
+    inf.add_jmespath_index("app", "metadata.labels.app").unwrap();
+    let err = inf.add_jmespath_index("bad", "metadata.(").unwrap_err();
+    assert!(matches!(err, InformerError::IndexExpression { .. }), "{err}");
+    assert!(err.to_string().contains("bad"), "{err}");
+    let err = inf.add_jmespath_index("app", "spec.n").unwrap_err();
+    assert!(matches!(err, InformerError::Index { .. }), "a duplicate name: {err}");
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(inf.store().by_index("app", "a").unwrap().len(), 1);
     cancel.cancel();
 }

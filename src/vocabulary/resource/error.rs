@@ -46,7 +46,7 @@ pub enum ResourceError {
     },
 
     /// No known resource matches the name.
-    #[error("no resource matches {input:?}{}", suggestion_text(.suggestions))]
+    #[error("no resource matches {input:?}{}", suggestion_text(.input, .suggestions))]
     NotFound {
         /// The name as given.
         input: String,
@@ -75,14 +75,24 @@ fn join_keys(keys: &[ResourceKey]) -> String {
         .join(", ")
 }
 
-fn suggestion_text(suggestions: &[ResourceKey]) -> String {
+fn suggestion_text(input: &str, suggestions: &[ResourceKey]) -> String {
     if suggestions.is_empty() {
-        String::new()
+        crd_hint(input).to_owned()
     } else {
         format!(
             "; did you mean {}?",
             join_keys(suggestions).replace(", ", " or ")
         )
+    }
+}
+
+/// For a name without a group: how to wait for a custom resource whose CRD
+/// is not installed yet.
+fn crd_hint(input: &str) -> &'static str {
+    if input.contains('.') || input.contains('/') {
+        ""
+    } else {
+        " (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)"
     }
 }
 

@@ -306,7 +306,13 @@ fn similarity(wanted: &str, candidate: &str) -> Option<(u8, usize)> {
     if shorter >= 3 && (candidate.starts_with(wanted) || wanted.starts_with(candidate)) {
         return Some((1, wanted.len().abs_diff(candidate.len())));
     }
-    if shorter >= 3 && (candidate.contains(wanted) || wanted.contains(candidate)) {
+    // A name inside another counts when it is most of it: `maps` in
+    // `configmaps`, not `ing` (ingresses' short name) in `nosuchthing`.
+    let longer = wanted.len().max(candidate.len());
+    if shorter >= 4
+        && shorter * 2 >= longer
+        && (candidate.contains(wanted) || wanted.contains(candidate))
+    {
         return Some((2, wanted.len().abs_diff(candidate.len())));
     }
     None

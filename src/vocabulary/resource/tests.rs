@@ -661,7 +661,13 @@ fn unknown_names_get_suggestions() {
     );
     assert_eq!(
         resolve_err("qqqqqqq").to_string(),
-        "no resource matches \"qqqqqqq\""
+        "no resource matches \"qqqqqqq\" (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)"
+    );
+    // A short name inside an unrelated name is no suggestion.
+    assert!(
+        !suggestions("nosuchthing")
+            .iter()
+            .any(|s| s.starts_with("ingresses"))
     );
 }
 

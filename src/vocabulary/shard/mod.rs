@@ -11,6 +11,10 @@ use kube_core::DynamicObject;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+mod handover;
+
+pub use handover::{Handover, HandoverFollower, Settlement};
+
 /// Where the ranges of a dynamically sharded informer come from: a member
 /// of a shard group (`ShardGroup` in the declarative layer) or any other
 /// coordinator an application writes.
@@ -33,6 +37,12 @@ pub trait ShardSource: Send + Sync {
     /// stops. Nothing by default.
     fn release(&self) -> futures::future::BoxFuture<'static, ()> {
         Box::pin(async {})
+    }
+    /// The source's [`Handover`], when it waits for its informers' handlers
+    /// before letting a range go (a shard group member does); `None` by
+    /// default.
+    fn handover(&self) -> Option<Handover> {
+        None
     }
 }
 
@@ -62,6 +72,12 @@ impl ShardAssignment {
     /// Lets go of what the source holds (see [`ShardSource::release`]).
     pub async fn release(&self) {
         self.0.release().await;
+    }
+
+    /// The source's hand-over (see [`ShardSource::handover`]).
+    #[must_use]
+    pub fn handover(&self) -> Option<Handover> {
+        self.0.handover()
     }
 }
 
@@ -100,11 +116,19 @@ pub const HASH_SPACE_END: u128 = 1 << 64;
 /// ```
 #[must_use]
 pub fn fnv1a_64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a_64_extend(FNV1A_64_OFFSET, bytes)
+}
+
+/// FNV-1a 64's starting value, for [`fnv1a_64_extend`].
+pub(crate) const FNV1A_64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a 64 fed piece by piece: the hash of what `hash` was the hash of,
+/// followed by `bytes`.
+pub(crate) fn fnv1a_64_extend(hash: u64, bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     bytes
         .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+        .fold(hash, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
 }
 
 /// Which field of an object decides its shard.
@@ -302,6 +326,12 @@ impl ShardRange {
     #[must_use]
     pub fn contains(&self, hash: u64) -> bool {
         hash >= self.start && u128::from(hash) < self.end
+    }
+
+    /// Whether the two ranges share a hash.
+    #[must_use]
+    pub fn overlaps(&self, other: &ShardRange) -> bool {
+        u128::from(self.start) < other.end && u128::from(other.start) < self.end
     }
 }
 

@@ -289,6 +289,22 @@ impl ListWatch for ApiListWatch {
     fn availability(&self) -> Option<watch::Receiver<ResourceAvailability>> {
         self.follows_discovery.then(|| self.availability.clone())
     }
+
+    /// The uid of the `kube-system` namespace, which lives as long as the
+    /// cluster.
+    fn cluster_identity(&self) -> BoxFuture<'static, Result<String, String>> {
+        let api =
+            kube_client::Api::<k8s_openapi::api::core::v1::Namespace>::all(self.client.clone());
+        Box::pin(async move {
+            let ns = api
+                .get("kube-system")
+                .await
+                .map_err(|e| format!("reading the uid of namespace kube-system: {e}"))?;
+            ns.metadata
+                .uid
+                .ok_or_else(|| "namespace kube-system has no uid".to_owned())
+        })
+    }
 }
 
 #[cfg(test)]

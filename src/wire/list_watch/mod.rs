@@ -142,6 +142,12 @@ pub trait ListWatch: Send + Sync + 'static {
     fn availability(&self) -> Option<watch::Receiver<ResourceAvailability>> {
         None
     }
+
+    /// What tells the cluster apart from others, for snapshots: by default
+    /// none (`Err` says why).
+    fn cluster_identity(&self) -> BoxFuture<'static, Result<String, String>> {
+        Box::pin(async { Err("this list-watch does not say which cluster it reads".to_owned()) })
+    }
 }
 
 /// Why a list or watch request failed.

@@ -36,6 +36,50 @@ struct Told {
     deleted: Vec<String>,
 }
 
+/// Which member's handlers hold each object, across members: a member's
+/// handler taking an object another's still holds is two writers at once.
+#[derive(Debug, Default)]
+struct Ledger {
+    holder: HashMap<String, String>,
+    /// Members whose process died: their handlers hold nothing.
+    dead: BTreeSet<String>,
+    overlaps: Vec<String>,
+    /// Objects that left a member's handlers with `leftShard`.
+    handed_over: usize,
+}
+
+impl Ledger {
+    fn enter(&mut self, member: &str, object: &str) {
+        if self.dead.contains(member) {
+            return;
+        }
+        if let Some(other) = self.holder.insert(object.to_owned(), member.to_owned())
+            && other != member
+        {
+            self.overlaps.push(format!(
+                "{object} reached {member}'s handler while {other}'s held it"
+            ));
+        }
+    }
+
+    fn leave(&mut self, member: &str, object: &str, left_shard: bool) {
+        if self.holder.get(object).is_some_and(|h| h == member) {
+            self.holder.remove(object);
+            self.handed_over += usize::from(left_shard);
+        }
+    }
+
+    /// The member's process died: whatever its handlers held is free.
+    fn die(&mut self, member: &str) {
+        self.dead.insert(member.to_owned());
+        self.holder.retain(|_, h| h != member);
+    }
+
+    fn revive(&mut self, member: &str) {
+        self.dead.remove(member);
+    }
+}
+
 struct Member {
     name: String,
     group: ShardGroup,
@@ -46,6 +90,18 @@ struct Member {
 
 impl Member {
     fn join(client: Client, ns: &str, name: &str) -> Member {
+        Self::join_with(client, ns, name, &Arc::default(), Duration::ZERO)
+    }
+
+    /// Joins, recording in `ledger` what its handler holds; the handler
+    /// works `work` on each object that leaves (a controller's cleanup).
+    fn join_with(
+        client: Client,
+        ns: &str,
+        name: &str,
+        ledger: &Arc<Mutex<Ledger>>,
+        work: Duration,
+    ) -> Member {
         let group = ShardGroup::join(
             client.clone(),
             ShardGroupConfig::new("widgets", ns, name)
@@ -62,8 +118,19 @@ impl Member {
         .unwrap();
         let told = Arc::new(Mutex::new(Told::default()));
         let log = told.clone();
+        let (ledger, member) = (ledger.clone(), name.to_owned());
         informer.add_handler(move |e: Event| {
             let name = e.object().metadata.name.clone().unwrap_or_default();
+            match &e {
+                Event::Add { .. } => ledger.lock().unwrap().enter(&member, &name),
+                Event::Update { .. } => {}
+                Event::Delete { left_shard, .. } => {
+                    if *left_shard {
+                        std::thread::sleep(work);
+                    }
+                    ledger.lock().unwrap().leave(&member, &name, *left_shard);
+                }
+            }
             let mut t = log.lock().unwrap();
             match e {
                 Event::Add {
@@ -232,12 +299,9 @@ fn overlap_watch(
     })
 }
 
-async fn group_scenario(gate: bool) {
-    let Some(config) = admin_config(gate).await else {
-        return;
-    };
-    let client = admin(gate).await.unwrap();
-    let ns = support::namespace(&client, if gate { "group-on" } else { "group-off" }).await;
+/// A namespace of its own with 300 ConfigMaps `seed0`..`seed299`.
+async fn seeded(client: &Client, prefix: &str) -> (String, Api<DynamicObject>) {
+    let ns = support::namespace(client, prefix).await;
     let cm = configmaps();
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &cm);
     support::create_many(
@@ -248,6 +312,15 @@ async fn group_scenario(gate: bool) {
         16,
     )
     .await;
+    (ns, api)
+}
+
+async fn group_scenario(gate: bool) {
+    let Some(config) = admin_config(gate).await else {
+        return;
+    };
+    let client = admin(gate).await.unwrap();
+    let (ns, api) = seeded(&client, if gate { "group-on" } else { "group-off" }).await;
 
     let a = Member::join(Client::try_from(config.clone()).unwrap(), &ns, "member-a");
     let b = Member::join(Client::try_from(config.clone()).unwrap(), &ns, "member-b");
@@ -511,4 +584,93 @@ async fn a_member_needs_the_printed_role_and_says_so_without_it() {
     .await;
     member.cancel.cancel();
     member.group.leave().await;
+}
+
+/// Members whose handlers do some work for each object that leaves them:
+/// over a join, a graceful leave, a kill and a rejoin, an object never
+/// reaches a member's handler while another member's handler holds it (the
+/// old holder's `leftShard` delete comes first).
+#[tokio::test]
+async fn handlers_of_two_members_never_hold_an_object_at_once() {
+    let Some(config) = admin_config(false).await else {
+        return;
+    };
+    let client = admin(false).await.unwrap();
+    let (ns, api) = seeded(&client, "handover").await;
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let work = Duration::from_millis(2);
+    let join = |client: Client, name: &str| Member::join_with(client, &ns, name, &ledger, work);
+    let direct = || Client::try_from(config.clone()).unwrap();
+    let proxy = Proxy::start(crate::reliability::server_addr(&config)).await;
+    let mut via_proxy = config.clone();
+    via_proxy.cluster_url = proxy.url().parse().unwrap();
+
+    let a = join(direct(), "member-a");
+    let b = join(direct(), "member-b");
+    settle("two members", &[&a, &b], &api).await;
+    let c = join(Client::try_from(via_proxy).unwrap(), "member-c");
+    settle("a third member joining", &[&a, &b, &c], &api).await;
+    let d = join(direct(), "member-d");
+    settle("a fourth member joining", &[&a, &b, &c, &d], &api).await;
+
+    // A graceful leave: the group first, so that the handlers are told.
+    let d_slots: BTreeSet<u32> = d.group.slots().into_iter().collect();
+    let leaving = Instant::now();
+    d.group.leave().await;
+    d.cancel.cancel();
+    support::wait_for(
+        "the others to take the leaving member's slots",
+        Duration::from_secs(30),
+        || {
+            let held: BTreeSet<u32> = [&a, &b, &c].iter().flat_map(|m| m.group.slots()).collect();
+            let open = d_slots.difference(&held).count();
+            async move {
+                if open == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{open} slots unheld"))
+                }
+            }
+        },
+    )
+    .await;
+    eprintln!(
+        "hand-over after a graceful leave: {} slots held by the others {:?} after the leave began",
+        d_slots.len(),
+        leaving.elapsed()
+    );
+    settle("the fourth member leaving", &[&a, &b, &c], &api).await;
+
+    // A kill: the process is gone with its handlers, its Leases expire.
+    proxy.set_refusing(true);
+    proxy.cut();
+    c.cancel.cancel();
+    ledger.lock().unwrap().die("member-c");
+    settle("the third member killed", &[&a, &b], &api).await;
+
+    // It comes back under the same name.
+    ledger.lock().unwrap().revive("member-c");
+    let c2 = join(direct(), "member-c");
+    settle("the third member rejoining", &[&a, &b, &c2], &api).await;
+
+    let (overlaps, handed_over) = {
+        let ledger = ledger.lock().unwrap();
+        (ledger.overlaps.clone(), ledger.handed_over)
+    };
+    assert!(
+        overlaps.is_empty(),
+        "{} objects reached a handler while another member's held them, e.g. {:?}",
+        overlaps.len(),
+        &overlaps[..overlaps.len().min(5)]
+    );
+    assert!(
+        handed_over > 100,
+        "objects were handed over between members ({handed_over})"
+    );
+    eprintln!("{handed_over} objects handed over between members");
+    for m in [a, b, c2] {
+        m.group.leave().await;
+        m.cancel.cancel();
+    }
+    c.group.leave().await;
 }

@@ -208,13 +208,7 @@ pub async fn server_at_least(minor: u32, needs: &str) -> bool {
 /// enabled, from the `kubernetes_feature_enabled` metric of its `/metrics`
 /// (`None` when the server does not report that gate).
 pub async fn feature_enabled(client: &Client, name: &str) -> Option<bool> {
-    let request = http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a /metrics request");
-    let text = client
-        .request_text(request)
-        .await
-        .expect("reading the server's /metrics");
+    let text = server_metrics(client).await;
     let label = format!("name=\"{name}\"");
     text.lines()
         .filter(|l| l.starts_with("kubernetes_feature_enabled{") && l.contains(&label))
@@ -475,4 +469,95 @@ pub fn widget(ar: &ApiResource, name: &str, spec: serde_json::Value) -> DynamicO
     let mut o = DynamicObject::new(name, ar);
     o.data = json!({ "spec": spec });
     o
+}
+
+/// Waits until `rv` is compacted away: a watch of the pod templates of
+/// `api` from it gets 410. Writes a `pacer` template meanwhile, so that the
+/// revision moves and compaction has something to do.
+pub async fn wait_until_compacted(api: &Api<k8s_openapi::api::core::v1::PodTemplate>, rv: &str) {
+    use kube_client::api::{Patch, PatchParams, WatchParams};
+    wait_for(
+        "the resourceVersion to be compacted",
+        COMPACTION * 8,
+        || {
+            let api = api.clone();
+            let rv = rv.to_string();
+            async move {
+                let _ = api
+                    .patch(
+                        "pacer",
+                        &PatchParams::apply("kdi-test"),
+                        &Patch::Apply(&pod_template("pacer")),
+                    )
+                    .await;
+                match api.watch(&WatchParams::default().timeout(1), &rv).await {
+                    Err(kube_client::Error::Api(s)) if s.code == 410 => Ok(()),
+                    Ok(s) => match s.boxed().next().await {
+                        Some(Ok(kube_client::api::WatchEvent::Error(e))) if e.code == 410 => Ok(()),
+                        _ => Err("still served".into()),
+                    },
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// How many list requests of `resource` (a plural, in any group) the API
+/// server of `client` (an admin's) has served, from
+/// `apiserver_request_total` in its `/metrics`.
+pub async fn server_list_requests(client: &Client, resource: &str) -> f64 {
+    let text = server_metrics(client).await;
+    let label = format!("resource=\"{resource}\"");
+    text.lines()
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains("verb=\"LIST\"")
+                && l.contains(&label)
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.trim().parse::<f64>().ok())
+        .sum()
+}
+
+/// The `/metrics` text of the API server of `client` (an admin's).
+async fn server_metrics(client: &Client) -> String {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a /metrics request");
+    client
+        .request_text(request)
+        .await
+        .expect("reading the server's /metrics")
+}
+
+/// A directory of its own under the system's temporary directory, empty:
+/// `kdi-NAME-SUFFIX`.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kdi-{name}-{}", suffix()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A kubeconfig, in a scratch directory, of a server on a local port
+/// nothing listens on any more.
+pub fn unreachable_kubeconfig(name: &str) -> (PathBuf, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dir = scratch_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{ name: c, cluster: {{ server: \"https://127.0.0.1:{port}\" }} }}]\n\
+             users: [{{ name: u, user: {{ token: t }} }}]\n\
+             contexts: [{{ name: c, context: {{ cluster: c, user: u }} }}]\n"
+        ),
+    )
+    .unwrap();
+    (kubeconfig, port)
 }

@@ -49,7 +49,7 @@ use kube_dynamic_informer::wire::{
     ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
 };
 use kube_dynamic_informer::cache::Storage;
-use kube_dynamic_informer::informer::InformerOptions;
+use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
 use kube_dynamic_informer::vocabulary::ResourceKey;
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::{Map, Value, json};
@@ -107,6 +107,10 @@ async fn main() {
     let strip_per_page = std::env::args().any(|a| a == "--strip-per-page");
     let streaming_list = std::env::args().any(|a| a == "--streaming-list");
     let args = Args::parse();
+    // A restart with a snapshot directory: `cold` lists (the directory is
+    // empty) and writes the snapshot when it stops, `warm` starts from it.
+    let restart = flag_value("--restart");
+    let snapshot_dir = flag_value("--snapshot-dir");
     let client = args.client().await;
     let served_before = served_list_mb(&client, &args.resource().plural).await;
     let metrics_client = client.clone();
@@ -131,11 +135,17 @@ async fn main() {
     if let Some(shard) = shard {
         peer = format!("{peer}-shard-{}-of-{}", shard.index(), shard.count());
     }
+    if let Some(restart) = &restart {
+        peer = format!("kdi-{restart}-restart");
+    }
 
     let mut options = InformerOptions::default()
         .streaming_list(streaming_list)
         .storage(storage);
     options.shard = shard;
+    if let Some(dir) = &snapshot_dir {
+        options = options.snapshot(SnapshotOptions::new(dir).interval(Duration::ZERO));
+    }
     let informer = if strip_per_page {
         SharedInformer::with_list_watch(
             StripPerPage(ApiListWatch::new(
@@ -217,7 +227,11 @@ async fn main() {
         "by_index_p99_us": round(percentile(&durations, 99.0), 2),
         "by_index_hits_avg": round(hits as f64 / values.len().max(1) as f64, 1),
         "served_list_mb": round(served_list, 1),
+        "list_requests": informer.stats().list_requests.load(Ordering::Relaxed),
     });
+    if let Some(start) = informer.stats().snapshot_start() {
+        result["snapshot"] = json!(start.to_string());
+    }
     if shard.is_some() {
         let stats = informer.stats();
         result["shard"] = json!(args.shard);
@@ -237,12 +251,26 @@ async fn main() {
         // No reads first: what they allocate and free (a whole decoded list,
         // in compact mode) would count in the RSS before the relist.
         fields.extend(relist(&informer, &[r1, r2], &args, &peer).await);
-    } else {
+    } else if restart.is_none() {
         fields.extend(reads(&lister, &args, objects));
     }
-    emit(&result);
+    // Stopping writes the snapshot of a restart peer: timed.
+    let stopping = Instant::now();
     cancel.cancel();
     let _ = task.await;
+    if restart.is_some() {
+        result["stop_s"] = json!(round(stopping.elapsed().as_secs_f64(), 3));
+        result["rss_peak_mb"] = json!(round(proc_status_mb("VmHWM"), 1));
+    }
+    emit(&result);
+}
+
+/// The value after `flag` on the command line.
+fn flag_value(flag: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 /// Median of sorted microseconds, in milliseconds.

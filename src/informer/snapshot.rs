@@ -1,0 +1,663 @@
+//! Warm restarts: an informer writes its cache to a file, and a restarted
+//! process resumes from it, watching from the file's resourceVersion
+//! instead of listing again.
+//!
+//! A snapshot file is a first line naming the format, a header line (JSON:
+//! the cluster, resource and cache shape it was made for, and its
+//! resourceVersion), the body (one object per line, as JSON), and a trailer
+//! line with the number of objects and the length and FNV-1a hash of the
+//! body. It is written and read one object at a time. It is written to a temporary file in
+//! the same directory, synced and renamed over the previous one, so a crash
+//! leaves either the previous snapshot or the new one whole; it is created
+//! readable by its owner only.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use std::sync::atomic::Ordering;
+
+use kube_core::DynamicObject;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::ReflectorStats;
+use super::options::InformerOptions;
+use super::telemetry::InformerMetrics;
+use crate::cache::store::Store;
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
+
+/// The first line of every snapshot file, with its format version.
+const MAGIC: &str = "kube-dynamic-informer snapshot 1\n";
+
+/// Where and how often an informer writes its cache, to resume from it
+/// after a restart (`snapshot:` in a config file, `kdi --snapshot-dir`).
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
+///
+/// let options = InformerOptions::default()
+///     .snapshot(SnapshotOptions::new("/var/cache/my-controller").interval(Duration::from_secs(60)));
+/// assert_eq!(options.snapshot.unwrap().interval, Duration::from_secs(60));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct SnapshotOptions {
+    /// The directory of the snapshot files (one per informer), created if
+    /// missing. One directory per cluster: a snapshot of another cluster
+    /// is refused (and replaced by this cluster's); a cluster set gives each
+    /// of its clusters a directory of its own in it (`cluster-NAME`).
+    pub dir: PathBuf,
+    /// How often a running informer writes its cache (it writes it when it
+    /// stops too). Default 5 minutes; zero writes only when it stops.
+    #[serde(with = "crate::vocabulary::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::vocabulary::duration::go::schema")
+    )]
+    pub interval: Duration,
+    /// Write Secrets and resources marked `sensitive` too. Off by default:
+    /// their informers list at every start.
+    pub include_sensitive: bool,
+    /// A name for the cluster, checked when a snapshot is read. By default
+    /// the uid of the `kube-system` namespace, which needs `get` on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+impl Default for SnapshotOptions {
+    fn default() -> Self {
+        Self::new("")
+    }
+}
+
+impl SnapshotOptions {
+    /// Snapshots in `dir`, every 5 minutes.
+    #[must_use]
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            interval: Duration::from_secs(300),
+            include_sensitive: false,
+            cluster: None,
+        }
+    }
+
+    /// Sets how often a running informer writes its cache.
+    #[must_use]
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Writes Secrets and sensitive resources too.
+    #[must_use]
+    pub fn include_sensitive(mut self) -> Self {
+        self.include_sensitive = true;
+        self
+    }
+
+    /// Names the cluster.
+    #[must_use]
+    pub fn cluster(mut self, cluster: impl Into<String>) -> Self {
+        self.cluster = Some(cluster.into());
+        self
+    }
+}
+
+/// How an informer with [`SnapshotOptions`] started: from its snapshot, or
+/// by listing, and why (see
+/// [`ReflectorStats::snapshot_start`](super::ReflectorStats::snapshot_start)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnapshotStart {
+    /// It served the snapshot as its initial list and watched from its
+    /// resourceVersion.
+    Resumed {
+        /// How old the snapshot was.
+        age: Duration,
+        /// The objects it held.
+        objects: usize,
+        /// Its resourceVersion.
+        resource_version: String,
+    },
+    /// It listed.
+    Listed {
+        /// Why the snapshot was not used.
+        reason: SnapshotRefusal,
+    },
+}
+
+impl std::fmt::Display for SnapshotStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotStart::Resumed {
+                age,
+                objects,
+                resource_version,
+            } => write!(
+                f,
+                "resumed from a snapshot {}s old ({objects} objects, resourceVersion {resource_version})",
+                age.as_secs()
+            ),
+            SnapshotStart::Listed { reason } => write!(f, "listed: {reason}"),
+        }
+    }
+}
+
+/// Why an informer did not resume from a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotRefusal {
+    /// There was no snapshot file.
+    #[error("no snapshot at {0}")]
+    Missing(PathBuf),
+    /// The file was made for another cluster, resource or cache shape.
+    #[error("the snapshot at {path} was made for {what}")]
+    Mismatched {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        what: String,
+    },
+    /// The file is truncated, corrupted, of another format or unreadable.
+    #[error("the snapshot at {path} cannot be used: {why}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The server no longer had the snapshot's resourceVersion (410 Gone):
+    /// its history was compacted since.
+    #[error("the snapshot is too old: the server answered 410 Gone for its resourceVersion")]
+    TooOld,
+    /// The cluster could not be identified, so no snapshot can be matched
+    /// to it.
+    #[error("cannot identify the cluster ({0}); set the snapshot's cluster to name it")]
+    Unidentified(String),
+    /// The objects hold secrets and `include_sensitive` is off.
+    #[error("a sensitive resource is not written to disk (set includeSensitive to allow it)")]
+    Sensitive,
+    /// A shard group assigns the informer's ranges at run time.
+    #[error("an informer of a shard group does not use snapshots")]
+    ShardGroup,
+}
+
+impl SnapshotRefusal {
+    /// The reason in one camelCase word: `missing`, `mismatched`,
+    /// `corrupt`, `tooOld`, `unidentified`, `sensitive` or `shardGroup`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            SnapshotRefusal::Missing(_) => "missing",
+            SnapshotRefusal::Mismatched { .. } => "mismatched",
+            SnapshotRefusal::Corrupt { .. } => "corrupt",
+            SnapshotRefusal::TooOld => "tooOld",
+            SnapshotRefusal::Unidentified(_) => "unidentified",
+            SnapshotRefusal::Sensitive => "sensitive",
+            SnapshotRefusal::ShardGroup => "shardGroup",
+        }
+    }
+}
+
+/// What a snapshot must have been made for to be used.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Identity {
+    pub(crate) cluster: String,
+    pub(crate) resource: String,
+    /// A hash of the options that shape the cache.
+    pub(crate) shape: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Header {
+    #[serde(flatten)]
+    identity: Identity,
+    resource_version: String,
+    written_at_ms: u64,
+}
+
+/// The last line, after [`TRAILER`]: what the body holds, to check that
+/// it is whole.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Trailer {
+    objects: usize,
+    body_bytes: u64,
+    body_hash: String,
+}
+
+/// What starts the trailer line (no object line starts so).
+const TRAILER: &[u8] = b"#end ";
+
+/// A snapshot as read.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) resource_version: String,
+    pub(crate) objects: Vec<DynamicObject>,
+    pub(crate) age: Duration,
+}
+
+/// Where one informer's snapshot lives, and what it is made for.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub(crate) path: PathBuf,
+    pub(crate) identity: Identity,
+}
+
+impl Target {
+    /// The target of an informer of `resource` with `options` in `cluster`,
+    /// or why it has none.
+    pub(crate) fn new(
+        snapshot: &SnapshotOptions,
+        resource: &ResourceKey,
+        options: &InformerOptions,
+        cluster: String,
+    ) -> Self {
+        let shape = shape(options);
+        let resource_text = format!("{resource}");
+        let file = format!(
+            "{}-{:016x}.snapshot",
+            resource_text.replace(['/', '\\'], "_"),
+            fnv1a_64(shape.as_bytes())
+        );
+        Self {
+            path: snapshot.dir.join(file),
+            identity: Identity {
+                cluster,
+                resource: resource_text,
+                shape,
+            },
+        }
+    }
+
+    /// Reads the snapshot, checking that it is whole and made for this
+    /// target. Objects are decoded line by line as the file is read.
+    pub(crate) fn load(&self) -> Result<Loaded, SnapshotRefusal> {
+        use std::io::BufRead;
+        let corrupt = |why: String| SnapshotRefusal::Corrupt {
+            path: self.path.clone(),
+            why,
+        };
+        let file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SnapshotRefusal::Missing(self.path.clone()));
+            }
+            Err(e) => return Err(corrupt(format!("opening it: {e}"))),
+        };
+        let mut lines = std::io::BufReader::new(file);
+        let mut line = Vec::new();
+        let mut next = |line: &mut Vec<u8>| -> Result<bool, SnapshotRefusal> {
+            line.clear();
+            let n = lines
+                .read_until(b'\n', line)
+                .map_err(|e| corrupt(format!("reading it: {e}")))?;
+            Ok(n > 0 && line.last() == Some(&b'\n'))
+        };
+        if !next(&mut line)? || line != MAGIC.as_bytes() {
+            return Err(corrupt("not a snapshot of this format".into()));
+        }
+        if !next(&mut line)? {
+            return Err(corrupt("truncated in its header".into()));
+        }
+        let header: Header =
+            serde_json::from_slice(&line).map_err(|e| corrupt(format!("its header: {e}")))?;
+        if header.identity != self.identity {
+            return Err(self.mismatch(&header.identity));
+        }
+        let mut objects = Vec::new();
+        let mut hash = FNV1A_64_OFFSET;
+        let mut bytes = 0u64;
+        let trailer: Trailer = loop {
+            if !next(&mut line)? {
+                return Err(corrupt("truncated: no trailer".into()));
+            }
+            if line.starts_with(TRAILER) {
+                break serde_json::from_slice(&line[TRAILER.len()..])
+                    .map_err(|e| corrupt(format!("its trailer: {e}")))?;
+            }
+            hash = fnv1a_64_extend(hash, &line);
+            bytes += line.len() as u64;
+            let object = serde_json::from_slice(&line)
+                .map_err(|e| corrupt(format!("object {}: {e}", objects.len() + 1)))?;
+            objects.push(object);
+        };
+        if trailer.body_bytes != bytes || trailer.body_hash != format!("{hash:016x}") {
+            return Err(corrupt("its body does not match its checksum".into()));
+        }
+        if trailer.objects != objects.len() {
+            return Err(corrupt(format!(
+                "it holds {} objects, its trailer says {}",
+                objects.len(),
+                trailer.objects
+            )));
+        }
+        let written = UNIX_EPOCH + Duration::from_millis(header.written_at_ms);
+        Ok(Loaded {
+            resource_version: header.resource_version,
+            objects,
+            age: SystemTime::now()
+                .duration_since(written)
+                .unwrap_or_default(),
+        })
+    }
+
+    fn mismatch(&self, found: &Identity) -> SnapshotRefusal {
+        let what = if found.cluster != self.identity.cluster {
+            format!("cluster {}", found.cluster)
+        } else if found.resource != self.identity.resource {
+            format!("resource {}", found.resource)
+        } else {
+            "other options (namespaces, selectors, transform, projection or shard)".to_owned()
+        };
+        SnapshotRefusal::Mismatched {
+            path: self.path.clone(),
+            what,
+        }
+    }
+
+    /// Writes `objects` at `resource_version`, one at a time: to a
+    /// temporary file, synced, then renamed over the previous snapshot.
+    pub(crate) fn write(
+        &self,
+        resource_version: &str,
+        objects: &[Arc<DynamicObject>],
+    ) -> std::io::Result<()> {
+        let header = Header {
+            identity: self.identity.clone(),
+            resource_version: resource_version.to_owned(),
+            written_at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            self.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        let mut file = std::io::BufWriter::new(owner_only().open(&tmp)?);
+        file.write_all(MAGIC.as_bytes())?;
+        serde_json::to_writer(&mut file, &header)?;
+        file.write_all(b"\n")?;
+        let (mut hash, mut bytes, mut line) = (FNV1A_64_OFFSET, 0u64, Vec::new());
+        for object in objects {
+            line.clear();
+            serde_json::to_writer(&mut line, object.as_ref())?;
+            line.push(b'\n');
+            hash = fnv1a_64_extend(hash, &line);
+            bytes += line.len() as u64;
+            file.write_all(&line)?;
+        }
+        file.write_all(TRAILER)?;
+        serde_json::to_writer(
+            &mut file,
+            &Trailer {
+                objects: objects.len(),
+                body_bytes: bytes,
+                body_hash: format!("{hash:016x}"),
+            },
+        )?;
+        file.write_all(b"\n")?;
+        let file = file
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path)?;
+        // The rename itself is durable once the directory is synced.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+/// The writing side of an informer's snapshots: periodic writes from the
+/// dispatcher, one at a time, and the last one when it stops.
+#[derive(Default)]
+pub(crate) struct Writes {
+    /// When the next periodic write is due; `None`: at the first chance
+    /// (the first resourceVersion after the first sync).
+    next: Mutex<Option<Instant>>,
+    /// The write in progress.
+    running: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Writes {
+    /// Called with each resourceVersion the cache reaches (the cache then
+    /// holds exactly the objects at it): starts a write when one is due.
+    pub(crate) fn reached(
+        &self,
+        options: &SnapshotOptions,
+        stats: &Arc<ReflectorStats>,
+        metrics: &InformerMetrics,
+        store: &Store,
+        resource_version: &str,
+    ) {
+        if options.interval.is_zero() {
+            return;
+        }
+        let now = Instant::now();
+        {
+            let mut next = self.next.lock();
+            if next.is_some_and(|t| now < t) {
+                return;
+            }
+            let mut running = self.running.lock();
+            if running.as_ref().is_some_and(|t| !t.is_finished()) {
+                return;
+            }
+            let Some(write) = Self::capture(stats, metrics, store, resource_version) else {
+                return;
+            };
+            *next = Some(now + options.interval);
+            *running = Some(tokio::task::spawn_blocking(write));
+        }
+    }
+
+    /// When the informer stops: waits for a write in progress, then writes
+    /// the cache as it is.
+    pub(crate) async fn last(
+        &self,
+        stats: &Arc<ReflectorStats>,
+        metrics: &InformerMetrics,
+        store: &Store,
+    ) {
+        let running = self.running.lock().take();
+        if let Some(task) = running {
+            let _ = task.await;
+        }
+        let Some(rv) = store.resource_version() else {
+            return;
+        };
+        if let Some(write) = Self::capture(stats, metrics, store, &rv) {
+            let _ = tokio::task::spawn_blocking(write).await;
+        }
+    }
+
+    /// The write of the cache at `resource_version`, when the informer has
+    /// a target and the cache holds a whole state (not in a relist).
+    fn capture(
+        stats: &Arc<ReflectorStats>,
+        metrics: &InformerMetrics,
+        store: &Store,
+        resource_version: &str,
+    ) -> Option<impl FnOnce() + Send + 'static> {
+        let target = stats.snapshot_target.lock().clone()?;
+        if store.sync_point().relisting {
+            return None;
+        }
+        let objects = store.list();
+        let rv = resource_version.to_owned();
+        let stats = stats.clone();
+        let metrics = metrics.clone();
+        Some(move || match target.write(&rv, &objects) {
+            Ok(()) => {
+                stats.snapshots_written.fetch_add(1, Ordering::Relaxed);
+                metrics.snapshot_written(true);
+                tracing::debug!(path = %target.path.display(), objects = objects.len(), resource_version = %rv, "snapshot written");
+            }
+            Err(e) => {
+                stats.snapshot_write_errors.fetch_add(1, Ordering::Relaxed);
+                metrics.snapshot_written(false);
+                tracing::warn!(path = %target.path.display(), error = %e, "writing a snapshot failed");
+            }
+        })
+    }
+}
+
+/// Options that create a new file readable and writable by its owner only.
+fn owner_only() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// What of `options` shapes the cache, as one hash.
+fn shape(options: &InformerOptions) -> String {
+    let shaping = serde_json::json!({
+        "namespaces": options.namespaces,
+        "labelSelector": options.label_selector,
+        "fieldSelector": options.field_selector,
+        "stripManagedFields": options.strip_managed_fields,
+        "projection": options.projection,
+        "transform": options.transform.as_ref().map(|t| t.name().to_owned()),
+        "metadataOnly": options.metadata_only,
+        "shard": options.shard,
+        "shardKey": options.shard_key,
+    });
+    format!("{:016x}", fnv1a_64(shaping.to_string().as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str) -> Arc<DynamicObject> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": { "name": name, "namespace": "ns", "resourceVersion": "7" },
+                "data": { "k": name }
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn target(dir: &Path, cluster: &str, options: &InformerOptions) -> Target {
+        let key = ResourceKey::new("", "v1", "configmaps");
+        Target::new(
+            &SnapshotOptions::new(dir),
+            &key,
+            options,
+            cluster.to_owned(),
+        )
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("kdi-snapshot-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn a_snapshot_reads_back_as_written_and_only_for_its_target() {
+        let dir = scratch("roundtrip");
+        let options = InformerOptions::default();
+        let t = target(&dir, "c1", &options);
+        assert!(matches!(t.load(), Err(SnapshotRefusal::Missing(_))));
+        t.write("42", &[object("a"), object("b")]).unwrap();
+        let loaded = t.load().unwrap();
+        assert_eq!(loaded.resource_version, "42");
+        assert_eq!(loaded.objects.len(), 2);
+        assert_eq!(loaded.objects[1].metadata.name.as_deref(), Some("b"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&t.path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Another cluster's snapshot is refused.
+        let other = target(&dir, "c2", &options);
+        assert_eq!(other.path, t.path);
+        let err = other.load().unwrap_err();
+        assert!(matches!(err, SnapshotRefusal::Mismatched { .. }), "{err}");
+        assert!(err.to_string().contains("cluster c1"), "{err}");
+        // Other options shape another cache.
+        let narrower = target(&dir, "c1", &options.clone().label_selector("app=web"));
+        std::fs::copy(&t.path, &narrower.path).unwrap();
+        assert!(matches!(
+            narrower.load(),
+            Err(SnapshotRefusal::Mismatched { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn truncated_corrupted_and_foreign_files_are_refused() {
+        let dir = scratch("corrupt");
+        let t = target(&dir, "c1", &InformerOptions::default());
+        t.write("42", &[object("a"), object("b")]).unwrap();
+        let whole = std::fs::read(&t.path).unwrap();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("truncated", whole[..whole.len() - 5].to_vec()),
+            ("header only", whole[..MAGIC.len() + 10].to_vec()),
+            ("flipped", {
+                let mut b = whole.clone();
+                let last = b.len() - 3;
+                b[last] ^= 0x20;
+                b
+            }),
+            (
+                "random",
+                (0..4096u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                    .collect(),
+            ),
+            ("empty", Vec::new()),
+        ];
+        for (what, bytes) in cases {
+            std::fs::write(&t.path, bytes).unwrap();
+            let err = t.load().unwrap_err();
+            assert!(
+                matches!(err, SnapshotRefusal::Corrupt { .. }),
+                "{what}: {err}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_write_interrupted_before_its_rename_leaves_the_previous_snapshot() {
+        let dir = scratch("interrupted");
+        let t = target(&dir, "c1", &InformerOptions::default());
+        t.write("1", &[object("a")]).unwrap();
+        // What a process killed in the middle of a write leaves behind.
+        let tmp = dir.join(format!(
+            ".{}.tmp-999999",
+            t.path.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&tmp, &MAGIC.as_bytes()[..10]).unwrap();
+        assert_eq!(t.load().unwrap().resource_version, "1");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
