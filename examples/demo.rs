@@ -85,7 +85,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut names: Vec<String> = store
             .by_index("color", &color)?
             .iter()
-            .filter_map(|o| o.metadata.name.clone())
+            .filter_map(|o| o.name().map(str::to_owned))
             .collect();
         names.sort();
         println!("index color={color}: {}", names.join(", "));

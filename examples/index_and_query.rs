@@ -53,12 +53,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut per_namespace: BTreeMap<String, usize> = BTreeMap::new();
     for o in &selected {
         *per_namespace
-            .entry(
-                o.metadata
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "(cluster)".into()),
-            )
+            .entry(o.namespace().unwrap_or("(cluster)").to_owned())
             .or_default() += 1;
     }
     for (ns, count) in &per_namespace {

@@ -28,12 +28,17 @@
 //! of [`crate::cache`] — a fraction of the memory — next to a `Weak` of
 //! the decoded object it was built from: readers get that same `Arc` while
 //! anyone (an event handler, another reader) still holds it, and a new
-//! decode otherwise, which costs microseconds an object. [`CachedObject`]
-//! reads an object's fields, a JSON pointer or its JSON text in place, in
-//! both modes: [`Store::list_where`], [`Store::list_cached`],
-//! [`Store::by_index_cached`] and the [lister](crate::cache) use it so that
-//! label selectors and namespace filters decode only the objects they
-//! return. BENCHMARKS.md measures both modes side by side.
+//! decode otherwise, which costs microseconds an object.
+//!
+//! Every read — [`Store::get`], [`Store::list_all`], [`Store::by_index`],
+//! [`Lister::list`] and the namespace views — returns [`CachedObject`]s:
+//! handles (a pointer copy in either storage) that read an object's fields,
+//! a JSON pointer or its JSON text in place, and give the whole
+//! `DynamicObject` on demand ([`CachedObject::object`]). No read decodes
+//! the cache: a program decodes the objects it asks for, one at a time. A
+//! late handler's replay and a resync queue handles too, and decode each
+//! object just before its handler runs. BENCHMARKS.md measures both modes
+//! side by side.
 //!
 //! ## Lists
 //!
@@ -79,7 +84,7 @@
 //! ### Locking
 //!
 //! One `parking_lot::RwLock` guards the data: reads run in parallel, and every
-//! read method takes the lock once, so a result (for instance [`Store::list`])
+//! read method takes the lock once, so a result (for instance [`Store::list_all`])
 //! is a consistent snapshot with respect to writer operations. Index functions
 //! are evaluated *before* the write lock is taken; the lock is held only to
 //! move prepared values into the maps. Each object's JMESPath indexes are
@@ -329,7 +334,9 @@
 //! `kdi get` read the compact object without decoding
 //! ([`CachedObject`]). The writer frees what
 //! dead `Weak`s keep (~460 B per object) in passes amortised over its writes
-//! ([`StoreWriter::forget_dropped`](crate::cache::store::StoreWriter::forget_dropped)).
+//! ([`StoreWriter::forget_dropped`](crate::cache::store::StoreWriter::forget_dropped)),
+//! and an informer every few seconds, so that the memory of objects decoded
+//! for readers comes back on a resource nobody writes.
 //!
 //! # Projections
 //!

@@ -135,13 +135,13 @@ impl Shared {
         current: &ShardSelector,
         events: &mut Vec<Event>,
     ) {
-        for object in self.store.list() {
-            if !current.matches(&object)
-                && let Some(key) = object_key(&object)
-                && writer.remove(&key)
+        for cached in self.store.list_all() {
+            if !current.matches_parts(cached.uid(), cached.namespace())
+                && let Some(name) = cached.name()
+                && writer.remove(&key_from_parts(cached.namespace(), name))
             {
                 events.push(Event::Delete {
-                    object,
+                    object: cached.object(),
                     final_state_unknown: false,
                     left_shard: true,
                 });
@@ -183,18 +183,11 @@ impl Shared {
         if due.is_empty() {
             return;
         }
-        let objects = self.store.list();
+        let objects = self.store.list_all();
         for i in due {
             let l = &mut d.listeners[i];
             for o in &objects {
-                l.push(
-                    Event::Update {
-                        old: o.clone(),
-                        new: o.clone(),
-                        is_resync: true,
-                    },
-                    &self.key,
-                );
+                l.push(Queued::Resync(o.clone()), &self.key);
             }
             l.next_resync = Some(now + l.resync);
         }
@@ -202,6 +195,23 @@ impl Shared {
 
     pub(super) fn elapsed_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// With compact storage, frees every few seconds what the objects
+    /// decoded for readers and handlers keep in the cache once they are
+    /// dropped, so that memory comes back after a replay, a resync or a
+    /// `list_all` even on a resource nobody writes.
+    pub(super) async fn forget_loop(&self, cancel: CancellationToken) {
+        if self.options.storage != Storage::Compact {
+            return cancel.cancelled().await;
+        }
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(FORGET_EVERY) => {}
+            }
+            self.store.forget_dropped();
+        }
     }
 
     /// Reports the informer stale while it is synced and nothing has arrived

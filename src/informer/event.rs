@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use kube_core::DynamicObject;
 
+use crate::cache::store::CachedObject;
+
 /// A change delivered to handlers.
 ///
-/// Objects are shared: every handler gets the same `Arc` the cache holds.
+/// Objects are shared: every handler gets the same `Arc` the cache holds
+/// (with compact storage, the one decoded from the wire).
 #[derive(Clone, Debug)]
 pub enum Event {
     /// An object appeared in the cache.
@@ -25,8 +28,10 @@ pub enum Event {
     /// An object changed, or a resync re-delivered it.
     Update {
         /// The cached state before the change (for a resync: the same object
-        /// as `new`).
-        old: Arc<DynamicObject>,
+        /// as `new`), as a handle: its name, labels, resourceVersion and any
+        /// field read in place; [`CachedObject::object`] decodes the whole
+        /// object (with compact storage) only when a handler asks for it.
+        old: CachedObject,
         /// The new state.
         new: Arc<DynamicObject>,
         /// True for a resync: nothing changed on the server.

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::Shared;
 use super::event::{Event, EventHandler};
 use super::pool::{HandlerPool, Runnable, TURN};
+pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
 use crate::informer::telemetry::HandlerMetrics;
 use crate::vocabulary::resource::ResourceKey;
@@ -159,7 +160,7 @@ impl Mailbox {
     }
 
     /// Queues an event; false once the registration is removed.
-    fn push(self: &Arc<Self>, event: Event) -> bool {
+    fn push(self: &Arc<Self>, event: Queued) -> bool {
         if self.state.removed.load(Ordering::Acquire) {
             return false;
         }
@@ -287,7 +288,8 @@ impl Runnable for Mailbox {
                 break;
             }
             match item {
-                Item::Event(event) => {
+                Item::Event(queued) => {
+                    let event = queued.into_event();
                     let kind = event.kind();
                     let started = std::time::Instant::now();
                     deliver(handler.as_ref(), event, &self.state, &self.resource);
@@ -324,10 +326,12 @@ pub(super) struct Listener {
 
 impl Listener {
     /// Queues an event; false when the consumer is gone.
-    pub(super) fn push(&self, event: Event, resource: &ResourceKey) -> bool {
+    pub(super) fn push(&self, event: impl Into<Queued>, resource: &ResourceKey) -> bool {
+        let event = event.into();
         match &self.sink {
             Sink::Mailbox(mailbox) => mailbox.push(event),
             Sink::Inline(handler) => {
+                let event = event.into_event();
                 let kind = event.kind();
                 let started = std::time::Instant::now();
                 deliver(handler.as_ref(), event, &self.state, resource);
@@ -536,7 +540,8 @@ impl Stream for EventStream {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         loop {
             match self.buffer.pop_front() {
-                Some(Item::Event(event)) => {
+                Some(Item::Event(queued)) => {
+                    let event = queued.into_event();
                     self.mailbox.handed_event();
                     self.mailbox.state.delivered.fetch_add(1, Ordering::Relaxed);
                     self.mailbox
@@ -613,7 +618,7 @@ where
                 break;
             }
             let event = match item {
-                Item::Event(event) => event,
+                Item::Event(queued) => queued.into_event(),
                 Item::Synced => {
                     mailbox.handed_synced();
                     continue;

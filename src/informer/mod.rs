@@ -158,7 +158,7 @@ pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::WaitError;
 pub use listener::{EventStream, HandlerOptions, Registration};
-use listener::{Listener, ListenerState, Mailbox, Sink, Target};
+use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
@@ -170,14 +170,18 @@ pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
-use crate::cache::store::{ReplaceOutcome, Store, StoreWriter};
+use crate::cache::store::{ReplaceOutcome, Storage, Store, StoreWriter};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
-use crate::vocabulary::object_key::object_key;
+use crate::vocabulary::object_key::{key_from_parts, object_key};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
 use crate::vocabulary::shard::ShardSelector;
 use crate::wire::list_watch::{ApiListWatch, ListWatch};
+
+/// How often an informer with compact storage frees what dropped decoded
+/// objects keep in its cache.
+const FORGET_EVERY: Duration = Duration::from_secs(5);
 
 /// Everything guarded by the dispatch lock.
 struct Dispatch {
@@ -594,15 +598,8 @@ impl SharedInformer {
         };
         // Replay under the dispatch lock: no event can slip between the
         // snapshot and the registration.
-        for object in self.shared.store.list() {
-            listener.push(
-                Event::Add {
-                    object,
-                    in_initial_list: true,
-                    entered_shard: false,
-                },
-                &self.shared.key,
-            );
+        for object in self.shared.store.list_all() {
+            listener.push(Queued::Replay(object), &self.shared.key);
         }
         if d.synced {
             listener.mark_synced();
@@ -759,10 +756,12 @@ impl SharedInformer {
         });
         let resync = self.shared.resync_loop(cancel.clone());
         let staleness = self.shared.staleness_loop(cancel.clone());
+        let forget = self.shared.forget_loop(cancel.clone());
         tokio::select! {
             () = reflect => {}
             () = resync => {}
             () = staleness => {}
+            () = forget => {}
         }
         if self.shared.options.snapshot.is_some() {
             self.shared

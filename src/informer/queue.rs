@@ -5,13 +5,60 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::event::Event;
+use crate::cache::store::CachedObject;
 use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::shard::Settlement;
+
+/// A queued event: ready, or a cached object to be decoded only when its
+/// handler is about to run (a late handler's replay, a resync), so that a
+/// queue of the whole cache holds handles, not decoded objects.
+#[derive(Debug)]
+pub(super) enum Queued {
+    Ready(Event),
+    /// An `Add` of a late handler's replay (`in_initial_list`).
+    Replay(CachedObject),
+    /// A resync's `Update` (`old` and `new` the same object).
+    Resync(CachedObject),
+}
+
+impl Queued {
+    /// The event to hand to the handler: decodes a replayed or resynced
+    /// object (with compact storage; a pointer copy otherwise).
+    pub(super) fn into_event(self) -> Event {
+        match self {
+            Queued::Ready(event) => event,
+            Queued::Replay(cached) => Event::Add {
+                object: cached.object(),
+                in_initial_list: true,
+                entered_shard: false,
+            },
+            Queued::Resync(cached) => Event::Update {
+                new: cached.object(),
+                old: cached,
+                is_resync: true,
+            },
+        }
+    }
+
+    fn key(&self) -> Option<String> {
+        match self {
+            Queued::Ready(event) => object_key(event.object()),
+            Queued::Replay(cached) | Queued::Resync(cached) => cached.key(),
+        }
+    }
+}
+
+impl From<Event> for Queued {
+    fn from(event: Event) -> Self {
+        Queued::Ready(event)
+    }
+}
 
 /// What a handler's queue holds, in delivery order.
 #[derive(Debug)]
 pub(super) enum Item {
-    Event(Event),
+    /// An event; [`Queued::into_event`] gives it to the handler.
+    Event(Queued),
     /// All initial Adds were queued before this marker: once the consumer
     /// reaches it, the registration has synced.
     Synced,
@@ -24,7 +71,7 @@ pub(super) enum Item {
 /// events (coalescing queues), or the synced marker.
 #[derive(Debug)]
 enum Slot {
-    Event(Event),
+    Event(Queued),
     Key(Arc<str>),
     Synced,
     Settlement(Settlement),
@@ -36,14 +83,14 @@ enum Slot {
 #[derive(Debug, Default)]
 struct Pending {
     delete: Option<Event>,
-    upsert: Option<Event>,
+    upsert: Option<Queued>,
 }
 
 impl Pending {
     /// What is pending for a key with nothing queued yet.
-    fn first(event: Event) -> Self {
+    fn first(event: Queued) -> Self {
         match event {
-            delete @ Event::Delete { .. } => Self {
+            Queued::Ready(delete @ Event::Delete { .. }) => Self {
                 delete: Some(delete),
                 upsert: None,
             },
@@ -59,10 +106,21 @@ impl Pending {
     }
 
     /// Folds `event` into what is pending for its key.
-    fn merge(&mut self, event: Event) {
-        match event {
+    fn merge(&mut self, event: Queued) {
+        let event = match event {
             // A resync re-delivers the current state; whatever is pending
             // already delivers that state or a newer one.
+            Queued::Resync(_)
+            | Queued::Ready(Event::Update {
+                is_resync: true, ..
+            }) => return,
+            replay @ Queued::Replay(_) => {
+                self.upsert = Some(replay);
+                return;
+            }
+            Queued::Ready(event) => event,
+        };
+        match event {
             Event::Update {
                 is_resync: true, ..
             } => {}
@@ -70,27 +128,8 @@ impl Pending {
                 new,
                 is_resync: false,
                 ..
-            } => match &mut self.upsert {
-                Some(Event::Add { object, .. }) => *object = new,
-                Some(Event::Update {
-                    new: latest,
-                    is_resync,
-                    ..
-                }) => {
-                    *latest = new;
-                    *is_resync = false;
-                }
-                // An update after a pending delete cannot come from one
-                // informer (a recreated object arrives as an add); keep it.
-                _ => {
-                    self.upsert = Some(Event::Update {
-                        old: new.clone(),
-                        new,
-                        is_resync: false,
-                    });
-                }
-            },
-            add @ Event::Add { .. } => self.upsert = Some(add),
+            } => self.upsert = Some(Queued::Ready(self.updated_to(new))),
+            add @ Event::Add { .. } => self.upsert = Some(Queued::Ready(add)),
             delete @ Event::Delete { .. } => {
                 // The handler never sees the state it was not yet handed; the
                 // first pending delete carries the state it did see.
@@ -99,6 +138,45 @@ impl Pending {
                     self.delete = Some(delete);
                 }
             }
+        }
+    }
+}
+
+impl Pending {
+    /// The pending add or update once it is brought to `new`.
+    fn updated_to(&mut self, new: Arc<kube_core::DynamicObject>) -> Event {
+        match self.upsert.take() {
+            Some(Queued::Ready(Event::Add {
+                in_initial_list,
+                entered_shard,
+                ..
+            })) => Event::Add {
+                object: new,
+                in_initial_list,
+                entered_shard,
+            },
+            Some(Queued::Replay(_)) => Event::Add {
+                object: new,
+                in_initial_list: true,
+                entered_shard: false,
+            },
+            Some(Queued::Ready(Event::Update { old, .. })) => Event::Update {
+                old,
+                new,
+                is_resync: false,
+            },
+            Some(Queued::Resync(cached)) => Event::Update {
+                old: cached,
+                new,
+                is_resync: false,
+            },
+            // An update after a pending delete cannot come from one
+            // informer (a recreated object arrives as an add); keep it.
+            Some(Queued::Ready(Event::Delete { .. })) | None => Event::Update {
+                old: CachedObject::decoded(new.clone()),
+                new,
+                is_resync: false,
+            },
         }
     }
 }
@@ -135,13 +213,13 @@ impl Queue {
 
     /// Queues an event; returns how much the backlog grew (0 or 1, or less
     /// when coalescing folded events together: the change may be negative).
-    pub(super) fn push(&mut self, event: Event) -> isize {
+    pub(super) fn push(&mut self, event: Queued) -> isize {
         let Some(pending) = &mut self.pending else {
             self.order.push_back(Slot::Event(event));
             self.len += 1;
             return 1;
         };
-        let Some(key) = object_key(event.object()) else {
+        let Some(key) = event.key() else {
             self.order.push_back(Slot::Event(event));
             self.len += 1;
             return 1;
@@ -188,7 +266,7 @@ impl Queue {
                         continue;
                     };
                     self.len -= p.len();
-                    out.extend(p.delete.map(Item::Event));
+                    out.extend(p.delete.map(|e| Item::Event(Queued::Ready(e))));
                     out.extend(p.upsert.map(Item::Event));
                 }
             }
@@ -228,15 +306,16 @@ mod tests {
     }
     fn update(name: &str, old: u32, new: u32) -> Event {
         Event::Update {
-            old: obj(name, old),
+            old: CachedObject::decoded(obj(name, old)),
             new: obj(name, new),
             is_resync: false,
         }
     }
     fn resync(name: &str, rv: u32) -> Event {
+        let object = obj(name, rv);
         Event::Update {
-            old: obj(name, rv),
-            new: obj(name, rv),
+            old: CachedObject::decoded(object.clone()),
+            new: object,
             is_resync: true,
         }
     }
@@ -259,11 +338,13 @@ mod tests {
                 Item::Synced => "synced".to_owned(),
                 Item::Settlement(_) => "settlement".to_owned(),
                 Item::Event(e) => {
+                    let e = e.into_event();
                     let rv = |o: &Arc<DynamicObject>| o.metadata.resource_version.clone().unwrap();
                     let name = e.object().metadata.name.clone().unwrap();
                     match &e {
                         Event::Update { old, new, .. } => {
-                            format!("{} {name} {}>{}", e.kind(), rv(old), rv(new))
+                            let old = old.resource_version().unwrap_or_default();
+                            format!("{} {name} {old}>{}", e.kind(), rv(new))
                         }
                         _ => format!("{} {name} {}", e.kind(), rv(e.object())),
                     }
@@ -281,7 +362,7 @@ mod tests {
             resync("a", 2),
             delete("a", 3),
         ] {
-            assert_eq!(q.push(e), 1);
+            assert_eq!(q.push(e.into()), 1);
         }
         assert_eq!(q.len(), 4);
         assert_eq!(
@@ -293,11 +374,11 @@ mod tests {
     #[test]
     fn coalescing_keeps_the_latest_state_and_the_old_the_handler_saw() {
         let mut q = Queue::new(true);
-        q.push(update("a", 1, 2));
-        q.push(add("b", 5));
-        q.push(update("a", 2, 3));
-        q.push(update("b", 5, 6));
-        q.push(update("a", 3, 4));
+        q.push(update("a", 1, 2).into());
+        q.push(add("b", 5).into());
+        q.push(update("a", 2, 3).into());
+        q.push(update("b", 5, 6).into());
+        q.push(update("a", 3, 4).into());
         assert_eq!(q.len(), 2, "one pending event per key");
         assert_eq!(drain(&mut q), ["Update a 1>4", "Add b 6"]);
     }
@@ -306,19 +387,19 @@ mod tests {
     fn coalescing_never_drops_a_delete() {
         let mut q = Queue::new(true);
         // Seen by the handler as 1, then updated and deleted.
-        q.push(update("a", 1, 2));
-        q.push(delete("a", 3));
+        q.push(update("a", 1, 2).into());
+        q.push(delete("a", 3).into());
         // Added and deleted before the handler got to it.
-        q.push(add("b", 4));
-        q.push(delete("b", 5));
+        q.push(add("b", 4).into());
+        q.push(delete("b", 5).into());
         // Deleted, recreated, updated: the delete, then the latest state.
-        q.push(delete("c", 6));
-        q.push(add("c", 7));
-        q.push(update("c", 7, 8));
+        q.push(delete("c", 6).into());
+        q.push(add("c", 7).into());
+        q.push(update("c", 7, 8).into());
         // ...and deleted again: the first delete stands for both.
-        q.push(delete("d", 9));
-        q.push(add("d", 10));
-        q.push(delete("d", 11));
+        q.push(delete("d", 9).into());
+        q.push(add("d", 10).into());
+        q.push(delete("d", 11).into());
         assert_eq!(
             drain(&mut q),
             [
@@ -334,12 +415,12 @@ mod tests {
     #[test]
     fn coalescing_drops_resyncs_of_pending_objects_and_keeps_order_and_markers() {
         let mut q = Queue::new(true);
-        q.push(add("a", 1));
-        q.push(add("b", 2));
+        q.push(add("a", 1).into());
+        q.push(add("b", 2).into());
         q.push_synced();
-        q.push(resync("a", 1));
-        q.push(resync("c", 3));
-        q.push(update("b", 2, 4));
+        q.push(resync("a", 1).into());
+        q.push(resync("c", 3).into());
+        q.push(update("b", 2, 4).into());
         assert_eq!(q.len(), 3);
         assert_eq!(
             drain(&mut q),
@@ -352,7 +433,7 @@ mod tests {
         let mut q = Queue::new(true);
         for round in 0..1000u32 {
             for key in ["a", "b", "c"] {
-                q.push(update(key, round, round + 1));
+                q.push(update(key, round, round + 1).into());
             }
         }
         assert_eq!(q.len(), 3);
@@ -366,7 +447,7 @@ mod tests {
     fn taking_in_turns_resumes_where_it_stopped() {
         let mut q = Queue::new(true);
         for i in 0..5 {
-            q.push(add(&format!("o{i}"), i));
+            q.push(add(&format!("o{i}"), i).into());
         }
         let mut first = Vec::new();
         q.take(2, &mut first);
@@ -374,5 +455,76 @@ mod tests {
         assert_eq!(q.len(), 3);
         assert_eq!(drain(&mut q), ["Add o2 2", "Add o3 3", "Add o4 4"]);
         assert!(q.is_empty());
+    }
+
+    /// A handle on `object` as a compact store holds it.
+    fn cached(object: &Arc<DynamicObject>) -> CachedObject {
+        let mut writer =
+            crate::cache::store::StoreWriter::with_storage(crate::cache::store::Storage::Compact);
+        writer.upsert(object.clone());
+        writer.reader().list_all().remove(0)
+    }
+
+    #[test]
+    fn replayed_and_resynced_objects_wait_as_handles_and_fold_like_events() {
+        let mut q = Queue::new(true);
+        q.push(Queued::Replay(cached(&obj("a", 1))));
+        q.push(Queued::Replay(cached(&obj("b", 1))));
+        q.push(Queued::Resync(cached(&obj("c", 1))));
+        assert!(matches!(
+            q.order.front(),
+            Some(Slot::Key(_)) | Some(Slot::Event(Queued::Replay(_)))
+        ));
+        // A change of a replayed object keeps it an initial Add of the new
+        // state; a resync of anything pending is folded away; a change of a
+        // pending resync becomes an update from the state the handler saw.
+        q.push(update("a", 1, 2).into());
+        q.push(Queued::Resync(cached(&obj("b", 1))));
+        q.push(update("c", 1, 3).into());
+        assert_eq!(q.len(), 3);
+        let mut items = Vec::new();
+        q.take(usize::MAX, &mut items);
+        let events: Vec<Event> = items
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Event(e) => Some(e.into_event()),
+                _ => None,
+            })
+            .collect();
+        assert!(matches!(
+            &events[0],
+            Event::Add { object, in_initial_list: true, .. }
+                if object.metadata.resource_version.as_deref() == Some("2")
+        ));
+        assert!(matches!(
+            &events[1],
+            Event::Add {
+                in_initial_list: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &events[2],
+            Event::Update { old, new, is_resync: false }
+                if old.resource_version() == Some("1")
+                    && new.metadata.resource_version.as_deref() == Some("3")
+        ));
+    }
+
+    #[test]
+    fn a_plain_queue_decodes_a_replayed_object_only_when_it_is_taken() {
+        let mut q = Queue::new(false);
+        let object = obj("a", 7);
+        q.push(Queued::Replay(cached(&object)));
+        drop(object);
+        let mut items = Vec::new();
+        q.take(1, &mut items);
+        let Some(Item::Event(Queued::Replay(handle))) = items.pop() else {
+            panic!("a replayed object waits as a handle");
+        };
+        let Event::Add { object, .. } = Queued::Replay(handle).into_event() else {
+            panic!("a replay is an Add");
+        };
+        assert_eq!(object.metadata.name.as_deref(), Some("a"));
     }
 }

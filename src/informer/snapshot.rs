@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use super::ReflectorStats;
 use super::options::InformerOptions;
 use super::telemetry::InformerMetrics;
-use crate::cache::store::Store;
+use crate::cache::store::{CachedObject, Store};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
 
@@ -370,7 +370,7 @@ impl Target {
     pub(crate) fn write(
         &self,
         resource_version: &str,
-        objects: &[Arc<DynamicObject>],
+        objects: &[CachedObject],
     ) -> std::io::Result<()> {
         let header = Header {
             identity: self.identity.clone(),
@@ -396,7 +396,7 @@ impl Target {
         let (mut hash, mut bytes, mut line) = (FNV1A_64_OFFSET, 0u64, Vec::new());
         for object in objects {
             line.clear();
-            serde_json::to_writer(&mut line, object.as_ref())?;
+            object.write_json(&mut line)?;
             line.push(b'\n');
             hash = fnv1a_64_extend(hash, &line);
             bytes += line.len() as u64;
@@ -501,7 +501,7 @@ impl Writes {
         if store.sync_point().relisting {
             return None;
         }
-        let objects = store.list();
+        let objects = store.list_all();
         let rv = resource_version.to_owned();
         let stats = stats.clone();
         let metrics = metrics.clone();
@@ -551,16 +551,20 @@ fn shape(options: &InformerOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::store::StoreWriter;
 
-    fn object(name: &str) -> Arc<DynamicObject> {
-        Arc::new(
+    /// A cached ConfigMap, as a store hands it out.
+    fn object(name: &str) -> CachedObject {
+        let mut writer = StoreWriter::new();
+        writer.upsert(Arc::new(
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": { "name": name, "namespace": "ns", "resourceVersion": "7" },
                 "data": { "k": name }
             }))
             .unwrap(),
-        )
+        ));
+        writer.reader().get(&format!("ns/{name}")).unwrap()
     }
 
     fn target(dir: &Path, cluster: &str, options: &InformerOptions) -> Target {

@@ -562,7 +562,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
             .map(|l| l.list_all())
             .unwrap_or_default()
             .iter()
-            .filter_map(|o| o.metadata.name.clone())
+            .filter_map(|o| o.name().map(str::to_owned))
             .collect();
         let mut server = server;
         server.sort();

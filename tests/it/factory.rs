@@ -12,7 +12,7 @@ use kube_client::Client;
 use kube_client::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
-use kube_dynamic_informer::cache::ListerError;
+use kube_dynamic_informer::cache::{CachedObject, ListerError};
 use kube_dynamic_informer::factory::{
     CacheSyncError, FactoryError, InformerFactory, InformerHandle,
 };
@@ -53,10 +53,10 @@ async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Opt
     .await
 }
 
-fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
+fn names(objects: &[CachedObject]) -> Vec<String> {
     let mut names: Vec<String> = objects
         .iter()
-        .map(|o| o.metadata.name.clone().unwrap_or_default())
+        .map(|o| o.name().unwrap_or_default().to_owned())
         .collect();
     names.sort();
     names
@@ -253,7 +253,7 @@ async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
     )
     .await;
     let w1 = widgets.lister().namespace(&ns).unwrap().get("w1").unwrap();
-    assert_eq!(w1.types.as_ref().unwrap().kind, "Widget");
+    assert_eq!(w1.kind(), Some("Widget"));
     assert_eq!(widgets.api_resource().unwrap().kind, "Widget");
     factory.shutdown().await;
 }
@@ -681,12 +681,12 @@ async fn metadata_only_informers_cache_metadata_and_follow_changes() {
     );
 
     let a = meta.lister().namespace(&ns).unwrap().get("a").unwrap();
-    assert_eq!(a.types.as_ref().unwrap().kind, "ConfigMap");
-    assert_eq!(a.types.as_ref().unwrap().api_version, "v1");
-    assert_eq!(a.metadata.labels.as_ref().unwrap()["tier"], "front");
-    assert_eq!(a.data, json!({}), "no data in metadata-only mode");
+    assert_eq!(a.kind(), Some("ConfigMap"));
+    assert_eq!(a.api_version(), Some("v1"));
+    assert_eq!(a.labels().get("tier"), Some("front"));
+    assert_eq!(a.object().data, json!({}), "no data in metadata-only mode");
     let a_full = full.lister().namespace(&ns).unwrap().get("a").unwrap();
-    assert!(a_full.data["data"]["payload"].is_string());
+    assert!(a_full.object().data["data"]["payload"].is_string());
 
     // Watch events are metadata too, and label selectors work on them.
     Api::<ConfigMap>::namespaced(client.clone(), &ns)
@@ -704,7 +704,13 @@ async fn metadata_only_informers_cache_metadata_and_follow_changes() {
     .await;
     assert_eq!(names(&meta.lister().list("tier=back").unwrap()), ["a"]);
     assert_eq!(
-        meta.lister().namespace(&ns).unwrap().get("b").unwrap().data,
+        meta.lister()
+            .namespace(&ns)
+            .unwrap()
+            .get("b")
+            .unwrap()
+            .object()
+            .data,
         json!({})
     );
     Api::<ConfigMap>::namespaced(client.clone(), &ns)
@@ -747,9 +753,13 @@ fn cache_bytes(informer: &InformerHandle) -> usize {
     informer
         .informer()
         .store()
-        .list()
+        .list_all()
         .iter()
-        .map(|o| serde_json::to_vec(&**o).unwrap().len())
+        .map(|o| {
+            let mut json = Vec::new();
+            o.write_json(&mut json).unwrap();
+            json.len()
+        })
         .sum()
 }
 
@@ -849,7 +859,7 @@ async fn metadata_only_saving() {
         .list("app=measure")
         .unwrap()
         .iter()
-        .filter_map(|o| o.metadata.name.clone())
+        .filter_map(|o| o.name().map(str::to_owned))
         .collect();
     assert_eq!(kept.len(), COUNT, "labels survive in metadata-only mode");
     assert!(m < f && meta_traffic < full_traffic);

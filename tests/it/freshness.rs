@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::InformerFactory;
+use kube_dynamic_informer::cache::CachedObject;
 use kube_dynamic_informer::informer::{Event, HandlerOptions, SharedInformer, WaitError};
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
@@ -30,6 +31,11 @@ use crate::support;
 /// `spec.n` of an object (-1 when absent).
 fn n_of(o: &DynamicObject) -> i64 {
     o.data["spec"]["n"].as_i64().unwrap_or(-1)
+}
+
+/// `spec.n` of a cached object, read in place (-1 when absent).
+fn cached_n_of(o: &CachedObject) -> i64 {
+    o.pointer("/spec/n").and_then(|v| v.as_i64()).unwrap_or(-1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +101,7 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
         .wait_for_object(&created, Duration::from_secs(10))
         .await
         .unwrap();
-    assert_eq!(informer.store().get(&key).map(|o| n_of(&o)), Some(0));
+    assert_eq!(informer.store().get(&key).map(|o| cached_n_of(&o)), Some(0));
     for n in 1..=100 {
         let written = api
             .patch(
@@ -111,7 +117,7 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
             .unwrap_or_else(|e| panic!("write {n}: {e}"));
         let cached = informer.store().get(&key).expect("cached");
         assert_eq!(
-            n_of(&cached),
+            cached_n_of(&cached),
             n,
             "the cache shows write {n} once the wait returns"
         );
@@ -163,7 +169,7 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
         1
     );
     let lister = factory.informers()[0].lister();
-    assert_eq!(lister.get(&key).map(|o| n_of(&o)), Some(1000));
+    assert_eq!(lister.get(&key).map(|o| cached_n_of(&o)), Some(1000));
     let err = factory
         .wait_for_object(&cm, Duration::from_secs(1))
         .await

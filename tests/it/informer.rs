@@ -227,8 +227,8 @@ async fn a_crd_informer_follows_creates_updates_and_deletes() {
 
     // List items arrive without apiVersion/kind; the cache has them.
     let w0 = informer.store().get(&format!("{ns}/w0")).unwrap();
-    assert_eq!(w0.types.as_ref().unwrap().kind, "Widget");
-    assert_eq!(w0.types.as_ref().unwrap().api_version, ar.api_version);
+    assert_eq!(w0.kind(), Some("Widget"));
+    assert_eq!(w0.api_version(), Some(ar.api_version.as_str()));
     assert_eq!(
         informer.store().index_keys("color", "red").unwrap().len(),
         3
@@ -456,12 +456,12 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
     server.sort();
     let mut cached: Vec<(String, String)> = informer
         .store()
-        .list()
+        .list_all()
         .iter()
         .map(|o| {
             (
-                o.metadata.name.clone().unwrap(),
-                o.metadata.resource_version.clone().unwrap(),
+                o.name().unwrap().to_owned(),
+                o.resource_version().unwrap().to_owned(),
             )
         })
         .collect();

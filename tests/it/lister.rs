@@ -2,13 +2,12 @@
 //! select what the server selects, namespace views, get, indexes, and
 //! cluster-scoped CRDs.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, DynamicObject, ListParams, PostParams};
 use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::cache::ListerError;
+use kube_dynamic_informer::cache::{CachedObject, ListerError, StoreError};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
@@ -16,10 +15,10 @@ use serde_json::json;
 use crate::discovery::gizmo_crd;
 use crate::support;
 
-fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
+fn names(objects: &[CachedObject]) -> Vec<String> {
     let mut names: Vec<String> = objects
         .iter()
-        .map(|o| o.metadata.name.clone().unwrap_or_default())
+        .map(|o| o.name().unwrap_or_default().to_owned())
         .collect();
     names.sort();
     names
@@ -168,10 +167,7 @@ async fn namespace_views_get_and_indexes_across_namespaces() {
     assert_eq!(names(&in_a.list_all()), ["one", "two"]);
     assert_eq!(names(&in_a.list("team=red").unwrap()), ["one"]);
     assert!(in_a.list("team=blue").unwrap().is_empty());
-    assert_eq!(
-        in_a.get("one").unwrap().metadata.namespace.as_deref(),
-        Some(a.as_str())
-    );
+    assert_eq!(in_a.get("one").unwrap().namespace(), Some(a.as_str()));
     assert!(lister.get(&format!("{b}/two")).is_some());
     assert!(
         lister.get("two").is_none(),
@@ -180,9 +176,18 @@ async fn namespace_views_get_and_indexes_across_namespaces() {
 
     assert_eq!(lister.by_index("team", "green").unwrap().len(), 2);
     let blue = lister.by_index("team", "blue").unwrap();
-    assert_eq!(blue[0].metadata.namespace.as_deref(), Some(b.as_str()));
+    assert_eq!(blue[0].namespace(), Some(b.as_str()));
     assert_eq!(lister.by_index("namespace", &a).unwrap().len(), 2);
+    // The lister's index reads are its store's, with the store's error.
     let err = lister.by_index("colour", "red").unwrap_err();
+    assert!(matches!(err, StoreError::UnknownIndex { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "unknown index \"colour\"; the store has: namespace, team"
+    );
+    // A namespace view's errors name the resource.
+    let err = in_a.by_index("colour", "red").unwrap_err();
+    assert!(matches!(err, ListerError::Index { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "configmaps.v1: unknown index \"colour\"; the store has: namespace, team"
@@ -215,8 +220,8 @@ async fn a_cluster_scoped_crd_through_a_generic_informer() {
     assert_eq!(gizmos.scope(), Some(Scope::Cluster));
     let lister = gizmos.lister();
     assert_eq!(
-        lister.get("g1").unwrap().types.as_ref().unwrap().kind,
-        format!("Gizmo{marker}")
+        lister.get("g1").unwrap().kind(),
+        Some(format!("Gizmo{marker}").as_str())
     );
     assert_eq!(names(&lister.list("colour=blue").unwrap()), ["g2"]);
     assert_eq!(names(&lister.list("colour notin (blue)").unwrap()), ["g1"]);

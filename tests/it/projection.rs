@@ -109,7 +109,7 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
 
     let key = format!("{ns}/w0");
     let cached = |informer: &kube_dynamic_informer::InformerHandle| {
-        serde_json::to_value(&*informer.lister().get(&key).expect("w0 cached")).unwrap()
+        serde_json::to_value(informer.lister().get(&key).expect("w0 cached")).unwrap()
     };
     // What the server sends and a projection drops.
     let full = cached(&whole);

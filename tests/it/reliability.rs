@@ -190,10 +190,10 @@ impl View {
                         .problems
                         .push(format!("Update of {key}, which the handler never had")),
                     Some(had) => {
-                        if had != rv_of(old) {
+                        if had != old.resource_version().unwrap_or_default() {
                             self.problems.push(format!(
                                 "Update of {key}: old state {} but the handler had {had}",
-                                rv_of(old)
+                                old.resource_version().unwrap_or_default()
                             ));
                         }
                         if let (Some(a), Some(b)) = (rv_number(&had), rv_number(&rv))
@@ -241,9 +241,14 @@ pub async fn server_state(api: &Api<DynamicObject>) -> Result<BTreeMap<String, S
 pub fn cache_state(informer: &SharedInformer) -> BTreeMap<String, String> {
     informer
         .store()
-        .list()
+        .list_all()
         .iter()
-        .map(|o| (object_key(o).expect("cached objects have names"), rv_of(o)))
+        .map(|o| {
+            (
+                o.key().expect("cached objects have names"),
+                o.resource_version().unwrap_or_default().to_owned(),
+            )
+        })
         .collect()
 }
 

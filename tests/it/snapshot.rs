@@ -82,12 +82,12 @@ impl Run {
     fn cached(&self) -> BTreeMap<String, String> {
         self.informer
             .store()
-            .list()
+            .list_all()
             .iter()
             .map(|o| {
                 (
-                    o.metadata.name.clone().unwrap(),
-                    o.metadata.resource_version.clone().unwrap(),
+                    o.name().unwrap().to_owned(),
+                    o.resource_version().unwrap().to_owned(),
                 )
             })
             .collect()

@@ -271,13 +271,13 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
                     let (index, value) = index.split_once('=').ok_or_else(|| {
                         Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
                     })?;
-                    one.by_index_cached(index, value)
+                    one.by_index(index, value)
                         .map_err(|e| Failure::usage(format!("{name}: {e}")))?
                 }
                 (None, Some(selector)) => one
-                    .list_cached(selector.as_str())
+                    .list(selector.as_str())
                     .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
-                (None, None) => one.store().list_cached(),
+                (None, None) => one.list_all(),
             };
             let redaction = redaction(
                 clusters.informer(&cluster, name).as_ref(),

@@ -80,13 +80,13 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
                     Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
                 })?;
                 lister
-                    .by_index_cached(index, value)
+                    .by_index(index, value)
                     .map_err(|e| Failure::usage(format!("{name}: {e}")))?
             }
             (None, Some(selector)) => lister
-                .list_cached(selector.as_str())
+                .list(selector.as_str())
                 .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
-            (None, None) => lister.store().list_cached(),
+            (None, None) => lister.list_all(),
         };
         // Printed from the cache as it is held: with compact storage,
         // nothing is decoded.

@@ -6,9 +6,6 @@
 use std::borrow::Cow;
 
 use std::fmt;
-use std::sync::Arc;
-
-use kube_core::DynamicObject;
 use tokio::sync::watch;
 
 use crate::cache::index::NAMESPACE_INDEX;
@@ -99,9 +96,10 @@ enum ScopeSource {
 }
 
 /// A read view over one resource's cache: list by label selector, get by
-/// name, scope to a namespace, query an index. Cheap to clone.
+/// key, scope to a namespace, query an index. Cheap to clone.
 ///
-/// Results are the cache's own `Arc`s, in no particular order.
+/// Results are handles on the cache's own objects ([`CachedObject`]: a
+/// pointer copy in either storage), in no particular order.
 #[derive(Clone)]
 pub struct Lister {
     store: Store,
@@ -182,81 +180,14 @@ impl Lister {
     }
 
     /// The objects whose labels match `selector` (see [`crate::vocabulary`]
-    /// for the syntax; `""` matches everything).
+    /// for the syntax; `""` matches everything), as handles (see
+    /// [`CachedObject`]): labels are matched in place, nothing is decoded.
     ///
     /// # Errors
     /// [`ListerError::Selector`] for a selector that does not parse.
-    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
         let selector = self.selector(&selector)?;
-        if selector.is_everything() {
-            return Ok(self.store.list());
-        }
-        // Labels are matched in place: with compact storage, only the
-        // objects returned are decoded.
         Ok(self.store.list_where(|o| selector.matches(&o.labels())))
-    }
-
-    /// Every cached object.
-    #[must_use]
-    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
-        self.store.list()
-    }
-
-    /// The objects whose labels match `selector`, as the cache holds them,
-    /// to read in place (see [`CachedObject`]): nothing is decoded.
-    ///
-    /// # Errors
-    /// [`ListerError::Selector`] for a selector that does not parse.
-    pub fn list_cached(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
-        let selector = self.selector(&selector)?;
-        let mut objects = self.store.list_cached();
-        if !selector.is_everything() {
-            objects.retain(|o| selector.matches(&o.labels()));
-        }
-        Ok(objects)
-    }
-
-    /// The objects filed under `value` in the index `index`, as the cache
-    /// holds them, to read in place (see [`CachedObject`]).
-    ///
-    /// # Errors
-    /// [`ListerError::Index`] when there is no such index.
-    pub fn by_index_cached(
-        &self,
-        index: &str,
-        value: &str,
-    ) -> Result<Vec<CachedObject>, ListerError> {
-        self.store
-            .by_index_cached(index, value)
-            .map_err(|source| ListerError::Index {
-                resource: self.resource.clone(),
-                source,
-            })
-    }
-
-    /// The object with this key: its name for a cluster-scoped resource,
-    /// `namespace/name` for a namespaced one (or use
-    /// [`namespace`](Self::namespace)`(ns).get(name)`).
-    #[must_use]
-    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.store.get(key)
-    }
-
-    /// The objects filed under `value` in the index `index`.
-    ///
-    /// # Errors
-    /// [`ListerError::Index`] when there is no such index.
-    pub fn by_index(
-        &self,
-        index: &str,
-        value: &str,
-    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
-        self.store
-            .by_index(index, value)
-            .map_err(|source| ListerError::Index {
-                resource: self.resource.clone(),
-                source,
-            })
     }
 
     /// A view of one namespace, answered through the namespace index.
@@ -298,6 +229,17 @@ impl Lister {
     }
 }
 
+/// A lister reads like its [`Store`] — [`get`](Store::get) by key,
+/// [`list_all`](Store::list_all), [`by_index`](Store::by_index) — and adds
+/// label selectors and namespace views.
+impl std::ops::Deref for Lister {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
 impl fmt::Debug for Lister {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lister")
@@ -326,52 +268,36 @@ impl NamespaceLister {
     ///
     /// # Errors
     /// [`ListerError::Selector`] for a selector that does not parse.
-    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
         let selector = self.lister.selector(&selector)?;
-        if selector.is_everything() {
-            return Ok(self.list_all());
+        let mut members = self.list_all();
+        if !selector.is_everything() {
+            members.retain(|o| selector.matches(&o.labels()));
         }
-        let members = self
-            .lister
-            .store
-            .by_index_cached(NAMESPACE_INDEX, &self.namespace)
-            .unwrap_or_default();
-        Ok(members
-            .into_iter()
-            .filter(|o| selector.matches(&o.labels()))
-            .map(|o| o.object())
-            .collect())
+        Ok(members)
     }
 
     /// The objects of the namespace filed under `value` in the index
-    /// `index`. The namespace is read in place, so objects of other
-    /// namespaces are never decoded.
+    /// `index`.
     ///
     /// # Errors
     /// [`ListerError::Index`] when there is no such index.
-    pub fn by_index(
-        &self,
-        index: &str,
-        value: &str,
-    ) -> Result<Vec<Arc<DynamicObject>>, ListerError> {
-        let members = self
-            .lister
-            .store
-            .by_index_cached(index, value)
-            .map_err(|source| ListerError::Index {
-                resource: self.lister.resource.clone(),
-                source,
-            })?;
-        Ok(members
-            .into_iter()
-            .filter(|o| o.namespace() == Some(self.namespace.as_str()))
-            .map(|o| o.object())
-            .collect())
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, ListerError> {
+        let mut members =
+            self.lister
+                .store
+                .by_index(index, value)
+                .map_err(|source| ListerError::Index {
+                    resource: self.lister.resource.clone(),
+                    source,
+                })?;
+        members.retain(|o| o.namespace() == Some(self.namespace.as_str()));
+        Ok(members)
     }
 
     /// Every cached object of the namespace.
     #[must_use]
-    pub fn list_all(&self) -> Vec<Arc<DynamicObject>> {
+    pub fn list_all(&self) -> Vec<CachedObject> {
         // The namespace index always exists.
         self.lister
             .store
@@ -381,7 +307,7 @@ impl NamespaceLister {
 
     /// The object of the namespace with this name.
     #[must_use]
-    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+    pub fn get(&self, name: &str) -> Option<CachedObject> {
         self.lister
             .store
             .get(&key_from_parts(Some(&self.namespace), name))

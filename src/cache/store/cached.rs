@@ -35,7 +35,7 @@ use crate::cache::compact::{
 ///     "data": { "mode": "fast" }
 /// }))?));
 ///
-/// let cached = writer.reader().cached("shop/app").unwrap();
+/// let cached = writer.reader().get("shop/app").unwrap();
 /// assert_eq!(cached.labels().get("tier"), Some("web"));
 /// assert_eq!(cached.pointer("/data/mode").and_then(|v| v.as_str()), Some("fast"));
 /// let mut json = Vec::new();
@@ -53,6 +53,11 @@ pub(super) enum Held {
 }
 
 impl CachedObject {
+    /// A handle on a decoded object that no store holds.
+    pub(crate) fn decoded(object: Arc<DynamicObject>) -> Self {
+        CachedObject(Held::Object(object))
+    }
+
     pub(super) fn into_object(self) -> Arc<DynamicObject> {
         match self.0 {
             Held::Object(object) => object,
@@ -81,9 +86,10 @@ impl CachedObject {
 
     /// Frees what a dropped decoded object still keeps (see
     /// [`CompactEntry::forget_dropped`]).
-    pub(super) fn forget_dropped(&self) {
-        if let Held::Compact(entry) = &self.0 {
-            entry.forget_dropped();
+    pub(super) fn forget_dropped(&self) -> bool {
+        match &self.0 {
+            Held::Compact(entry) => entry.forget_dropped(),
+            Held::Object(_) => false,
         }
     }
 }
@@ -143,6 +149,16 @@ impl CachedObject {
             Held::Object(o) => o.metadata.namespace.as_deref(),
             Held::Compact(e) => e.compact().namespace(),
         }
+    }
+
+    /// The cache key: `namespace/name`, or `name` for a cluster-scoped
+    /// object.
+    pub fn key(&self) -> Option<String> {
+        let name = self.name().filter(|name| !name.is_empty())?;
+        Some(crate::vocabulary::object_key::key_from_parts(
+            self.namespace(),
+            name,
+        ))
     }
 
     /// `metadata.uid`.

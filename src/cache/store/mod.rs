@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use crate::cache::compact::{CompactEntry, CompactObject, Interner};
 use crate::cache::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
-use crate::vocabulary::object_key::{key_from_parts, object_key};
+use crate::vocabulary::object_key::object_key;
 
 mod cached;
 mod version;
@@ -41,12 +41,12 @@ pub enum Storage {
     /// memory: keys interned per cache, exact-size trees, identical
     /// `managedFields` trees stored once. Event handlers still get the
     /// object decoded from the wire; a read that needs a whole
-    /// `DynamicObject` gets the same `Arc` while anyone holds it and decodes
-    /// one otherwise (microseconds an object). Selector matching, index
-    /// filtering and printing read the compact form without decoding (see
-    /// [`CachedObject`]). What hands out every
-    /// object — `list_all`, a late handler's replay, a resync — decodes
-    /// those nobody holds: pick `Objects` when that happens often. Run the
+    /// `DynamicObject` ([`CachedObject::object`]) gets the same `Arc` while
+    /// anyone holds it and decodes one otherwise (microseconds an object).
+    /// Reads return handles that read the compact form in place (see
+    /// [`CachedObject`]); a late handler's replay and a resync decode each
+    /// object just before its handler runs, so no operation holds the whole
+    /// cache decoded. Run the
     /// application on jemalloc (or another allocator that does not fragment
     /// like glibc's): with glibc's malloc each update costs about twice the
     /// CPU (BENCHMARKS.md, "Allocators").
@@ -87,7 +87,8 @@ pub struct ReplaceOutcome {
     pub added: Vec<Arc<DynamicObject>>,
     /// `(old, new)` for objects that changed, in list order: their
     /// `resourceVersion` differs, or, when neither has one, their content.
-    pub updated: Vec<(Arc<DynamicObject>, Arc<DynamicObject>)>,
+    /// The old state is a handle: nothing is decoded unless asked.
+    pub updated: Vec<(CachedObject, Arc<DynamicObject>)>,
     /// The last known state of objects whose key is missing from the list
     /// (client-go's "final state unknown" tombstones), in no particular order.
     pub deleted: Vec<Arc<DynamicObject>>,
@@ -427,92 +428,50 @@ impl Store {
         self.shared.read().storage
     }
 
-    /// The object with this key (`namespace/name` or `name`).
-    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        let held = self.shared.read().objects.get(key)?.held.clone();
-        Some(held.into_object())
-    }
-
-    /// The object with this key as the store holds it, to read in place
+    /// The object with this key (`namespace/name` or `name`): a handle that
+    /// reads it in place and gives the whole `DynamicObject` on demand
     /// (see [`CachedObject`]).
-    pub fn cached(&self, key: &str) -> Option<CachedObject> {
+    pub fn get(&self, key: &str) -> Option<CachedObject> {
         let held = self.shared.read().objects.get(key)?.held.clone();
         Some(held)
     }
 
-    /// The object with this namespace (`None` for cluster-scoped) and name.
-    pub fn get_namespaced(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<Arc<DynamicObject>> {
-        self.get(&key_from_parts(namespace, name))
-    }
-
     /// Every cached object: one consistent snapshot, taken under a single
-    /// lock acquisition (no writer operation is half-visible in it). With
-    /// [`Storage::Compact`], objects nobody holds are decoded after the lock
-    /// is released.
-    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
-        let state = self.shared.read();
-        match state.storage {
-            Storage::Objects => state
-                .objects
-                .values()
-                .map(|entry| entry.held.object())
-                .collect(),
-            Storage::Compact => {
-                let held: Vec<CachedObject> =
-                    state.objects.values().map(|e| e.held.clone()).collect();
-                drop(state);
-                held.into_iter().map(CachedObject::into_object).collect()
-            }
-        }
+    /// lock acquisition (no writer operation is half-visible in it). Nothing
+    /// is decoded: each is a handle (see [`CachedObject`]).
+    pub fn list_all(&self) -> Vec<CachedObject> {
+        self.list_where(|_| true)
     }
 
-    /// Every cached object as the store holds it, to read in place (see
-    /// [`CachedObject`]): one consistent snapshot.
-    pub fn list_cached(&self) -> Vec<CachedObject> {
+    /// The objects for which `keep` is true: one consistent snapshot. `keep`
+    /// reads each object in place, under the store's read lock.
+    pub(crate) fn list_where(
+        &self,
+        mut keep: impl FnMut(&CachedObject) -> bool,
+    ) -> Vec<CachedObject> {
         self.shared
             .read()
             .objects
             .values()
+            .filter(|entry| keep(&entry.held))
             .map(|entry| entry.held.clone())
             .collect()
     }
 
-    /// The objects for which `keep` is true: one consistent snapshot. `keep`
-    /// reads each object in place, under the store's read lock (keep it
-    /// short); only the objects kept are decoded, after the lock is released.
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use kube_dynamic_informer::{cache::Storage, vocabulary::Selector, cache::StoreWriter};
-    /// # let mut writer = StoreWriter::with_storage(Storage::Compact);
-    /// # for (name, tier) in [("a", "web"), ("b", "db")] {
-    /// #     writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
-    /// #         "metadata": { "name": name, "labels": { "tier": tier } } }))?));
-    /// # }
-    /// let web = Selector::parse("tier=web")?;
-    /// let objects = writer.reader().list_where(|o| web.matches(&o.labels()));
-    /// assert_eq!(objects.len(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn list_where(
-        &self,
-        mut keep: impl FnMut(&CachedObject) -> bool,
-    ) -> Vec<Arc<DynamicObject>> {
-        let kept: Vec<CachedObject> = {
-            let state = self.shared.read();
-            let mut kept = Vec::new();
-            for entry in state.objects.values() {
-                if keep(&entry.held) {
-                    kept.push(entry.held.clone());
-                }
-            }
-            kept
-        };
-        kept.into_iter().map(CachedObject::into_object).collect()
+    /// With [`Storage::Compact`], frees what the decoded objects handed out
+    /// and dropped since still keep in their entries (a few hundred bytes
+    /// each); returns how many it freed. One pass over the cache under its
+    /// read lock: the informer calls it every few seconds.
+    pub(crate) fn forget_dropped(&self) -> usize {
+        let state = self.shared.read();
+        if state.storage != Storage::Compact {
+            return 0;
+        }
+        state
+            .objects
+            .values()
+            .filter(|entry| entry.held.forget_dropped())
+            .count()
     }
 
     /// Every key.
@@ -535,42 +494,13 @@ impl Store {
         self.len() == 0
     }
 
-    /// The objects filed under `value` in the index `index`.
+    /// The objects filed under `value` in the index `index`, as handles
+    /// (see [`CachedObject`]).
     ///
     /// # Errors
     ///
     /// [`StoreError::UnknownIndex`] when there is no such index.
-    pub fn by_index(
-        &self,
-        index: &str,
-        value: &str,
-    ) -> Result<Vec<Arc<DynamicObject>>, StoreError> {
-        let state = self.shared.read();
-        let slot = state.slot(index)?;
-        let Some(members) = state.indexes[slot].by_value.get(value) else {
-            return Ok(Vec::new());
-        };
-        Ok(match state.storage {
-            Storage::Objects => members.collect(|(_, held)| held.object()),
-            Storage::Compact => {
-                let held = members.collect(|(_, held)| held.clone());
-                drop(state);
-                held.into_iter().map(CachedObject::into_object).collect()
-            }
-        })
-    }
-
-    /// The objects filed under `value` in the index `index`, as the store
-    /// holds them, to read in place (see [`CachedObject`]).
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::UnknownIndex`] when there is no such index.
-    pub fn by_index_cached(
-        &self,
-        index: &str,
-        value: &str,
-    ) -> Result<Vec<CachedObject>, StoreError> {
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, StoreError> {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {

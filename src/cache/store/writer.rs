@@ -85,12 +85,8 @@ impl StoreWriter {
     /// just dropped (say, after a burst).
     pub fn forget_dropped(&mut self) {
         self.writes_since_forget = 0;
-        if self.storage != Storage::Compact {
-            return;
-        }
-        let state = self.store.shared.read();
-        for entry in state.objects.values() {
-            entry.held.forget_dropped();
+        if self.storage == Storage::Compact {
+            self.store.forget_dropped();
         }
     }
 
@@ -102,7 +98,7 @@ impl StoreWriter {
     ///
     /// An object without a name cannot be keyed: it is skipped with a warning
     /// and `None` is returned.
-    pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
+    pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<CachedObject> {
         let Some(key) = object_key(&object) else {
             tracing::warn!("skipping an object without metadata.name");
             return None;
@@ -114,7 +110,7 @@ impl StoreWriter {
             (state.insert(&key, held, computed), state.objects.len())
         };
         self.wrote(1, len);
-        old.map(CachedObject::into_object)
+        old
     }
 
     /// Removes the object with this key (a watch Deleted event) and returns
@@ -332,12 +328,11 @@ pub(super) fn apply(
 }
 
 impl ReplaceOutcome {
-    /// Files written objects as added or updated (the replaced one decoded
-    /// if need be, after the lock is released).
+    /// Files written objects as added or updated.
     pub(super) fn record(&mut self, replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) {
         for (object, old) in replaced {
             match old {
-                Some(old) => self.updated.push((old.into_object(), object)),
+                Some(old) => self.updated.push((old, object)),
                 None => self.added.push(object),
             }
         }

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use kube_core::DynamicObject;
-
 use super::ClusterSet;
+use crate::cache::CachedObject;
 use crate::cache::lister::{Lister, ListerError, ToSelector};
 
 /// An object of one cluster, from a [`ClusterLister`].
@@ -12,8 +11,8 @@ use crate::cache::lister::{Lister, ListerError, ToSelector};
 pub struct ClusterObject {
     /// The cluster it is cached from.
     pub cluster: Arc<str>,
-    /// The object: the cache's own `Arc`.
-    pub object: Arc<DynamicObject>,
+    /// The object: a handle on the cache's own.
+    pub object: CachedObject,
 }
 
 impl ClusterObject {
@@ -21,9 +20,8 @@ impl ClusterObject {
     /// cluster-scoped object — what [`ClusterLister::get`] takes.
     #[must_use]
     pub fn key(&self) -> String {
-        let meta = &self.object.metadata;
-        let name = meta.name.as_deref().unwrap_or_default();
-        match &meta.namespace {
+        let name = self.object.name().unwrap_or_default();
+        match self.object.namespace() {
             Some(ns) => format!("{}/{ns}/{name}", self.cluster),
             None => format!("{}/{name}", self.cluster),
         }
@@ -90,20 +88,26 @@ impl ClusterLister {
     /// # Errors
     /// [`ListerError::Index`] when a cluster's informer has no such index.
     pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<ClusterObject>, ListerError> {
-        self.each(|l| l.by_index(index, value))
+        self.each(|l| {
+            l.by_index(index, value)
+                .map_err(|source| ListerError::Index {
+                    resource: l.resource().clone(),
+                    source,
+                })
+        })
     }
 
     /// The object with the merged key `cluster/namespace/name` (or
     /// `cluster/name` for a cluster-scoped resource).
     #[must_use]
-    pub fn get(&self, key: &str) -> Option<Arc<DynamicObject>> {
+    pub fn get(&self, key: &str) -> Option<CachedObject> {
         let (cluster, key) = key.split_once('/')?;
         self.cluster(cluster)?.get(key)
     }
 
     fn each(
         &self,
-        read: impl Fn(&Lister) -> Result<Vec<Arc<DynamicObject>>, ListerError>,
+        read: impl Fn(&Lister) -> Result<Vec<CachedObject>, ListerError>,
     ) -> Result<Vec<ClusterObject>, ListerError> {
         let mut out = Vec::new();
         for (cluster, gi) in self.set.informers_of(&self.resource) {

@@ -7,6 +7,7 @@ use kube_core::{DynamicObject, ObjectMeta};
 
 use super::source::cluster_name_of;
 use super::*;
+use crate::cache::StoreWriter;
 use crate::factory::CacheSyncError;
 use crate::vocabulary::resource::ResourceKey;
 
@@ -16,9 +17,9 @@ fn config(url: &str) -> Config {
 
 #[test]
 fn merged_keys_carry_the_cluster() {
-    let object = |ns: Option<&str>| ClusterObject {
-        cluster: "east".into(),
-        object: Arc::new(DynamicObject {
+    let object = |ns: Option<&str>| {
+        let mut writer = StoreWriter::new();
+        writer.upsert(Arc::new(DynamicObject {
             types: None,
             metadata: ObjectMeta {
                 name: Some("web".into()),
@@ -26,7 +27,12 @@ fn merged_keys_carry_the_cluster() {
                 ..ObjectMeta::default()
             },
             data: serde_json::json!({}),
-        }),
+        }));
+        let key = ns.map_or_else(|| "web".to_owned(), |ns| format!("{ns}/web"));
+        ClusterObject {
+            cluster: "east".into(),
+            object: writer.reader().get(&key).unwrap(),
+        }
     };
     assert_eq!(object(Some("shop")).key(), "east/shop/web");
     assert_eq!(object(None).key(), "east/web");

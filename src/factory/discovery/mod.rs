@@ -507,12 +507,12 @@ impl DiscoveryCache {
         loop {
             let seen = self.snapshot().generation;
             if crds.has_synced() {
-                let custom = custom_resources(&crds.store().list());
+                let custom = custom_resources(&crd_objects(crds));
                 *self.inner.custom.lock() = Some(Arc::new(custom));
             }
             match self.refresh_after(seen).await {
                 Ok(snapshot) => {
-                    let expected = CrdExpectation::from_store(&crds.store().list());
+                    let expected = CrdExpectation::from_store(&crd_objects(crds));
                     crd_keys_seen.extend(expected.served.iter().cloned());
                     crd_keys_seen.extend(expected.not_served.iter().cloned());
                     match expected.mismatch(&snapshot, crd_keys_seen) {
@@ -541,3 +541,12 @@ impl DiscoveryCache {
 
 #[cfg(test)]
 mod tests;
+
+/// The CustomResourceDefinitions cached by `crds`, decoded.
+fn crd_objects(crds: &SharedInformer) -> Vec<Arc<kube_core::DynamicObject>> {
+    crds.store()
+        .list_all()
+        .iter()
+        .map(|crd| crd.object())
+        .collect()
+}

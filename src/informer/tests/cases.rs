@@ -175,7 +175,7 @@ fn describe(e: &Event) -> String {
         Event::Update { old, new, .. } => format!(
             "update {} {}->{}",
             name(new),
-            old.metadata.resource_version.as_deref().unwrap_or(""),
+            old.resource_version().unwrap_or(""),
             new.metadata.resource_version.as_deref().unwrap_or("")
         ),
         Event::Delete {
@@ -255,7 +255,7 @@ async fn every_handler_gets_the_same_arc_as_the_store() {
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     eventually("3 deliveries", || seen.lock().unwrap().len() == 3).await;
-    let cached = inf.store().get("ns/a").unwrap();
+    let cached = inf.store().get("ns/a").unwrap().object();
     for o in seen.lock().unwrap().iter() {
         assert!(Arc::ptr_eq(o, &cached));
     }
@@ -314,9 +314,7 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
                 }
                 Event::Update { old, .. } => {
                     let old_rv: u64 = old
-                        .metadata
-                        .resource_version
-                        .as_deref()
+                        .resource_version()
                         .unwrap()
                         .parse()
                         .unwrap();
@@ -340,7 +338,7 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
     eventually("store has the final state", || {
         store
             .get("ns/o99")
-            .map(|o| o.metadata.resource_version.clone().unwrap())
+            .map(|o| o.resource_version().unwrap().to_owned())
             == Some("5999".into())
     })
     .await;
@@ -352,17 +350,12 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
             problems.lock().unwrap().first()
         );
         let want: HashMap<String, u64> = store
-            .list()
+            .list_all()
             .iter()
             .map(|o| {
                 (
-                    o.metadata.name.clone().unwrap(),
-                    o.metadata
-                        .resource_version
-                        .as_deref()
-                        .unwrap()
-                        .parse()
-                        .unwrap(),
+                    o.name().unwrap().to_owned(),
+                    o.resource_version().unwrap().parse().unwrap(),
                 )
             })
             .collect();
@@ -514,6 +507,7 @@ async fn transform_runs_before_the_cache() {
         inf.store()
             .get("ns/a")
             .unwrap()
+            .object()
             .metadata
             .managed_fields
             .is_none()
@@ -892,15 +886,9 @@ async fn a_relist_is_in_the_store_before_its_events_reach_handlers() {
                 return;
             }
             let mut keys: Vec<String> = store
-                .list()
+                .list_all()
                 .iter()
-                .map(|o| {
-                    format!(
-                        "{}:{}",
-                        o.metadata.name.as_deref().unwrap(),
-                        o.metadata.resource_version.as_deref().unwrap()
-                    )
-                })
+                .map(|o| format!("{}:{}", o.name().unwrap(), o.resource_version().unwrap()))
                 .collect();
             keys.sort();
             views.lock().unwrap().push((describe(&e), keys.join(",")));

@@ -175,9 +175,17 @@ impl ShardKey {
     /// as on the server).
     #[must_use]
     pub fn hash(self, object: &DynamicObject) -> u64 {
+        self.hash_parts(
+            object.metadata.uid.as_deref(),
+            object.metadata.namespace.as_deref(),
+        )
+    }
+
+    /// [`hash`](Self::hash) of an object known by its uid and namespace.
+    pub(crate) fn hash_parts(self, uid: Option<&str>, namespace: Option<&str>) -> u64 {
         let value = match self {
-            ShardKey::Uid => object.metadata.uid.as_deref(),
-            ShardKey::Namespace => object.metadata.namespace.as_deref(),
+            ShardKey::Uid => uid,
+            ShardKey::Namespace => namespace,
         };
         fnv1a_64(value.unwrap_or("").as_bytes())
     }
@@ -415,6 +423,12 @@ impl ShardSelector {
     #[must_use]
     pub fn matches(&self, object: &DynamicObject) -> bool {
         self.contains(self.key.hash(object))
+    }
+
+    /// [`matches`](Self::matches) for an object known by its uid and
+    /// namespace.
+    pub(crate) fn matches_parts(&self, uid: Option<&str>, namespace: Option<&str>) -> bool {
+        self.contains(self.key.hash_parts(uid, namespace))
     }
 
     /// The fraction of the hash space the ranges cover (0 to 1).

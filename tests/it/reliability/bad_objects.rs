@@ -208,7 +208,7 @@ async fn a_list_with_objects_nested_200_and_300_deep_still_syncs() {
         store.index_keys("spec-keys", "a").unwrap(),
         [format!("{ns}/deep-200")]
     );
-    let deep = store.get(&format!("{ns}/deep-200")).unwrap();
+    let deep = store.get(&format!("{ns}/deep-200")).unwrap().object();
     let leaf = (0..200).fold(&deep.data["spec"], |v, _| &v["a"]);
     assert_eq!(leaf["leaf"], "bottom");
     assert_eq!(store.len(), 2);

@@ -73,8 +73,8 @@ fn cached(m: &kube_dynamic_informer::declarative::SetMember) -> Vec<String> {
         .map(|o| {
             format!(
                 "{}/{}",
-                o.metadata.namespace.clone().unwrap_or_default(),
-                o.metadata.name.clone().unwrap_or_default()
+                o.namespace().unwrap_or_default(),
+                o.name().unwrap_or_default()
             )
         })
         .collect();

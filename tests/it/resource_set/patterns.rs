@@ -173,18 +173,18 @@ async fn a_pattern_over_two_groups_follows_crds_created_moved_and_deleted() {
         || async {
             let all = moved_lister.list_all();
             if all.len() == 2
-                && all.iter().all(|o| {
-                    o.types
-                        .as_ref()
-                        .is_some_and(|t| t.api_version.ends_with("/v2"))
-                })
+                && all
+                    .iter()
+                    .all(|o| o.api_version().is_some_and(|v| v.ends_with("/v2")))
             {
                 Ok(())
             } else {
                 Err(format!(
                     "{} cached: {:?}",
                     all.len(),
-                    all.iter().map(|o| o.types.clone()).collect::<Vec<_>>()
+                    all.iter()
+                        .map(|o| (o.api_version(), o.kind()))
+                        .collect::<Vec<_>>()
                 ))
             }
         },

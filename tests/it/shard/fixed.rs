@@ -24,9 +24,9 @@ fn cached(informers: &[SharedInformer]) -> Vec<Vec<String>> {
         .map(|i| {
             let mut names: Vec<String> = i
                 .store()
-                .list()
+                .list_all()
                 .iter()
-                .map(|o| o.metadata.name.clone().unwrap_or_default())
+                .map(|o| o.name().unwrap_or_default().to_owned())
                 .collect();
             names.sort();
             names

@@ -174,9 +174,9 @@ impl Member {
     fn cached(&self) -> BTreeSet<String> {
         self.informer
             .store()
-            .list()
+            .list_all()
             .iter()
-            .filter_map(|o| o.metadata.name.clone())
+            .filter_map(|o| o.name().map(str::to_owned))
             .collect()
     }
 }

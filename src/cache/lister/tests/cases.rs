@@ -1,7 +1,9 @@
 use crate::cache::lister::*;
 use crate::cache::index::IndexFn;
 use crate::cache::store::StoreWriter;
+use kube_core::DynamicObject;
 use serde_json::json;
+use std::sync::Arc;
 
 fn object(ns: Option<&str>, name: &str, labels: serde_json::Value) -> Arc<DynamicObject> {
     let mut meta = json!({ "name": name, "labels": labels });
@@ -11,16 +13,8 @@ fn object(ns: Option<&str>, name: &str, labels: serde_json::Value) -> Arc<Dynami
     Arc::new(serde_json::from_value(json!({ "metadata": meta })).unwrap())
 }
 
-fn names(objects: &[Arc<DynamicObject>]) -> Vec<String> {
-    let mut names: Vec<String> = objects
-        .iter()
-        .map(|o| {
-            key_from_parts(
-                o.metadata.namespace.as_deref(),
-                o.metadata.name.as_deref().unwrap_or(""),
-            )
-        })
-        .collect();
+fn names(objects: &[CachedObject]) -> Vec<String> {
+    let mut names: Vec<String> = objects.iter().map(|o| o.key().unwrap()).collect();
     names.sort();
     names
 }
@@ -109,7 +103,19 @@ fn namespaces_get_and_indexes() {
         names(&pods.by_index("app", "web").unwrap()),
         ["a/web-1", "b/web-2"]
     );
+    // The lister's own index reads are its store's, with the store's error.
     let err = pods.by_index("nope", "x").unwrap_err();
+    assert!(matches!(err, StoreError::UnknownIndex { .. }));
+    assert_eq!(
+        err.to_string(),
+        "unknown index \"nope\"; the store has: namespace, app"
+    );
+    // A namespace view's errors name the resource.
+    let err = pods
+        .namespace("a")
+        .unwrap()
+        .by_index("nope", "x")
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "pods.v1: unknown index \"nope\"; the store has: namespace, app"

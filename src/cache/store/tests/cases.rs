@@ -1,4 +1,5 @@
 use crate::cache::store::*;
+use crate::vocabulary::object_key::key_from_parts;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,8 +21,8 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
-fn keys_of(objects: &[Arc<DynamicObject>]) -> Vec<String> {
-    sorted(objects.iter().filter_map(|o| object_key(o)).collect())
+fn keys_of(objects: &[CachedObject]) -> Vec<String> {
+    sorted(objects.iter().filter_map(CachedObject::key).collect())
 }
 
 fn label_keys() -> IndexFn {
@@ -97,9 +98,17 @@ fn keys_namespaced_and_cluster_scoped() {
         json!({"kind": "Node", "metadata": {"name": "node-1"}}),
     ));
     assert_eq!(sorted(store.keys()), ["node-1", "shop/web-0"]);
-    assert!(store.get_namespaced(Some("shop"), "web-0").is_some());
-    assert!(store.get_namespaced(None, "node-1").is_some());
-    assert!(store.get_namespaced(None, "web-0").is_none());
+    assert!(store.get(&key_from_parts(Some("shop"), "web-0")).is_some());
+    assert!(store.get(&key_from_parts(None, "node-1")).is_some());
+    assert!(store.get(&key_from_parts(None, "web-0")).is_none());
+    assert_eq!(
+        store.get("shop/web-0").unwrap().key().as_deref(),
+        Some("shop/web-0")
+    );
+    assert_eq!(
+        store.get("node-1").unwrap().key().as_deref(),
+        Some("node-1")
+    );
     // The namespace index holds only the namespaced object.
     assert_eq!(store.index_values(NAMESPACE_INDEX).unwrap(), ["shop"]);
     assert_eq!(
@@ -117,9 +126,12 @@ fn upsert_returns_previous_and_shares_the_arc() {
     assert!(writer.upsert(first.clone()).is_none());
     let second = pod("shop", "web-0", "2", "n1", json!({}));
     let previous = writer.upsert(second.clone()).unwrap();
-    assert!(Arc::ptr_eq(&previous, &first));
-    assert!(Arc::ptr_eq(&store.get("shop/web-0").unwrap(), &second));
-    assert!(Arc::ptr_eq(&store.list()[0], &second));
+    assert!(Arc::ptr_eq(&previous.object(), &first));
+    assert!(Arc::ptr_eq(
+        &store.get("shop/web-0").unwrap().object(),
+        &second
+    ));
+    assert!(Arc::ptr_eq(&store.list_all()[0].object(), &second));
     assert_eq!(store.len(), 1);
 }
 
@@ -367,14 +379,17 @@ fn replace_reports_added_updated_deleted_unchanged() {
     assert_eq!(outcome.added.len(), 1);
     assert!(Arc::ptr_eq(&outcome.added[0], &new));
     assert_eq!(outcome.updated.len(), 1);
-    assert!(Arc::ptr_eq(&outcome.updated[0].0, &changed_old));
+    assert!(Arc::ptr_eq(&outcome.updated[0].0.object(), &changed_old));
     assert!(Arc::ptr_eq(&outcome.updated[0].1, &changed_new));
     assert_eq!(outcome.deleted.len(), 1);
     assert!(Arc::ptr_eq(&outcome.deleted[0], &gone));
 
     // Unchanged keeps the cached Arc; changed and new are stored as given.
-    assert!(Arc::ptr_eq(&store.get("a/kept").unwrap(), &kept));
-    assert!(Arc::ptr_eq(&store.get("a/changed").unwrap(), &changed_new));
+    assert!(Arc::ptr_eq(&store.get("a/kept").unwrap().object(), &kept));
+    assert!(Arc::ptr_eq(
+        &store.get("a/changed").unwrap().object(),
+        &changed_new
+    ));
     assert_eq!(sorted(store.keys()), ["a/changed", "a/kept", "b/new"]);
     assert_eq!(store.index_keys("node", "n1").unwrap(), ["a/kept"]);
     assert_eq!(
@@ -403,7 +418,10 @@ fn replace_without_resource_versions_compares_content() {
         json!({"metadata": {"name": "c"}, "data": {"k": "1"}}),
     )]);
     assert_eq!(outcome.unchanged, 1);
-    assert!(Arc::ptr_eq(&writer.reader().get("c").unwrap(), &v1));
+    assert!(Arc::ptr_eq(
+        &writer.reader().get("c").unwrap().object(),
+        &v1
+    ));
     let outcome = writer.replace(vec![object(
         json!({"metadata": {"name": "c"}, "data": {"k": "2"}}),
     )]);
@@ -421,8 +439,9 @@ fn filed(store: &Store, index: &str, value: &str, name: &str) -> Arc<DynamicObje
         .by_index(index, value)
         .unwrap()
         .into_iter()
-        .find(|o| o.metadata.name.as_deref() == Some(name))
+        .find(|o| o.name() == Some(name))
         .unwrap_or_else(|| panic!("{name} is not under {index}={value}"))
+        .object()
 }
 
 #[test]
@@ -508,7 +527,10 @@ fn replace_with_duplicate_keys_keeps_the_last() {
     let last = pod("a", "p", "2", "n2", json!({}));
     let outcome = writer.replace(vec![pod("a", "p", "1", "n1", json!({})), last.clone()]);
     assert_eq!(outcome.added.len(), 1);
-    assert!(Arc::ptr_eq(&writer.reader().get("a/p").unwrap(), &last));
+    assert!(Arc::ptr_eq(
+        &writer.reader().get("a/p").unwrap().object(),
+        &last
+    ));
     check_invariants(&writer.reader());
 }
 
@@ -549,7 +571,7 @@ fn a_relist_is_seen_whole_or_not_at_all() {
     // Nothing of the relist is visible before its end.
     assert_eq!(sorted(store.keys()), ["a/changed", "a/gone", "a/kept"]);
     assert_eq!(
-        store.get("a/changed").unwrap().metadata.resource_version.as_deref(),
+        store.get("a/changed").unwrap().resource_version(),
         Some("1")
     );
 
@@ -557,11 +579,11 @@ fn a_relist_is_seen_whole_or_not_at_all() {
     assert_eq!(end.unchanged, 1);
     assert_eq!(end.added.len(), 1);
     assert_eq!(end.updated.len(), 1);
-    assert!(Arc::ptr_eq(&end.updated[0].0, &changed_old));
+    assert!(Arc::ptr_eq(&end.updated[0].0.object(), &changed_old));
     assert!(Arc::ptr_eq(&end.updated[0].1, &changed_new));
     assert_eq!(end.deleted.len(), 1);
     assert!(Arc::ptr_eq(&end.deleted[0], &gone));
-    assert!(Arc::ptr_eq(&store.get("a/kept").unwrap(), &kept));
+    assert!(Arc::ptr_eq(&store.get("a/kept").unwrap().object(), &kept));
     assert_eq!(sorted(store.keys()), ["a/changed", "a/kept", "b/new"]);
     assert_eq!(store.index_keys("namespace", "b").unwrap(), ["b/new"]);
     check_invariants(&store);
@@ -612,7 +634,7 @@ fn cached_objects_read_in_place_as_the_decoded_object_reads() {
         "spec": { "replicas": 3, "ports": [80, 443], "nested": { "a.b/c": "d" } }
     }));
     writer.upsert(source.clone());
-    let cached = store.cached("shop/w").unwrap();
+    let cached = store.get("shop/w").unwrap();
     assert_eq!(cached.storage(), STORAGE);
     assert_eq!(cached.compact().is_some(), STORAGE == crate::cache::store::Storage::Compact);
     assert_eq!(cached.api_version(), Some("example.com/v1"));
@@ -646,8 +668,8 @@ fn cached_objects_read_in_place_as_the_decoded_object_reads() {
     assert_eq!(store.list_where(|o| web.matches(&o.labels())).len(), 1);
     let db = crate::vocabulary::selector::Selector::parse("app=db").unwrap();
     assert!(store.list_where(|o| db.matches(&o.labels())).is_empty());
-    assert_eq!(store.by_index_cached("namespace", "shop").unwrap().len(), 1);
-    assert_eq!(store.list_cached().len(), 1);
+    assert_eq!(store.by_index("namespace", "shop").unwrap().len(), 1);
+    assert_eq!(store.list_all().len(), 1);
 }
 
 #[test]
@@ -657,15 +679,18 @@ fn a_held_object_is_handed_out_again_and_a_dropped_one_decoded_equal() {
     let held = pod("a", "p", "1", "n1", json!({ "app": "web" }));
     let copy = (*held).clone();
     writer.upsert(held.clone());
-    assert!(Arc::ptr_eq(&store.get("a/p").unwrap(), &held));
+    assert!(Arc::ptr_eq(&store.get("a/p").unwrap().object(), &held));
     drop(held);
     writer.forget_dropped();
-    let again = store.get("a/p").unwrap();
+    let again = store.get("a/p").unwrap().object();
     assert_eq!(*again, copy);
     // While the decoded one is held, readers share it.
-    assert!(Arc::ptr_eq(&store.get("a/p").unwrap(), &again));
-    assert!(Arc::ptr_eq(&store.by_index("namespace", "a").unwrap()[0], &again));
-    assert!(Arc::ptr_eq(&store.list()[0], &again));
+    assert!(Arc::ptr_eq(&store.get("a/p").unwrap().object(), &again));
+    assert!(Arc::ptr_eq(
+        &store.by_index("namespace", "a").unwrap()[0].object(),
+        &again
+    ));
+    assert!(Arc::ptr_eq(&store.list_all()[0].object(), &again));
 }
 
 #[test]
@@ -688,16 +713,19 @@ fn concurrent_readers_while_writer_writes() {
                     // Every object found under a value really has it.
                     for node in ["n0", "n1", "n2"] {
                         for obj in store.by_index("node", node).unwrap() {
-                            assert_eq!(obj.data["spec"]["nodeName"], node);
+                            assert_eq!(
+                                obj.pointer("/spec/nodeName").and_then(|v| v.as_str()),
+                                Some(node)
+                            );
                         }
                     }
                     for ns in store.index_values(NAMESPACE_INDEX).unwrap() {
                         for obj in store.by_index(NAMESPACE_INDEX, &ns).unwrap() {
-                            assert_eq!(obj.metadata.namespace.as_deref(), Some(ns.as_str()));
+                            assert_eq!(obj.namespace(), Some(ns.as_str()));
                         }
                     }
                     // 50 upserted keys plus at most 10 relisted ones.
-                    let len = store.list().len();
+                    let len = store.list_all().len();
                     assert!(len <= 60, "{len}");
                     if reader == 0 && rounds == 10 {
                         store.add_index("label-key", label_keys()).unwrap();
@@ -823,7 +851,7 @@ proptest! {
             check_invariants(&store);
             prop_assert_eq!(sorted(store.keys()), model.keys().cloned().collect::<Vec<_>>());
             for (key, o) in &model {
-                prop_assert!(Arc::ptr_eq(&store.get(key).unwrap(), o));
+                prop_assert!(Arc::ptr_eq(&store.get(key).unwrap().object(), o));
             }
         }
     }
