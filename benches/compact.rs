@@ -39,14 +39,16 @@
 //! `pointer` reads a string at a JSON pointer (`/spec/nodeName`,
 //! `/data/nodeName`); `json` writes the whole object's JSON text.
 //!
-//! `cargo bench --bench compact` (`-- --quick` for a smaller run)
+//! `cargo bench --bench compact` (`-- --quick` for a smaller run, `-- --hot`
+//! for the hot-loop table only, `-- --decode` for `CompactObject::to_object`
+//! of the benchmark's Widget only)
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kube_core::DynamicObject;
@@ -64,8 +66,19 @@ struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
+/// Allocation calls, counted only while `COUNT_CALLS` is set (`--decode`).
+static COUNT_CALLS: AtomicBool = AtomicBool::new(false);
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_call() {
+    if COUNT_CALLS.load(Ordering::Relaxed) {
+        CALLS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_call();
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
@@ -73,6 +86,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_call();
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
@@ -84,6 +98,7 @@ unsafe impl GlobalAlloc for Counting {
         LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_call();
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             LIVE.fetch_add(
@@ -1294,7 +1309,77 @@ fn hot_loop() {
     }
 }
 
+/// `-- --decode`: only `CompactObject::to_object` of the benchmark's Widget
+/// (`bench/peers/data/widget.json`): the median (p50) and p10 of per-call
+/// times over batches of 20 calls (robust to a busy machine), with the
+/// allocation calls per call. "and drop it" as in the hot-loop table;
+/// "kept" times the decodes only, dropping them after the clock stops.
+/// `DynamicObject::clone` builds the same object with no decoding at all.
+fn decode_only() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/peers/data/widget.json"
+    ))
+    .expect("bench/peers/data/widget.json");
+    let object = decode(&text);
+    let mut interner = Interner::new();
+    let shared = CompactObject::from_object(&object, &mut interner);
+    let mut plain = Interner::without_shared_trees();
+    let unshared = CompactObject::from_object(&object, &mut plain);
+    assert!(shared.to_object() == object && unshared.to_object() == object);
+    println!("\n### CompactObject::to_object of bench/peers/data/widget.json\n");
+    println!("| operation | p50 ns | p10 ns | allocations per call |\n|---|--:|--:|--:|");
+    let rows: [(&str, &dyn Fn() -> DynamicObject); 3] = [
+        ("CompactObject::to_object, shared trees", &|| {
+            black_box(&shared).to_object()
+        }),
+        ("CompactObject::to_object, keys only", &|| {
+            black_box(&unshared).to_object()
+        }),
+        ("DynamicObject clone", &|| black_box(&object).clone()),
+    ];
+    for (what, f) in rows {
+        for keep in [false, true] {
+            let (p50, p10) = batch_percentiles(f, keep);
+            CALLS.store(0, Ordering::Relaxed);
+            COUNT_CALLS.store(true, Ordering::Relaxed);
+            drop(black_box(f()));
+            COUNT_CALLS.store(false, Ordering::Relaxed);
+            let calls = CALLS.load(Ordering::Relaxed);
+            let how = if keep { "kept" } else { "and drop it" };
+            println!("| {what} ({how}) | {p50:.0} | {p10:.0} | {calls} |");
+        }
+    }
+}
+
+/// p50 and p10 of the per-call time of `f` over batches of calls; with
+/// `keep`, the objects are dropped after each batch's clock stops.
+fn batch_percentiles(f: &dyn Fn() -> DynamicObject, keep: bool) -> (f64, f64) {
+    let (batches, n) = (2000, 20);
+    let mut times = Vec::with_capacity(batches);
+    let mut kept = Vec::with_capacity(n);
+    for _ in 0..batches {
+        let start = Instant::now();
+        for _ in 0..n {
+            let o = f();
+            if keep {
+                kept.push(o);
+            } else {
+                black_box(o.metadata.name.map_or(0, |s| s.len()));
+            }
+        }
+        times.push(per_op(start.elapsed(), n));
+        kept.clear();
+    }
+    times.sort_by(f64::total_cmp);
+    (times[batches / 2], times[batches / 10])
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--decode") {
+        decode_only();
+        return;
+    }
     if std::env::args().any(|a| a == "--hot") {
         hot_loop();
         return;
