@@ -378,6 +378,99 @@ fn sub_second_timestamps_survive_the_round_trip() {
 }
 
 #[test]
+fn widget_round_trips_without_shared_trees() {
+    let o = decoded(WIDGET);
+    let mut plain = Interner::without_shared_trees();
+    let c = check(&o, &mut plain);
+    // Twice: the second decode reads what the first left untouched.
+    assert_eq!(c.to_object(), o);
+    assert_eq!(c.to_object(), c.to_object());
+}
+
+/// A map of `n` entries, keys out of order in the source text (`to_object`
+/// builds small and large maps in different ways).
+fn map_of(n: usize, value: impl Fn(usize) -> Value) -> Value {
+    Value::Object(
+        (0..n)
+            .rev()
+            .map(|i| (format!("k{i:02}"), value(i)))
+            .collect(),
+    )
+}
+
+#[test]
+fn every_metadata_field_round_trips() {
+    let sizes = [0, 1, 2, 3, 4, 5, 11, 12, 13, 40];
+    let maps: serde_json::Map<String, Value> = sizes
+        .iter()
+        .map(|&n| (format!("m{n}"), map_of(n, |i| map_of(i % 5, |j| json!(j)))))
+        .collect();
+    for n in sizes {
+        let text = map_of(n, |i| json!(format!("value-{i}")));
+        let o = object(json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Everything",
+            "metadata": {
+                "annotations": text.clone(),
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "deletionGracePeriodSeconds": 30,
+                "deletionTimestamp": "2026-01-02T00:00:00Z",
+                "finalizers": ["example.com/a", "example.com/b"],
+                "generateName": "everything-",
+                "generation": 7,
+                "labels": text,
+                "managedFields": [
+                    {
+                        "apiVersion": "example.com/v1",
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:spec": maps.clone()},
+                        "manager": "m",
+                        "operation": "Update",
+                        "subresource": "status",
+                        "time": "2026-01-01T00:00:01Z",
+                    },
+                    {"manager": "other", "operation": "Apply"},
+                ],
+                "name": "everything",
+                "namespace": "ns",
+                "ownerReferences": [{
+                    "apiVersion": "apps/v1",
+                    "blockOwnerDeletion": true,
+                    "controller": false,
+                    "kind": "ReplicaSet",
+                    "name": "rs",
+                    "uid": "owner-uid",
+                }],
+                "resourceVersion": "12345",
+                "selfLink": "/apis/example.com/v1/namespaces/ns/everythings/everything",
+                "uid": "4c04d0df-f050-45b1-84bf-67c991af0f6b",
+            },
+            "spec": maps.clone(),
+        }));
+        let m = &o.metadata;
+        assert!(
+            m.annotations.is_some()
+                && m.creation_timestamp.is_some()
+                && m.deletion_grace_period_seconds.is_some()
+                && m.deletion_timestamp.is_some()
+                && m.finalizers.is_some()
+                && m.generate_name.is_some()
+                && m.generation.is_some()
+                && m.labels.is_some()
+                && m.managed_fields.is_some()
+                && m.name.is_some()
+                && m.namespace.is_some()
+                && m.owner_references.is_some()
+                && m.resource_version.is_some()
+                && m.self_link.is_some()
+                && m.uid.is_some()
+        );
+        check(&o, &mut Interner::new());
+        check(&o, &mut Interner::without_shared_trees());
+    }
+}
+
+#[test]
 fn entry_hands_out_the_same_arc_while_held() {
     let mut interner = Interner::new();
     let o = Arc::new(decoded(WIDGET));
