@@ -238,12 +238,50 @@ struct Trailer {
 /// What starts the trailer line (no object line starts so).
 const TRAILER: &[u8] = b"#end ";
 
-/// A snapshot as read.
+/// A snapshot as read (tests).
+#[cfg(test)]
 #[derive(Debug)]
 pub(crate) struct Loaded {
     pub(crate) resource_version: String,
     pub(crate) objects: Vec<DynamicObject>,
+}
+
+/// A snapshot checked whole and made for its target, read page by page so
+/// that its objects are never all decoded at once.
+pub(crate) struct Opened {
+    target: Target,
+    lines: std::io::BufReader<std::fs::File>,
+    left: usize,
+    pub(crate) resource_version: String,
+    /// How many objects it holds.
+    pub(crate) objects: usize,
     pub(crate) age: Duration,
+}
+
+impl Opened {
+    /// The next (at most) `size` objects; `None` after the last one.
+    pub(crate) fn page(
+        &mut self,
+        size: usize,
+    ) -> Result<Option<Vec<DynamicObject>>, SnapshotRefusal> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let mut page = Vec::with_capacity(size.min(self.left));
+        let mut line = Vec::new();
+        while page.len() < size && self.left > 0 {
+            if !self.target.next_line(&mut self.lines, &mut line)? {
+                return Err(self.target.corrupt("it changed while it was read".into()));
+            }
+            let object = serde_json::from_slice(&line).map_err(|e| {
+                self.target
+                    .corrupt(format!("object {}: {e}", self.objects - self.left + 1))
+            })?;
+            page.push(object);
+            self.left -= 1;
+        }
+        Ok(Some(page))
+    }
 }
 
 /// Where one informer's snapshot lives, and what it is made for.
@@ -279,75 +317,104 @@ impl Target {
         }
     }
 
-    /// Reads the snapshot, checking that it is whole and made for this
-    /// target. Objects are decoded line by line as the file is read.
-    pub(crate) fn load(&self) -> Result<Loaded, SnapshotRefusal> {
-        use std::io::BufRead;
-        let corrupt = |why: String| SnapshotRefusal::Corrupt {
-            path: self.path.clone(),
-            why,
-        };
+    /// Opens the snapshot and checks that it is whole and made for this
+    /// target: a first pass over the file that hashes its body without
+    /// decoding an object. [`Opened::pages`] then decodes it.
+    pub(crate) fn open(&self) -> Result<Opened, SnapshotRefusal> {
+        use std::io::Seek;
         let file = match std::fs::File::open(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(SnapshotRefusal::Missing(self.path.clone()));
             }
-            Err(e) => return Err(corrupt(format!("opening it: {e}"))),
+            Err(e) => return Err(self.corrupt(format!("opening it: {e}"))),
         };
         let mut lines = std::io::BufReader::new(file);
         let mut line = Vec::new();
-        let mut next = |line: &mut Vec<u8>| -> Result<bool, SnapshotRefusal> {
-            line.clear();
-            let n = lines
-                .read_until(b'\n', line)
-                .map_err(|e| corrupt(format!("reading it: {e}")))?;
-            Ok(n > 0 && line.last() == Some(&b'\n'))
-        };
-        if !next(&mut line)? || line != MAGIC.as_bytes() {
-            return Err(corrupt("not a snapshot of this format".into()));
+        if !self.next_line(&mut lines, &mut line)? || line != MAGIC.as_bytes() {
+            return Err(self.corrupt("not a snapshot of this format".into()));
         }
-        if !next(&mut line)? {
-            return Err(corrupt("truncated in its header".into()));
+        if !self.next_line(&mut lines, &mut line)? {
+            return Err(self.corrupt("truncated in its header".into()));
         }
         let header: Header =
-            serde_json::from_slice(&line).map_err(|e| corrupt(format!("its header: {e}")))?;
+            serde_json::from_slice(&line).map_err(|e| self.corrupt(format!("its header: {e}")))?;
         if header.identity != self.identity {
             return Err(self.mismatch(&header.identity));
         }
-        let mut objects = Vec::new();
-        let mut hash = FNV1A_64_OFFSET;
-        let mut bytes = 0u64;
+        let body_start = lines
+            .stream_position()
+            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+        let (mut hash, mut bytes, mut objects) = (FNV1A_64_OFFSET, 0u64, 0usize);
         let trailer: Trailer = loop {
-            if !next(&mut line)? {
-                return Err(corrupt("truncated: no trailer".into()));
+            if !self.next_line(&mut lines, &mut line)? {
+                return Err(self.corrupt("truncated: no trailer".into()));
             }
-            if line.starts_with(TRAILER) {
-                break serde_json::from_slice(&line[TRAILER.len()..])
-                    .map_err(|e| corrupt(format!("its trailer: {e}")))?;
+            if let Some(trailer) = line.strip_prefix(TRAILER) {
+                break serde_json::from_slice(trailer)
+                    .map_err(|e| self.corrupt(format!("its trailer: {e}")))?;
             }
             hash = fnv1a_64_extend(hash, &line);
             bytes += line.len() as u64;
-            let object = serde_json::from_slice(&line)
-                .map_err(|e| corrupt(format!("object {}: {e}", objects.len() + 1)))?;
-            objects.push(object);
+            objects += 1;
         };
         if trailer.body_bytes != bytes || trailer.body_hash != format!("{hash:016x}") {
-            return Err(corrupt("its body does not match its checksum".into()));
+            return Err(self.corrupt("its body does not match its checksum".into()));
         }
-        if trailer.objects != objects.len() {
-            return Err(corrupt(format!(
-                "it holds {} objects, its trailer says {}",
-                objects.len(),
+        if trailer.objects != objects {
+            return Err(self.corrupt(format!(
+                "it holds {objects} objects, its trailer says {}",
                 trailer.objects
             )));
         }
+        lines
+            .seek(std::io::SeekFrom::Start(body_start))
+            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
         let written = UNIX_EPOCH + Duration::from_millis(header.written_at_ms);
-        Ok(Loaded {
+        Ok(Opened {
+            target: self.clone(),
+            lines,
+            left: objects,
             resource_version: header.resource_version,
             objects,
             age: SystemTime::now()
                 .duration_since(written)
                 .unwrap_or_default(),
+        })
+    }
+
+    /// Reads a line into `line`; false at the end of the file or on a last
+    /// line without its newline.
+    fn next_line(
+        &self,
+        lines: &mut impl std::io::BufRead,
+        line: &mut Vec<u8>,
+    ) -> Result<bool, SnapshotRefusal> {
+        line.clear();
+        let n = lines
+            .read_until(b'\n', line)
+            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+        Ok(n > 0 && line.last() == Some(&b'\n'))
+    }
+
+    fn corrupt(&self, why: String) -> SnapshotRefusal {
+        SnapshotRefusal::Corrupt {
+            path: self.path.clone(),
+            why,
+        }
+    }
+
+    /// Reads the whole snapshot at once (tests).
+    #[cfg(test)]
+    pub(crate) fn load(&self) -> Result<Loaded, SnapshotRefusal> {
+        let mut opened = self.open()?;
+        let mut objects = Vec::new();
+        while let Some(page) = opened.page(usize::MAX)? {
+            objects.extend(page);
+        }
+        Ok(Loaded {
+            resource_version: opened.resource_version,
+            objects,
         })
     }
 
@@ -581,6 +648,29 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("kdi-snapshot-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn a_snapshot_is_checked_whole_then_read_page_by_page() {
+        let dir = scratch("pages");
+        let t = target(&dir, "c1", &InformerOptions::default());
+        let objects: Vec<_> = ["a", "b", "c", "d", "e"].map(object).to_vec();
+        t.write("7", &objects).unwrap();
+        let mut opened = t.open().unwrap();
+        assert_eq!((opened.objects, opened.resource_version.as_str()), (5, "7"));
+        let mut sizes = Vec::new();
+        while let Some(page) = opened.page(2).unwrap() {
+            sizes.push(page.len());
+        }
+        assert_eq!(sizes, [2, 2, 1]);
+        // A body that does not match its checksum is refused before any
+        // object is decoded.
+        let mut bytes = std::fs::read(&t.path).unwrap();
+        let at = bytes.windows(3).position(|w| w == b"\"c\"").unwrap();
+        bytes[at + 1] = b'x';
+        std::fs::write(&t.path, bytes).unwrap();
+        assert!(matches!(t.open(), Err(SnapshotRefusal::Corrupt { .. })));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,6 +4,10 @@
 use super::*;
 use crate::informer::snapshot::{SnapshotRefusal, Target};
 
+/// How many objects of a snapshot are decoded and handed to the cache at a
+/// time.
+const SNAPSHOT_PAGE: usize = 500;
+
 impl Reflector {
     /// Before the first list of an informer with snapshots (once): hands
     /// on its snapshot as the start of that list when it can be used, and
@@ -24,28 +28,57 @@ impl Reflector {
             }
         };
         *self.stats.snapshot_target.lock() = Some(target.clone());
-        let loaded = tokio::task::spawn_blocking(move || target.load())
+        let path = options.dir.clone();
+        let failed = move |e: tokio::task::JoinError| SnapshotRefusal::Corrupt {
+            path: path.clone(),
+            why: format!("reading it failed: {e}"),
+        };
+        let opened = tokio::task::spawn_blocking(move || target.open())
             .await
-            .unwrap_or_else(|e| {
-                Err(SnapshotRefusal::Corrupt {
-                    path: options.dir.clone(),
-                    why: format!("reading it failed: {e}"),
-                })
-            });
-        match loaded {
-            Ok(loaded) => {
-                self.snapshot_pending = Some(SnapshotStart::Resumed {
-                    age: loaded.age,
-                    objects: loaded.objects.len(),
-                    resource_version: loaded.resource_version.clone(),
-                });
-                sink(Delta::ListBegin);
-                sink(Delta::ListPage(loaded.objects));
-                Some(loaded.resource_version)
-            }
+            .unwrap_or_else(|e| Err(failed(e)));
+        let mut opened = match opened {
+            Ok(opened) => opened,
             Err(reason) => {
                 self.record_snapshot_start(SnapshotStart::Listed { reason });
-                None
+                return None;
+            }
+        };
+        self.snapshot_pending = Some(SnapshotStart::Resumed {
+            age: opened.age,
+            objects: opened.objects,
+            resource_version: opened.resource_version.clone(),
+        });
+        let resource_version = opened.resource_version.clone();
+        sink(Delta::ListBegin);
+        // Page by page, as a list arrives: the objects are never all decoded
+        // at once. The file was checked whole before the first page.
+        loop {
+            let read = tokio::task::spawn_blocking(move || {
+                let page = opened.page(SNAPSHOT_PAGE);
+                (opened, page)
+            })
+            .await;
+            let page = match read {
+                Ok((back, page)) => {
+                    opened = back;
+                    page
+                }
+                Err(e) => {
+                    self.snapshot_pending = None;
+                    self.record_snapshot_start(SnapshotStart::Listed { reason: failed(e) });
+                    return None;
+                }
+            };
+            match page {
+                Ok(Some(objects)) => sink(Delta::ListPage(objects)),
+                Ok(None) => return Some(resource_version),
+                // Only a file changed in place since it was checked: the
+                // list that follows reconciles what was served of it.
+                Err(reason) => {
+                    self.snapshot_pending = None;
+                    self.record_snapshot_start(SnapshotStart::Listed { reason });
+                    return None;
+                }
             }
         }
     }
