@@ -11,8 +11,9 @@ also replaces the text between the markers <!-- bench:results:begin --> and
 <!-- bench:results:end --> in that file.
 
 Besides the main table, each dataset gets (when the run has them) a table of
-the kdi peer's reads per storage mode, one of the runs with other allocators
-(run names such as "kdi+mimalloc"), and one of the relist phase (records of
+the kdi peer's reads per storage mode, one of its phases after the run
+("Reads, replay and resync": a column per kdi run), one of the runs with
+other allocators (run names such as "kdi+mimalloc"), and one of the relist phase (records of
 kind "relist"). The targets of the compact storage get a table of their own.
 """
 import json
@@ -130,6 +131,70 @@ def reads_table(ds):
     return out
 
 
+# The rows of the "Reads, replay and resync" table: label, field of the kdi result, digits.
+PHASE_ROWS = [
+    ("storage", "storage", 0),
+    ("objects", "objects", 0),
+    ("RSS before the phases MiB", "rss_end_mb", 1),
+    ("replay s", "replay_s", 4),
+    ("replay RSS peak MiB", "replay_rss_peak_mb", 1),
+    ("resync s", "resync_s", 4),
+    ("resync RSS peak MiB", "resync_rss_peak_mb", 1),
+    ("reads RSS peak MiB", "reads_rss_peak_mb", 1),
+    ("get p50 µs", "get_p50_us", 2),
+    ("get + object() p50 µs", "get_object_p50_us", 2),
+    ("by_index p50 µs", "by_index_p50_us", 2),
+    ("list_all ms", "list_all_ms", 2),
+    ("label list ms", "label_list_ms", 2),
+    ("decode (object()) p50 µs", "decode_p50_us", 3),
+    ("CPU µs / update (burst)", "cpu_per_update_us", 1),
+    ("RSS after the phases MiB", "rss_after_phases_mb", 1),
+    ("RSS after idle MiB", "rss_after_idle_mb", 1),
+    ("malloc heap in use before the phases MiB", "heap_before_phases_mb", 1),
+    ("malloc heap in use after the phases MiB", "heap_after_phases_mb", 1),
+    ("malloc heap in use after idle MiB", "heap_after_idle_mb", 1),
+]
+
+
+def phases_table(ds):
+    """The kdi peer's phases after its run (replay, resync, reads, decode, idle), a column per run."""
+    runs = sorted((r for r in main_runs(ds) if r.get("replay_s") is not None or r.get("replay_error")),
+                  key=order_key)
+    if not runs:
+        return []
+    idle = next((r.get("idle_s") for r in runs if r.get("idle_s")), 6)
+    period = next((r.get("resync_period_s") for r in runs if r.get("resync_period_s")), 1)
+    out = ["Reads, replay and resync: the kdi peer after its run (and burst), one phase after the other, each "
+           "with the peak RSS reset before it. Replay: a handler added late takes an Add of every cached object "
+           "(reading its name), from `add_handler` to its last Add. Resync: a handler asking a resync every "
+           f"{fmt(period, 0)} s takes one resync of every object, from its first to its last. Reads as in the "
+           "table above, all of them handles; get + object() also takes the whole `DynamicObject`. Decode: "
+           "`CachedObject::object()` on up to 2,000 objects spread over the cache, which nobody holds decoded "
+           "(a decode with compact storage, a pointer copy with objects storage). CPU / update: the peer's CPU during the burst over the updates it "
+           f"received. RSS after idle: {fmt(idle, 0)} s after the phases, once the informer has freed what "
+           "dropped decoded objects keep; malloc heap in use is what glibc's malloc has handed out and not had "
+           "back (`mallinfo2`), which, unlike the RSS, goes down when memory is freed but kept by malloc.\n",
+           "| | " + " | ".join(peer_name(r["peer"]) + (", managedFields stripped" if r.get("strip") else "")
+                               for r in runs) + " |",
+           "|---|" + "--:|" * len(runs)]
+    for label, field, digits in PHASE_ROWS:
+        cells = []
+        for r in runs:
+            v = r.get(field)
+            if v is None and field == "replay_s" and r.get("replay_error"):
+                v = r["replay_error"]
+            if v is None and field == "resync_s" and r.get("resync_error"):
+                v = r["resync_error"]
+            if v is None and field == "cpu_per_update_us":
+                v = per_update(r)
+            cells.append(fmt(v, digits))
+        if all(c == "–" for c in cells):
+            continue
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
 def allocators_table(ds):
     """kdi with each allocator, beside the default (glibc) runs of the same storage mode."""
     alloc = [r for r in ds["runs"] if is_allocator_run(r)]
@@ -233,6 +298,7 @@ def tables(results):
                        "the end of the burst divided by the updates it handled.")
         out.append("")
         out.extend(reads_table(ds))
+        out.extend(phases_table(ds))
         out.extend(allocators_table(ds))
         out.extend(relist_table(ds))
         out.extend(restart_table(ds))

@@ -351,6 +351,13 @@ impl Handlers {
         }
     }
 
+    /// The burst's updates handler 1 received (each counted once; resyncs
+    /// and other updates are not counted).
+    #[must_use]
+    pub fn updates_received(&self) -> u64 {
+        self.seen1.load(Ordering::SeqCst)
+    }
+
     /// Throughput and lag of the burst, as result fields.
     #[must_use]
     pub fn burst_result(&self) -> Map<String, Value> {
@@ -383,6 +390,90 @@ impl Handlers {
     }
 }
 
+/// What the handler of a measured phase (the kdi peer's replay and resync)
+/// counts: the objects it took, the bytes of their names it read (so that
+/// each object handed over is really used), and when it took the first and
+/// the `want`-th.
+#[derive(Debug)]
+pub struct ObjectCounter {
+    want: u64,
+    count: AtomicU64,
+    name_bytes: AtomicU64,
+    first: Mutex<Option<std::time::Instant>>,
+    done: Mutex<Option<std::time::Instant>>,
+}
+
+impl ObjectCounter {
+    /// A counter that is done at `want` objects.
+    #[must_use]
+    pub fn new(want: u64) -> Arc<Self> {
+        Arc::new(Self {
+            want,
+            count: AtomicU64::new(0),
+            name_bytes: AtomicU64::new(0),
+            first: Mutex::new(None),
+            done: Mutex::new(None),
+        })
+    }
+
+    /// Counts `object`, reading its name.
+    pub fn take(&self, object: &DynamicObject) {
+        let name = object.metadata.name.as_deref().map_or(0, str::len);
+        self.name_bytes
+            .fetch_add(u64::try_from(name).unwrap_or(0), Ordering::Relaxed);
+        let n = self.count.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == 1 {
+            *self.first.lock().expect("first") = Some(std::time::Instant::now());
+        }
+        if n == self.want {
+            *self.done.lock().expect("done") = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Objects counted so far.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of names read so far.
+    #[must_use]
+    pub fn name_bytes(&self) -> u64 {
+        self.name_bytes.load(Ordering::Relaxed)
+    }
+
+    /// When the first object was counted.
+    #[must_use]
+    pub fn first_at(&self) -> Option<std::time::Instant> {
+        *self.first.lock().expect("first")
+    }
+
+    /// When the `want`-th object was counted.
+    #[must_use]
+    pub fn done_at(&self) -> Option<std::time::Instant> {
+        *self.done.lock().expect("done")
+    }
+
+    /// Waits (polling every 2 ms) until `want` objects were counted.
+    ///
+    /// # Errors
+    /// How many were counted, when `timeout` ran out first.
+    pub async fn wait(&self, timeout: Duration) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.count() < self.want {
+            if std::time::Instant::now() > deadline {
+                return Err(format!(
+                    "{} of {} objects within {timeout:?}",
+                    self.count(),
+                    self.want
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        Ok(())
+    }
+}
+
 /// A line of `/proc/self/status` such as `VmHWM` or `VmRSS`, in MiB.
 #[must_use]
 pub fn proc_status_mb(field: &str) -> f64 {
@@ -392,6 +483,41 @@ pub fn proc_status_mb(field: &str) -> f64 {
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(-1.0, |kb| kb / 1024.0)
+}
+
+/// glibc's `struct mallinfo2` (glibc 2.33 and later).
+#[repr(C)]
+struct MallInfo2 {
+    arena: usize,
+    ordblks: usize,
+    smblks: usize,
+    hblks: usize,
+    hblkhd: usize,
+    usmblks: usize,
+    fsmblks: usize,
+    uordblks: usize,
+    fordblks: usize,
+    keepcost: usize,
+}
+
+unsafe extern "C" {
+    fn mallinfo2() -> MallInfo2;
+}
+
+/// What glibc's malloc has handed out and not had back (`uordblks`, plus
+/// `hblkhd` for chunks it mapped on their own), in MiB: unlike the RSS, it
+/// goes down as soon as memory is freed, even when malloc keeps the pages.
+/// `None` with another allocator (see [`allocator`]).
+#[must_use]
+pub fn heap_in_use_mb() -> Option<f64> {
+    if cfg!(any(feature = "mimalloc", feature = "jemalloc")) {
+        return None;
+    }
+    // SAFETY: mallinfo2 takes no argument, returns a plain struct by value
+    // and takes malloc's own locks.
+    let info = unsafe { mallinfo2() };
+    #[allow(clippy::cast_precision_loss)]
+    Some((info.uordblks + info.hblkhd) as f64 / (1024.0 * 1024.0))
 }
 
 /// What the API server has sent for LIST requests of `plural` since it

@@ -9,11 +9,34 @@
 //! arrives: what a user could do by hand, against which the built-in
 //! transform (which also runs page by page) is checked.
 //!
-//! After sync (and the burst, when there is one) and its memory figures, the
-//! peer times the reads a controller makes through its `Lister`: `get` of
-//! random keys, `list_all`, and `list` with [`LABEL_SELECTOR`]. The peak RSS
-//! is reset first (`/proc/self/clear_refs`), so that `reads_rss_peak_mb`
-//! shows what those reads add, and the run's `rss_peak_mb` does not.
+//! After sync (and the burst, when there is one: `cpu_per_update_us` is the
+//! process's CPU from the synced line to the end of the burst divided by the
+//! updates handler 1 received) and its memory figures, the peer measures,
+//! through the public API and one phase after the other, each resetting the
+//! peak RSS first (`/proc/self/clear_refs`) and reading `VmHWM` after it, so
+//! that the run's `rss_peak_mb` counts none of them:
+//!
+//! 1. replay (`replay_s`, `replay_rss_peak_mb`): a late handler, which
+//!    receives the whole cache as `Add { in_initial_list: true }` and reads
+//!    each object's name, until it has had every object; then it is removed;
+//! 2. resync (`resync_s`, `resync_rss_peak_mb`): a handler asking a resync
+//!    every [`RESYNC_PERIOD`] (the informer is built with that period so
+//!    that it resyncs at all; handlers 1 and 2 ask none) takes its replay,
+//!    then, peak reset, one `Update { is_resync: true }` of every object,
+//!    timed from the first to the last; then it is removed;
+//! 3. the reads a controller makes through its `Lister` (`reads_rss_peak_mb`):
+//!    `get` of random keys, `get` followed by `CachedObject::object` (the
+//!    whole `DynamicObject`: a decode with compact storage), `list_all`, and
+//!    `list` with [`LABEL_SELECTOR`], all of them handles;
+//! 4. `decode_p50_us`: `CachedObject::object` on a sample of the cache's
+//!    objects that nobody else holds (a pointer copy with objects storage);
+//! 5. `rss_after_idle_mb`: the RSS [`IDLE`] after them, once the informer
+//!    has freed what the dropped decoded objects kept (every 5 s, compact
+//!    storage), beside `rss_after_phases_mb` read as they ended; and the
+//!    same for what glibc's malloc has handed out (`heap_before_phases_mb`,
+//!    `heap_after_phases_mb`, `heap_after_idle_mb`; null with another
+//!    allocator), which, unlike the RSS, shows memory freed and kept by
+//!    malloc.
 //!
 //! With `--shard I/N` the informer keeps only that static shard (filtered
 //! by the server where it can, here otherwise); the result says where
@@ -37,21 +60,21 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kdi_bench_peers::{
-    Args, Handlers, LABEL_SELECTOR, cpu_seconds, emit, end_of_run, percentile, proc_status_mb,
-    query_values, reset_peak_rss, served_list_mb, round, time_each,
+    Args, Handlers, LABEL_SELECTOR, ObjectCounter, cpu_seconds, emit, end_of_run, heap_in_use_mb,
+    percentile, proc_status_mb, query_values, reset_peak_rss, round, served_list_mb, time_each,
 };
 use kube::api::{ListParams, WatchParams};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::Lister;
-use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::informer::{Event, Registration, SharedInformer};
-use kube_dynamic_informer::wire::{
-    ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
-};
 use kube_dynamic_informer::cache::Storage;
+use kube_dynamic_informer::cache::{CachedObject, IndexFn};
+use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration, SharedInformer};
 use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
 use kube_dynamic_informer::vocabulary::ResourceKey;
 use kube_dynamic_informer::vocabulary::Scope;
+use kube_dynamic_informer::wire::{
+    ApiListWatch, Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream,
+};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -139,9 +162,17 @@ async fn main() {
         peer = format!("kdi-{restart}-restart");
     }
 
+    // The phases after the run (see the module docs): not in the relist
+    // phase nor in a restart run.
+    let phases = !args.relist && restart.is_none();
     let mut options = InformerOptions::default()
         .streaming_list(streaming_list)
         .storage(storage);
+    if phases {
+        // An informer whose period is 0 resyncs no handler; handlers 1 and
+        // 2 ask for none.
+        options = options.resync(RESYNC_PERIOD);
+    }
     options.shard = shard;
     if let Some(dir) = &snapshot_dir {
         options = options.snapshot(SnapshotOptions::new(dir).interval(Duration::ZERO));
@@ -173,23 +204,30 @@ async fn main() {
     }
 
     let handlers = Handlers::new(&args);
+    let no_resync = || HandlerOptions::default().resync(Duration::ZERO);
     let h1 = handlers.clone();
-    let r1 = informer.add_handler(move |event: Event| {
-        if let Event::Update {
-            new,
-            is_resync: false,
-            ..
-        } = &event
-        {
-            h1.lag_on_update(new);
-        }
-    });
+    let r1 = informer.add_handler_with(
+        move |event: Event| {
+            if let Event::Update {
+                new,
+                is_resync: false,
+                ..
+            } = &event
+            {
+                h1.lag_on_update(new);
+            }
+        },
+        no_resync(),
+    );
     let h2 = handlers.clone();
-    let r2 = informer.add_handler(move |event: Event| match &event {
-        Event::Add { object, .. } => h2.tally(object, 1),
-        Event::Update { new, .. } => h2.tally(new, 0),
-        Event::Delete { object, .. } => h2.tally(object, -1),
-    });
+    let r2 = informer.add_handler_with(
+        move |event: Event| match &event {
+            Event::Add { object, .. } => h2.tally(object, 1),
+            Event::Update { new, .. } => h2.tally(new, 0),
+            Event::Delete { object, .. } => h2.tally(object, -1),
+        },
+        no_resync(),
+    );
 
     let cancel = CancellationToken::new();
     let task = informer
@@ -199,7 +237,8 @@ async fn main() {
     let sync_s = start.elapsed().as_secs_f64();
     let cpu_sync = cpu_seconds();
     let rss_sync = proc_status_mb("VmRSS");
-    let served_list = served_list_mb(&metrics_client, &args.resource().plural).await - served_before;
+    let served_list =
+        served_list_mb(&metrics_client, &args.resource().plural).await - served_before;
     tokio::time::sleep(args.settle).await;
     let rss_steady = proc_status_mb("VmRSS");
     let store = informer.store();
@@ -236,11 +275,19 @@ async fn main() {
         let stats = informer.stats();
         result["shard"] = json!(args.shard);
         result["shard_filtering"] = json!(stats.shard_filtering().map(|f| f.to_string()));
-        result["shard_objects_dropped"] = json!(stats.shard_objects_dropped.load(Ordering::Relaxed));
+        result["shard_objects_dropped"] =
+            json!(stats.shard_objects_dropped.load(Ordering::Relaxed));
     }
     emit(&json!({"event": "synced", "peer": peer, "objects": objects}));
 
     end_of_run(&mut result, &handlers, &args).await;
+    let received = handlers.updates_received();
+    if result.get("burst_updates").is_some() && received > 0 {
+        #[allow(clippy::cast_precision_loss)]
+        let per_update = result["cpu_burst_s"].as_f64().unwrap_or(0.0) * 1e6 / received as f64;
+        result["cpu_per_update_us"] = json!(round(per_update, 1));
+        result["burst_updates_received"] = json!(received);
+    }
     let lister = Lister::new(
         informer.store(),
         ResourceKey::from(&args.resource()),
@@ -251,8 +298,8 @@ async fn main() {
         // No reads first: what they allocate and free (a whole decoded list,
         // in compact mode) would count in the RSS before the relist.
         fields.extend(relist(&informer, &[r1, r2], &args, &peer).await);
-    } else if restart.is_none() {
-        fields.extend(reads(&lister, &args, objects));
+    } else if phases {
+        fields.extend(after_run(&informer, &lister, &args).await);
     }
     // Stopping writes the snapshot of a restart peer: timed.
     let stopping = Instant::now();
@@ -278,10 +325,202 @@ fn median_ms(sorted_us: &[f64]) -> f64 {
     round(percentile(sorted_us, 50.0) / 1000.0, 3)
 }
 
-/// Times the `Lister` reads: `get` of random keys (one untimed pass first,
-/// as for `by_index`), then `list_all` and `list(LABEL_SELECTOR)`, each once
-/// untimed and `--list-repeats` times timed. Results are dropped outside the
-/// timed calls.
+/// The resync period the resync phase asks for: the shortest the informer
+/// allows (shorter periods are raised to 1 s). The informer is built with
+/// it: after start, a handler's period is at least the informer's.
+const RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// How long after the phases `rss_after_idle_mb` is read: longer than the
+/// 5 s at which a compact informer frees what dropped decoded objects keep.
+const IDLE: Duration = Duration::from_secs(6);
+
+/// Objects whose `CachedObject::object` is timed by the decode phase.
+const DECODE_SAMPLE: usize = 2000;
+
+/// The peak RSS since `reset` (`VmHWM`), or null when it could not be reset.
+fn peak_since(reset: bool) -> Value {
+    if reset {
+        json!(round(proc_status_mb("VmHWM"), 1))
+    } else {
+        Value::Null
+    }
+}
+
+/// The phases after the run, in order (see the module docs).
+async fn after_run(informer: &SharedInformer, lister: &Lister, args: &Args) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "heap_before_phases_mb".into(),
+        json!(heap_in_use_mb().map(|mb| round(mb, 1))),
+    );
+    m.extend(replay(informer, args).await);
+    m.extend(resync(informer, args).await);
+    m.extend(reads(lister, args, lister.len()));
+    m.extend(decode(lister));
+    m.insert(
+        "rss_after_phases_mb".into(),
+        json!(round(proc_status_mb("VmRSS"), 1)),
+    );
+    m.insert(
+        "heap_after_phases_mb".into(),
+        json!(heap_in_use_mb().map(|mb| round(mb, 1))),
+    );
+    tokio::time::sleep(IDLE).await;
+    m.insert(
+        "rss_after_idle_mb".into(),
+        json!(round(proc_status_mb("VmRSS"), 1)),
+    );
+    m.insert(
+        "heap_after_idle_mb".into(),
+        json!(heap_in_use_mb().map(|mb| round(mb, 1))),
+    );
+    m.insert("idle_s".into(), json!(IDLE.as_secs_f64()));
+    m
+}
+
+/// Replay: a late handler, counting each replayed Add and reading its name,
+/// until it has had every cached object; then removed. `replay_s` runs from
+/// `add_handler` to the handler's return from the last Add.
+async fn replay(informer: &SharedInformer, args: &Args) -> Map<String, Value> {
+    let mut m = Map::new();
+    let want = informer.store().len() as u64;
+    let reset = reset_peak_rss();
+    let counter = ObjectCounter::new(want);
+    let c = counter.clone();
+    let started = Instant::now();
+    let registration = informer.add_handler_with(
+        move |event: Event| {
+            if let Event::Add {
+                object,
+                in_initial_list: true,
+                ..
+            } = &event
+            {
+                c.take(object);
+            }
+        },
+        HandlerOptions::default()
+            .resync(Duration::ZERO)
+            .name("bench-replay"),
+    );
+    let waited = counter.wait(args.timeout).await;
+    m.insert("replay_rss_peak_mb".into(), peak_since(reset));
+    registration.remove();
+    match (waited, counter.done_at()) {
+        (Ok(()), Some(done)) => {
+            m.insert(
+                "replay_s".into(),
+                json!(round((done - started).as_secs_f64(), 4)),
+            );
+        }
+        (Err(e), _) => {
+            eprintln!("kdi: replay: {e}");
+            m.insert("replay_error".into(), json!(e));
+        }
+        (Ok(()), None) => {}
+    }
+    m.insert("replay_objects".into(), json!(counter.count()));
+    m.insert("replay_name_bytes".into(), json!(counter.name_bytes()));
+    m
+}
+
+/// Resync: a handler asking [`RESYNC_PERIOD`] takes its replay, then (peak
+/// RSS reset) one resync of every object, reading each one's name; then it
+/// is removed. `resync_s` runs from the handler's first resync event to its
+/// return from the last of the round.
+async fn resync(informer: &SharedInformer, args: &Args) -> Map<String, Value> {
+    let mut m = Map::new();
+    let want = informer.store().len() as u64;
+    let replayed = ObjectCounter::new(want);
+    let resynced = ObjectCounter::new(want);
+    let (a, b) = (replayed.clone(), resynced.clone());
+    let registration = informer.add_handler_with(
+        move |event: Event| match &event {
+            Event::Add {
+                object,
+                in_initial_list: true,
+                ..
+            } => a.take(object),
+            Event::Update {
+                new,
+                is_resync: true,
+                ..
+            } => b.take(new),
+            _ => {}
+        },
+        HandlerOptions::default()
+            .resync(RESYNC_PERIOD)
+            .name("bench-resync"),
+    );
+    let period = registration.resync_period();
+    m.insert("resync_period_s".into(), json!(period.as_secs_f64()));
+    if period.is_zero() {
+        registration.remove();
+        m.insert(
+            "resync_error".into(),
+            json!("the informer gave no resync period"),
+        );
+        return m;
+    }
+    let waited = match replayed.wait(args.timeout).await {
+        Ok(()) => {
+            let reset = reset_peak_rss();
+            let waited = resynced.wait(args.timeout).await;
+            m.insert("resync_rss_peak_mb".into(), peak_since(reset));
+            waited
+        }
+        Err(e) => Err(format!("its replay: {e}")),
+    };
+    registration.remove();
+    match (waited, resynced.first_at(), resynced.done_at()) {
+        (Ok(()), Some(first), Some(done)) => {
+            m.insert(
+                "resync_s".into(),
+                json!(round((done - first).as_secs_f64(), 4)),
+            );
+        }
+        (Err(e), ..) => {
+            eprintln!("kdi: resync: {e}");
+            m.insert("resync_error".into(), json!(e));
+        }
+        _ => {}
+    }
+    m.insert("resync_objects".into(), json!(resynced.count()));
+    m
+}
+
+/// Times `CachedObject::object` on [`DECODE_SAMPLE`] objects spread over
+/// the cache, which nobody else holds decoded (the phases before dropped
+/// everything they decoded): a decode with compact storage, a pointer copy
+/// with objects storage. Each result is dropped outside the timing.
+fn decode(lister: &Lister) -> Map<String, Value> {
+    let handles = lister.list_all();
+    let step = (handles.len() / DECODE_SAMPLE).max(1);
+    let sample: Vec<&CachedObject> = handles.iter().step_by(step).take(DECODE_SAMPLE).collect();
+    let (durations, named) = time_each(
+        &sample,
+        |handle| handle.object(),
+        |o| usize::from(o.metadata.name.is_some()),
+    );
+    let mut m = Map::new();
+    m.insert(
+        "decode_p50_us".into(),
+        json!(round(percentile(&durations, 50.0), 3)),
+    );
+    m.insert(
+        "decode_p99_us".into(),
+        json!(round(percentile(&durations, 99.0), 3)),
+    );
+    m.insert("decode_sample".into(), json!(named));
+    m
+}
+
+/// Times the `Lister` reads, all of them handles: `get` of random keys
+/// (one untimed pass first, as for `by_index`), `get` and
+/// `CachedObject::object` of the same keys (no untimed pass: it would
+/// decode nothing the timed one can reuse), then `list_all` and
+/// `list(LABEL_SELECTOR)`, each once untimed and `--list-repeats` times
+/// timed. Results are dropped outside the timed calls.
 #[allow(clippy::cast_precision_loss)]
 fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
     let reset = reset_peak_rss();
@@ -291,6 +530,11 @@ fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
         drop(lister.get(key));
     }
     let (get, found) = time_each(&keys, |key| lister.get(key), |o| usize::from(o.is_some()));
+    let (get_object, _) = time_each(
+        &keys,
+        |key| lister.get(key).map(|o| o.object()),
+        |o| usize::from(o.is_some()),
+    );
     let repeats: Vec<usize> = (0..args.list_repeats.max(1)).collect();
     drop(lister.list_all());
     let (all, all_hits) = time_each(&repeats, |_| lister.list_all(), Vec::len);
@@ -303,6 +547,14 @@ fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("get_p50_us".into(), json!(round(percentile(&get, 50.0), 2)));
     m.insert("get_p99_us".into(), json!(round(percentile(&get, 99.0), 2)));
+    m.insert(
+        "get_object_p50_us".into(),
+        json!(round(percentile(&get_object, 50.0), 2)),
+    );
+    m.insert(
+        "get_object_p99_us".into(),
+        json!(round(percentile(&get_object, 99.0), 2)),
+    );
     m.insert("get_found".into(), json!(found));
     m.insert("get_calls".into(), json!(keys.len()));
     m.insert("list_all_ms".into(), json!(median_ms(&all)));
@@ -318,14 +570,7 @@ fn reads(lister: &Lister, args: &Args, objects: usize) -> Map<String, Value> {
         "reads_s".into(),
         json!(round(started.elapsed().as_secs_f64(), 2)),
     );
-    m.insert(
-        "reads_rss_peak_mb".into(),
-        if reset {
-            json!(round(proc_status_mb("VmHWM"), 1))
-        } else {
-            Value::Null
-        },
-    );
+    m.insert("reads_rss_peak_mb".into(), peak_since(reset));
     m
 }
 
