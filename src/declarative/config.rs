@@ -40,7 +40,8 @@ pub const KIND: &str = "InformerSet";
 
 /// The most indexes an informer of a config file may declare. Each index
 /// is evaluated on every change of every object of its informer, so a file
-/// with thousands is a mistake or an attack, not a configuration.
+/// with thousands is a mistake or an attack, not a configuration: past
+/// this many, indexes are counted while the file is read, never built.
 pub const MAX_INDEXES: usize = 100;
 
 /// A config file: the informers to run and the indexes to keep.
@@ -382,7 +383,7 @@ impl InformerSet {
     /// Every problem in the text.
     pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
         let file = file.as_ref().to_path_buf();
-        let doc = match yaml::parse(text) {
+        let doc = match yaml::parse(text, &entry_limit) {
             Ok(doc) => doc,
             Err(e) => {
                 return Err(ConfigErrors {
@@ -409,14 +410,7 @@ impl InformerSet {
             doc: &doc,
             errors: Vec::new(),
         };
-        for (pointer, position, message) in &doc.problems {
-            v.errors.push(ConfigError {
-                file: v.file.clone(),
-                position: Some(*position),
-                path: display_path(pointer),
-                message: message.clone(),
-            });
-        }
+        v.reader_problems();
         v.schema();
         v.semantics();
         if !v.errors.is_empty() {
@@ -428,6 +422,22 @@ impl InformerSet {
         serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| {
             ConfigErrors::whole_file(&v.file, format!("does not match the config types: {e}"))
         })
+    }
+}
+
+/// The mappings of a config file with a limit on their entries: the
+/// indexes of an informer or a pattern. The reader keeps the first
+/// [`MAX_INDEXES`] and only counts the rest, so that a file with hundreds of
+/// thousands is refused at the cost of scanning it, without building them.
+fn entry_limit(pointer: &str) -> Option<usize> {
+    let mut tokens = pointer.split('/').skip(1);
+    match (tokens.next(), tokens.next(), tokens.next(), tokens.next()) {
+        (Some("informers" | "patterns"), Some(i), Some("indexes"), None)
+            if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            Some(MAX_INDEXES)
+        }
+        _ => None,
     }
 }
 
@@ -444,7 +454,9 @@ impl InformerSet {
 /// ```
 #[must_use]
 pub fn position_of(text: &str, pointer: &str) -> Option<Position> {
-    yaml::parse(text).ok().map(|doc| doc.position(pointer))
+    yaml::parse(text, &entry_limit)
+        .ok()
+        .map(|doc| doc.position(pointer))
 }
 
 /// `/informers/1/labelSelector` → `informers[1].labelSelector`, as

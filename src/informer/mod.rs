@@ -365,6 +365,48 @@ impl SharedInformer {
         self.shared.store.clone()
     }
 
+    /// An estimate of the heap the cache holds, in bytes: its objects,
+    /// their keys and its indexes ([`Store::approximate_bytes`], which says
+    /// how it counts). One pass over the cache: for a status line or a
+    /// gauge read now and then, not for every event.
+    ///
+    /// ```
+    /// # use futures::{FutureExt, StreamExt, future::BoxFuture};
+    /// # use kube_client::api::{ListParams, WatchParams};
+    /// # use kube_dynamic_informer::prelude::*;
+    /// # use kube_dynamic_informer::wire::{ListPage, ListWatch, ListWatchError, WatchStream};
+    /// # struct OneConfigMap;
+    /// # impl ListWatch for OneConfigMap {
+    /// #     fn list(&self, _: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+    /// #         let object = serde_json::from_value(serde_json::json!({
+    /// #             "metadata": { "name": "big", "namespace": "shop" },
+    /// #             "data": { "blob": "x".repeat(1 << 20) }
+    /// #         }));
+    /// #         let page = ListPage { objects: vec![object.unwrap()], resource_version: "1".into(), ..ListPage::default() };
+    /// #         async move { Ok(page) }.boxed()
+    /// #     }
+    /// #     fn watch(&self, _: &WatchParams, _: &str) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+    /// #         async { Ok(futures::stream::pending().boxed()) }.boxed()
+    /// #     }
+    /// # }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let configmaps = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+    /// # let cancel = tokio_util::sync::CancellationToken::new();
+    /// // An informer whose list holds one ConfigMap with 1 MiB of data.
+    /// let informer = SharedInformer::with_list_watch(OneConfigMap, configmaps, InformerOptions::default());
+    /// informer.start(cancel.clone())?;
+    /// informer.wait_for_sync(std::time::Duration::from_secs(10)).await?;
+    /// assert!(informer.cache_bytes() >= 1 << 20);
+    /// println!("~{} MiB cached", informer.cache_bytes() >> 20);
+    /// # cancel.cancel();
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn cache_bytes(&self) -> usize {
+        self.shared.store.approximate_bytes()
+    }
+
     /// Adds an index, at any time; existing objects are indexed at once.
     ///
     /// # Errors

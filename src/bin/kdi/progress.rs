@@ -110,6 +110,22 @@ fn shard_words(informer: &InformerHandle) -> Option<String> {
     ))
 }
 
+/// A cache's estimated size for people: `~340 KiB`, `~4.2 MiB`, `~120 MiB`,
+/// `~1.3 GiB`.
+fn approximate_size(bytes: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let bytes = bytes as f64;
+    if bytes < KIB * KIB {
+        format!("~{:.0} KiB", (bytes / KIB).ceil())
+    } else if bytes < 10.0 * KIB * KIB {
+        format!("~{:.1} MiB", bytes / (KIB * KIB))
+    } else if bytes < KIB * KIB * KIB {
+        format!("~{:.0} MiB", bytes / (KIB * KIB))
+    } else {
+        format!("~{:.1} GiB", bytes / (KIB * KIB * KIB))
+    }
+}
+
 /// The resource of an informer as printed: `widgets.v1.example.com`; one
 /// asked for by plural and group that is not served yet is
 /// `widgets.example.com`.
@@ -369,6 +385,7 @@ impl Progress {
                 InformerStatus::Syncing { listed } => line["listed"] = json!(listed),
                 InformerStatus::Synced => {
                     line["objects"] = json!(store.len());
+                    line["cacheBytes"] = json!(store.approximate_bytes());
                     if let Some(shard) = shard_words(&t.informer) {
                         line["shard"] = json!(shard);
                     }
@@ -392,7 +409,11 @@ impl Progress {
                     words.push_str(&format!(", {listed} objects listed"));
                 }
                 InformerStatus::Synced => {
-                    words.push_str(&format!(", {} objects", store.len()));
+                    words.push_str(&format!(
+                        ", {} objects, {}",
+                        store.len(),
+                        approximate_size(store.approximate_bytes())
+                    ));
                     if let Some(shard) = shard_words(&t.informer) {
                         words.push_str(&format!(" of {shard}"));
                     }
@@ -492,5 +513,24 @@ impl Progress {
             message.push_str("; reasons in the JSON lines above");
         }
         Failure::not_synced(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approximate_size;
+
+    #[test]
+    fn sizes_are_said_in_the_unit_that_suits_them() {
+        let said: Vec<String> = [0, 1, 340 * 1024, 4_404_019, 120 << 20, 1_395_864_371]
+            .into_iter()
+            .map(approximate_size)
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "~0 KiB", "~1 KiB", "~340 KiB", "~4.2 MiB", "~120 MiB", "~1.3 GiB"
+            ]
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! Checking a config document: the JSON Schema, then what a schema cannot
-//! say (selectors, expressions, names), every problem located.
+//! Checking a config document: what the reader found, the JSON Schema,
+//! then what a schema cannot say (selectors, expressions, names), every
+//! problem located.
 
 use super::*;
 
@@ -50,6 +51,27 @@ impl Validation<'_> {
             path: display_path(pointer),
             message,
         });
+    }
+
+    /// What the reader found: duplicate and complex keys, and mappings
+    /// past their limit (said as the schema says `maxProperties`).
+    pub(super) fn reader_problems(&mut self) {
+        for (pointer, position, message) in &self.doc.problems {
+            self.errors.push(ConfigError {
+                file: self.file.clone(),
+                position: Some(*position),
+                path: display_path(pointer),
+                message: message.clone(),
+            });
+        }
+        for over in &self.doc.oversized {
+            self.errors.push(ConfigError {
+                file: self.file.clone(),
+                position: Some(over.position),
+                path: display_path(&over.pointer),
+                message: over_limit(&object_of(over.entries), over.limit),
+            });
+        }
     }
 
     /// Structure and types, against the JSON Schema.
@@ -384,7 +406,7 @@ pub(super) fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
         return format!("{value} is not one of {}", allowed.join(", "));
     }
     if let Kind::MaxProperties { limit } = e.kind() {
-        return format!("{value}: at most {limit} are allowed");
+        return over_limit(&value, limit);
     }
     let message = e.to_string();
     let quoted = e.instance().to_string();
@@ -392,6 +414,16 @@ pub(super) fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
         Some(rest) if quoted.len() > MAX_QUOTED => format!("{value}{rest}"),
         _ => message,
     }
+}
+
+/// `value` has more entries than `limit` allows.
+fn over_limit(value: &str, limit: impl fmt::Display) -> String {
+    format!("{value}: at most {limit} are allowed")
+}
+
+/// An object named by its size.
+fn object_of(entries: usize) -> String {
+    format!("an object of {entries} entries")
 }
 
 /// Longest value quoted whole in a message.
@@ -404,7 +436,7 @@ pub(super) fn short_value(value: &serde_json::Value) -> String {
         return text;
     }
     match value {
-        serde_json::Value::Object(map) => format!("an object of {} entries", map.len()),
+        serde_json::Value::Object(map) => object_of(map.len()),
         serde_json::Value::Array(items) => format!("a list of {} items", items.len()),
         serde_json::Value::String(s) => format!("a string of {} characters", s.chars().count()),
         _ => text,

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Number, Value};
-use serde_saphyr::granit_parser::{Event, Options, Parser, ScalarStyle, Span};
+use serde_saphyr::granit_parser::{Event, Options, Parser, ScalarStyle, ScanError, Span, StrInput};
 
 /// A 1-based line and column in the file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,6 +40,26 @@ pub(crate) struct Spanned {
     /// Problems found while reading (duplicate keys, non-string keys, ...):
     /// pointer, position, message.
     pub(crate) problems: Vec<(String, Position, String)>,
+    /// Mappings with more entries than their [`EntryLimit`] allows.
+    pub(crate) oversized: Vec<Oversized>,
+}
+
+/// The most entries the mapping at a JSON pointer may hold (`None`: no
+/// limit). Past it, entries are counted while the file is read, not kept:
+/// an oversized mapping costs the time to scan it, not memory.
+pub(crate) type EntryLimit<'a> = &'a dyn Fn(&str) -> Option<usize>;
+
+/// A mapping over its limit: the value holds its first `limit` entries.
+#[derive(Debug)]
+pub(crate) struct Oversized {
+    /// JSON pointer of the mapping.
+    pub(crate) pointer: String,
+    /// Where the mapping starts.
+    pub(crate) position: Position,
+    /// How many entries it has.
+    pub(crate) entries: usize,
+    /// How many it may have.
+    pub(crate) limit: usize,
 }
 
 impl Spanned {
@@ -66,67 +86,57 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
+impl From<ScanError> for SyntaxError {
+    fn from(e: ScanError) -> Self {
+        SyntaxError {
+            position: Position {
+                line: e.marker().line().max(1),
+                column: e.marker().col() + 1,
+            },
+            message: e.info().to_string(),
+        }
+    }
+}
+
 /// Most nested levels accepted; deeper input is refused rather than risk
 /// exhausting the stack.
 const MAX_DEPTH: usize = 64;
 
-/// Reads the first document of `text`.
-pub(crate) fn parse(text: &str) -> Result<Spanned, SyntaxError> {
-    let mut events = Vec::new();
+/// Reads the first document of `text`, keeping at most `limit` entries of
+/// the mappings it names. Events are read one at a time, never all held:
+/// what a limit leaves out is never stored. The rest of the stream is
+/// still checked for syntax.
+pub(crate) fn parse(text: &str, limit: EntryLimit<'_>) -> Result<Spanned, SyntaxError> {
     // Comments would arrive as events between a key and its value.
     let mut options = Options::default();
     options.set_emit_comments(false);
-    for item in Parser::new_from_str_with_options(text, options) {
-        match item {
-            Ok((event, span)) => events.push((event, span)),
-            Err(e) => {
-                return Err(SyntaxError {
-                    position: Position {
-                        line: e.marker().line().max(1),
-                        column: e.marker().col() + 1,
-                    },
-                    message: e.info().to_string(),
-                });
-            }
-        }
-    }
-    let mut out = Spanned::default();
-    let mut i = 0;
-    // Skip to the first node of the first document.
-    while i < events.len() {
-        match events[i].0 {
-            Event::StreamStart | Event::DocumentStart(..) => i += 1,
-            _ => break,
-        }
-    }
-    if i >= events.len() || matches!(events[i].0, Event::StreamEnd | Event::DocumentEnd) {
-        out.value = Value::Null;
-        return Ok(out);
-    }
     let mut reader = Reader {
-        events: &events,
-        pos: i,
-        out: &mut out,
+        parser: Parser::new_from_str_with_options(text, options),
+        out: Spanned::default(),
+        limit,
     };
-    let value = reader.node("", 0)?;
-    out.value = value;
-    Ok(out)
+    // Skip to the first node of the first document.
+    while reader.next_if(|e| matches!(e, Event::StreamStart | Event::DocumentStart(..)))? {}
+    let empty = reader.peek_is(|e| matches!(e, Event::StreamEnd | Event::DocumentEnd))?;
+    if !empty && reader.parser.peek().is_some() {
+        reader.out.value = reader.node("", 0)?;
+    }
+    for item in reader.parser.by_ref() {
+        item?;
+    }
+    Ok(reader.out)
 }
 
-struct Reader<'a, 'e> {
-    events: &'a [(Event<'e>, Span)],
-    pos: usize,
-    out: &'a mut Spanned,
+struct Reader<'e, 'l> {
+    parser: Parser<'e, StrInput<'e>>,
+    out: Spanned,
+    limit: EntryLimit<'l>,
 }
 
-impl<'a, 'e> Reader<'a, 'e> {
-    fn next(&mut self) -> Result<(&'a Event<'e>, Span), SyntaxError> {
-        let events: &'a [(Event<'e>, Span)] = self.events;
-        match events.get(self.pos) {
-            Some((e, s)) => {
-                self.pos += 1;
-                Ok((e, *s))
-            }
+impl<'e> Reader<'e, '_> {
+    fn next(&mut self) -> Result<(Event<'e>, Span), SyntaxError> {
+        match self.parser.next_event() {
+            Some(item) => Ok(item?),
             None => Err(SyntaxError {
                 position: Position::default(),
                 message: "unexpected end of document".into(),
@@ -134,85 +144,176 @@ impl<'a, 'e> Reader<'a, 'e> {
         }
     }
 
+    /// Whether the next event is one `is` accepts (false at the end).
+    fn peek_is(&mut self, is: fn(&Event<'e>) -> bool) -> Result<bool, SyntaxError> {
+        match self.parser.peek() {
+            Some(Ok((event, _))) => Ok(is(event)),
+            Some(Err(e)) => Err(e.into()),
+            None => Ok(false),
+        }
+    }
+
+    /// Consumes the next event if `is` accepts it.
+    fn next_if(&mut self, is: fn(&Event<'e>) -> bool) -> Result<bool, SyntaxError> {
+        let yes = self.peek_is(is)?;
+        if yes {
+            self.next()?;
+        }
+        Ok(yes)
+    }
+
     fn node(&mut self, pointer: &str, depth: usize) -> Result<Value, SyntaxError> {
         let (event, span) = self.next()?;
-        let position = Position::from_span(&span);
+        self.node_from(event, &span, pointer, depth)
+    }
+
+    /// The node that starts with `event`.
+    fn node_from(
+        &mut self,
+        event: Event<'e>,
+        span: &Span,
+        pointer: &str,
+        depth: usize,
+    ) -> Result<Value, SyntaxError> {
+        let position = Position::from_span(span);
         if depth > MAX_DEPTH {
-            return Err(SyntaxError {
-                position,
-                message: format!("nested more than {MAX_DEPTH} levels deep"),
-            });
+            return Err(too_deep(position));
         }
         self.out.values.insert(pointer.to_string(), position);
         match event {
             Event::Scalar(text, style, _, tag) => {
                 let plain = matches!(style, ScalarStyle::Plain) && tag.is_none();
-                Ok(scalar(text, plain))
+                Ok(scalar(&text, plain))
             }
-            Event::Alias(_) => Err(SyntaxError {
-                position,
-                message: "YAML aliases are not supported in config files".into(),
-            }),
+            Event::Alias(_) => Err(alias(position)),
             Event::SequenceStart(..) => {
                 let mut items = Vec::new();
-                loop {
-                    if matches!(self.events.get(self.pos), Some((Event::SequenceEnd, _))) {
-                        self.pos += 1;
-                        return Ok(Value::Array(items));
-                    }
+                while !self.next_if(|e| matches!(e, Event::SequenceEnd))? {
                     let child = format!("{pointer}/{}", items.len());
                     items.push(self.node(&child, depth + 1)?);
                 }
+                Ok(Value::Array(items))
             }
-            Event::MappingStart(..) => {
-                let mut map = Map::new();
-                loop {
-                    if matches!(self.events.get(self.pos), Some((Event::MappingEnd, _))) {
-                        self.pos += 1;
-                        return Ok(Value::Object(map));
-                    }
-                    let (key_event, key_span) = self.next()?;
-                    let key_position = Position::from_span(&key_span);
-                    let key = match key_event {
-                        Event::Scalar(text, ..) => text.to_string(),
-                        _ => {
-                            // Skip the complex key's node and its value.
-                            self.pos -= 1;
-                            let _ = self.node(&format!("{pointer}/?"), depth + 1)?;
-                            let _ = self.node(&format!("{pointer}/?"), depth + 1)?;
-                            self.out.problems.push((
-                                pointer.to_string(),
-                                key_position,
-                                "mapping keys must be plain strings".into(),
-                            ));
-                            continue;
-                        }
-                    };
-                    let child = format!("{pointer}/{}", escape(&key));
-                    if map.contains_key(&key) {
-                        self.out.problems.push((
-                            child.clone(),
-                            key_position,
-                            format!("duplicate key {key:?}"),
-                        ));
-                        // Read and drop the duplicate's value; the first wins.
-                        let first = self.out.values.get(&child).copied();
-                        let _ = self.node(&child, depth + 1)?;
-                        if let Some(p) = first {
-                            self.out.values.insert(child, p);
-                        }
-                        continue;
-                    }
-                    self.out.keys.insert(child.clone(), key_position);
-                    let value = self.node(&child, depth + 1)?;
-                    map.insert(key, value);
-                }
-            }
+            Event::MappingStart(..) => self.mapping(pointer, position, depth),
             other => Err(SyntaxError {
                 position,
                 message: format!("unexpected {other:?}"),
             }),
         }
+    }
+
+    /// The entries of a mapping, up to its limit; past it, the entries are
+    /// counted and skipped.
+    fn mapping(
+        &mut self,
+        pointer: &str,
+        position: Position,
+        depth: usize,
+    ) -> Result<Value, SyntaxError> {
+        let limit = (self.limit)(pointer);
+        let mut map = Map::new();
+        let mut skipped = 0;
+        while !self.next_if(|e| matches!(e, Event::MappingEnd))? {
+            if limit.is_some_and(|limit| map.len() >= limit) {
+                self.skip(depth + 1)?;
+                self.skip(depth + 1)?;
+                skipped += 1;
+                continue;
+            }
+            self.entry(&mut map, pointer, depth)?;
+        }
+        if let Some(limit) = limit.filter(|_| skipped > 0) {
+            self.out.oversized.push(Oversized {
+                pointer: pointer.to_string(),
+                position,
+                entries: map.len() + skipped,
+                limit,
+            });
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// One key and its value, into `map`.
+    fn entry(
+        &mut self,
+        map: &mut Map<String, Value>,
+        pointer: &str,
+        depth: usize,
+    ) -> Result<(), SyntaxError> {
+        let (key_event, key_span) = self.next()?;
+        let key_position = Position::from_span(&key_span);
+        let key = match key_event {
+            Event::Scalar(text, ..) => text.to_string(),
+            other => {
+                // Skip the complex key's node and its value.
+                let _ = self.node_from(other, &key_span, &format!("{pointer}/?"), depth + 1)?;
+                let _ = self.node(&format!("{pointer}/?"), depth + 1)?;
+                self.out.problems.push((
+                    pointer.to_string(),
+                    key_position,
+                    "mapping keys must be plain strings".into(),
+                ));
+                return Ok(());
+            }
+        };
+        let child = format!("{pointer}/{}", escape(&key));
+        if map.contains_key(&key) {
+            self.out.problems.push((
+                child.clone(),
+                key_position,
+                format!("duplicate key {key:?}"),
+            ));
+            // Read and drop the duplicate's value; the first wins.
+            let first = self.out.values.get(&child).copied();
+            let _ = self.node(&child, depth + 1)?;
+            if let Some(p) = first {
+                self.out.values.insert(child, p);
+            }
+            return Ok(());
+        }
+        self.out.keys.insert(child.clone(), key_position);
+        let value = self.node(&child, depth + 1)?;
+        map.insert(key, value);
+        Ok(())
+    }
+
+    /// Reads past one node, keeping nothing of it; refuses what reading it
+    /// would refuse (aliases, too deep a nesting).
+    fn skip(&mut self, depth: usize) -> Result<(), SyntaxError> {
+        let mut open = 0;
+        loop {
+            let (event, span) = self.next()?;
+            let position = Position::from_span(&span);
+            match event {
+                Event::SequenceStart(..) | Event::MappingStart(..) => {
+                    if depth + open > MAX_DEPTH {
+                        return Err(too_deep(position));
+                    }
+                    open += 1;
+                }
+                Event::SequenceEnd | Event::MappingEnd => open = open.saturating_sub(1),
+                Event::Alias(_) => return Err(alias(position)),
+                _ if depth + open > MAX_DEPTH => return Err(too_deep(position)),
+                _ => {}
+            }
+            if open == 0 {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn too_deep(position: Position) -> SyntaxError {
+    SyntaxError {
+        position,
+        message: format!("nested more than {MAX_DEPTH} levels deep"),
+    }
+}
+
+fn alias(position: Position) -> SyntaxError {
+    SyntaxError {
+        position,
+        message: "YAML aliases are not supported in config files".into(),
     }
 }
 
@@ -253,6 +354,11 @@ fn scalar(text: &str, plain: bool) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The document, with no mapping limited.
+    fn parse(text: &str) -> Result<Spanned, SyntaxError> {
+        super::parse(text, &|_| None)
+    }
 
     #[test]
     fn reads_values_with_positions() {
@@ -309,5 +415,43 @@ mod tests {
     fn keys_with_slashes_are_escaped_in_pointers() {
         let doc = parse("a/b: 1\n").unwrap();
         assert!(doc.values.contains_key("/a~1b"));
+    }
+
+    #[test]
+    fn entries_past_a_limit_are_counted_not_kept() {
+        let limit = |pointer: &str| (pointer == "/a").then_some(2);
+        let text = "a: {x: 1, y: [2], z: {q: 3}, w: 4}\nb: {x: 1, y: 2, z: 3}\n";
+        let doc = super::parse(text, &limit).unwrap();
+        assert_eq!(
+            doc.value,
+            json!({ "a": { "x": 1, "y": [2] }, "b": { "x": 1, "y": 2, "z": 3 } })
+        );
+        assert!(!doc.values.contains_key("/a/z/q"), "{:?}", doc.values);
+        let [over] = doc.oversized.as_slice() else {
+            panic!("{:?}", doc.oversized)
+        };
+        assert_eq!(
+            (
+                over.pointer.as_str(),
+                over.position,
+                over.entries,
+                over.limit
+            ),
+            ("/a", Position { line: 1, column: 4 }, 4, 2)
+        );
+    }
+
+    #[test]
+    fn what_a_limit_skips_is_still_checked() {
+        let limit = |pointer: &str| (pointer.is_empty()).then_some(1);
+        let deep = "[".repeat(100) + &"]".repeat(100);
+        for text in [
+            format!("a: 1\nb: {deep}\n"),
+            "a: &x 1\nb: *x\n".to_string(),
+            "a: 1\nb: [1, 2\n".to_string(),
+            "a: 1\n---\nb: [\n".to_string(),
+        ] {
+            assert!(super::parse(&text, &limit).is_err(), "{text}");
+        }
     }
 }
