@@ -127,6 +127,7 @@
 
 pub(crate) mod backoff;
 mod dispatch;
+use dispatch::Retired;
 mod error;
 mod event;
 mod freshness;
@@ -170,7 +171,7 @@ pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
-use crate::cache::store::{ReplaceOutcome, Storage, Store, StoreWriter};
+use crate::cache::store::{CachedObject, ReplaceOutcome, Storage, Store, StoreWriter};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
 use crate::vocabulary::object_key::{key_from_parts, object_key};
@@ -193,6 +194,9 @@ struct Dispatch {
     /// The shard ranges before and after a change, until the end of the
     /// list that follows it.
     reshard: Option<Reshard>,
+    /// The objects of the events handed to handlers, kept until the
+    /// handlers are done with them (see [`Retired`]).
+    retired: Retired,
 }
 
 /// A shard's selector before (none before the first list) and after a
@@ -313,6 +317,7 @@ impl SharedInformer {
                     synced: false,
                     next_id: 1,
                     reshard: None,
+                    retired: Retired::default(),
                 }),
                 options,
                 stats: reflector.stats(),

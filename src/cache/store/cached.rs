@@ -58,6 +58,15 @@ impl CachedObject {
         CachedObject(Held::Object(object))
     }
 
+    /// Whether this handle is the only one left (nobody else, the store
+    /// included, holds the object).
+    pub(crate) fn is_unique(&self) -> bool {
+        match &self.0 {
+            Held::Object(object) => Arc::strong_count(object) == 1,
+            Held::Compact(entry) => Arc::strong_count(entry) == 1,
+        }
+    }
+
     pub(super) fn into_object(self) -> Arc<DynamicObject> {
         match self.0 {
             Held::Object(object) => object,
