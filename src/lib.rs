@@ -125,6 +125,7 @@ pub mod prelude {
     pub use crate::cache::index::IndexFn;
     pub use crate::cache::lister::Lister;
     pub use crate::cache::projection::Projection;
+    pub use crate::cache::store::{CachedObject, Storage};
     pub use crate::cache::transform::Transform;
     pub use crate::factory::discovery::DiscoveryCache;
     pub use crate::factory::{CacheSyncReport, InformerFactory, InformerHandle};

@@ -338,6 +338,8 @@ impl SharedInformer {
 
     /// Calls `hook` with every list or watch error (they also show in
     /// [`status`](Self::status) and the logs). Replaces an earlier hook.
+    /// The hook runs before the error is logged: a hook that cancels the
+    /// informer's token stops it there, without a retry or a warning.
     pub fn on_error(
         &self,
         hook: impl Fn(&crate::informer::reflector::ReflectorError) + Send + Sync + 'static,

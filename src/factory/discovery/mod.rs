@@ -453,8 +453,12 @@ impl DiscoveryCache {
             Some(services.events_with(HandlerOptions::default().name("discovery")));
         let stop = cancel.child_token();
         let _stop_informers = stop.clone().drop_guard();
-        let _ = crds.start(stop.clone());
-        let _ = services.start(stop.clone());
+        let period = self.inner.config.periodic_refresh;
+        for informer in [&crds, &services] {
+            let own = stop.child_token();
+            stop_when_forbidden(informer, own.clone(), period);
+            let _ = informer.start(own);
+        }
         let mut crd_keys_seen = HashSet::new();
         loop {
             // A name channel moving to another version waits for a refresh:
@@ -549,4 +553,30 @@ fn crd_objects(crds: &SharedInformer) -> Vec<Arc<kube_core::DynamicObject>> {
         .iter()
         .map(|crd| crd.object())
         .collect()
+}
+
+/// Stops `informer` (one of those discovery follows) at its first 403: a
+/// user who may not list CRDs or APIServices needs no retries, only one
+/// line saying that discovery refreshes on a timer and on a miss instead.
+fn stop_when_forbidden(
+    informer: &SharedInformer,
+    stop: CancellationToken,
+    period: Option<Duration>,
+) {
+    let resource = informer.resource().plural;
+    let said = std::sync::atomic::AtomicBool::new(false);
+    informer.on_error(move |err| {
+        if err.code() != Some(403) || said.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let refresh = period.map_or_else(
+            || "on a miss".to_owned(),
+            |p| format!("every {p:?} and on a miss"),
+        );
+        tracing::info!(
+            resource = %resource,
+            "not following {resource}: forbidden (403); discovery refreshes {refresh} instead"
+        );
+        stop.cancel();
+    });
 }

@@ -631,13 +631,17 @@ impl Reflector {
     ) -> bool {
         ReflectorStats::inc(&self.stats.errors);
         self.metrics.errors.increment(1);
-        let delay = progress.backoff.next_delay();
-        let error = crate::vocabulary::error_chain(err);
-        tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
         let hook = self.error_hook.lock().clone();
         if let Some(hook) = hook {
             hook(err);
         }
+        // A hook that stops the informer has said what it had to.
+        if cancel.is_cancelled() {
+            return false;
+        }
+        let delay = progress.backoff.next_delay();
+        let error = crate::vocabulary::error_chain(err);
+        tracing::warn!(resource = %self.key, %error, retry_in = ?delay, "list/watch failed");
         self.set_status(InformerStatus::BackingOff {
             error,
             code: err.code(),

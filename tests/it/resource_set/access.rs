@@ -282,3 +282,51 @@ async fn watch_says_what_is_denied_or_skips_it() {
     kdi.stop().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `kdi -v watch` as Alice, who may not list CRDs or APIServices: the
+/// discovery that follows them in the background says once, for each, that
+/// it does not, and no warning about them follows (they were retried, and
+/// warned about, every backoff before).
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_says_once_what_it_may_not_follow() {
+    use super::cli::Kdi;
+    let admin = support::admin().await;
+    let f = fixture(&admin).await;
+    let widgets = format!("widgets.v1.{}", f.group);
+    let mut kdi = Kdi::start(User::Alice, &["-v", "watch", "-r", &widgets, "-n", &f.ns_a]);
+    kdi.event("the widget Alice may see", |v| v["type"] == "Add")
+        .await;
+    let mut lines = Vec::new();
+    let said = |lines: &[String], resource: &str| {
+        lines
+            .iter()
+            .filter(|l| l.contains(&format!("not following {resource}: forbidden (403)")))
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while said(&lines, "customresourcedefinitions") == 0 || said(&lines, "apiservices") == 0 {
+        match tokio::time::timeout_at(deadline, kdi.stderr.recv()).await {
+            Ok(Some(line)) => lines.push(line),
+            Ok(None) | Err(_) => panic!(
+                "kdi did not say that discovery does not follow CRDs and APIServices; stderr:\n{}",
+                lines.join("\n")
+            ),
+        }
+    }
+    // Whatever else it printed meanwhile, and until it stops.
+    while let Ok(line) = kdi.stderr.try_recv() {
+        lines.push(line);
+    }
+    kdi.stop().await;
+    assert_eq!(said(&lines, "customresourcedefinitions"), 1, "{lines:#?}");
+    assert_eq!(said(&lines, "apiservices"), 1, "{lines:#?}");
+    let warned: Vec<&String> = lines
+        .iter()
+        .filter(|l| {
+            l.contains("list/watch failed")
+                && (l.contains("customresourcedefinitions") || l.contains("apiservices"))
+        })
+        .collect();
+    assert!(warned.is_empty(), "{warned:#?}");
+}
