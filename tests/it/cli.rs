@@ -321,6 +321,26 @@ async fn resources_lists_built_in_and_custom_resources() {
         lines[2].starts_with(&format!("{full}: {full}")),
         "{lines:?}"
     );
+    // Patterns are names too, as watch and get take them: what they match.
+    let out = kdi(
+        User::Admin,
+        &["resources", "category:all", &format!("group:{group}")],
+    )
+    .await;
+    assert_exit(&out, documented_exit("Success"));
+    let lines: Vec<String> = stdout(&out).lines().map(String::from).collect();
+    assert!(
+        lines[0].starts_with("category:all: a pattern; it matches")
+            && lines[0].contains("deployments.v1.apps"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("group:{group}: a pattern; it matches 1 resource now: {full}"),
+        "{lines:?}"
+    );
+    let out = kdi(User::Admin, &["resources", "-o", "json", "category:"]).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
     let out = kdi(User::Admin, &["resources", "deploymnts"]).await;
     assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(

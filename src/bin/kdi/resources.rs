@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use clap::{Args, ValueEnum};
 use kube_core::Version;
 use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryError, DiscoverySnapshot};
-use kube_dynamic_informer::factory::{FactoryError, InformerFactory, Resolution};
+use kube_dynamic_informer::factory::{FactoryError, InformerFactory, Resolution, ResourcePattern};
 use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::vocabulary::KnownResource;
 use serde_json::{Value, json};
@@ -18,8 +18,9 @@ use kube_dynamic_informer::vocabulary::error_chain;
 
 #[derive(Args, Debug)]
 pub struct ResourcesArgs {
-    /// Names to explain: what each designates, as `watch` and `get` resolve
-    /// it, or why nothing. Without names, every resource is listed.
+    /// Names and patterns to explain: what each designates or matches, as
+    /// `watch` and `get` resolve it, or why nothing. Without names, every
+    /// resource is listed.
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
     /// Output format.
@@ -114,6 +115,10 @@ enum Answer {
     },
     /// Not served now; an informer waits for it.
     Waits { reason: String },
+    /// A pattern (`category:`, `custom:`, `group:`, a group glob), as
+    /// `watch` and `get` take it: the resources it selects now (`watch`
+    /// follows the ones that appear later).
+    Pattern { resources: Vec<KnownResource> },
     /// Nothing kdi can watch.
     Refused { reason: String },
 }
@@ -133,6 +138,28 @@ async fn explain(
     );
     let mut answers = Vec::new();
     for name in &args.names {
+        match ResourcePattern::parse(name) {
+            Ok(Some(pattern)) => {
+                let resources = match discovery.custom_resources().await {
+                    Ok(custom) => pattern.select_with(&discovery.snapshot(), &|group, plural| {
+                        custom.contains(&(group.to_owned(), plural.to_owned()))
+                    }),
+                    Err(_) => pattern.select(&discovery.snapshot()),
+                };
+                answers.push((name, Answer::Pattern { resources }));
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                answers.push((
+                    name,
+                    Answer::Refused {
+                        reason: e.to_string(),
+                    },
+                ));
+                continue;
+            }
+        }
         let answer = match factory.resolve(name.as_str()).await {
             Ok(Resolution::Served(resource)) => {
                 let key = resource.key();
@@ -145,8 +172,8 @@ async fn explain(
                 Answer::Served { resource, versions }
             }
             Ok(Resolution::NotServed { reason, .. }) => Answer::Waits { reason },
-            Ok(other) => Answer::Refused {
-                reason: format!("{other:?}"),
+            Ok(_) => Answer::Refused {
+                reason: "not a resource kdi knows how to watch".into(),
             },
             Err(FactoryError::Discovery(e @ DiscoveryError::Request { .. })) => {
                 return Err(cluster.unreachable(&e));
@@ -198,6 +225,11 @@ fn print_answers(
                     Answer::Refused { reason } => {
                         json!({ "input": name, "served": false, "waited": false, "reason": reason })
                     }
+                    Answer::Pattern { resources } => json!({
+                        "input": name,
+                        "pattern": true,
+                        "matches": resources.iter().map(|r| r.key().to_string()).collect::<Vec<_>>(),
+                    }),
                 })
                 .collect();
             print_line(serde_json::to_string_pretty(&list).unwrap_or_default())?;
@@ -229,6 +261,17 @@ fn print_answers(
                     ))?,
                     Answer::Refused { reason } => {
                         print_line(format!("{name}: designates nothing: {reason}"))?
+                    }
+                    Answer::Pattern { resources } => {
+                        let keys: Vec<String> =
+                            resources.iter().map(|r| r.key().to_string()).collect();
+                        print_line(format!(
+                            "{name}: a pattern; it matches {} resource{} now{}{}",
+                            keys.len(),
+                            if keys.len() == 1 { "" } else { "s" },
+                            if keys.is_empty() { "" } else { ": " },
+                            keys.join(", ")
+                        ))?;
                     }
                 }
             }
