@@ -1029,6 +1029,23 @@ async fn names_that_designate_nothing_get_fitting_help() {
         "{}",
         stderr(&near)
     );
+    // A plural.group discovery already answers (a served group, a typo of
+    // its plural) fails at once, not after the timeout (exit 3), unless the
+    // user waits for a CRD on purpose.
+    let (_ns, full) = widgets("cli-typo").await;
+    let group = full.strip_prefix("widgets.v1.").unwrap();
+    let typo = format!("widgetz.{group}");
+    let out = kdi(User::Admin, &["get", "-r", &typo]).await;
+    assert_exit(&out, documented_exit("Invalid arguments"));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("did you mean {full}")), "{err}");
+    assert!(err.contains("--wait-for-crd"), "{err}");
+    let out = kdi(
+        User::Admin,
+        &["get", "-r", &typo, "--wait-for-crd", "--timeout", "1s"],
+    )
+    .await;
+    assert_exit(&out, documented_exit("not served"));
 }
 
 /// Arguments are checked before the cluster is contacted: an index no
@@ -1081,9 +1098,20 @@ async fn a_crd_named_by_plural_and_group_is_waited_for_then_watched_in_its_prefe
 
     // Before its CRD exists the name is waited for, not refused; when the
     // timeout passes, kdi says which cache did not sync and why.
+    // (--wait-for-crd: other tests' Widget CRDs of other groups are served,
+    // which a one-shot get would take the name for a typo of.)
     let out = kdi(
         User::Admin,
-        &["get", "-r", &name, "-n", &ns, "--timeout", "2s"],
+        &[
+            "get",
+            "-r",
+            &name,
+            "-n",
+            &ns,
+            "--timeout",
+            "2s",
+            "--wait-for-crd",
+        ],
     )
     .await;
     assert_exit(&out, documented_exit("not served"));

@@ -1,10 +1,11 @@
 //! `kdi get`: the objects of a synced cache, by index value or selector.
 
 use clap::Args;
-use kube_dynamic_informer::declarative::InformerSet;
-use kube_dynamic_informer::vocabulary::Selector;
+use kube_dynamic_informer::declarative::{InformerSet, ResourceSet};
+use kube_dynamic_informer::vocabulary::{ResourceAvailability, ResourceName, Selector};
 
 use crate::cluster::Cluster;
+use crate::declared::Declared;
 use crate::exit::Failure;
 use crate::informers::{Selection, start_and_sync, unknown_index};
 use crate::output::{Format, print_objects, printable, written};
@@ -28,6 +29,13 @@ pub struct GetArgs {
     /// instead of redacting it.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Wait (up to --timeout) for a resource that is not served even when
+    /// its name resembles one that is: a CRD about to be installed. Without
+    /// it, such a name fails at once with what discovery offers instead
+    /// ("did you mean ..."); a name that resembles nothing served is waited
+    /// for either way.
+    #[arg(long)]
+    pub wait_for_crd: bool,
 }
 
 /// `--index` and `--match` as they are checked before the cluster is
@@ -67,7 +75,7 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
         &args.selection,
         true,
         std::future::pending(),
-        |_| Ok(()),
+        |set, informers| refuse_near_misses(set, informers, args.wait_for_crd),
     )
     .await?;
     let mut objects = Vec::new();
@@ -100,4 +108,40 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
     ));
     resource_set.shutdown().await;
     result
+}
+
+/// A one-shot `get` of a resource that is not served, named like one that
+/// is (`widgetz.example.com` beside `widgets.v1.example.com`): most likely
+/// a typo, which discovery already answers. Said at once, unless the user
+/// asked to wait for a CRD to appear (`--wait-for-crd`).
+fn refuse_near_misses(
+    set: &ResourceSet,
+    informers: &[Declared],
+    wait_for_crd: bool,
+) -> Result<(), Failure> {
+    if wait_for_crd {
+        return Ok(());
+    }
+    let snapshot = set.factory().discovery().snapshot();
+    for declared in informers {
+        let key = declared.informer.resource();
+        let named = if key.group.is_empty() {
+            key.resource.clone()
+        } else {
+            format!("{}.{}", key.resource, key.group)
+        };
+        let Ok(name) = ResourceName::parse(&named) else {
+            continue;
+        };
+        if snapshot.resembling(&name).is_empty() {
+            continue;
+        }
+        if let ResourceAvailability::NotServed { reason } = snapshot.availability_of_name(&name) {
+            return Err(Failure::usage(format!(
+                "{}: {reason} (--wait-for-crd waits for it to be installed)",
+                declared.name
+            )));
+        }
+    }
+    Ok(())
 }

@@ -280,7 +280,7 @@ pub async fn start_and_sync(
     sel: &Selection,
     one_shot: bool,
     stop: impl std::future::Future<Output = ()>,
-    before_start: impl FnOnce(&[Declared]) -> Result<(), Failure>,
+    before_start: impl FnOnce(&ResourceSet, &[Declared]) -> Result<(), Failure>,
 ) -> Result<(ResourceSet, Vec<Declared>, Progress), Failure> {
     // Informers in the order they were named (the set keeps them by name).
     let order: Vec<String> = set
@@ -306,7 +306,7 @@ pub async fn start_and_sync(
         sel.progress_interval,
     );
     let synced = async {
-        before_start(&informers)?;
+        before_start(&resource_set, &informers)?;
         resource_set.start().map_err(Failure::cluster)?;
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
         progress.wait_for_sync(timeout, one_shot).await

@@ -98,7 +98,7 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
         &args.selection,
         false,
         crate::stop::stopped(deadline),
-        |informers| {
+        |_, informers| {
             check_index_values(&wanted_indexes, informers)?;
             for declared in informers {
                 let Declared {

@@ -198,17 +198,10 @@ impl DiscoverySnapshot {
         let reason = match name.resolve(&self.resources) {
             Ok(known) => return self.availability(&known.key()),
             Err(ResourceError::NotFound { suggestions, .. }) => {
-                // Resources of the group named, if any resemble the name.
-                let group = name.candidates().first().and_then(|c| c.group.as_deref());
-                let in_group: Vec<&ResourceKey> = suggestions
+                let shown: Vec<String> = resembling_in_group(name, suggestions)
                     .iter()
-                    .filter(|k| Some(k.group.as_str()) == group)
+                    .map(ToString::to_string)
                     .collect();
-                let shown: Vec<String> = if in_group.is_empty() {
-                    suggestions.iter().map(ToString::to_string).collect()
-                } else {
-                    in_group.iter().map(ToString::to_string).collect()
-                };
                 if shown.is_empty() {
                     format!("{name} is not served by the API server (not in discovery)")
                 } else {
@@ -222,6 +215,20 @@ impl DiscoverySnapshot {
         };
         ResourceAvailability::NotServed {
             reason: format!("{reason}{}", unavailable_note(&self.unavailable_for(name))),
+        }
+    }
+
+    /// The served resources `name` resembles when it designates none (what
+    /// [`availability_of_name`](Self::availability_of_name) offers as "did
+    /// you mean"): those of the group it names if any resemble it, else any.
+    /// Empty when it designates a resource or resembles none.
+    #[must_use]
+    pub fn resembling(&self, name: &ResourceName) -> Vec<ResourceKey> {
+        match name.resolve(&self.resources) {
+            Err(ResourceError::NotFound { suggestions, .. }) => {
+                resembling_in_group(name, suggestions)
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -275,5 +282,21 @@ impl DiscoverySnapshot {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// Of the `suggestions` for `name`, those of the group it names, if any;
+/// else all of them.
+fn resembling_in_group(name: &ResourceName, suggestions: Vec<ResourceKey>) -> Vec<ResourceKey> {
+    let group = name.candidates().first().and_then(|c| c.group.clone());
+    let in_group: Vec<ResourceKey> = suggestions
+        .iter()
+        .filter(|k| Some(&k.group) == group.as_ref())
+        .cloned()
+        .collect();
+    if in_group.is_empty() {
+        suggestions
+    } else {
+        in_group
     }
 }

@@ -295,6 +295,14 @@ fn a_name_without_version_designates_the_preferred_one() {
         ),
         other => panic!("{other:?}"),
     }
+    let resembled: Vec<String> = both
+        .resembling(&typo)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(resembled, ["widgets.v1.example.com"]);
+    let served = ResourceName::parse("widgets.example.com").unwrap();
+    assert!(both.resembling(&served).is_empty());
     assert!(
         !DiscoverySnapshot::default()
             .availability_of_name(&name)
