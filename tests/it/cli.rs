@@ -1534,3 +1534,65 @@ async fn a_metrics_address_in_use_is_refused_before_anything_else() {
         stderr(&out)
     );
 }
+
+/// The README's first program (examples/first_program.rs, which `cargo
+/// test` builds) runs against the bundled control plane as written: it
+/// syncs the ConfigMaps of the cluster and queries its index.
+#[tokio::test]
+async fn the_readme_first_program_runs_against_the_control_plane() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "first-program").await;
+    let api: kube_client::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube_client::Api::namespaced(admin, &ns);
+    let web: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": { "name": "web", "labels": { "app": "web" } }
+    }))
+    .unwrap();
+    api.create(&Default::default(), &web).await.unwrap();
+    // Examples are built beside the test binaries: target/<profile>/examples.
+    let program = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples").join("first_program"))
+        .unwrap();
+    if !program.exists() {
+        // Built by `cargo test` with no target named; with `--test it`, here.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = Command::new(cargo)
+            .args(["build", "--example", "first_program", "--features", "cli"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .await
+            .expect("running cargo");
+        assert!(built.success(), "building examples/first_program.rs");
+    }
+    let run = Command::new(&program)
+        .env("KUBECONFIG", kubeconfig(User::Admin))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(DEADLINE, run)
+        .await
+        .expect("the first program ends")
+        .expect("running the first program");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        printed,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.lines().any(|l| l == "Add web"), "{printed}");
+    assert!(
+        printed.lines().any(|l| l.ends_with(" ConfigMaps cached")),
+        "{printed}"
+    );
+    let labelled = printed
+        .lines()
+        .find_map(|l| l.strip_suffix(" labelled app=web"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no 'N labelled app=web' line: {printed}"));
+    assert!(labelled >= 1, "{printed}");
+}
