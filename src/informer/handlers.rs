@@ -1,0 +1,208 @@
+//! Adding handlers and event streams to a [`SharedInformer`]: each gets
+//! the cache replayed first, then every event, in order.
+
+use super::*;
+
+impl SharedInformer {
+    /// Adds a handler with the informer's default resync period. See
+    /// [`add_handler_with`](Self::add_handler_with).
+    pub fn add_handler(&self, handler: impl EventHandler) -> Registration {
+        self.add_handler_with(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler, before or after start. It first receives an Add (with
+    /// `in_initial_list = true`) for every cached object, then live events,
+    /// in order, until [`Registration::remove`] or the informer stops.
+    ///
+    /// Handlers run on the process's handler pool (see
+    /// [`HandlerPoolSettings`]): a bounded set of threads shared by every
+    /// informer, not a thread per handler. Each handler has its own queue and
+    /// is called by one worker at a time; one that blocks for longer than the
+    /// pool's stall threshold has a worker started in its place, so it does
+    /// not hold up the others. A handler that waits on I/O most of the time
+    /// is better written as an [async handler](Self::add_async_handler).
+    pub fn add_handler_with(
+        &self,
+        handler: impl EventHandler,
+        options: HandlerOptions,
+    ) -> Registration {
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Pool(Box::new(handler)),
+            self.shared.key.clone(),
+        );
+        self.register(state.clone(), Sink::Mailbox(mailbox), options.resync);
+        Registration {
+            state,
+            informer: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// Adds an async handler with the informer's default resync period. See
+    /// [`add_async_handler_with`](Self::add_async_handler_with).
+    ///
+    /// # Errors
+    /// [`InformerError::NoRuntime`] outside a tokio runtime.
+    pub fn add_async_handler<F, Fut>(&self, handler: F) -> Result<Registration, InformerError>
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.add_async_handler_with(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler that returns a future, run on the tokio runtime (one
+    /// task per handler, no thread): each event's future is awaited before
+    /// the next event is handed over. Same guarantees as
+    /// [`add_handler_with`](Self::add_handler_with): replay, order, synced
+    /// marker, panics caught (in the call and in the future) and counted.
+    ///
+    /// ```no_run
+    /// # async fn demo(informer: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+    /// use kube_dynamic_informer::informer::Event;
+    ///
+    /// let registration = informer.add_async_handler(|event: Event| async move {
+    ///     // e.g. call another service without blocking a thread
+    ///     println!("{} {:?}", event.kind(), event.object().metadata.name);
+    /// })?;
+    /// # drop(registration); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`InformerError::NoRuntime`] outside a tokio runtime.
+    pub fn add_async_handler_with<F, Fut>(
+        &self,
+        handler: F,
+        options: HandlerOptions,
+    ) -> Result<Registration, InformerError>
+    where
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
+                resource: self.shared.key.clone(),
+            })?;
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Task(tokio::sync::Notify::new()),
+            self.shared.key.clone(),
+        );
+        self.register(
+            state.clone(),
+            Sink::Mailbox(mailbox.clone()),
+            options.resync,
+        );
+        let task = runtime.spawn(listener::drain_async(mailbox, handler));
+        self.shared.tasks.lock().push(task);
+        Ok(Registration {
+            state,
+            informer: Arc::downgrade(&self.shared),
+        })
+    }
+
+    /// A stream of events with the same replay guarantee as a handler: first
+    /// an Add for every cached object, then live events. Dropping the stream
+    /// unregisters it.
+    pub fn events(&self) -> EventStream {
+        self.events_with(HandlerOptions::default())
+    }
+
+    /// [`events`](Self::events) with handler options (its own resync period,
+    /// coalescing).
+    pub fn events_with(&self, options: HandlerOptions) -> EventStream {
+        let state = self.new_listener_state(&options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            Target::Stream(futures::task::AtomicWaker::new()),
+            self.shared.key.clone(),
+        );
+        self.register(state, Sink::Mailbox(mailbox.clone()), options.resync);
+        EventStream {
+            mailbox,
+            buffer: std::collections::VecDeque::new(),
+            informer: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// The shared counters of a new registration, with its id and metric
+    /// series.
+    pub(super) fn new_listener_state(&self, options: &HandlerOptions) -> Arc<ListenerState> {
+        let id = {
+            let mut d = self.shared.dispatch.lock();
+            let id = d.next_id;
+            d.next_id += 1;
+            id
+        };
+        let name = options
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("handler-{id}"));
+        Arc::new(ListenerState {
+            id,
+            metrics: self.shared.metrics.handler(&name),
+            name,
+            ..ListenerState::default()
+        })
+    }
+
+    pub(super) fn register(
+        &self,
+        state: Arc<ListenerState>,
+        sink: Sink,
+        requested_resync: Option<Duration>,
+    ) {
+        let mut d = self.shared.dispatch.lock();
+        let started = d.started;
+        let requested = requested_resync.unwrap_or(self.shared.options.resync);
+        let r = d.clock.add_handler(requested, started);
+        if r.period != requested && !requested.is_zero() {
+            let why = if self.shared.options.resync.is_zero() && requested_resync.is_some() {
+                "the informer's resync period is 0, which turns resync off for every handler"
+            } else if requested < Duration::from_secs(1) {
+                "periods under 1s are raised to 1s"
+            } else if started {
+                "the informer has started: a period is at least its check period, and a multiple of it"
+            } else {
+                "a period is rounded up to a multiple of the informer's check period"
+            };
+            tracing::warn!(
+                resource = %self.shared.key,
+                handler = %state.name,
+                asked = ?requested,
+                effective = ?r.period,
+                "resync period adjusted: {why}"
+            );
+        }
+        if r.check_period_lowered {
+            let clock = d.clock;
+            let default = self.shared.options.resync;
+            for l in &mut d.listeners {
+                l.resync = clock.effective(l.requested_resync.unwrap_or(default));
+            }
+            self.shared.resync_changed.notify_one();
+        }
+        let mut listener = Listener {
+            state,
+            sink,
+            requested_resync,
+            resync: r.period,
+            next_resync: (!r.period.is_zero()).then(|| Instant::now() + r.period),
+            sync_marked: false,
+        };
+        // Replay under the dispatch lock: no event can slip between the
+        // snapshot and the registration.
+        for object in self.shared.store.list_all() {
+            listener.push(Queued::Replay(object), &self.shared.key);
+        }
+        if d.synced {
+            listener.mark_synced();
+        }
+        d.listeners.push(listener);
+    }
+}
