@@ -454,18 +454,7 @@ async fn a_watch_from_a_compacted_version_relists_and_reconciles_with_tombstones
         })
         .collect();
     server.sort();
-    let mut cached: Vec<(String, String)> = informer
-        .store()
-        .list_all()
-        .iter()
-        .map(|o| {
-            (
-                o.name().unwrap().to_owned(),
-                o.resource_version().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    cached.sort();
+    let mut cached = support::cached_versions(&informer.store());
     // The pacer may have moved on since; compare everything else exactly.
     server.retain(|(n, _)| n != "pacer");
     cached.retain(|(n, _)| n != "pacer");

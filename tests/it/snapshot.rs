@@ -80,16 +80,8 @@ impl Run {
     }
 
     fn cached(&self) -> BTreeMap<String, String> {
-        self.informer
-            .store()
-            .list_all()
-            .iter()
-            .map(|o| {
-                (
-                    o.name().unwrap().to_owned(),
-                    o.resource_version().unwrap().to_owned(),
-                )
-            })
+        support::cached_versions(&self.informer.store())
+            .into_iter()
             .collect()
     }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use kube_client::Client;
 use tokio::sync::mpsc;
@@ -314,16 +314,7 @@ impl ResourceSet {
         }
         let counts = set.commit(&mut state, plan, Removal::Reloaded).await;
         if let Some((_, text)) = source {
-            let status = ReloadStatus {
-                at: SystemTime::now(),
-                hash: reload::content_hash(text.as_bytes()),
-                success: true,
-                errors: Vec::new(),
-                kept: counts.kept,
-                added: counts.added,
-                removed: counts.removed,
-                replaced: counts.replaced,
-            };
+            let status = reload::succeeded(reload::content_hash(text.as_bytes()), &counts);
             set.record_locked(&mut state, status);
         }
         drop(state);
@@ -599,7 +590,7 @@ impl ResourceSet {
 }
 
 #[derive(Default)]
-struct Counts {
+pub(super) struct Counts {
     kept: usize,
     added: usize,
     removed: usize,

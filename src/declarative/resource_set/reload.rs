@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::{Removal, ResourceSet, SetEvent, State, send};
+use super::{Counts, Removal, ResourceSet, SetEvent, State, send};
 use crate::declarative::config::{ConfigError, ConfigErrors, InformerSet};
 
 /// The result of a reload: when, of what content, and how it went. What
@@ -88,6 +88,20 @@ pub(super) fn failed(hash: String, err: &ReloadError) -> ReloadStatus {
         added: 0,
         removed: 0,
         replaced: 0,
+    }
+}
+
+/// The status of a reload that applied `counts`.
+pub(super) fn succeeded(hash: String, counts: &Counts) -> ReloadStatus {
+    ReloadStatus {
+        at: SystemTime::now(),
+        hash,
+        success: true,
+        errors: Vec::new(),
+        kept: counts.kept,
+        added: counts.added,
+        removed: counts.removed,
+        replaced: counts.replaced,
     }
 }
 
@@ -200,16 +214,7 @@ impl ResourceSet {
         }
         state.config = config;
         let counts = self.commit(&mut state, plan, Removal::Reloaded).await;
-        let status = ReloadStatus {
-            at: SystemTime::now(),
-            hash,
-            success: true,
-            errors: Vec::new(),
-            kept: counts.kept,
-            added: counts.added,
-            removed: counts.removed,
-            replaced: counts.replaced,
-        };
+        let status = succeeded(hash, &counts);
         self.record_locked(&mut state, status.clone());
         Ok(status)
     }

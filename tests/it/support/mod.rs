@@ -561,3 +561,19 @@ pub fn unreachable_kubeconfig(name: &str) -> (PathBuf, u16) {
     .unwrap();
     (kubeconfig, port)
 }
+
+/// Each cached object's name and resourceVersion, sorted by name.
+pub fn cached_versions(store: &kube_dynamic_informer::cache::Store) -> Vec<(String, String)> {
+    let mut cached: Vec<(String, String)> = store
+        .list_all()
+        .iter()
+        .map(|o| {
+            (
+                o.name().unwrap_or_default().to_owned(),
+                o.resource_version().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    cached.sort();
+    cached
+}
