@@ -131,8 +131,8 @@ pub mod prelude {
     pub use crate::factory::{CacheSyncReport, InformerFactory, InformerHandle};
     pub use crate::informer::options::InformerOptions;
     pub use crate::informer::{
-        Event, EventHandler, HandlerOptions, InformerStatus, SharedInformer, SnapshotOptions,
-        WaitError,
+        Event, EventHandler, HandlerOptions, InformerError, InformerStatus, SharedInformer,
+        SnapshotOptions,
     };
     pub use crate::vocabulary::resource::ResourceKey;
     pub use crate::vocabulary::scope::{Namespaces, Scope};

@@ -22,7 +22,7 @@ use jmespath::functions::{AvgFn, Function, ToStringFn};
 use jmespath::{Context, Rcvar, Runtime, SearchResult, Variable};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::{DynamicObject, TypeMeta};
-use kube_dynamic_informer::cache::{IndexError, IndexFn, IndexInput};
+use kube_dynamic_informer::cache::{CacheError, IndexFn, IndexInput};
 use proptest::prelude::*;
 use serde_json::{Number, Value};
 
@@ -404,7 +404,7 @@ proptest! {
         for expression in &expressions {
             compiled.push(match IndexFn::jmespath("p", expression) {
                 Ok(f) => Some(f),
-                Err(IndexError::Syntax { .. }) => {
+                Err(CacheError::IndexSyntax { .. }) => {
                     prop_assert!(jmespath::parse(expression).is_err(), "{}", expression);
                     None
                 }

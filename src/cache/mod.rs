@@ -151,7 +151,7 @@
 //! | boolean | `true` or `false` |
 //! | array | one value per element; nested arrays are flattened, `null` elements skipped |
 //! | `null`, missing field, empty array | none: the object is not in that index |
-//! | object (also inside an array) | an [`IndexError::Evaluation`] for that object |
+//! | object (also inside an array) | an [`CacheError::IndexEvaluation`] for that object |
 //!
 //! Values are returned in result order and may repeat; the store keeps each
 //! distinct value once per object.
@@ -183,12 +183,12 @@
 //! ## Checked when compiled
 //!
 //! [`IndexFn::jmespath`] rejects, naming the index and the position, an
-//! expression that does not parse ([`IndexError::Syntax`]) and one that
+//! expression that does not parse ([`CacheError::IndexSyntax`]) and one that
 //! calls a function in a way that fails on every object
-//! ([`IndexError::Function`]): an unknown function (`lenght(@)`), a wrong
+//! ([`CacheError::IndexFunction`]): an unknown function (`lenght(@)`), a wrong
 //! number of arguments, or a literal argument of the wrong type
 //! (`abs('x')`). What depends on the object (`abs(spec.name)` where the name
-//! is a string) fails for that object only, as an [`IndexError::Evaluation`].
+//! is a string) fails for that object only, as an [`CacheError::IndexEvaluation`].
 //!
 //! ## Why there is an [`IndexInput`]
 //!
@@ -447,6 +447,7 @@
 //! list. They cut cache memory, not network traffic.
 
 pub(crate) mod compact;
+pub(crate) mod error;
 pub(crate) mod index;
 pub(crate) mod lister;
 pub(crate) mod projection;
@@ -458,14 +459,12 @@ pub use compact::{
     ArrayRef, CompactEntry, CompactObject, Interner, ManagedFieldView, ObjectIter, ObjectRef,
     OwnerRefView, StrMap, StrMapIter, ValueRef,
 };
-pub use index::{
-    IndexError, IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX,
-};
-pub use lister::{Lister, ListerError, NamespaceLister, ToSelector};
-pub use projection::{ALWAYS_KEPT, MAX_PATH_FIELDS, Projection, ProjectionError};
+pub use error::CacheError;
+pub use index::{IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX};
+pub use lister::{Lister, NamespaceLister, ToSelector};
+pub use projection::{ALWAYS_KEPT, MAX_PATH_FIELDS, Projection};
 pub use redaction::Redaction;
 pub use store::{
-    CachedObject, IncomparableResourceVersion, ReplaceOutcome, Storage, Store, StoreError,
-    StoreWriter, SyncPoint, compare_resource_versions,
+    CachedObject, ReplaceOutcome, Storage, Store, StoreWriter, SyncPoint, compare_resource_versions,
 };
 pub use transform::{Transform, TransformFn};

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::Hash;
 
+use crate::cache::CacheError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -26,18 +27,6 @@ pub const ALWAYS_KEPT: &[&str] = &[
 /// The most fields a path may have. Objects are rarely a tenth as deep; the
 /// limit bounds the recursion of applying a projection.
 pub const MAX_PATH_FIELDS: usize = 64;
-
-/// Why a path of a projection was rejected.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("projection path {path:?}, column {column}: {reason}")]
-pub struct ProjectionError {
-    /// The rejected path, as given.
-    pub path: String,
-    /// 1-based column (in characters) of the problem in the path.
-    pub column: usize,
-    /// What is wrong there.
-    pub reason: String,
-}
 
 /// The fields of each object a cache keeps; see the [module docs](crate::cache).
 ///
@@ -66,7 +55,7 @@ impl Projection {
     /// [`ALWAYS_KEPT`] fields; no paths keep only those.
     ///
     /// ```
-    /// use kube_dynamic_informer::cache::Projection;
+    /// use kube_dynamic_informer::cache::{CacheError, Projection};
     ///
     /// let a = Projection::new(["metadata.labels", "spec.nodeName", "metadata.labels['app']"])?;
     /// let b = Projection::new(["spec.nodeName", "metadata.labels"])?;
@@ -74,15 +63,15 @@ impl Projection {
     /// assert_eq!(a.paths(), ["metadata.labels", "spec.nodeName"]);
     ///
     /// let err = Projection::new(["metadata.labels.app.kubernetes.io/name"]).unwrap_err();
-    /// assert_eq!(err.column, 34); // the `/`
-    /// # Ok::<(), kube_dynamic_informer::cache::ProjectionError>(())
+    /// assert!(matches!(err, CacheError::Projection { column: 34, .. })); // the `/`
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
     /// ```
     ///
     /// # Errors
     /// The first path that does not follow the [grammar](crate::cache), or
     /// that has more than [`MAX_PATH_FIELDS`] fields, with the column of the
     /// problem.
-    pub fn new<I>(paths: I) -> Result<Self, ProjectionError>
+    pub fn new<I>(paths: I) -> Result<Self, CacheError>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
@@ -90,7 +79,7 @@ impl Projection {
         let mut fields = Fields::new();
         for path in paths {
             let path = path.as_ref();
-            let parsed = parse_path(path).map_err(|(column, reason)| ProjectionError {
+            let parsed = parse_path(path).map_err(|(column, reason)| CacheError::Projection {
                 path: path.to_owned(),
                 column,
                 reason,

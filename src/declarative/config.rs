@@ -138,16 +138,14 @@ impl PatternSpec {
     ///
     /// # Errors
     /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(
-        &self,
-    ) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
         compile_indexes(&self.indexes)
     }
 }
 
 fn compile_indexes(
     indexes: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
     indexes
         .iter()
         .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
@@ -263,9 +261,7 @@ impl InformerSpec {
     ///
     /// # Errors
     /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(
-        &self,
-    ) -> Result<BTreeMap<String, IndexFn>, crate::cache::index::IndexError> {
+    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
         compile_indexes(&self.indexes)
     }
 }

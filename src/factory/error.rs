@@ -8,7 +8,7 @@ use super::*;
 pub enum FactoryError {
     /// The resource name does not parse.
     #[error(transparent)]
-    Name(#[from] ResourceError),
+    Name(#[from] VocabularyError),
     /// Discovery failed, or the name matches no served resource (or
     /// several).
     #[error(transparent)]
@@ -33,7 +33,7 @@ pub enum FactoryError {
     },
     /// A per-resource namespace restriction on a cluster-scoped resource.
     #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    ClusterScoped(VocabularyError),
     /// The resource is not served and the options say
     /// [`WhenNotServed::Skip`] or [`WhenNotServed::Fail`].
     #[error("{reason}")]
@@ -52,7 +52,7 @@ pub enum FactoryError {
         resource: ResourceKey,
         /// What is wrong with the selector.
         #[source]
-        source: Box<SelectorError>,
+        source: Box<VocabularyError>,
     },
     /// The informer could not be built.
     #[error(transparent)]

@@ -274,10 +274,11 @@ pub use sync::{CacheSyncError, CacheSyncReport};
 
 use crate::cache::lister::Lister;
 use crate::informer::options::{InformerOptions, WhenNotServed};
-use crate::informer::{InformerError, SharedInformer, WaitError};
-use crate::vocabulary::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
-use crate::vocabulary::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
-use crate::vocabulary::selector::{Selector, SelectorError, validate_field_selector};
+use crate::informer::{InformerError, SharedInformer};
+use crate::vocabulary::VocabularyError;
+use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
+use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::selector::{Selector, validate_field_selector};
 use crate::wire::list_watch::ApiListWatch;
 use resource_ref::{fully_qualified, plural_and_group, shown};
 
@@ -584,7 +585,9 @@ impl InformerFactory {
                 Scope::Cluster
             };
             if per_resource_namespaces {
-                scope.check(key, &options.namespaces)?;
+                scope
+                    .check(key, &options.namespaces)
+                    .map_err(FactoryError::ClusterScoped)?;
             } else if scope == Scope::Cluster {
                 options.namespaces = Namespaces::All;
             }
@@ -680,13 +683,13 @@ impl InformerFactory {
     /// Returns how many informers were waited for.
     ///
     /// # Errors
-    /// [`WaitError::NotCached`] when no informer caches such objects, or
+    /// [`InformerError::NotCached`] when no informer caches such objects, or
     /// the first informer's error.
     pub async fn wait_for_object(
         &self,
         object: &DynamicObject,
         timeout: Duration,
-    ) -> Result<usize, WaitError> {
+    ) -> Result<usize, InformerError> {
         let (api_version, kind) = object
             .types
             .as_ref()
@@ -706,7 +709,7 @@ impl InformerFactory {
             })
             .collect();
         if informers.is_empty() {
-            return Err(WaitError::NotCached {
+            return Err(InformerError::NotCached {
                 object_api_version: api_version,
                 object_kind: kind,
                 namespace,

@@ -99,30 +99,32 @@ impl InformerFactory {
             Ok(name) => match discovery.resolve(&name).await {
                 Ok(known) => return Ok(Resolved::Served(known)),
                 Err(DiscoveryError::Resolve {
-                    source: source @ ResourceError::NotFound { .. },
+                    source,
                     unavailable,
-                }) => match (fully_qualified(&name), plural_and_group(&name)) {
-                    (Some(key), _) => key,
-                    (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
-                    (None, None) => {
-                        let typed = name.as_str().to_ascii_lowercase();
-                        if discovery
-                            .snapshot()
-                            .categories
-                            .values()
-                            .any(|c| c.contains(&typed))
-                        {
-                            return Err(FactoryError::Category {
-                                name: name.as_str().to_owned(),
-                            });
+                }) if matches!(*source, VocabularyError::NotFound { .. }) => {
+                    match (fully_qualified(&name), plural_and_group(&name)) {
+                        (Some(key), _) => key,
+                        (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
+                        (None, None) => {
+                            let typed = name.as_str().to_ascii_lowercase();
+                            if discovery
+                                .snapshot()
+                                .categories
+                                .values()
+                                .any(|c| c.contains(&typed))
+                            {
+                                return Err(FactoryError::Category {
+                                    name: name.as_str().to_owned(),
+                                });
+                            }
+                            return Err(DiscoveryError::Resolve {
+                                source,
+                                unavailable,
+                            }
+                            .into());
                         }
-                        return Err(DiscoveryError::Resolve {
-                            source,
-                            unavailable,
-                        }
-                        .into());
                     }
-                },
+                }
                 Err(err) => return Err(err.into()),
             },
         };

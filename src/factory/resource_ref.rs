@@ -4,7 +4,8 @@ use std::fmt;
 
 use kube_core::GroupVersionResource;
 
-use crate::vocabulary::resource::{ResourceError, ResourceKey, ResourceName};
+use crate::vocabulary::VocabularyError;
+use crate::vocabulary::resource::{ResourceKey, ResourceName};
 
 /// A resource as the factory's callers name it: a string in any form
 /// [`ResourceName`] accepts, a parsed name, a [`ResourceKey`] or a
@@ -84,7 +85,7 @@ impl fmt::Display for ResourceRef {
 }
 
 impl ResourceRef {
-    pub(super) fn parse(self) -> Result<Result<ResourceName, ResourceKey>, ResourceError> {
+    pub(super) fn parse(self) -> Result<Result<ResourceName, ResourceKey>, VocabularyError> {
         Ok(match self {
             ResourceRef::Text(s) => Ok(ResourceName::parse(&s)?),
             ResourceRef::Name(n) => Ok(n),

@@ -3,34 +3,30 @@
 use std::time::Duration;
 
 use super::status::InformerStatus;
-use crate::cache::store::StoreError;
+use crate::cache::CacheError;
+use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::ResourceKey;
-use crate::vocabulary::scope::NamespaceOnClusterScoped;
+use crate::wire::list_watch::ListWatchError;
 
-/// Errors of informer construction and use.
+/// Errors of the informer layer: construction and use of an informer,
+/// list and watch failures (handed to [`SharedInformer::on_error`](super::SharedInformer::on_error)),
+/// and waits for a resourceVersion that did not end with the cache there.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InformerError {
     /// A namespace restriction on a cluster-scoped resource.
     #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
-    /// An index could not be added.
+    ClusterScoped(#[from] VocabularyError),
+    /// An index could not be added: its expression does not compile
+    /// ([`CacheError::IndexSyntax`] and the other `Index*` variants) or its
+    /// name is taken ([`CacheError::DuplicateIndex`]).
     #[error("{resource}: {source}")]
     Index {
         /// The resource.
         resource: ResourceKey,
-        /// The store's error.
+        /// What the cache refused.
         #[source]
-        source: StoreError,
-    },
-    /// An index expression does not compile.
-    #[error("{resource}: {source}")]
-    IndexExpression {
-        /// The resource.
-        resource: ResourceKey,
-        /// What is wrong with the expression.
-        #[source]
-        source: Box<crate::cache::index::IndexError>,
+        source: Box<CacheError>,
     },
     /// `run` or `start` was called on an informer that already ran.
     #[error("informer for {resource} was already started")]
@@ -69,4 +65,131 @@ pub enum InformerError {
         /// The resource.
         resource: ResourceKey,
     },
+
+    // List and watch failures, as handed to the error hook.
+    /// A list request failed.
+    #[error("listing {resource}: {source}")]
+    List {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: Box<ListWatchError>,
+    },
+    /// A watch request failed, or its stream reported an error.
+    #[error("watching {resource}: {source}")]
+    Watch {
+        /// The resource.
+        resource: ResourceKey,
+        /// What failed.
+        #[source]
+        source: Box<ListWatchError>,
+    },
+    /// A streaming list ended before its initial events did.
+    #[error("watching {resource}: the streaming list ended before its initial-events-end bookmark")]
+    StreamingListCut {
+        /// The resource.
+        resource: ResourceKey,
+    },
+
+    // Why a wait for a resourceVersion returned without the cache there.
+    /// The resourceVersion asked for, or the one the cache holds, is not a
+    /// number that can be compared.
+    #[error("{resource}: {source}")]
+    Incomparable {
+        /// The resource.
+        resource: ResourceKey,
+        /// Which resourceVersion.
+        #[source]
+        source: Box<CacheError>,
+    },
+    /// The object given is not of this informer's resource: its write shows
+    /// in another informer's cache.
+    #[error(
+        "{resource}: the object is a {object_kind} ({object_api_version}), not of this informer's resource"
+    )]
+    OtherResource {
+        /// The informer's resource.
+        resource: ResourceKey,
+        /// The object's `apiVersion`.
+        object_api_version: String,
+        /// The object's `kind`.
+        object_kind: String,
+    },
+    /// No informer of the factory caches objects of this kind in this
+    /// namespace.
+    #[error("no informer caches {object_kind} ({object_api_version}){}", namespace.as_ref().map(|n| format!(" in namespace {n}")).unwrap_or_default())]
+    NotCached {
+        /// The object's `apiVersion`.
+        object_api_version: String,
+        /// The object's `kind`.
+        object_kind: String,
+        /// The object's namespace.
+        namespace: Option<String>,
+    },
+    /// The object has no `metadata.resourceVersion` (it was not returned by
+    /// the server).
+    #[error("{resource}: the object has no metadata.resourceVersion")]
+    NoResourceVersion {
+        /// The resource.
+        resource: ResourceKey,
+    },
+    /// The time ran out while a relist was being received: the cache jumps
+    /// to the relisted state at its end.
+    #[error(
+        "{resource}: a relist was in progress when {timeout:?} ran out waiting for resourceVersion {wanted} (the cache is at {synced_to})"
+    )]
+    RelistInProgress {
+        /// The resource.
+        resource: ResourceKey,
+        /// The resourceVersion waited for.
+        wanted: String,
+        /// The resourceVersion the cache reflects.
+        synced_to: String,
+        /// How long was waited.
+        timeout: Duration,
+    },
+    /// [`SharedInformer::wait_for_resource_version`](super::SharedInformer::wait_for_resource_version): the time ran out.
+    #[error(
+        "{resource}: the cache did not reach resourceVersion {wanted} within {timeout:?} (it is at {synced_to}; {status})"
+    )]
+    WaitTimedOut {
+        /// The resource.
+        resource: ResourceKey,
+        /// The resourceVersion waited for.
+        wanted: String,
+        /// The resourceVersion the cache reflects (`none` before the first
+        /// list).
+        synced_to: String,
+        /// How long was waited.
+        timeout: Duration,
+        /// What the informer was doing then.
+        status: Box<InformerStatus>,
+    },
+    /// The informer stopped while a caller waited for a resourceVersion.
+    #[error("{resource}: the informer stopped")]
+    Stopped {
+        /// The resource.
+        resource: ResourceKey,
+    },
+}
+
+impl InformerError {
+    /// The HTTP status code behind a list or watch failure, when the server
+    /// sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            InformerError::List { source, .. } | InformerError::Watch { source, .. } => {
+                source.code()
+            }
+            _ => None,
+        }
+    }
+
+    /// True for 410 Gone / Expired: the resourceVersion is too old, relist.
+    #[must_use]
+    pub fn is_gone(&self) -> bool {
+        self.code() == Some(410)
+    }
 }

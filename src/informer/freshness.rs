@@ -7,95 +7,10 @@ use std::time::Duration;
 use kube_core::DynamicObject;
 
 use super::SharedInformer;
-use crate::cache::store::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
+use crate::cache::CacheError;
+use crate::cache::store::{SyncPoint, compare_resource_versions};
+use crate::informer::InformerError;
 use crate::informer::status::InformerStatus;
-use crate::vocabulary::resource::ResourceKey;
-
-/// Why [`SharedInformer::wait_for_resource_version`] returned without the
-/// cache reflecting the resourceVersion.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WaitError {
-    /// The resourceVersion asked for, or the one the cache holds, is not a
-    /// number that can be compared.
-    #[error("{resource}: {source}")]
-    Incomparable {
-        /// The resource.
-        resource: ResourceKey,
-        /// Which resourceVersion.
-        #[source]
-        source: IncomparableResourceVersion,
-    },
-    /// The object given is not of this informer's resource: its write shows
-    /// in another informer's cache.
-    #[error(
-        "{resource}: the object is a {object_kind} ({object_api_version}), not of this informer's resource"
-    )]
-    OtherResource {
-        /// The informer's resource.
-        resource: ResourceKey,
-        /// The object's `apiVersion`.
-        object_api_version: String,
-        /// The object's `kind`.
-        object_kind: String,
-    },
-    /// No informer of the factory caches objects of this kind in this
-    /// namespace.
-    #[error("no informer caches {object_kind} ({object_api_version}){}", namespace.as_ref().map(|n| format!(" in namespace {n}")).unwrap_or_default())]
-    NotCached {
-        /// The object's `apiVersion`.
-        object_api_version: String,
-        /// The object's `kind`.
-        object_kind: String,
-        /// The object's namespace.
-        namespace: Option<String>,
-    },
-    /// The object has no `metadata.resourceVersion` (it was not returned by
-    /// the server).
-    #[error("{resource}: the object has no metadata.resourceVersion")]
-    NoResourceVersion {
-        /// The resource.
-        resource: ResourceKey,
-    },
-    /// The time ran out while a relist was being received: the cache jumps
-    /// to the relisted state at its end.
-    #[error(
-        "{resource}: a relist was in progress when {timeout:?} ran out waiting for resourceVersion {wanted} (the cache is at {synced_to})"
-    )]
-    RelistInProgress {
-        /// The resource.
-        resource: ResourceKey,
-        /// The resourceVersion waited for.
-        wanted: String,
-        /// The resourceVersion the cache reflects.
-        synced_to: String,
-        /// How long was waited.
-        timeout: Duration,
-    },
-    /// The time ran out.
-    #[error(
-        "{resource}: the cache did not reach resourceVersion {wanted} within {timeout:?} (it is at {synced_to}; {status})"
-    )]
-    TimedOut {
-        /// The resource.
-        resource: ResourceKey,
-        /// The resourceVersion waited for.
-        wanted: String,
-        /// The resourceVersion the cache reflects (`none` before the first
-        /// list).
-        synced_to: String,
-        /// How long was waited.
-        timeout: Duration,
-        /// What the informer was doing then.
-        status: Box<InformerStatus>,
-    },
-    /// The informer stopped.
-    #[error("{resource}: the informer stopped")]
-    Stopped {
-        /// The resource.
-        resource: ResourceKey,
-    },
-}
 
 impl SharedInformer {
     /// The resourceVersion the cache reflects (see
@@ -136,29 +51,29 @@ impl SharedInformer {
     /// ```
     ///
     /// # Errors
-    /// [`WaitError::TimedOut`] (with where the cache is and the informer's
-    /// status), [`WaitError::RelistInProgress`],
-    /// [`WaitError::Incomparable`] for a resourceVersion that is not a
-    /// number, [`WaitError::Stopped`].
+    /// [`InformerError::WaitTimedOut`] (with where the cache is and the informer's
+    /// status), [`InformerError::RelistInProgress`],
+    /// [`InformerError::Incomparable`] for a resourceVersion that is not a
+    /// number, [`InformerError::Stopped`].
     pub async fn wait_for_resource_version(
         &self,
         resource_version: &str,
         timeout: Duration,
-    ) -> Result<(), WaitError> {
+    ) -> Result<(), InformerError> {
         let resource = || self.shared.key.clone();
         // A malformed resourceVersion is refused at once, not after the wait.
         compare_resource_versions(resource_version, "0").map_err(|source| {
-            WaitError::Incomparable {
+            InformerError::Incomparable {
                 resource: resource(),
-                source,
+                source: Box::new(source),
             }
         })?;
         let mut sync = self.shared.store.watch_sync_point();
-        let incomparable = |source| WaitError::Incomparable {
+        let incomparable = |source| InformerError::Incomparable {
             resource: resource(),
-            source,
+            source: Box::new(source),
         };
-        let reached = |point: &SyncPoint| -> Result<bool, IncomparableResourceVersion> {
+        let reached = |point: &SyncPoint| -> Result<bool, CacheError> {
             let Some(current) = &point.resource_version else {
                 return Ok(false);
             };
@@ -171,7 +86,7 @@ impl SharedInformer {
                 }
                 if sync.changed().await.is_err() || matches!(self.status(), InformerStatus::Stopped)
                 {
-                    return Err(WaitError::Stopped {
+                    return Err(InformerError::Stopped {
                         resource: resource(),
                     });
                 }
@@ -190,14 +105,14 @@ impl SharedInformer {
                     .unwrap_or("none")
                     .to_owned();
                 if point.relisting {
-                    Err(WaitError::RelistInProgress {
+                    Err(InformerError::RelistInProgress {
                         resource: resource(),
                         wanted: resource_version.to_owned(),
                         synced_to,
                         timeout,
                     })
                 } else {
-                    Err(WaitError::TimedOut {
+                    Err(InformerError::WaitTimedOut {
                         resource: resource(),
                         wanted: resource_version.to_owned(),
                         synced_to,
@@ -214,25 +129,25 @@ impl SharedInformer {
     /// write; refuses an object of another resource.
     ///
     /// # Errors
-    /// [`WaitError::OtherResource`], [`WaitError::NoResourceVersion`], and
+    /// [`InformerError::OtherResource`], [`InformerError::NoResourceVersion`], and
     /// those of `wait_for_resource_version`.
     pub async fn wait_for_object(
         &self,
         object: &DynamicObject,
         timeout: Duration,
-    ) -> Result<(), WaitError> {
+    ) -> Result<(), InformerError> {
         let resource = self.resource();
         if let Some(types) = &object.types
             && (types.api_version != resource.api_version || types.kind != resource.kind)
         {
-            return Err(WaitError::OtherResource {
+            return Err(InformerError::OtherResource {
                 resource: self.shared.key.clone(),
                 object_api_version: types.api_version.clone(),
                 object_kind: types.kind.clone(),
             });
         }
         let Some(rv) = &object.metadata.resource_version else {
-            return Err(WaitError::NoResourceVersion {
+            return Err(InformerError::NoResourceVersion {
                 resource: self.shared.key.clone(),
             });
         };

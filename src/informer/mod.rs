@@ -158,15 +158,12 @@ use tokio_util::sync::CancellationToken;
 pub use backoff::BackoffConfig;
 pub use error::InformerError;
 pub use event::{Event, EventHandler};
-pub use freshness::WaitError;
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
-pub use reflector::{
-    Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorError, ReflectorStats,
-};
+pub use reflector::{Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorStats};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 
 pub use crate::informer::status::InformerStatus;
@@ -341,10 +338,7 @@ impl SharedInformer {
     /// [`status`](Self::status) and the logs). Replaces an earlier hook.
     /// The hook runs before the error is logged: a hook that cancels the
     /// informer's token stops it there, without a retry or a warning.
-    pub fn on_error(
-        &self,
-        hook: impl Fn(&crate::informer::reflector::ReflectorError) + Send + Sync + 'static,
-    ) {
+    pub fn on_error(&self, hook: impl Fn(&InformerError) + Send + Sync + 'static) {
         *self.shared.error_hook.lock() = Some(Arc::new(hook));
     }
 
@@ -427,7 +421,7 @@ impl SharedInformer {
             .add_index_counted(name, func, counter)
             .map_err(|source| InformerError::Index {
                 resource: self.shared.key.clone(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -451,11 +445,9 @@ impl SharedInformer {
         expression: &str,
     ) -> Result<(), InformerError> {
         let name = name.into();
-        let func = IndexFn::jmespath(&name, expression).map_err(|source| {
-            InformerError::IndexExpression {
-                resource: self.shared.key.clone(),
-                source: Box::new(source),
-            }
+        let func = IndexFn::jmespath(&name, expression).map_err(|source| InformerError::Index {
+            resource: self.shared.key.clone(),
+            source: Box::new(source),
         })?;
         self.add_index(name, func)
     }

@@ -282,7 +282,7 @@ impl InformerOptions {
     ///
     /// let options = InformerOptions::default()
     ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
-    /// # Ok::<(), kube_dynamic_informer::cache::ProjectionError>(())
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
     /// ```
     #[must_use]
     pub fn projection(mut self, projection: Projection) -> Self {
@@ -383,7 +383,7 @@ impl InformerOptions {
     /// let options = InformerOptions::default()
     ///     .shard(StaticShard::new(1, 4)?)
     ///     .shard_key(ShardKey::Namespace);
-    /// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
     /// ```
     #[must_use]
     pub fn shard(mut self, shard: StaticShard) -> Self {

@@ -66,7 +66,7 @@
 //!     let found = ResourceName::parse(typed)?.resolve(&known)?;
 //!     assert_eq!(found.key().to_string(), "deployments.v1.apps");
 //! }
-//! # Ok::<(), kube_dynamic_informer::vocabulary::ResourceError>(())
+//! # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 //! ```
 //!
 //! # Scope
@@ -148,7 +148,7 @@
 //! | `key notin (a,b)` | `NotIn(key, {a, b})` |
 //! | `key` | `Exists(key)` |
 //! | `!key` | `DoesNotExist(key)` |
-//! | `key>N`, `key<N` | none: [`SelectorError::Inexpressible`] |
+//! | `key>N`, `key<N` | none: [`VocabularyError::Inexpressible`] |
 //!
 //! Both types display the same string, so nothing is lost on the way; a
 //! selector with `>` or `<` can still go to the server as a string
@@ -173,7 +173,7 @@
 //! let ours = Selector::try_from(&spec)?;
 //! let for_kube_client = kube_core::Selector::try_from(&ours)?;
 //! assert_eq!(for_kube_client.to_string(), "app=web");
-//! # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+//! # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 //! ```
 //!
 //! # Shard ranges
@@ -218,6 +218,7 @@
 //! config file must never take the process down.
 
 pub(crate) mod duration;
+pub(crate) mod error;
 pub(crate) mod error_chain;
 pub(crate) mod object_key;
 pub(crate) mod resource;
@@ -226,15 +227,16 @@ pub(crate) mod selector;
 pub(crate) mod shard;
 
 pub use duration::{format_duration, parse_duration};
+pub use error::VocabularyError;
 pub use error_chain::error_chain;
 pub use object_key::{key_from_parts, object_key};
-pub use resource::{KnownResource, NameCandidate, ResourceError, ResourceKey, ResourceName};
-pub use scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
+pub use resource::{KnownResource, NameCandidate, ResourceKey, ResourceName};
+pub use scope::{Namespaces, ResourceAvailability, Scope};
 pub use selector::{
     LabelSelector, LabelSelectorRequirement, Labels, Operator, Requirement, Selector,
-    SelectorError, validate_field_selector,
+    validate_field_selector,
 };
 pub use shard::{
-    HASH_SPACE_END, Handover, HandoverFollower, Settlement, ShardAssignment, ShardError,
-    ShardFiltering, ShardKey, ShardRange, ShardSelector, ShardSource, StaticShard, fnv1a_64,
+    HASH_SPACE_END, Handover, HandoverFollower, Settlement, ShardAssignment, ShardFiltering,
+    ShardKey, ShardRange, ShardSelector, ShardSource, StaticShard, fnv1a_64,
 };

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::vocabulary::VocabularyError;
 use kube_core::ApiResource;
 
 /// Whether a resource's objects live in namespaces.
@@ -34,30 +35,20 @@ impl Scope {
     /// ```
     ///
     /// # Errors
-    /// [`NamespaceOnClusterScoped`] naming the resource and the namespaces.
+    /// [`VocabularyError`] naming the resource and the namespaces.
     pub fn check(
         self,
         resource: impl fmt::Display,
         namespaces: &Namespaces,
-    ) -> Result<(), NamespaceOnClusterScoped> {
+    ) -> Result<(), VocabularyError> {
         match (self, namespaces) {
-            (Scope::Cluster, Namespaces::Only(set)) => Err(NamespaceOnClusterScoped {
+            (Scope::Cluster, Namespaces::Only(set)) => Err(VocabularyError::ClusterScoped {
                 resource: resource.to_string(),
                 namespaces: set.iter().cloned().collect::<Vec<_>>().join(", "),
             }),
             _ => Ok(()),
         }
     }
-}
-
-/// A namespace restriction on a cluster-scoped resource.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{resource} is cluster-scoped: it cannot be restricted to namespaces ({namespaces})")]
-pub struct NamespaceOnClusterScoped {
-    /// The resource.
-    pub resource: String,
-    /// The namespaces asked for, joined by `, `.
-    pub namespaces: String,
 }
 
 /// Which namespaces an informer watches.

@@ -12,7 +12,7 @@ use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::core::ApiResource;
 use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
 use kube_dynamic_informer::vocabulary::ResourceAvailability;
-use kube_dynamic_informer::vocabulary::{ResourceError, ResourceKey, ResourceName};
+use kube_dynamic_informer::vocabulary::{ResourceKey, ResourceName, VocabularyError};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +45,7 @@ pub fn gizmo_crd(group: &str, marker: &str, scope: &str) -> CustomResourceDefini
 
 async fn resolve(discovery: &DiscoveryCache, name: &str) -> Result<String, DiscoveryError> {
     let parsed = ResourceName::parse(name).map_err(|source| DiscoveryError::Resolve {
-        source,
+        source: Box::new(source),
         unavailable: vec![],
     })?;
     discovery
@@ -114,8 +114,9 @@ async fn built_in_resources_resolve_by_every_name_form() {
 
     let err = resolve(&discovery, "deploymnts").await.unwrap_err();
     assert!(
-        matches!(&err, DiscoveryError::Resolve { source: ResourceError::NotFound { suggestions, .. }, .. }
-            if suggestions.first() == Some(&ResourceKey::new("apps", "v1", "deployments"))),
+        matches!(&err, DiscoveryError::Resolve { source, .. }
+            if matches!(&**source, VocabularyError::NotFound { suggestions, .. }
+                if suggestions.first() == Some(&ResourceKey::new("apps", "v1", "deployments")))),
         "{err:?}"
     );
     assert!(
@@ -124,7 +125,7 @@ async fn built_in_resources_resolve_by_every_name_form() {
     );
     assert!(matches!(
         ResourceName::parse("pods/status"),
-        Err(ResourceError::Subresource { .. })
+        Err(VocabularyError::Subresource { .. })
     ));
     // Subresources never appear as resources.
     let snapshot = discovery.snapshot();
@@ -289,10 +290,9 @@ async fn the_same_kind_in_two_groups_is_ambiguous_and_the_error_lists_both() {
         .await
         .unwrap_err();
     match &err {
-        DiscoveryError::Resolve {
-            source: ResourceError::Ambiguous { candidates, .. },
-            ..
-        } => {
+        DiscoveryError::Resolve { source, .. }
+            if let VocabularyError::Ambiguous { candidates, .. } = &**source =>
+        {
             assert!(candidates.contains(&ResourceKey::new(
                 g1.as_str(),
                 "v1",

@@ -12,7 +12,7 @@ use kube_client::Client;
 use kube_client::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
-use kube_dynamic_informer::cache::{CachedObject, ListerError};
+use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::{
     CacheSyncError, FactoryError, InformerFactory, InformerHandle,
 };
@@ -605,7 +605,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     );
     assert!(matches!(
         cms.lister().namespace(&c),
-        Err(ListerError::NamespaceNotWatched { .. })
+        Err(CacheError::NamespaceNotWatched { .. })
     ));
 
     // Changes in either namespace arrive through the merged watch.
@@ -651,7 +651,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     assert!(namespaces.lister().get(&c).is_some());
     assert!(matches!(
         namespaces.lister().namespace(&a),
-        Err(ListerError::ClusterScoped { .. })
+        Err(CacheError::ClusterScoped { .. })
     ));
     factory.shutdown().await;
     admin_factory.shutdown().await;

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use kube_client::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube_dynamic_informer::InformerFactory;
 use kube_dynamic_informer::cache::CachedObject;
-use kube_dynamic_informer::informer::{Event, HandlerOptions, SharedInformer, WaitError};
+use kube_dynamic_informer::informer::{Event, HandlerOptions, InformerError, SharedInformer};
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -139,7 +139,7 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
         .wait_for_object(&cm, Duration::from_secs(10))
         .await
         .unwrap_err();
-    assert!(matches!(err, WaitError::OtherResource { .. }), "{err}");
+    assert!(matches!(err, InformerError::OtherResource { .. }), "{err}");
     cancel.cancel();
 
     // Through a factory: every informer that caches the object is waited for.
@@ -174,7 +174,7 @@ async fn a_writer_reads_its_own_writes_through_the_cache_under_load() {
         .wait_for_object(&cm, Duration::from_secs(1))
         .await
         .unwrap_err();
-    assert!(matches!(err, WaitError::NotCached { .. }), "{err}");
+    assert!(matches!(err, InformerError::NotCached { .. }), "{err}");
     factory.shutdown().await;
 }
 

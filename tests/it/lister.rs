@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, DynamicObject, ListParams, PostParams};
 use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::cache::{CachedObject, ListerError, StoreError};
+use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
@@ -111,7 +111,7 @@ async fn label_selectors_select_what_the_api_server_selects() {
     }
     // A selector the server would reject is rejected here, saying where.
     let err = lister.list("env in (prod").unwrap_err();
-    assert!(matches!(err, ListerError::Selector { .. }));
+    assert!(matches!(err, CacheError::Selector { .. }));
     assert_eq!(
         err.to_string(),
         r#"listing configmaps.v1: label selector "env in (prod": expected ')' or ',' at column 13"#
@@ -180,14 +180,14 @@ async fn namespace_views_get_and_indexes_across_namespaces() {
     assert_eq!(lister.by_index("namespace", &a).unwrap().len(), 2);
     // The lister's index reads are its store's, with the store's error.
     let err = lister.by_index("colour", "red").unwrap_err();
-    assert!(matches!(err, StoreError::UnknownIndex { .. }), "{err:?}");
+    assert!(matches!(err, CacheError::UnknownIndex { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "unknown index \"colour\"; the store has: namespace, team"
     );
     // A namespace view's errors name the resource.
     let err = in_a.by_index("colour", "red").unwrap_err();
-    assert!(matches!(err, ListerError::Index { .. }), "{err:?}");
+    assert!(matches!(err, CacheError::Index { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         "configmaps.v1: unknown index \"colour\"; the store has: namespace, team"
@@ -226,6 +226,6 @@ async fn a_cluster_scoped_crd_through_a_generic_informer() {
     assert_eq!(names(&lister.list("colour=blue").unwrap()), ["g2"]);
     assert_eq!(names(&lister.list("colour notin (blue)").unwrap()), ["g1"]);
     let err = lister.namespace("default").unwrap_err();
-    assert!(matches!(err, ListerError::ClusterScoped { .. }), "{err:?}");
+    assert!(matches!(err, CacheError::ClusterScoped { .. }), "{err:?}");
     factory.shutdown().await;
 }

@@ -16,7 +16,7 @@ use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
 use kube_dynamic_informer::informer::SnapshotOptions;
 use kube_dynamic_informer::vocabulary::Namespaces;
-use kube_dynamic_informer::vocabulary::{ShardError, ShardKey, StaticShard};
+use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard, VocabularyError};
 
 use crate::cluster::Cluster;
 use crate::declared::Declared;
@@ -173,7 +173,7 @@ impl From<ShardKeyArg> for ShardKey {
 }
 
 fn parse_shard_arg(s: &str) -> Result<StaticShard, String> {
-    s.parse().map_err(|e: ShardError| e.to_string())
+    s.parse().map_err(|e: VocabularyError| e.to_string())
 }
 
 fn parse_interval_arg(s: &str) -> Result<Duration, String> {

@@ -19,6 +19,7 @@ mod values;
 
 pub use input::IndexInput;
 
+use crate::cache::CacheError;
 use compile::{Failure, Plan, Position};
 use needs::Needs;
 use values::values_of_variable;
@@ -38,89 +39,6 @@ pub const MAX_EXPRESSION_LEN: usize = 4096;
 /// below this; the limit keeps evaluation's recursion within a small, fixed
 /// stack budget.
 pub const MAX_EXPRESSION_DEPTH: usize = 48;
-
-/// Error of an index function, naming the index it belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum IndexError {
-    /// The JMESPath expression does not parse. `line` counts from 0,
-    /// `column` is the number of characters before the error on that line,
-    /// `offset` the number of characters before it in the whole expression.
-    #[error(
-        "index {index:?}: expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    Syntax {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What the parser expected or found.
-        message: String,
-    },
-    /// The expression parses but calls a function in a way that fails
-    /// whatever the object: a function that does not exist, a wrong number
-    /// of arguments, or a literal argument of a type the function does not
-    /// accept. The position (counted as for [`IndexError::Syntax`]) is that
-    /// of the function's name or of the argument.
-    #[error(
-        "index {index:?}: expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    Function {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What is wrong with the call.
-        message: String,
-    },
-    /// The expression is longer than [`MAX_EXPRESSION_LEN`] or nests deeper
-    /// than [`MAX_EXPRESSION_DEPTH`].
-    #[error("index {index:?}: expression '{expression}' is too complex: {reason}")]
-    TooComplex {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given (cut to its first 80 characters).
-        expression: String,
-        /// Which limit was exceeded.
-        reason: String,
-    },
-    /// Evaluating the index function on one object failed: the expression
-    /// returned an object or failed on this object (a function given a value
-    /// of the wrong type), a closure returned an error or panicked, or the
-    /// object could not be converted for JMESPath. The object is left out of
-    /// that index; other objects and indexes are unaffected.
-    #[error("index {index:?}: cannot index object {object:?}: {message}")]
-    Evaluation {
-        /// Name of the index.
-        index: String,
-        /// Key of the object (`namespace/name` or `name`).
-        object: String,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-fn position(line: usize, column: usize) -> String {
-    if line == 0 {
-        format!("column {column}")
-    } else {
-        format!("line {line}, column {column}")
-    }
-}
 
 type ClosureFn = dyn Fn(&DynamicObject) -> Result<Vec<String>, String> + Send + Sync;
 
@@ -176,12 +94,12 @@ impl IndexFn {
     ///
     /// # Errors
     ///
-    /// Each naming the index: [`IndexError::Syntax`], with the position of
+    /// Each naming the index: [`CacheError::IndexSyntax`], with the position of
     /// the error, when the expression does not parse;
-    /// [`IndexError::Function`], with the position of the call or argument,
+    /// [`CacheError::IndexFunction`], with the position of the call or argument,
     /// when it calls an unknown function, or a function with the wrong number
     /// of arguments or a literal argument of the wrong type;
-    /// [`IndexError::TooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
+    /// [`CacheError::IndexTooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
     /// [`MAX_EXPRESSION_DEPTH`].
     ///
     /// ```
@@ -196,11 +114,11 @@ impl IndexFn {
     ///     r#"index "by-size": expression 'lenght(spec.containers)' invalid at column 0: unknown function lenght() (did you mean length()?)"#
     /// );
     /// ```
-    pub fn jmespath(index: &str, expression: &str) -> Result<Self, IndexError> {
+    pub fn jmespath(index: &str, expression: &str) -> Result<Self, CacheError> {
         let plan = compile::compile(expression).map_err(|failure| match failure {
             Failure::Syntax { offset, message } => {
                 let at = Position::at(expression, offset);
-                IndexError::Syntax {
+                CacheError::IndexSyntax {
                     index: index.to_owned(),
                     expression: expression.to_owned(),
                     line: at.line,
@@ -211,7 +129,7 @@ impl IndexFn {
             }
             Failure::Call { offset, message } => {
                 let at = Position::at(expression, offset);
-                IndexError::Function {
+                CacheError::IndexFunction {
                     index: index.to_owned(),
                     expression: expression.to_owned(),
                     line: at.line,
@@ -220,7 +138,7 @@ impl IndexFn {
                     message,
                 }
             }
-            Failure::TooComplex(reason) => IndexError::TooComplex {
+            Failure::TooComplex(reason) => CacheError::IndexTooComplex {
                 index: index.to_owned(),
                 expression: expression.chars().take(80).collect(),
                 reason,
@@ -235,7 +153,7 @@ impl IndexFn {
     }
 
     /// Wraps a Rust closure that may fail. An `Err(message)` leaves that object
-    /// out of the index and is reported as [`IndexError::Evaluation`]; so is a
+    /// out of the index and is reported as [`CacheError::IndexEvaluation`]; so is a
     /// panic.
     ///
     /// ```
@@ -257,7 +175,7 @@ impl IndexFn {
     }
 
     /// Wraps a Rust closure that cannot fail (a panic is still caught and
-    /// reported as [`IndexError::Evaluation`]).
+    /// reported as [`CacheError::IndexEvaluation`]).
     ///
     /// ```
     /// use kube_dynamic_informer::cache::IndexFn;
@@ -305,10 +223,10 @@ impl IndexFn {
     ///
     /// # Errors
     ///
-    /// [`IndexError::Evaluation`] when the result contains an object, the
+    /// [`CacheError::IndexEvaluation`] when the result contains an object, the
     /// expression fails on this object, a closure fails or panics, or the
     /// object cannot be converted for JMESPath.
-    pub fn evaluate(&self, index: &str, input: &IndexInput<'_>) -> Result<Vec<String>, IndexError> {
+    pub fn evaluate(&self, index: &str, input: &IndexInput<'_>) -> Result<Vec<String>, CacheError> {
         // Panics are not expected from our code or from the jmespath crate
         // (known panics are ruled out at compile time), but a user closure may
         // panic, and one object must never take the cache down.
@@ -319,7 +237,7 @@ impl IndexFn {
                     panic_message(&*panic)
                 ))
             });
-        result.map_err(|message| IndexError::Evaluation {
+        result.map_err(|message| CacheError::IndexEvaluation {
             index: index.to_owned(),
             object: input.describe(),
             message,

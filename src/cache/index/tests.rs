@@ -1,4 +1,5 @@
 use super::*;
+use crate::cache::CacheError;
 use jmespath::Variable;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
@@ -42,7 +43,7 @@ fn pod() -> DynamicObject {
     }))
 }
 
-fn eval(expression: &str, object: &DynamicObject) -> Result<Vec<String>, IndexError> {
+fn eval(expression: &str, object: &DynamicObject) -> Result<Vec<String>, CacheError> {
     let f = IndexFn::jmespath("test", expression).expect("compiles");
     f.evaluate("test", &IndexInput::new(object))
 }
@@ -209,7 +210,7 @@ fn object_result_is_an_evaluation_error_naming_index_and_object() {
     ] {
         let err = eval(expression, &pod()).unwrap_err();
         assert!(
-            matches!(&err, IndexError::Evaluation { index, object, .. } if index == "test" && object == "shop/web-0"),
+            matches!(&err, CacheError::IndexEvaluation { index, object, .. } if index == "test" && object == "shop/web-0"),
             "{expression}: {err:?}"
         );
         assert!(
@@ -225,13 +226,13 @@ fn object_result_is_an_evaluation_error_naming_index_and_object() {
 fn runtime_errors_are_evaluation_errors() {
     // abs() of a string is a type error at run time.
     let err = eval("abs(spec.nodeName)", &pod()).unwrap_err();
-    assert!(matches!(err, IndexError::Evaluation { .. }), "{err:?}");
+    assert!(matches!(err, CacheError::IndexEvaluation { .. }), "{err:?}");
 }
 
 #[test]
 fn syntax_error_names_index_and_position() {
     let err = IndexFn::jmespath("by-node", "spec.[").unwrap_err();
-    let IndexError::Syntax {
+    let CacheError::IndexSyntax {
         index,
         line,
         column,
@@ -261,7 +262,7 @@ fn syntax_error_names_index_and_position() {
     assert!(
         matches!(
             err,
-            IndexError::Syntax {
+            CacheError::IndexSyntax {
                 line: 0,
                 column: 8,
                 offset: 8,
@@ -274,7 +275,7 @@ fn syntax_error_names_index_and_position() {
     assert!(
         matches!(
             err,
-            IndexError::Syntax {
+            CacheError::IndexSyntax {
                 line: 1,
                 column: 6,
                 offset: 12,
@@ -285,11 +286,11 @@ fn syntax_error_names_index_and_position() {
     );
     assert!(matches!(
         IndexFn::jmespath("x", ""),
-        Err(IndexError::Syntax { .. })
+        Err(CacheError::IndexSyntax { .. })
     ));
     assert!(matches!(
         IndexFn::jmespath("x", "a = b"),
-        Err(IndexError::Syntax { .. })
+        Err(CacheError::IndexSyntax { .. })
     ));
 }
 
@@ -299,7 +300,7 @@ fn syntax_error_names_index_and_position() {
 #[test]
 fn impossible_calls_are_rejected_when_compiled() {
     let rejected = |expression: &str| match IndexFn::jmespath("by-x", expression) {
-        Err(IndexError::Function {
+        Err(CacheError::IndexFunction {
             index,
             line,
             column,
@@ -515,7 +516,7 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
     assert!(IndexFn::jmespath("parens", &parens).is_ok());
 
     let err = IndexFn::jmespath("deep", &("!".repeat(60) + "a")).unwrap_err();
-    assert!(matches!(err, IndexError::TooComplex { .. }), "{err:?}");
+    assert!(matches!(err, CacheError::IndexTooComplex { .. }), "{err:?}");
     assert!(
         err.to_string()
             .starts_with(r#"index "deep": expression '!!!"#),
@@ -538,7 +539,7 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
         assert!(
             matches!(
                 IndexFn::jmespath("deep", &deep),
-                Err(IndexError::TooComplex { .. })
+                Err(CacheError::IndexTooComplex { .. })
             ),
             "{}",
             &deep[..20]
@@ -548,7 +549,7 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
     let long = "a".repeat(MAX_EXPRESSION_LEN + 1);
     assert!(matches!(
         IndexFn::jmespath("long", &long),
-        Err(IndexError::TooComplex { .. })
+        Err(CacheError::IndexTooComplex { .. })
     ));
 }
 
@@ -604,7 +605,7 @@ fn plain_field_paths_of_any_length_are_accepted() {
         assert!(
             matches!(
                 IndexFn::jmespath("deep", &recursing),
-                Err(IndexError::TooComplex { .. })
+                Err(CacheError::IndexTooComplex { .. })
             ),
             "{recursing}"
         );
@@ -816,7 +817,7 @@ fn multi_select_after_null_is_null_whatever_ran_before() {
             match want {
                 Some(want) => assert_eq!(got.unwrap(), want, "{expression} after {before:?}"),
                 None => assert!(
-                    matches!(got, Err(IndexError::Evaluation { .. })),
+                    matches!(got, Err(CacheError::IndexEvaluation { .. })),
                     "{expression} after {before:?}: {got:?}"
                 ),
             }

@@ -8,50 +8,14 @@ use std::borrow::Cow;
 use std::fmt;
 use tokio::sync::watch;
 
+use crate::cache::CacheError;
 use crate::cache::index::NAMESPACE_INDEX;
-use crate::cache::store::{CachedObject, Store, StoreError};
+use crate::cache::store::{CachedObject, Store};
+use crate::vocabulary::VocabularyError;
 use crate::vocabulary::object_key::key_from_parts;
 use crate::vocabulary::resource::ResourceKey;
-use crate::vocabulary::scope::{NamespaceOnClusterScoped, Namespaces, ResourceAvailability, Scope};
-use crate::vocabulary::selector::{Selector, SelectorError};
-
-/// Errors of lister queries.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ListerError {
-    /// The label selector does not parse.
-    #[error("listing {resource}: {source}")]
-    Selector {
-        /// The resource listed.
-        resource: ResourceKey,
-        /// What is wrong with the selector, and where.
-        #[source]
-        source: Box<SelectorError>,
-    },
-    /// An index query failed (no index of that name).
-    #[error("{resource}: {source}")]
-    Index {
-        /// The resource queried.
-        resource: ResourceKey,
-        /// The store's error, which lists the indexes there are.
-        #[source]
-        source: StoreError,
-    },
-    /// A namespace was asked of a cluster-scoped resource.
-    #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
-    /// The informer watches only some namespaces, and not this one: its cache
-    /// cannot answer for it.
-    #[error("{resource}: namespace {namespace:?} is not watched by this informer (it watches {})", .watched.join(", "))]
-    NamespaceNotWatched {
-        /// The resource.
-        resource: ResourceKey,
-        /// The namespace asked for.
-        namespace: String,
-        /// The namespaces the informer watches.
-        watched: Vec<String>,
-    },
-}
+use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::selector::Selector;
 
 /// Anything a lister accepts as a label selector: a string in the API
 /// server's syntax (parsed on each call) or a parsed [`Selector`].
@@ -60,29 +24,29 @@ pub trait ToSelector {
     ///
     /// # Errors
     /// The parse error of a string.
-    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError>;
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, VocabularyError>;
 }
 
 impl ToSelector for str {
-    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, VocabularyError> {
         Selector::parse(self).map(Cow::Owned)
     }
 }
 
 impl ToSelector for String {
-    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, VocabularyError> {
         self.as_str().to_selector()
     }
 }
 
 impl ToSelector for Selector {
-    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, VocabularyError> {
         Ok(Cow::Borrowed(self))
     }
 }
 
 impl<T: ToSelector + ?Sized> ToSelector for &T {
-    fn to_selector(&self) -> Result<Cow<'_, Selector>, SelectorError> {
+    fn to_selector(&self) -> Result<Cow<'_, Selector>, VocabularyError> {
         (**self).to_selector()
     }
 }
@@ -184,8 +148,8 @@ impl Lister {
     /// [`CachedObject`]): labels are matched in place, nothing is decoded.
     ///
     /// # Errors
-    /// [`ListerError::Selector`] for a selector that does not parse.
-    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
+    /// [`CacheError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, CacheError> {
         let selector = self.selector(&selector)?;
         Ok(self.store.list_where(|o| selector.matches(&o.labels())))
     }
@@ -193,10 +157,10 @@ impl Lister {
     /// A view of one namespace, answered through the namespace index.
     ///
     /// # Errors
-    /// [`ListerError::ClusterScoped`] for a cluster-scoped resource;
-    /// [`ListerError::NamespaceNotWatched`] for a namespace the informer
+    /// [`CacheError::ClusterScoped`] for a cluster-scoped resource;
+    /// [`CacheError::NamespaceNotWatched`] for a namespace the informer
     /// does not watch.
-    pub fn namespace(&self, namespace: impl Into<String>) -> Result<NamespaceLister, ListerError> {
+    pub fn namespace(&self, namespace: impl Into<String>) -> Result<NamespaceLister, CacheError> {
         let namespace = namespace.into();
         if let Some(scope) = self.scope() {
             scope.check(&self.resource, &Namespaces::only([namespace.as_str()]))?;
@@ -204,7 +168,7 @@ impl Lister {
         if let Namespaces::Only(watched) = &self.watched
             && !watched.contains(&namespace)
         {
-            return Err(ListerError::NamespaceNotWatched {
+            return Err(CacheError::NamespaceNotWatched {
                 resource: self.resource.clone(),
                 namespace,
                 watched: watched.iter().cloned().collect(),
@@ -216,13 +180,10 @@ impl Lister {
         })
     }
 
-    fn selector<'s>(
-        &self,
-        selector: &'s impl ToSelector,
-    ) -> Result<Cow<'s, Selector>, ListerError> {
+    fn selector<'s>(&self, selector: &'s impl ToSelector) -> Result<Cow<'s, Selector>, CacheError> {
         selector
             .to_selector()
-            .map_err(|source| ListerError::Selector {
+            .map_err(|source| CacheError::Selector {
                 resource: self.resource.clone(),
                 source: Box::new(source),
             })
@@ -267,8 +228,8 @@ impl NamespaceLister {
     /// The objects of the namespace whose labels match `selector`.
     ///
     /// # Errors
-    /// [`ListerError::Selector`] for a selector that does not parse.
-    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, ListerError> {
+    /// [`CacheError::Selector`] for a selector that does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<CachedObject>, CacheError> {
         let selector = self.lister.selector(&selector)?;
         let mut members = self.list_all();
         if !selector.is_everything() {
@@ -281,15 +242,15 @@ impl NamespaceLister {
     /// `index`.
     ///
     /// # Errors
-    /// [`ListerError::Index`] when there is no such index.
-    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, ListerError> {
+    /// [`CacheError::Index`] when there is no such index.
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, CacheError> {
         let mut members =
             self.lister
                 .store
                 .by_index(index, value)
-                .map_err(|source| ListerError::Index {
+                .map_err(|source| CacheError::Index {
                     resource: self.lister.resource.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         members.retain(|o| o.namespace() == Some(self.namespace.as_str()));
         Ok(members)

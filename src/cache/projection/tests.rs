@@ -11,9 +11,17 @@ fn fields(path: &str) -> Vec<String> {
 
 /// The column and reason of the error `path` gives.
 fn error(path: &str) -> (usize, String) {
-    let err = Projection::new([path]).expect_err(path);
-    assert_eq!(err.path, path);
-    (err.column, err.reason)
+    match Projection::new([path]).expect_err(path) {
+        CacheError::Projection {
+            path: rejected,
+            column,
+            reason,
+        } => {
+            assert_eq!(rejected, path);
+            (column, reason)
+        }
+        other => panic!("{path}: not a projection error: {other}"),
+    }
 }
 
 #[test]
@@ -365,8 +373,8 @@ proptest! {
 
     #[test]
     fn near_misses_of_the_grammar_do_not_panic(path in r#"[a-z.\[\]"'\\ /0-9*]{0,30}"#) {
-        if let Err(e) = Projection::new([&path]) {
-            prop_assert!(e.column >= 1 && e.column <= path.chars().count() + 1, "{e}");
+        if let Err(CacheError::Projection { column, .. }) = Projection::new([&path]) {
+            prop_assert!(column >= 1 && column <= path.chars().count() + 1, "{path}");
         }
     }
 

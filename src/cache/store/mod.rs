@@ -54,30 +54,10 @@ pub enum Storage {
     Compact,
 }
 
+use crate::cache::CacheError;
 pub use cached::CachedObject;
 use cached::Held;
-pub use version::{IncomparableResourceVersion, SyncPoint, compare_resource_versions};
-
-/// Errors of store queries and index declarations.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// No index has this name.
-    #[error("unknown index {name:?}; the store has: {}", known.join(", "))]
-    UnknownIndex {
-        /// The name asked for.
-        name: String,
-        /// The indexes the store has, in declaration order.
-        known: Vec<String>,
-    },
-    /// An index with this name already exists (the namespace index always
-    /// does).
-    #[error("index {name:?} already exists")]
-    DuplicateIndex {
-        /// The name declared twice.
-        name: String,
-    },
-}
+pub use version::{SyncPoint, compare_resource_versions};
 
 /// What a [`StoreWriter::replace`] changed. Objects are the store's own
 /// `Arc`s, ready to hand to event handlers.
@@ -330,11 +310,11 @@ impl State {
         }
     }
 
-    fn slot(&self, index: &str) -> Result<usize, StoreError> {
+    fn slot(&self, index: &str) -> Result<usize, CacheError> {
         self.defs
             .iter()
             .position(|def| def.name == index)
-            .ok_or_else(|| StoreError::UnknownIndex {
+            .ok_or_else(|| CacheError::UnknownIndex {
                 name: index.to_owned(),
                 known: self.index_names(),
             })
@@ -537,8 +517,8 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::UnknownIndex`] when there is no such index.
-    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, StoreError> {
+    /// [`CacheError::UnknownIndex`] when there is no such index.
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<CachedObject>, CacheError> {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
@@ -551,8 +531,8 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::UnknownIndex`] when there is no such index.
-    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, StoreError> {
+    /// [`CacheError::UnknownIndex`] when there is no such index.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, CacheError> {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(match state.indexes[slot].by_value.get(value) {
@@ -566,8 +546,8 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::UnknownIndex`] when there is no such index.
-    pub fn index_values(&self, index: &str) -> Result<Vec<String>, StoreError> {
+    /// [`CacheError::UnknownIndex`] when there is no such index.
+    pub fn index_values(&self, index: &str) -> Result<Vec<String>, CacheError> {
         let state = self.shared.read();
         let slot = state.slot(index)?;
         Ok(state.indexes[slot]
@@ -601,13 +581,13 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::DuplicateIndex`] when the name is taken (the
+    /// [`CacheError::DuplicateIndex`] when the name is taken (the
     /// [`NAMESPACE_INDEX`] always is).
     ///
     /// ```
     /// use std::sync::Arc;
     /// use kube_dynamic_informer::cache::IndexFn;
-    /// use kube_dynamic_informer::cache::{StoreError, StoreWriter};
+    /// use kube_dynamic_informer::cache::{CacheError, StoreWriter};
     ///
     /// let mut writer = StoreWriter::new();
     /// writer.upsert(Arc::new(serde_json::from_value(serde_json::json!({
@@ -622,10 +602,10 @@ impl Store {
     /// assert_eq!(store.index_keys("label-key", "tier")?, ["shop/web-0"]);
     ///
     /// let again = store.add_index("label-key", IndexFn::namespace());
-    /// assert!(matches!(again, Err(StoreError::DuplicateIndex { .. })));
+    /// assert!(matches!(again, Err(CacheError::DuplicateIndex { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), StoreError> {
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), CacheError> {
         self.add_index_counted(name.into(), func, metrics::Counter::noop())
     }
 
@@ -636,10 +616,10 @@ impl Store {
         name: String,
         func: IndexFn,
         failure_metric: metrics::Counter,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), CacheError> {
         let duplicate = |state: &State| {
             if state.defs.iter().any(|def| def.name == name) {
-                Err(StoreError::DuplicateIndex { name: name.clone() })
+                Err(CacheError::DuplicateIndex { name: name.clone() })
             } else {
                 Ok(())
             }

@@ -1,6 +1,7 @@
 //! The resourceVersion a cache is synced to, and how resourceVersions
 //! compare.
 
+use crate::cache::CacheError;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -16,11 +17,6 @@ pub struct SyncPoint {
     /// and `resource_version` stays the one before it until then.
     pub relisting: bool,
 }
-
-/// A resourceVersion that cannot be compared.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("resourceVersion {0:?} is not comparable: expected a decimal number without leading zeros")]
-pub struct IncomparableResourceVersion(pub String);
 
 /// Compares two resourceVersions.
 ///
@@ -40,10 +36,7 @@ pub struct IncomparableResourceVersion(pub String);
 ///
 /// # Errors
 /// Either side is not a decimal number without leading zeros.
-pub fn compare_resource_versions(
-    a: &str,
-    b: &str,
-) -> Result<Ordering, IncomparableResourceVersion> {
+pub fn compare_resource_versions(a: &str, b: &str) -> Result<Ordering, CacheError> {
     let valid = |rv: &str| {
         !rv.is_empty()
             && rv.bytes().all(|c| c.is_ascii_digit())
@@ -51,7 +44,7 @@ pub fn compare_resource_versions(
     };
     for rv in [a, b] {
         if !valid(rv) {
-            return Err(IncomparableResourceVersion(rv.to_owned()));
+            return Err(CacheError::IncomparableResourceVersion(rv.to_owned()));
         }
     }
     Ok(a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
@@ -102,7 +95,7 @@ mod tests {
         for bad in ["", "01", "-1", "1.5", "1e3", " 1", "abc"] {
             assert_eq!(
                 compare_resource_versions(bad, "1"),
-                Err(IncomparableResourceVersion(bad.into())),
+                Err(CacheError::IncomparableResourceVersion(bad.into())),
                 "{bad:?}"
             );
         }

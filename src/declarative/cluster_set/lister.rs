@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use super::ClusterSet;
+use crate::cache::CacheError;
 use crate::cache::CachedObject;
-use crate::cache::lister::{Lister, ListerError, ToSelector};
+use crate::cache::lister::{Lister, ToSelector};
 
 /// An object of one cluster, from a [`ClusterLister`].
 #[derive(Clone, Debug)]
@@ -77,8 +78,8 @@ impl ClusterLister {
     /// The objects whose labels match `selector`, in every cluster.
     ///
     /// # Errors
-    /// [`ListerError`] when the selector does not parse.
-    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<ClusterObject>, ListerError> {
+    /// [`CacheError`] when the selector does not parse.
+    pub fn list(&self, selector: impl ToSelector) -> Result<Vec<ClusterObject>, CacheError> {
         self.each(|l| l.list(&selector))
     }
 
@@ -86,13 +87,13 @@ impl ClusterLister {
     /// cluster where the resource is resolved.
     ///
     /// # Errors
-    /// [`ListerError::Index`] when a cluster's informer has no such index.
-    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<ClusterObject>, ListerError> {
+    /// [`CacheError::Index`] when a cluster's informer has no such index.
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<ClusterObject>, CacheError> {
         self.each(|l| {
             l.by_index(index, value)
-                .map_err(|source| ListerError::Index {
+                .map_err(|source| CacheError::Index {
                     resource: l.resource().clone(),
-                    source,
+                    source: Box::new(source),
                 })
         })
     }
@@ -107,8 +108,8 @@ impl ClusterLister {
 
     fn each(
         &self,
-        read: impl Fn(&Lister) -> Result<Vec<CachedObject>, ListerError>,
-    ) -> Result<Vec<ClusterObject>, ListerError> {
+        read: impl Fn(&Lister) -> Result<Vec<CachedObject>, CacheError>,
+    ) -> Result<Vec<ClusterObject>, CacheError> {
         let mut out = Vec::new();
         for (cluster, gi) in self.set.informers_of(&self.resource) {
             for object in read(&gi.lister())? {

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::InformerSet;
-use crate::cache::index::IndexError;
+use crate::cache::CacheError;
 use crate::declarative::cluster_set::{
     ClusterSet, ClusterSetError, clusters_from_all_contexts, clusters_from_contexts,
     clusters_from_dir,
@@ -135,7 +135,7 @@ impl InformerSet {
     /// # Errors
     /// An index expression that does not compile (loading the file checks
     /// them, so only a set built by hand fails here).
-    pub fn cluster_set(&self) -> Result<ClusterSet, IndexError> {
+    pub fn cluster_set(&self) -> Result<ClusterSet, CacheError> {
         let set = ClusterSet::new(self.defaults.clone());
         for spec in &self.informers {
             let name = spec.name().to_string();

@@ -24,7 +24,7 @@ pub enum SetError {
     NothingNamed,
     /// An index expression does not compile.
     #[error(transparent)]
-    Index(#[from] crate::cache::index::IndexError),
+    Index(#[from] crate::cache::CacheError),
     /// More indexes than an informer may have.
     #[error("{count} indexes defined; at most {MAX_INDEXES} are allowed per informer")]
     TooManyIndexes {

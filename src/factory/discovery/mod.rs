@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::transform::Transform;
 use crate::informer::options::InformerOptions;
 use crate::informer::{HandlerOptions, SharedInformer};
-use crate::vocabulary::resource::{KnownResource, ResourceError, ResourceKey, ResourceName};
+use crate::vocabulary::VocabularyError;
+use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
 
 mod fetch;
@@ -58,7 +59,7 @@ pub enum DiscoveryError {
     Resolve {
         /// What resolution found.
         #[source]
-        source: ResourceError,
+        source: Box<VocabularyError>,
         /// Group versions that could not be discovered (an aggregated API that
         /// is down) and that the name might refer to.
         unavailable: Vec<UnavailableGroupVersion>,
@@ -312,11 +313,11 @@ impl DiscoveryCache {
         let (snapshot, fresh) = self.loaded().await?;
         match name.resolve(snapshot.resources()) {
             Ok(found) => return Ok(found.clone()),
-            Err(ResourceError::NotFound { .. }) if !fresh => {}
+            Err(VocabularyError::NotFound { .. }) if !fresh => {}
             Err(source) => {
                 return Err(DiscoveryError::Resolve {
                     unavailable: snapshot.unavailable_for(name),
-                    source,
+                    source: Box::new(source),
                 });
             }
         }
@@ -325,7 +326,7 @@ impl DiscoveryCache {
             .cloned()
             .map_err(|source| DiscoveryError::Resolve {
                 unavailable: snapshot.unavailable_for(name),
-                source,
+                source: Box::new(source),
             })
     }
 

@@ -197,7 +197,7 @@ impl DiscoverySnapshot {
         }
         let reason = match name.resolve(&self.resources) {
             Ok(known) => return self.availability(&known.key()),
-            Err(ResourceError::NotFound { suggestions, .. }) => {
+            Err(VocabularyError::NotFound { suggestions, .. }) => {
                 let shown: Vec<String> = resembling_in_group(name, suggestions)
                     .iter()
                     .map(ToString::to_string)
@@ -225,7 +225,7 @@ impl DiscoverySnapshot {
     #[must_use]
     pub fn resembling(&self, name: &ResourceName) -> Vec<ResourceKey> {
         match name.resolve(&self.resources) {
-            Err(ResourceError::NotFound { suggestions, .. }) => {
+            Err(VocabularyError::NotFound { suggestions, .. }) => {
                 resembling_in_group(name, suggestions)
             }
             _ => Vec::new(),

@@ -123,10 +123,10 @@ fn unavailable_groups_are_named_in_resolution_errors() {
     let name = ResourceName::parse("deployments.apps").unwrap();
     assert!(s.unavailable_for(&name).is_empty());
     let err = DiscoveryError::Resolve {
-        source: ResourceError::NotFound {
+        source: Box::new(VocabularyError::NotFound {
             input: "podmetrics".into(),
             suggestions: vec![],
-        },
+        }),
         unavailable: s.unavailable_for(&ResourceName::parse("podmetrics").unwrap()),
     };
     assert_eq!(

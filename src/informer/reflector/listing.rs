@@ -2,6 +2,7 @@
 //! expires), or a streaming list where the server offers one.
 
 use super::*;
+use crate::informer::InformerError;
 
 impl Reflector {
     pub(super) fn list_page(
@@ -69,9 +70,9 @@ impl Reflector {
                     continue;
                 }
                 Err(source) => {
-                    return ListOutcome::Failed(ReflectorError::List {
+                    return ListOutcome::Failed(InformerError::List {
                         resource: self.key.clone(),
-                        source,
+                        source: Box::new(source),
                     });
                 }
             };
@@ -134,9 +135,9 @@ impl Reflector {
                 self.streaming_unsupported = true;
                 Err(self.paged_list(cancel, listed_before, sink).await)
             }
-            Err(source) => Err(ListOutcome::Failed(ReflectorError::Watch {
+            Err(source) => Err(ListOutcome::Failed(InformerError::Watch {
                 resource: self.key.clone(),
-                source,
+                source: Box::new(source),
             })),
         }
     }
@@ -148,7 +149,7 @@ impl Reflector {
     fn streaming_list_cut(&mut self) -> ListOutcome {
         tracing::info!(resource = %self.key, "a streaming list ended before its initial-events-end bookmark; listing in pages from now on");
         self.streaming_unsupported = true;
-        ListOutcome::Failed(ReflectorError::StreamingListCut {
+        ListOutcome::Failed(InformerError::StreamingListCut {
             resource: self.key.clone(),
         })
     }
@@ -189,9 +190,9 @@ impl Reflector {
             let event = match next {
                 None => return self.streaming_list_cut(),
                 Some(Err(source)) => {
-                    return ListOutcome::Failed(ReflectorError::Watch {
+                    return ListOutcome::Failed(InformerError::Watch {
                         resource: self.key.clone(),
-                        source,
+                        source: Box::new(source),
                     });
                 }
                 Some(Ok(e)) => e,

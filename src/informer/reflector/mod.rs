@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::transform::TransformFn;
+use crate::informer::InformerError;
 use crate::informer::backoff::Backoff;
 use crate::informer::options::{InformerOptions, ShardFeed};
 use crate::informer::snapshot::{self as snapshots, SnapshotStart};
@@ -212,58 +213,9 @@ pub struct ReflectorCounters {
     pub snapshot_write_errors: u64,
 }
 
-/// A list or watch failure, as handed to the [`ErrorHook`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReflectorError {
-    /// A list request failed.
-    #[error("listing {resource}: {source}")]
-    List {
-        /// The resource.
-        resource: ResourceKey,
-        /// What failed.
-        #[source]
-        source: ListWatchError,
-    },
-    /// A watch request failed, or its stream reported an error.
-    #[error("watching {resource}: {source}")]
-    Watch {
-        /// The resource.
-        resource: ResourceKey,
-        /// What failed.
-        #[source]
-        source: ListWatchError,
-    },
-    /// A streaming list ended before its initial events did.
-    #[error("watching {resource}: the streaming list ended before its initial-events-end bookmark")]
-    StreamingListCut {
-        /// The resource.
-        resource: ResourceKey,
-    },
-}
-
-impl ReflectorError {
-    /// The HTTP status code behind the error, when the server sent one.
-    #[must_use]
-    pub fn code(&self) -> Option<u16> {
-        match self {
-            ReflectorError::List { source, .. } | ReflectorError::Watch { source, .. } => {
-                source.code()
-            }
-            ReflectorError::StreamingListCut { .. } => None,
-        }
-    }
-
-    /// True for 410 Gone / Expired: the resourceVersion is too old, relist.
-    #[must_use]
-    pub fn is_gone(&self) -> bool {
-        self.code() == Some(410)
-    }
-}
-
 /// A callback for list and watch errors; see
 /// [`SharedInformer::on_error`](crate::informer::SharedInformer::on_error).
-pub type ErrorHook = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+pub type ErrorHook = Arc<dyn Fn(&InformerError) + Send + Sync>;
 
 /// The list/watch loop for one resource.
 pub struct Reflector {
@@ -300,7 +252,7 @@ enum WatchEnd {
     /// 410: list again.
     Relist,
     /// Another error: back off, then resume (or relist if never listed).
-    Failed(ReflectorError),
+    Failed(InformerError),
     /// The shard's ranges changed: list them.
     Reshard,
     /// Cancelled.
@@ -345,7 +297,7 @@ enum ListOutcome {
     /// deleted during a streaming list's initial events after their page was
     /// handed on (to hand on as deletes after the end).
     Listed(String, Vec<DynamicObject>),
-    Failed(ReflectorError),
+    Failed(InformerError),
     Cancelled,
 }
 
@@ -625,7 +577,7 @@ impl Reflector {
     /// Reports `err`, then waits out the backoff. False when cancelled.
     async fn wait_after(
         &self,
-        err: &ReflectorError,
+        err: &InformerError,
         progress: &mut Progress,
         cancel: &CancellationToken,
     ) -> bool {

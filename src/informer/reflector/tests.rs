@@ -12,6 +12,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::informer::InformerError;
 use crate::informer::backoff::BackoffConfig;
 use crate::vocabulary::scope::Scope;
 use crate::wire::list_watch::{ListPage, WatchStream};
@@ -438,7 +439,7 @@ async fn an_expired_continue_token_falls_back_to_one_full_list() {
 async fn errors_back_off_and_are_reported() {
     let hook_seen = Arc::new(Mutex::new(Vec::new()));
     let hook_log = hook_seen.clone();
-    let error_hook: ErrorHook = Arc::new(move |e: &ReflectorError| {
+    let error_hook: ErrorHook = Arc::new(move |e: &InformerError| {
         hook_log.lock().unwrap().push(e.code());
     });
     let options = InformerOptions::default().backoff(BackoffConfig {

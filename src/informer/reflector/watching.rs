@@ -2,6 +2,7 @@
 //! objects that decode, in the shard, transformed.
 
 use super::*;
+use crate::informer::InformerError;
 
 /// How long a watch from a snapshot's resourceVersion must stay open
 /// without an item before the snapshot counts as accepted: three times
@@ -62,9 +63,9 @@ impl Reflector {
                 return WatchEnd::Relist;
             }
             Err(source) => {
-                return WatchEnd::Failed(ReflectorError::Watch {
+                return WatchEnd::Failed(InformerError::Watch {
                     resource: self.key.clone(),
-                    source,
+                    source: Box::new(source),
                 });
             }
         };
@@ -112,9 +113,9 @@ impl Reflector {
                     return WatchEnd::Relist;
                 }
                 Some(Err(source)) => {
-                    return WatchEnd::Failed(ReflectorError::Watch {
+                    return WatchEnd::Failed(InformerError::Watch {
                         resource: self.key.clone(),
-                        source,
+                        source: Box::new(source),
                     });
                 }
                 Some(Ok(e)) => e,

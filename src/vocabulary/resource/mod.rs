@@ -3,7 +3,6 @@
 //!
 //! The [layer docs](crate::vocabulary) say more.
 
-mod error;
 mod key;
 mod name;
 mod resolve;
@@ -11,7 +10,6 @@ mod resolve;
 mod tests;
 mod version;
 
-pub use error::ResourceError;
 pub use key::ResourceKey;
 pub use name::{NameCandidate, ResourceName};
 pub use resolve::KnownResource;

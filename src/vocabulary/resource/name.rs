@@ -6,9 +6,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::error::ResourceError;
 use super::key::ResourceKey;
 use super::version::looks_like_version;
+use crate::vocabulary::VocabularyError;
 
 /// One reading of a [`ResourceName`]: a name (plural, singular, kind or short
 /// name) in an optional group and an optional version.
@@ -76,13 +76,13 @@ impl ResourceName {
     ///
     /// # Errors
     ///
-    /// [`ResourceError::Empty`], [`ResourceError::Invalid`] (a character other
+    /// [`VocabularyError::EmptyName`], [`VocabularyError::InvalidName`] (a character other
     /// than ASCII letters, digits, `-`, `.` and `/`, or an empty segment),
-    /// [`ResourceError::Subresource`] and
-    /// [`ResourceError::GroupVersionOnly`].
+    /// [`VocabularyError::Subresource`] and
+    /// [`VocabularyError::GroupVersionOnly`].
     ///
     /// ```
-    /// use kube_dynamic_informer::vocabulary::{ResourceError, ResourceName};
+    /// use kube_dynamic_informer::vocabulary::{ResourceName, VocabularyError};
     ///
     /// let name = ResourceName::parse("widgets.v1alpha1.example.com")?;
     /// let first = &name.candidates()[0];
@@ -96,16 +96,16 @@ impl ResourceName {
     ///
     /// assert!(matches!(
     ///     ResourceName::parse("pods/status"),
-    ///     Err(ResourceError::Subresource { .. })
+    ///     Err(VocabularyError::Subresource { .. })
     /// ));
-    /// # Ok::<(), ResourceError>(())
+    /// # Ok::<(), VocabularyError>(())
     /// ```
-    pub fn parse(input: &str) -> Result<Self, ResourceError> {
+    pub fn parse(input: &str) -> Result<Self, VocabularyError> {
         let trimmed = input.trim();
         if trimmed.is_empty() {
-            return Err(ResourceError::Empty);
+            return Err(VocabularyError::EmptyName);
         }
-        let invalid = |reason: String| ResourceError::Invalid {
+        let invalid = |reason: String| VocabularyError::InvalidName {
             input: trimmed.to_owned(),
             reason,
         };
@@ -183,8 +183,8 @@ fn dotted_form(input: &str) -> Result<Vec<NameCandidate>, String> {
 }
 
 /// `version/resource` (core group) and `group/version/resource`.
-fn slash_form(input: &str) -> Result<Vec<NameCandidate>, ResourceError> {
-    let invalid = |reason: &str| ResourceError::Invalid {
+fn slash_form(input: &str) -> Result<Vec<NameCandidate>, VocabularyError> {
+    let invalid = |reason: &str| VocabularyError::InvalidName {
         input: input.to_owned(),
         reason: reason.to_owned(),
     };
@@ -192,7 +192,7 @@ fn slash_form(input: &str) -> Result<Vec<NameCandidate>, ResourceError> {
     if segments.iter().any(|s| s.is_empty()) {
         return Err(invalid("empty segment between slashes"));
     }
-    let subresource = |whole: usize| ResourceError::Subresource {
+    let subresource = |whole: usize| VocabularyError::Subresource {
         input: input.to_owned(),
         resource: segments[..whole].join("/"),
         subresource: segments[whole..].join("/"),
@@ -200,7 +200,7 @@ fn slash_form(input: &str) -> Result<Vec<NameCandidate>, ResourceError> {
     let (group, version, name) = match segments.as_slice() {
         [version, name] if looks_like_version(version) => ("", *version, *name),
         [_, version] if looks_like_version(version) => {
-            return Err(ResourceError::GroupVersionOnly {
+            return Err(VocabularyError::GroupVersionOnly {
                 input: input.to_owned(),
             });
         }
@@ -233,7 +233,7 @@ impl fmt::Display for ResourceName {
 }
 
 impl FromStr for ResourceName {
-    type Err = ResourceError;
+    type Err = VocabularyError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ResourceName::parse(s)
@@ -241,7 +241,7 @@ impl FromStr for ResourceName {
 }
 
 impl TryFrom<&str> for ResourceName {
-    type Error = ResourceError;
+    type Error = VocabularyError;
 
     fn try_from(s: &str) -> Result<Self, Self::Error> {
         ResourceName::parse(s)

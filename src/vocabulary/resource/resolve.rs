@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use kube_core::discovery::ApiResource;
 use serde::{Deserialize, Serialize};
 
-use super::error::ResourceError;
 use super::key::ResourceKey;
 use super::name::{NameCandidate, ResourceName};
 use super::version::{cmp_versions, version_priority};
+use crate::vocabulary::VocabularyError;
 
 /// One resource as API discovery reports it, for [`ResourceName::resolve`].
 ///
@@ -121,12 +121,12 @@ impl ResourceName {
     ///
     /// # Errors
     ///
-    /// [`ResourceError::NotFound`] (with suggestions) when nothing matches;
-    /// [`ResourceError::Ambiguous`] when the name matches in several non-core
+    /// [`VocabularyError::NotFound`] (with suggestions) when nothing matches;
+    /// [`VocabularyError::Ambiguous`] when the name matches in several non-core
     /// groups, or several resources of one group version, equally well.
     ///
     /// ```
-    /// use kube_dynamic_informer::vocabulary::{KnownResource, ResourceError, ResourceName};
+    /// use kube_dynamic_informer::vocabulary::{KnownResource, ResourceName, VocabularyError};
     ///
     /// let event = |group: &str| KnownResource {
     ///     group: group.into(),
@@ -150,18 +150,18 @@ impl ResourceName {
     ///     err.to_string(),
     ///     r#"no resource matches "evnts"; did you mean events.v1 or events.v1.events.k8s.io?"#
     /// );
-    /// # Ok::<(), ResourceError>(())
+    /// # Ok::<(), VocabularyError>(())
     /// ```
     pub fn resolve<'a>(
         &self,
         known: &'a [KnownResource],
-    ) -> Result<&'a KnownResource, ResourceError> {
+    ) -> Result<&'a KnownResource, VocabularyError> {
         for candidate in self.candidates() {
             if let Some(found) = self.resolve_candidate(candidate, known)? {
                 return Ok(found);
             }
         }
-        Err(ResourceError::NotFound {
+        Err(VocabularyError::NotFound {
             input: self.as_str().to_owned(),
             suggestions: suggestions(self.name(), known),
         })
@@ -171,7 +171,7 @@ impl ResourceName {
         &self,
         candidate: &NameCandidate,
         known: &'a [KnownResource],
-    ) -> Result<Option<&'a KnownResource>, ResourceError> {
+    ) -> Result<Option<&'a KnownResource>, VocabularyError> {
         let tiered: Vec<(MatchTier, &KnownResource)> = known
             .iter()
             .filter(|r| candidate.admits(r))
@@ -189,7 +189,7 @@ impl ResourceName {
         matches.sort_by(|a, b| cmp_identity(a, b));
         matches.dedup_by(|a, b| cmp_identity(a, b) == Ordering::Equal);
 
-        let ambiguous = |candidates: Vec<ResourceKey>| ResourceError::Ambiguous {
+        let ambiguous = |candidates: Vec<ResourceKey>| VocabularyError::Ambiguous {
             input: self.as_str().to_owned(),
             candidates,
         };

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use super::resolve::{MAX_SUGGESTIONS, bounded_edit_distance};
 use super::version::{cmp_versions, looks_like_version};
 use super::*;
+use crate::vocabulary::VocabularyError;
 
 fn res(
     gv: &str,
@@ -192,7 +193,7 @@ fn resolve(input: &str) -> String {
     }
 }
 
-fn resolve_err(input: &str) -> ResourceError {
+fn resolve_err(input: &str) -> VocabularyError {
     let known = cluster();
     match ResourceName::parse(input).and_then(|n| n.resolve(&known).map(KnownResource::key)) {
         Ok(key) => panic!("{input:?} resolved to {key}"),
@@ -363,7 +364,7 @@ fn parse_slash_forms() {
 #[test]
 fn parse_rejects_subresources_and_bad_shapes() {
     let sub = |input: &str| match ResourceName::parse(input) {
-        Err(ResourceError::Subresource {
+        Err(VocabularyError::Subresource {
             resource,
             subresource,
             ..
@@ -388,14 +389,14 @@ fn parse_rejects_subresources_and_bad_shapes() {
 
     assert!(matches!(
         ResourceName::parse("apps/v1"),
-        Err(ResourceError::GroupVersionOnly { .. })
+        Err(VocabularyError::GroupVersionOnly { .. })
     ));
     assert!(matches!(
         ResourceName::parse("example.com/v1beta1"),
-        Err(ResourceError::GroupVersionOnly { .. })
+        Err(VocabularyError::GroupVersionOnly { .. })
     ));
-    assert_eq!(ResourceName::parse(""), Err(ResourceError::Empty));
-    assert_eq!(ResourceName::parse(" \t"), Err(ResourceError::Empty));
+    assert_eq!(ResourceName::parse(""), Err(VocabularyError::EmptyName));
+    assert_eq!(ResourceName::parse(" \t"), Err(VocabularyError::EmptyName));
     for input in [
         "pods..apps",
         ".pods",
@@ -414,7 +415,7 @@ fn parse_rejects_subresources_and_bad_shapes() {
         assert!(
             matches!(
                 ResourceName::parse(input),
-                Err(ResourceError::Invalid { .. })
+                Err(VocabularyError::InvalidName { .. })
             ),
             "{input:?}: {:?}",
             ResourceName::parse(input)
@@ -484,7 +485,7 @@ fn core_group_forms() {
     assert!(
         matches!(
             resolve_err("deployments.v1"),
-            ResourceError::NotFound { .. }
+            VocabularyError::NotFound { .. }
         ),
         "deployments are not in core"
     );
@@ -574,10 +575,10 @@ fn missing_version_means_preferred_then_highest() {
 fn ambiguity_across_non_core_groups_lists_candidates() {
     assert!(matches!(
         resolve_err("widgets"),
-        ResourceError::Ambiguous { .. }
+        VocabularyError::Ambiguous { .. }
     ));
     match resolve_err("certificates") {
-        ResourceError::Ambiguous { input, candidates } => {
+        VocabularyError::Ambiguous { input, candidates } => {
             assert_eq!(input, "certificates");
             assert_eq!(
                 candidates,
@@ -633,7 +634,7 @@ fn same_name_twice_in_one_group_version_is_ambiguous() {
 #[test]
 fn unknown_names_get_suggestions() {
     let suggestions = |input: &str| match resolve_err(input) {
-        ResourceError::NotFound { suggestions, .. } => suggestions
+        VocabularyError::NotFound { suggestions, .. } => suggestions
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
@@ -675,7 +676,7 @@ fn unknown_names_get_suggestions() {
 fn nothing_known() {
     assert_eq!(
         ResourceName::parse("pods").unwrap().resolve(&[]),
-        Err(ResourceError::NotFound {
+        Err(VocabularyError::NotFound {
             input: "pods".into(),
             suggestions: vec![]
         })

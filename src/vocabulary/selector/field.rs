@@ -1,8 +1,8 @@
 //! Field selectors: checked for syntax only, since which fields can be
 //! selected depends on the resource and only the server knows.
 
-use super::SelectorError;
-use super::error::column_at;
+use super::VocabularyError;
+use super::column_at;
 
 /// Checks a field selector's syntax as apimachinery's `fields.ParseSelector`
 /// does, so that a mistake is reported when the selector is declared instead
@@ -17,7 +17,7 @@ use super::error::column_at;
 ///
 /// # Errors
 ///
-/// [`SelectorError::FieldSyntax`] naming the problem and its column.
+/// [`VocabularyError::FieldSyntax`] naming the problem and its column.
 ///
 /// ```
 /// use kube_dynamic_informer::vocabulary::validate_field_selector;
@@ -30,8 +30,8 @@ use super::error::column_at;
 ///     r#"field selector "metadata.name": expected '=', '==' or '!=' in term "metadata.name" at column 1"#
 /// );
 /// ```
-pub fn validate_field_selector(input: &str) -> Result<(), SelectorError> {
-    let error = |offset: usize, reason: String| SelectorError::FieldSyntax {
+pub fn validate_field_selector(input: &str) -> Result<(), VocabularyError> {
+    let error = |offset: usize, reason: String| VocabularyError::FieldSyntax {
         input: input.to_owned(),
         offset,
         column: column_at(input, offset),

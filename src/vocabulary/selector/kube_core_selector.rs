@@ -4,7 +4,8 @@
 
 use kube_core::Expression;
 
-use super::{Operator, Requirement, Selector, SelectorError};
+use super::{Operator, Requirement, Selector};
+use crate::vocabulary::VocabularyError;
 
 /// Every requirement becomes the `kube_core::Expression` of the same meaning,
 /// in the same (canonical) order, so the result displays as the same string;
@@ -13,7 +14,7 @@ use super::{Operator, Requirement, Selector, SelectorError};
 ///
 /// # Errors
 ///
-/// [`SelectorError::Inexpressible`] for a `>` or `<` requirement, which
+/// [`VocabularyError::Inexpressible`] for a `>` or `<` requirement, which
 /// kube-core cannot represent; pass such a selector as a string
 /// (`ListParams::labels(&selector.to_string())`) instead.
 ///
@@ -27,10 +28,10 @@ use super::{Operator, Requirement, Selector, SelectorError};
 ///
 /// let err = kube_core::Selector::try_from(&Selector::parse("replicas>3")?).unwrap_err();
 /// assert!(err.to_string().contains(r#""replicas>3" cannot be expressed"#));
-/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 impl TryFrom<&Selector> for kube_core::Selector {
-    type Error = SelectorError;
+    type Error = VocabularyError;
 
     fn try_from(selector: &Selector) -> Result<Self, Self::Error> {
         selector.requirements().iter().map(expression).collect()
@@ -39,14 +40,14 @@ impl TryFrom<&Selector> for kube_core::Selector {
 
 /// See the conversion from `&Selector`.
 impl TryFrom<Selector> for kube_core::Selector {
-    type Error = SelectorError;
+    type Error = VocabularyError;
 
     fn try_from(selector: Selector) -> Result<Self, Self::Error> {
         kube_core::Selector::try_from(&selector)
     }
 }
 
-fn expression(requirement: &Requirement) -> Result<Expression, SelectorError> {
+fn expression(requirement: &Requirement) -> Result<Expression, VocabularyError> {
     let key = requirement.key().to_owned();
     // Requirements are validated on construction: `=` and `!=` hold exactly
     // one value, `in` and `notin` at least one.
@@ -60,7 +61,7 @@ fn expression(requirement: &Requirement) -> Result<Expression, SelectorError> {
         Operator::Exists => Expression::Exists(key),
         Operator::DoesNotExist => Expression::DoesNotExist(key),
         Operator::GreaterThan | Operator::LessThan => {
-            return Err(SelectorError::Inexpressible {
+            return Err(VocabularyError::Inexpressible {
                 requirement: requirement.to_string(),
                 target: "kube_core::Selector",
             });

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{Operator, Requirement, Selector, SelectorError};
+use super::{Operator, Requirement, Selector};
+use crate::vocabulary::VocabularyError;
 
 /// The structured label selector of Kubernetes object specs
 /// (`metav1.LabelSelector`), for use with [`Selector::from_label_selector`].
@@ -67,7 +68,7 @@ impl Selector {
     ///
     /// # Errors
     ///
-    /// [`SelectorError::InvalidRequirement`] for an invalid key or value, an
+    /// [`VocabularyError::InvalidRequirement`] for an invalid key or value, an
     /// operator other than `In`, `NotIn`, `Exists` and `DoesNotExist`, an
     /// `In`/`NotIn` without values, or an `Exists`/`DoesNotExist` with values.
     ///
@@ -82,7 +83,7 @@ impl Selector {
     /// assert_eq!(selector.to_string(), "app=web,tier notin (db)");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_label_selector(selector: &LabelSelector) -> Result<Self, SelectorError> {
+    pub fn from_label_selector(selector: &LabelSelector) -> Result<Self, VocabularyError> {
         from_spec(
             &selector.match_labels,
             selector
@@ -99,7 +100,7 @@ impl Selector {
 fn from_spec<'a>(
     match_labels: &BTreeMap<String, String>,
     match_expressions: impl Iterator<Item = (&'a str, &'a str, &'a [String])>,
-) -> Result<Selector, SelectorError> {
+) -> Result<Selector, VocabularyError> {
     let mut requirements = Vec::with_capacity(match_labels.len());
     for (key, value) in match_labels {
         requirements.push(Requirement::new(
@@ -115,7 +116,7 @@ fn from_spec<'a>(
             "Exists" => Operator::Exists,
             "DoesNotExist" => Operator::DoesNotExist,
             other => {
-                return Err(SelectorError::InvalidRequirement {
+                return Err(VocabularyError::InvalidRequirement {
                     key: key.to_owned(),
                     reason: format!(
                         "{other:?} is not a valid label selector operator (expected In, NotIn, Exists or DoesNotExist)"
@@ -133,7 +134,7 @@ fn from_spec<'a>(
 }
 
 impl TryFrom<&LabelSelector> for Selector {
-    type Error = SelectorError;
+    type Error = VocabularyError;
 
     fn try_from(value: &LabelSelector) -> Result<Self, Self::Error> {
         Selector::from_label_selector(value)
@@ -147,7 +148,7 @@ impl TryFrom<&LabelSelector> for Selector {
 ///
 /// # Errors
 ///
-/// [`SelectorError::InvalidRequirement`], naming the key and the operator or
+/// [`VocabularyError::InvalidRequirement`], naming the key and the operator or
 /// value at fault, for the same reasons as
 /// [`Selector::from_label_selector`].
 ///
@@ -165,10 +166,10 @@ impl TryFrom<&LabelSelector> for Selector {
 /// };
 /// let selector = Selector::try_from(&spec)?;
 /// assert_eq!(selector.to_string(), "app=web,tier in (edge,front)");
-/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 impl TryFrom<&metav1::LabelSelector> for Selector {
-    type Error = SelectorError;
+    type Error = VocabularyError;
 
     fn try_from(value: &metav1::LabelSelector) -> Result<Self, Self::Error> {
         let no_labels = BTreeMap::new();
@@ -187,7 +188,7 @@ impl TryFrom<&metav1::LabelSelector> for Selector {
 
 /// See the conversion from `&LabelSelector`.
 impl TryFrom<metav1::LabelSelector> for Selector {
-    type Error = SelectorError;
+    type Error = VocabularyError;
 
     fn try_from(value: metav1::LabelSelector) -> Result<Self, Self::Error> {
         Selector::try_from(&value)

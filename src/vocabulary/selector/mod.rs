@@ -2,7 +2,6 @@
 //!
 //! The [layer docs](crate::vocabulary) say more.
 
-mod error;
 mod field;
 mod kube_core_selector;
 mod label_selector;
@@ -41,7 +40,7 @@ impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, Str
     }
 }
 
-pub use error::SelectorError;
+use crate::vocabulary::VocabularyError;
 pub use field::validate_field_selector;
 pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use requirement::{Operator, Requirement};
@@ -63,7 +62,7 @@ pub use requirement::{Operator, Requirement};
 /// let labels = BTreeMap::from([("tier".to_owned(), "web".to_owned())]);
 /// assert!(selector.matches(&labels));
 /// assert_eq!(selector.to_string(), "!canary,env!=prod,tier in (api,web)");
-/// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Selector {
@@ -89,8 +88,8 @@ impl Selector {
     ///
     /// # Errors
     ///
-    /// [`SelectorError::Syntax`] for a grammar error,
-    /// [`SelectorError::InvalidKey`] and [`SelectorError::InvalidValue`] for a
+    /// [`VocabularyError::SelectorSyntax`] for a grammar error,
+    /// [`VocabularyError::InvalidKey`] and [`VocabularyError::InvalidValue`] for a
     /// key or value the API server would reject; all of them carry the byte
     /// offset and column of the offending token.
     ///
@@ -102,9 +101,9 @@ impl Selector {
     /// assert!(Selector::parse("").unwrap().is_everything());
     /// assert!(Selector::parse("app=").is_ok()); // the empty value is a value
     /// assert!(Selector::parse("app=-web").is_err()); // values start alphanumeric
-    /// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
     /// ```
-    pub fn parse(input: &str) -> Result<Self, SelectorError> {
+    pub fn parse(input: &str) -> Result<Self, VocabularyError> {
         parse::parse(input).map(Selector::new)
     }
 
@@ -124,9 +123,9 @@ impl Selector {
     ///
     /// # Errors
     ///
-    /// [`SelectorError::InvalidRequirement`] if a key or value breaks the label
+    /// [`VocabularyError::InvalidRequirement`] if a key or value breaks the label
     /// rules.
-    pub fn from_labels(labels: &BTreeMap<String, String>) -> Result<Self, SelectorError> {
+    pub fn from_labels(labels: &BTreeMap<String, String>) -> Result<Self, VocabularyError> {
         labels
             .iter()
             .map(|(key, value)| Requirement::new(key.as_str(), Operator::Equals, [value.as_str()]))
@@ -175,7 +174,7 @@ impl fmt::Display for Selector {
 }
 
 impl FromStr for Selector {
-    type Err = SelectorError;
+    type Err = VocabularyError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Selector::parse(s)
@@ -193,4 +192,12 @@ impl<'de> Deserialize<'de> for Selector {
         let s = String::deserialize(deserializer)?;
         Selector::parse(&s).map_err(serde::de::Error::custom)
     }
+}
+
+/// The 1-based column, in characters, of a byte offset.
+pub(super) fn column_at(input: &str, offset: usize) -> usize {
+    input
+        .get(..offset)
+        .map_or(offset, |prefix| prefix.chars().count())
+        + 1
 }

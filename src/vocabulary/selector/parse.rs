@@ -1,14 +1,15 @@
 //! The label selector grammar: lexer and parser, after apimachinery's
 //! `labels.Lexer` and `labels.Parser`.
 
-use super::error::column_at;
+use super::column_at;
 use super::requirement::check_value;
 use super::validate::check_label_key;
-use super::{Operator, Requirement, SelectorError};
+use super::{Operator, Requirement};
+use crate::vocabulary::VocabularyError;
 
 /// The requirements of a label selector string, validated, in the order
 /// written.
-pub(super) fn parse(input: &str) -> Result<Vec<Requirement>, SelectorError> {
+pub(super) fn parse(input: &str) -> Result<Vec<Requirement>, VocabularyError> {
     let tokens = lex(input);
     Parser {
         input,
@@ -140,7 +141,7 @@ impl<'a> Parser<'a> {
         token.tok == Tok::Ident && self.text(token) == keyword
     }
 
-    fn syntax(&self, token: Token, expected: &'static str) -> SelectorError {
+    fn syntax(&self, token: Token, expected: &'static str) -> VocabularyError {
         let found = (token.tok != Tok::End).then(|| {
             let text = self.text(token);
             match text.char_indices().nth(MAX_FOUND_LEN) {
@@ -148,7 +149,7 @@ impl<'a> Parser<'a> {
                 None => text.to_owned(),
             }
         });
-        SelectorError::Syntax {
+        VocabularyError::SelectorSyntax {
             input: self.input.to_owned(),
             offset: token.start,
             column: column_at(self.input, token.start),
@@ -157,7 +158,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn parse(mut self) -> Result<Vec<Requirement>, SelectorError> {
+    fn parse(mut self) -> Result<Vec<Requirement>, VocabularyError> {
         let mut requirements = Vec::new();
         if self.peek().tok == Tok::End {
             return Ok(requirements);
@@ -178,7 +179,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn requirement(&mut self) -> Result<Requirement, SelectorError> {
+    fn requirement(&mut self) -> Result<Requirement, VocabularyError> {
         let mut token = self.next();
         let negated = token.tok == Tok::Not;
         if negated {
@@ -192,7 +193,7 @@ impl<'a> Parser<'a> {
         let key_token = token;
         let key = self.text(key_token);
         if let Err(reason) = check_label_key(key) {
-            return Err(SelectorError::InvalidKey {
+            return Err(VocabularyError::InvalidKey {
                 input: self.input.to_owned(),
                 key: key.to_owned(),
                 offset: key_token.start,
@@ -233,7 +234,7 @@ impl<'a> Parser<'a> {
         };
         for &(value, offset) in &values {
             if let Err(reason) = check_value(operator, value) {
-                return Err(SelectorError::InvalidValue {
+                return Err(VocabularyError::InvalidValue {
                     input: self.input.to_owned(),
                     key: key.to_owned(),
                     value: value.to_owned(),
@@ -249,7 +250,7 @@ impl<'a> Parser<'a> {
 
     /// The value of `=`, `==`, `!=`, `>` and `<`, with its offset; a missing
     /// value (`key=` followed by `,` or the end) is the empty string.
-    fn exact_value(&mut self) -> Result<(&'a str, usize), SelectorError> {
+    fn exact_value(&mut self) -> Result<(&'a str, usize), VocabularyError> {
         let token = self.peek();
         match token.tok {
             Tok::End | Tok::Comma => Ok(("", token.start)),
@@ -263,7 +264,7 @@ impl<'a> Parser<'a> {
 
     /// `( v1, v2, ... )`. As in apimachinery, empty entries are the empty
     /// string: `()`, `(,a)`, `(a,)` and `(a,,b)` all contain `""`.
-    fn value_set(&mut self) -> Result<Vec<(&'a str, usize)>, SelectorError> {
+    fn value_set(&mut self) -> Result<Vec<(&'a str, usize)>, VocabularyError> {
         let open = self.next();
         if open.tok != Tok::OpenParen {
             return Err(self.syntax(open, EXPECT_OPEN));

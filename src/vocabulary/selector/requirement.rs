@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::SelectorError;
+use super::VocabularyError;
 use super::validate::{check_label_key, check_label_value};
 
 /// How a [`Requirement`] relates a label to its values.
@@ -62,7 +62,7 @@ impl Requirement {
     ///
     /// # Errors
     ///
-    /// [`SelectorError::InvalidRequirement`] if the key or a value breaks the
+    /// [`VocabularyError::InvalidRequirement`] if the key or a value breaks the
     /// label rules, `In`/`NotIn` get no value, `Equals`/`NotEquals`/`>`/`<` do
     /// not get exactly one, `Exists`/`DoesNotExist` get any, or a `>`/`<`
     /// value is not an integer.
@@ -73,20 +73,20 @@ impl Requirement {
     /// let tier = Requirement::new("tier", Operator::In, ["web", "api"])?;
     /// assert_eq!(tier.to_string(), "tier in (api,web)");
     /// assert!(Requirement::new("tier", Operator::In, Vec::<String>::new()).is_err());
-    /// # Ok::<(), kube_dynamic_informer::vocabulary::SelectorError>(())
+    /// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
     /// ```
     pub fn new<I>(
         key: impl Into<String>,
         operator: Operator,
         values: I,
-    ) -> Result<Self, SelectorError>
+    ) -> Result<Self, VocabularyError>
     where
         I: IntoIterator,
         I::Item: Into<String>,
     {
         let key = key.into();
         let values: Vec<String> = values.into_iter().map(Into::into).collect();
-        let invalid = |reason: String| SelectorError::InvalidRequirement {
+        let invalid = |reason: String| VocabularyError::InvalidRequirement {
             key: key.clone(),
             reason,
         };

@@ -9,6 +9,7 @@ use super::parse::{
     EXPECT_LIST_START, EXPECT_OPEN, EXPECT_OPERATOR, EXPECT_VALUE, MAX_FOUND_LEN,
 };
 use super::*;
+use crate::vocabulary::VocabularyError;
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -21,7 +22,7 @@ fn sel(s: &str) -> Selector {
     Selector::parse(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
 }
 
-fn err(s: &str) -> SelectorError {
+fn err(s: &str) -> VocabularyError {
     match Selector::parse(s) {
         Ok(parsed) => panic!("{s:?} should not parse, got {parsed:?}"),
         Err(e) => e,
@@ -148,7 +149,7 @@ fn integer_comparison_values_must_be_integers() {
         ("n>99999999999999999999", "99999999999999999999"),
     ] {
         match err(s) {
-            SelectorError::InvalidValue {
+            VocabularyError::InvalidValue {
                 value: v, reason, ..
             } => {
                 assert_eq!(v, value);
@@ -158,7 +159,7 @@ fn integer_comparison_values_must_be_integers() {
         }
     }
     // A leading sign is an integer but not a label value, as in apimachinery.
-    assert!(matches!(err("n>-1"), SelectorError::InvalidValue { .. }));
+    assert!(matches!(err("n>-1"), VocabularyError::InvalidValue { .. }));
 }
 
 #[test]
@@ -216,7 +217,7 @@ fn invalid_keys() {
     ];
     for (s, reason_part) in cases {
         match err(s) {
-            SelectorError::InvalidKey { reason, offset, .. } => {
+            VocabularyError::InvalidKey { reason, offset, .. } => {
                 assert!(reason.contains(reason_part), "{s:?}: {reason}");
                 assert_eq!(offset, 0);
             }
@@ -242,13 +243,13 @@ fn invalid_values() {
         assert!(
             matches!(
                 e,
-                SelectorError::InvalidValue { .. } | SelectorError::Syntax { .. }
+                VocabularyError::InvalidValue { .. } | VocabularyError::SelectorSyntax { .. }
             ),
             "{s:?}: {e:?}"
         );
     }
     match err("a in (x, -y)") {
-        SelectorError::InvalidValue {
+        VocabularyError::InvalidValue {
             key, value, column, ..
         } => {
             assert_eq!((key.as_str(), value.as_str(), column), ("a", "-y", 10));
@@ -286,7 +287,7 @@ fn syntax_errors_name_position_and_token() {
     ];
     for &(s, offset, expected, found) in cases {
         match err(s) {
-            SelectorError::Syntax {
+            VocabularyError::SelectorSyntax {
                 offset: o,
                 column,
                 expected: e,
@@ -325,11 +326,11 @@ fn error_messages() {
 #[test]
 fn columns_count_characters_not_bytes() {
     match err("é=a,b c") {
-        SelectorError::InvalidKey { column, .. } => assert_eq!(column, 1),
+        VocabularyError::InvalidKey { column, .. } => assert_eq!(column, 1),
         other => panic!("{other:?}"),
     }
     match err("a=b,ééé x") {
-        SelectorError::InvalidKey { offset, column, .. } => {
+        VocabularyError::InvalidKey { offset, column, .. } => {
             assert_eq!((offset, column), (4, 5))
         }
         other => panic!("{other:?}"),
@@ -340,7 +341,7 @@ fn columns_count_characters_not_bytes() {
 fn long_found_tokens_are_truncated() {
     let s = format!("a {}", "b".repeat(1000));
     match err(&s) {
-        SelectorError::Syntax {
+        VocabularyError::SelectorSyntax {
             found: Some(found), ..
         } => assert!(found.chars().count() <= MAX_FOUND_LEN + 1),
         other => panic!("{other:?}"),
@@ -410,15 +411,15 @@ fn from_label_selector() {
     );
     assert!(matches!(
         bad(serde_json::json!({"key": "a", "operator": "In"})),
-        SelectorError::InvalidRequirement { .. }
+        VocabularyError::InvalidRequirement { .. }
     ));
     assert!(matches!(
         bad(serde_json::json!({"key": "a", "operator": "Exists", "values": ["x"]})),
-        SelectorError::InvalidRequirement { .. }
+        VocabularyError::InvalidRequirement { .. }
     ));
     assert!(matches!(
         bad(serde_json::json!({"key": "a b", "operator": "Exists"})),
-        SelectorError::InvalidRequirement { .. }
+        VocabularyError::InvalidRequirement { .. }
     ));
 }
 
@@ -468,7 +469,7 @@ fn k8s_openapi_label_selector_errors_name_the_culprit() {
         }]),
     };
     let message = |spec: metav1::LabelSelector| match Selector::try_from(&spec) {
-        Err(e @ SelectorError::InvalidRequirement { .. }) => e.to_string(),
+        Err(e @ VocabularyError::InvalidRequirement { .. }) => e.to_string(),
         other => panic!("{spec:?}: {other:?}"),
     };
     assert_eq!(
@@ -543,7 +544,7 @@ fn into_kube_core_selector() {
 fn greater_and_less_than_have_no_kube_core_expression() {
     for (s, requirement) in [("a=1,n>3", "n>3"), ("n<10", "n<10")] {
         match kube_core::Selector::try_from(&sel(s)) {
-            Err(SelectorError::Inexpressible {
+            Err(VocabularyError::Inexpressible {
                 requirement: r,
                 target,
             }) => assert_eq!((r.as_str(), target), (requirement, "kube_core::Selector")),
@@ -646,7 +647,7 @@ fn field_selectors() {
     ];
     for &(s, offset, reason_part) in cases {
         match validate_field_selector(s) {
-            Err(SelectorError::FieldSyntax {
+            Err(VocabularyError::FieldSyntax {
                 offset: o,
                 column,
                 reason,
@@ -729,7 +730,7 @@ proptest! {
                 prop_assert_eq!(&shown, &selector.to_string());
                 prop_assert_eq!(Selector::parse(&shown), Ok(selector));
             }
-            Err(SelectorError::Inexpressible { .. }) => prop_assert!(
+            Err(VocabularyError::Inexpressible { .. }) => prop_assert!(
                 selector.requirements().iter().any(|r| matches!(
                     r.operator(),
                     Operator::GreaterThan | Operator::LessThan

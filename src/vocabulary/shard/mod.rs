@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 mod handover;
 
+use crate::vocabulary::VocabularyError;
 pub use handover::{Handover, HandoverFollower, Settlement};
 
 /// Where the ranges of a dynamically sharded informer come from: a member
@@ -143,7 +144,7 @@ pub(crate) fn fnv1a_64_extend(hash: u64, bytes: &[u8]) -> u64 {
 /// assert_eq!(ShardKey::Namespace.hash(&pod), fnv1a_64(b"shop"));
 /// assert_eq!(ShardKey::Namespace.field_path(), "object.metadata.namespace");
 /// assert_eq!("uid".parse::<ShardKey>()?, ShardKey::Uid);
-/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
@@ -201,62 +202,15 @@ impl fmt::Display for ShardKey {
 }
 
 impl FromStr for ShardKey {
-    type Err = ShardError;
+    type Err = VocabularyError;
 
-    fn from_str(s: &str) -> Result<Self, ShardError> {
+    fn from_str(s: &str) -> Result<Self, VocabularyError> {
         match s.trim() {
             "uid" | "object.metadata.uid" => Ok(ShardKey::Uid),
             "namespace" | "object.metadata.namespace" => Ok(ShardKey::Namespace),
-            other => Err(ShardError::Key(other.to_owned())),
+            other => Err(VocabularyError::ShardKey(other.to_owned())),
         }
     }
-}
-
-/// Why a shard, a range or a selector was refused.
-///
-/// ```
-/// use kube_dynamic_informer::vocabulary::{ShardError, StaticShard};
-/// assert_eq!(StaticShard::new(2, 0), Err(ShardError::ZeroCount));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ShardError {
-    /// A shard count of zero.
-    #[error("shard count must be at least 1, got 0")]
-    ZeroCount,
-    /// A shard index not below the count.
-    #[error("shard index {index} is out of range for {count} shards (indexes are 0 to {})", count - 1)]
-    IndexOutOfRange {
-        /// The index asked for.
-        index: u32,
-        /// The number of shards.
-        count: u32,
-    },
-    /// A shard written other than as `I/N`.
-    #[error("invalid shard {0:?}: expected INDEX/COUNT, e.g. 0/4")]
-    Syntax(String),
-    /// A shard key other than `uid` or `namespace`.
-    #[error("invalid shard key {0:?}: expected uid or namespace")]
-    Key(String),
-    /// A range whose start is not below its end.
-    #[error("empty shard range: start {start:#018x} is not below end {end:#x}")]
-    EmptyRange {
-        /// The start.
-        start: u64,
-        /// The end (exclusive).
-        end: u128,
-    },
-    /// A range end past 2^64.
-    #[error("shard range end {0:#x} is past the hash space (at most 0x10000000000000000)")]
-    EndTooLarge(u128),
-    /// A selector that does not parse.
-    #[error("invalid shard selector {selector:?}: {reason}")]
-    Selector {
-        /// The selector.
-        selector: String,
-        /// What is wrong with it.
-        reason: String,
-    },
 }
 
 /// A half-open range `[start, end)` of the 64-bit hash space.
@@ -266,7 +220,7 @@ pub enum ShardError {
 /// let upper_half = ShardRange::new(1 << 63, 1 << 64)?;
 /// assert!(upper_half.contains(u64::MAX));
 /// assert!(!upper_half.contains(0));
-/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ShardRange {
@@ -279,12 +233,12 @@ impl ShardRange {
     ///
     /// # Errors
     /// `start >= end`, or `end` past 2^64.
-    pub fn new(start: u64, end: u128) -> Result<Self, ShardError> {
+    pub fn new(start: u64, end: u128) -> Result<Self, VocabularyError> {
         if end > HASH_SPACE_END {
-            return Err(ShardError::EndTooLarge(end));
+            return Err(VocabularyError::EndTooLarge(end));
         }
         if u128::from(start) >= end {
-            return Err(ShardError::EmptyRange { start, end });
+            return Err(VocabularyError::EmptyRange { start, end });
         }
         Ok(Self { start, end })
     }
@@ -303,12 +257,12 @@ impl ShardRange {
     ///
     /// # Errors
     /// `count` is 0, or `index >= count`.
-    pub fn part(index: u32, count: u32) -> Result<Self, ShardError> {
+    pub fn part(index: u32, count: u32) -> Result<Self, VocabularyError> {
         if count == 0 {
-            return Err(ShardError::ZeroCount);
+            return Err(VocabularyError::ZeroCount);
         }
         if index >= count {
-            return Err(ShardError::IndexOutOfRange { index, count });
+            return Err(VocabularyError::ShardIndexOutOfRange { index, count });
         }
         let bound = |i: u32| HASH_SPACE_END * u128::from(i) / u128::from(count);
         let start = u64::try_from(bound(index)).unwrap_or(u64::MAX);
@@ -367,7 +321,7 @@ fn hex_bound(v: u128) -> String {
 ///     "shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')"
 /// );
 /// assert_eq!(s.to_string().parse::<ShardSelector>()?, s);
-/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ShardSelector {
@@ -464,13 +418,13 @@ impl fmt::Display for ShardSelector {
 }
 
 impl FromStr for ShardSelector {
-    type Err = ShardError;
+    type Err = VocabularyError;
 
     /// Reads the server's grammar: `shardRange(FIELD, 'START', 'END')`
     /// terms joined by `||`, one field for all, bounds `0x` and 16 hex
     /// digits (or `0x10000000000000000`), in single or double quotes.
-    fn from_str(s: &str) -> Result<Self, ShardError> {
-        let fail = |reason: String| ShardError::Selector {
+    fn from_str(s: &str) -> Result<Self, VocabularyError> {
+        let fail = |reason: String| VocabularyError::ShardSelector {
             selector: s.to_owned(),
             reason,
         };
@@ -555,7 +509,7 @@ fn parse_bound(quoted: &str) -> Result<u128, String> {
 /// assert_eq!((shard.index(), shard.count()), (1, 4));
 /// assert!("4/4".parse::<StaticShard>().is_err());
 /// assert!("0/0".parse::<StaticShard>().is_err());
-/// # Ok::<(), kube_dynamic_informer::vocabulary::ShardError>(())
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StaticShard {
@@ -568,7 +522,7 @@ impl StaticShard {
     ///
     /// # Errors
     /// `count` is 0, or `index >= count`.
-    pub fn new(index: u32, count: u32) -> Result<Self, ShardError> {
+    pub fn new(index: u32, count: u32) -> Result<Self, VocabularyError> {
         ShardRange::part(index, count)?;
         Ok(Self { index, count })
     }
@@ -606,10 +560,10 @@ impl fmt::Display for StaticShard {
 }
 
 impl FromStr for StaticShard {
-    type Err = ShardError;
+    type Err = VocabularyError;
 
-    fn from_str(s: &str) -> Result<Self, ShardError> {
-        let syntax = || ShardError::Syntax(s.to_owned());
+    fn from_str(s: &str) -> Result<Self, VocabularyError> {
+        let syntax = || VocabularyError::ShardSyntax(s.to_owned());
         let (i, n) = s.trim().split_once('/').ok_or_else(syntax)?;
         let i: u32 = i.trim().parse().map_err(|_| syntax())?;
         let n: u32 = n.trim().parse().map_err(|_| syntax())?;

@@ -1,6 +1,7 @@
 use kube_core::{DynamicObject, ObjectMeta};
 
 use super::*;
+use crate::vocabulary::VocabularyError;
 
 fn object(uid: &str, namespace: &str) -> DynamicObject {
     DynamicObject {
@@ -150,10 +151,10 @@ fn malformed_selectors_say_what_is_wrong() {
 
 #[test]
 fn bad_static_shards_are_refused() {
-    assert_eq!(StaticShard::new(0, 0), Err(ShardError::ZeroCount));
+    assert_eq!(StaticShard::new(0, 0), Err(VocabularyError::ZeroCount));
     assert_eq!(
         StaticShard::new(4, 4),
-        Err(ShardError::IndexOutOfRange { index: 4, count: 4 })
+        Err(VocabularyError::ShardIndexOutOfRange { index: 4, count: 4 })
     );
     assert_eq!(
         "4/4".parse::<StaticShard>().unwrap_err().to_string(),
@@ -165,7 +166,7 @@ fn bad_static_shards_are_refused() {
     );
     for bad in ["", "1", "1/", "/4", "-1/4", "a/b", "1/4/2", "1.0/4"] {
         let err = bad.parse::<StaticShard>().unwrap_err();
-        assert_eq!(err, ShardError::Syntax(bad.to_owned()), "{bad:?}");
+        assert_eq!(err, VocabularyError::ShardSyntax(bad.to_owned()), "{bad:?}");
     }
     assert_eq!(" 2 / 3 ".parse::<StaticShard>().unwrap().to_string(), "2/3");
     assert!(ShardRange::new(5, 5).is_err());

@@ -18,7 +18,8 @@ use tokio::sync::watch;
 pub use api::ApiListWatch;
 pub use wire::{MAX_OBJECT_DEPTH, decode_list};
 
-use crate::vocabulary::scope::{NamespaceOnClusterScoped, ResourceAvailability};
+use crate::vocabulary::VocabularyError;
+use crate::vocabulary::scope::ResourceAvailability;
 use crate::vocabulary::shard::ShardSelector;
 
 /// Annotation on the bookmark that ends the initial events of a streaming
@@ -178,7 +179,7 @@ pub enum ListWatchError {
     /// A namespace restriction on a resource that turned out to be
     /// cluster-scoped.
     #[error(transparent)]
-    ClusterScoped(#[from] NamespaceOnClusterScoped),
+    ClusterScoped(#[from] VocabularyError),
     /// A streaming list was asked of a list-watch that cannot serve one
     /// (see [`Capabilities`]).
     #[error("streaming lists are not available here: {0}")]

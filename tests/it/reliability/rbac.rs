@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube_dynamic_informer::informer::ReflectorError;
 use kube_dynamic_informer::informer::{InformerError, InformerStatus, SharedInformer};
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
@@ -73,7 +72,7 @@ async fn access_denied_granted_revoked_and_granted_again_is_reported_and_recover
         .min_watch_timeout(Duration::from_secs(2));
     let alice = support::client(User::Alice).await;
     let informer = SharedInformer::new(alice, ar.clone(), Scope::Namespaced, options).unwrap();
-    informer.on_error(move |e: &ReflectorError| {
+    informer.on_error(move |e: &InformerError| {
         codes.lock().unwrap().push(e.code());
     });
     let tracker = Tracker::default();

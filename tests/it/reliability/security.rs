@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_client::api::{Api, DynamicObject};
-use kube_dynamic_informer::informer::ReflectorError;
+use kube_dynamic_informer::informer::InformerError;
 use kube_dynamic_informer::informer::{InformerStatus, SharedInformer};
 use kube_dynamic_informer::vocabulary::Scope;
 use tokio_util::sync::CancellationToken;
@@ -117,7 +117,7 @@ async fn run_scenario(kubeconfig: &Path, ns: &str) -> Outcome {
         .backoff(super::quick_backoff());
     let informer =
         SharedInformer::new(client, configmaps(), Scope::Namespaced, options.clone()).unwrap();
-    informer.on_error(move |e: &ReflectorError| {
+    informer.on_error(move |e: &InformerError| {
         let mut texts = vec![e.to_string(), format!("{e:?}")];
         let mut source = std::error::Error::source(e);
         while let Some(s) = source {

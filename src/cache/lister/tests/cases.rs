@@ -70,7 +70,7 @@ fn every_selector_operator() {
 fn selector_errors_name_the_resource_and_the_position() {
     let (_w, pods) = pods();
     let err = pods.list("app=web,,tier").unwrap_err();
-    assert!(matches!(err, ListerError::Selector { .. }));
+    assert!(matches!(err, CacheError::Selector { .. }));
     assert!(
         err.to_string()
             .starts_with("listing pods.v1: label selector \"app=web,,tier\""),
@@ -105,7 +105,7 @@ fn namespaces_get_and_indexes() {
     );
     // The lister's own index reads are its store's, with the store's error.
     let err = pods.by_index("nope", "x").unwrap_err();
-    assert!(matches!(err, StoreError::UnknownIndex { .. }));
+    assert!(matches!(err, CacheError::UnknownIndex { .. }));
     assert_eq!(
         err.to_string(),
         "unknown index \"nope\"; the store has: namespace, app"
@@ -190,7 +190,7 @@ fn a_namespace_lister_reads_an_index_for_its_namespace_only() {
     assert_eq!(names(&pods.by_index("app", "web").unwrap()), ["a/web-1", "b/web-2"]);
     assert!(matches!(
         in_b.by_index("nope", "x"),
-        Err(ListerError::Index { .. })
+        Err(CacheError::Index { .. })
     ));
     assert_eq!(names(&in_b.list("app").unwrap()), ["b/web-2"]);
 }

@@ -266,7 +266,7 @@ fn duplicate_and_unknown_index_errors() {
     assert_eq!(store.index_names(), [NAMESPACE_INDEX]);
     assert_eq!(
         store.add_index(NAMESPACE_INDEX, IndexFn::namespace()),
-        Err(StoreError::DuplicateIndex {
+        Err(CacheError::DuplicateIndex {
             name: NAMESPACE_INDEX.to_owned()
         })
     );
@@ -279,7 +279,7 @@ fn duplicate_and_unknown_index_errors() {
     let err = store.by_index("nope", "x").unwrap_err();
     assert_eq!(
         err,
-        StoreError::UnknownIndex {
+        CacheError::UnknownIndex {
             name: "nope".to_owned(),
             known: vec![NAMESPACE_INDEX.to_owned(), "node".to_owned()]
         }
