@@ -3,8 +3,9 @@
 
 use std::collections::HashSet;
 
-use super::{FactoryError, InformerFactory, InformerHandle};
-use crate::factory::discovery::{DiscoveryError, DiscoverySnapshot};
+use super::{InformerFactory, InformerHandle};
+use crate::factory::FactoryError;
+use crate::factory::discovery::DiscoverySnapshot;
 use crate::factory::pattern::ResourcePattern;
 use crate::informer::options::InformerOptions;
 use crate::vocabulary::resource::KnownResource;
@@ -30,7 +31,7 @@ impl InformerFactory {
     /// ```
     ///
     /// # Errors
-    /// [`FactoryError::Pattern`] for a pattern that [`ResourcePattern::check`]
+    /// [`FactoryError::EmptyPattern`] (and the other `Pattern*` variants) for a pattern that [`ResourcePattern::check`]
     /// refuses; [`FactoryError::Discovery`] when discovery (or, for
     /// `customResources`, the CRDs) cannot be read; any error of
     /// [`for_resource_with`](Self::for_resource_with).
@@ -39,7 +40,7 @@ impl InformerFactory {
         pattern: &ResourcePattern,
         customize: impl Fn(InformerOptions) -> InformerOptions,
     ) -> Result<Vec<InformerHandle>, FactoryError> {
-        pattern.check().map_err(FactoryError::Pattern)?;
+        pattern.check()?;
         let selected = self.matching(pattern).await?;
         let mut informers = Vec::with_capacity(selected.len());
         for resource in selected {
@@ -63,7 +64,7 @@ impl InformerFactory {
         if !snapshot.is_loaded() {
             snapshot = discovery.refresh().await?;
         }
-        Ok(select_in(discovery, &snapshot, pattern).await?)
+        select_in(discovery, &snapshot, pattern).await
     }
 
     /// `options` as they apply to `resource`: a cluster-scoped resource
@@ -88,7 +89,7 @@ pub(crate) async fn select_in(
     discovery: &crate::factory::discovery::DiscoveryCache,
     snapshot: &DiscoverySnapshot,
     pattern: &ResourcePattern,
-) -> Result<Vec<KnownResource>, DiscoveryError> {
+) -> Result<Vec<KnownResource>, FactoryError> {
     if pattern.custom_resources && snapshot.is_custom("", "").is_none() {
         let custom: std::sync::Arc<HashSet<(String, String)>> =
             discovery.custom_resources().await?;

@@ -38,7 +38,7 @@
 //!   reports [`InformerStatus::Gone`](crate::informer::InformerStatus::Gone) and stops requesting — no endless 404
 //!   loop. When the CRD is created again, it lists again and carries on.
 //! - A resource the client may not list reports the 403 (in the status and
-//!   in [`CacheSyncError::Forbidden`]) and keeps retrying with backoff, so it
+//!   in [`FactoryError::Forbidden`]) and keeps retrying with backoff, so it
 //!   syncs by itself once access is granted.
 //!
 //! # Options
@@ -192,7 +192,7 @@
 //! let crds = ResourcePattern::parse("custom:*.example.com")?.expect("a pattern");
 //! assert_eq!(crds.groups, ["*.example.com"]);
 //! assert!(crds.custom_resources);
-//! # Ok::<(), kube_dynamic_informer::factory::PatternError>(())
+//! # Ok::<(), kube_dynamic_informer::factory::FactoryError>(())
 //! ```
 //!
 //! # Access checks
@@ -260,17 +260,16 @@ use tokio_util::sync::CancellationToken;
 
 pub use access::{AccessCheck, AccessRow, AccessTable, Allowed, Verdict};
 pub use discovery::{
-    DiscoveryCache, DiscoveryConfig, DiscoveryError, DiscoverySnapshot, GroupPlurals,
-    UnavailableGroupVersion,
+    DiscoveryCache, DiscoveryConfig, DiscoverySnapshot, GroupPlurals, UnavailableGroupVersion,
 };
 pub use error::FactoryError;
 pub use handle::InformerHandle;
-pub use pattern::{CustomResources, PatternError, ResourcePattern, ScopeFilter};
+pub use pattern::{CustomResources, ResourcePattern, ScopeFilter};
 pub use resolve::Resolution;
 use resolve::Resolved;
 pub use resource_ref::ResourceRef;
+pub use sync::CacheSyncReport;
 pub(crate) use sync::wait_one as wait_one_informer;
-pub use sync::{CacheSyncError, CacheSyncReport};
 
 use crate::cache::lister::Lister;
 use crate::informer::options::{InformerOptions, WhenNotServed};
@@ -619,9 +618,9 @@ impl InformerFactory {
     }
 
     /// Waits until every informer's cache has synced, or `timeout` passes,
-    /// and says for each why it did not: [`CacheSyncError::Forbidden`]
-    /// (403), [`CacheSyncError::NotServed`] or [`CacheSyncError::Gone`],
-    /// [`CacheSyncError::TimedOut`] with the last status, and so on.
+    /// and says for each why it did not: [`FactoryError::Forbidden`]
+    /// (403), [`FactoryError::NotServed`] or [`FactoryError::Gone`],
+    /// [`FactoryError::SyncTimedOut`] with the last status, and so on.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
         let informers = self.informers();
         let results = futures::future::join_all(informers.into_iter().map(|gi| async move {

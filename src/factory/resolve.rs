@@ -98,7 +98,7 @@ impl InformerFactory {
             // Resolution read discovery again before saying "not found".
             Ok(name) => match discovery.resolve(&name).await {
                 Ok(known) => return Ok(Resolved::Served(known)),
-                Err(DiscoveryError::Resolve {
+                Err(FactoryError::Resolve {
                     source,
                     unavailable,
                 }) if matches!(*source, VocabularyError::NotFound { .. }) => {
@@ -117,15 +117,14 @@ impl InformerFactory {
                                     name: name.as_str().to_owned(),
                                 });
                             }
-                            return Err(DiscoveryError::Resolve {
+                            return Err(FactoryError::Resolve {
                                 source,
                                 unavailable,
-                            }
-                            .into());
+                            });
                         }
                     }
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             },
         };
         let snapshot = discovery.snapshot();

@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::core::ApiResource;
-use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryConfig, DiscoveryError};
+use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryConfig, FactoryError};
 use kube_dynamic_informer::vocabulary::ResourceAvailability;
 use kube_dynamic_informer::vocabulary::{ResourceKey, ResourceName, VocabularyError};
 use serde_json::json;
@@ -43,8 +43,8 @@ pub fn gizmo_crd(group: &str, marker: &str, scope: &str) -> CustomResourceDefini
     .unwrap()
 }
 
-async fn resolve(discovery: &DiscoveryCache, name: &str) -> Result<String, DiscoveryError> {
-    let parsed = ResourceName::parse(name).map_err(|source| DiscoveryError::Resolve {
+async fn resolve(discovery: &DiscoveryCache, name: &str) -> Result<String, FactoryError> {
+    let parsed = ResourceName::parse(name).map_err(|source| FactoryError::Resolve {
         source: Box::new(source),
         unavailable: vec![],
     })?;
@@ -114,7 +114,7 @@ async fn built_in_resources_resolve_by_every_name_form() {
 
     let err = resolve(&discovery, "deploymnts").await.unwrap_err();
     assert!(
-        matches!(&err, DiscoveryError::Resolve { source, .. }
+        matches!(&err, FactoryError::Resolve { source, .. }
             if matches!(&**source, VocabularyError::NotFound { suggestions, .. }
                 if suggestions.first() == Some(&ResourceKey::new("apps", "v1", "deployments")))),
         "{err:?}"
@@ -290,7 +290,7 @@ async fn the_same_kind_in_two_groups_is_ambiguous_and_the_error_lists_both() {
         .await
         .unwrap_err();
     match &err {
-        DiscoveryError::Resolve { source, .. }
+        FactoryError::Resolve { source, .. }
             if let VocabularyError::Ambiguous { candidates, .. } = &**source =>
         {
             assert!(candidates.contains(&ResourceKey::new(

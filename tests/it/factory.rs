@@ -13,9 +13,7 @@ use kube_client::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube_dynamic_informer::cache::{CacheError, CachedObject};
-use kube_dynamic_informer::factory::{
-    CacheSyncError, FactoryError, InformerFactory, InformerHandle,
-};
+use kube_dynamic_informer::factory::{FactoryError, InformerFactory, InformerHandle};
 use kube_dynamic_informer::informer::BackoffConfig;
 use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, InformerStatus};
@@ -173,7 +171,7 @@ async fn start_is_idempotent_and_starts_informers_asked_for_later() {
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(matches!(
         report.get(&early.resource()),
-        Some(Err(CacheSyncError::NotStarted { .. }))
+        Some(Err(FactoryError::NotStarted { .. }))
     ));
 
     factory.start().unwrap();
@@ -217,7 +215,7 @@ async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
         .await;
     let failure = report.into_result().unwrap_err();
     assert!(
-        matches!(failure, CacheSyncError::NotServed { .. }),
+        matches!(failure, FactoryError::NotServed { .. }),
         "{failure:?}"
     );
     assert!(
@@ -393,7 +391,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     assert!(
         matches!(
             report.get(&widgets.resource()),
-            Some(Err(CacheSyncError::Gone { .. }))
+            Some(Err(FactoryError::Gone { .. }))
         ),
         "{report:?}"
     );
@@ -482,7 +480,7 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
     let report = factory.wait_for_cache_sync(Duration::from_secs(3)).await;
     let failure = report.into_result().unwrap_err();
     match &failure {
-        CacheSyncError::Forbidden { resource, message } => {
+        FactoryError::Forbidden { resource, message } => {
             assert_eq!(resource, &ResourceKey::new("", "v1", "configmaps"));
             assert!(message.contains("forbidden"), "{message}");
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
-use kube_dynamic_informer::factory::DiscoveryError;
+use kube_dynamic_informer::factory::FactoryError;
 
 use crate::exit::Failure;
 use kube_dynamic_informer::vocabulary::error_chain;
@@ -86,7 +86,7 @@ impl Cluster {
     /// A failure to read discovery, which every command does first: the
     /// server, what was asked, and every cause (connection refused, a
     /// certificate, a 401).
-    pub fn unreachable(&self, err: &DiscoveryError) -> Failure {
+    pub fn unreachable(&self, err: &FactoryError) -> Failure {
         Failure::cluster(format!("API server {}: {}", self.server, error_chain(err)))
     }
 }

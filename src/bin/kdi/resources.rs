@@ -4,7 +4,7 @@ use std::cmp::Reverse;
 
 use clap::{Args, ValueEnum};
 use kube_core::Version;
-use kube_dynamic_informer::factory::{DiscoveryCache, DiscoveryError, DiscoverySnapshot};
+use kube_dynamic_informer::factory::{DiscoveryCache, DiscoverySnapshot};
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory, Resolution, ResourcePattern};
 use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::vocabulary::KnownResource;
@@ -175,7 +175,7 @@ async fn explain(
             Ok(_) => Answer::Refused {
                 reason: "not a resource kdi knows how to watch".into(),
             },
-            Err(FactoryError::Discovery(e @ DiscoveryError::Request { .. })) => {
+            Err(e @ FactoryError::Discovery { .. }) => {
                 return Err(cluster.unreachable(&e));
             }
             Err(e) => Answer::Refused {

@@ -720,10 +720,7 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
 /// (as opposed to an answer refusing or not finding the resource).
 fn is_unreachable(err: &FactoryError) -> bool {
     match err {
-        FactoryError::Discovery(crate::factory::discovery::DiscoveryError::Request {
-            source,
-            ..
-        }) => !matches!(source, kube_client::Error::Api(_)),
+        FactoryError::Discovery { source, .. } => !matches!(source, kube_client::Error::Api(_)),
         _ => false,
     }
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ClusterEntry;
-use crate::factory::{CacheSyncError, wait_one_informer};
+use crate::factory::{FactoryError, wait_one_informer};
 
 /// Why one resource's cache is not synced in one cluster, from
 /// [`ClusterSet::wait_for_cache_sync`](super::ClusterSet::wait_for_cache_sync).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClusterSyncError {
     /// The cluster did not answer discovery (connection refused, a timeout,
@@ -45,7 +45,7 @@ pub enum ClusterSyncError {
         cluster: Arc<str>,
         /// Why, as the cluster's factory says it.
         #[source]
-        source: CacheSyncError,
+        source: FactoryError,
     },
     /// Nothing was known of the resource in the cluster when the timeout
     /// passed (its first discovery request had not answered).
@@ -69,7 +69,7 @@ pub enum ClusterSyncError {
 impl ClusterSyncError {
     /// The reason in one camelCase word, for tables and JSON: the cluster's
     /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
-    /// informer's ([`CacheSyncError::reason`]: `forbidden`, `notServed`,
+    /// informer's ([`FactoryError::reason`]: `forbidden`, `notServed`,
     /// `gone`, `timedOut`, `notStarted`, `stopped`).
     #[must_use]
     pub fn reason(&self) -> &'static str {
@@ -84,7 +84,7 @@ impl ClusterSyncError {
 }
 
 /// One line of a [`ClusterSyncReport`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct ClusterSyncResult {
     /// The cluster.
     pub cluster: Arc<str>,
@@ -119,7 +119,7 @@ impl fmt::Display for ClusterSyncResult {
 /// }
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ClusterSyncReport {
     /// Per cluster and resource, whether the cache synced.
     pub results: Vec<ClusterSyncResult>,

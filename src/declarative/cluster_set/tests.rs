@@ -8,7 +8,8 @@ use kube_core::{DynamicObject, ObjectMeta};
 use super::source::cluster_name_of;
 use super::*;
 use crate::cache::StoreWriter;
-use crate::factory::CacheSyncError;
+use crate::factory::FactoryError;
+use crate::informer::WhenNotServed;
 use crate::vocabulary::resource::ResourceKey;
 
 fn config(url: &str) -> Config {
@@ -53,7 +54,7 @@ fn reasons_are_short_words() {
     };
     let key = ResourceKey::new("", "v1", "configmaps");
     assert_eq!(
-        cache(CacheSyncError::Forbidden {
+        cache(FactoryError::Forbidden {
             resource: key.clone(),
             message: "no".into()
         })
@@ -61,9 +62,10 @@ fn reasons_are_short_words() {
         "forbidden"
     );
     assert_eq!(
-        cache(CacheSyncError::NotServed {
+        cache(FactoryError::NotServed {
             resource: key,
-            reason: "no".into()
+            reason: "no".into(),
+            when: WhenNotServed::Wait,
         })
         .reason(),
         "notServed"

@@ -9,14 +9,15 @@ use super::{
 use crate::cache::index::IndexFn;
 use crate::cache::projection::Projection;
 use crate::cache::store::Storage;
-use crate::factory::pattern::{PatternError, ResourcePattern, ScopeFilter};
+use crate::factory::FactoryError;
+use crate::factory::pattern::{ResourcePattern, ScopeFilter};
 use crate::informer::options::InformerOptions;
 use crate::informer::snapshot::SnapshotOptions;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::shard::{ShardKey, StaticShard};
 
 /// Why names, indexes or an overlay do not make a set.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SetError {
     /// No resource or pattern was named.
@@ -37,7 +38,7 @@ pub enum SetError {
         /// The pattern as written.
         name: String,
         /// What is wrong.
-        source: PatternError,
+        source: Box<FactoryError>,
     },
     /// Exclusions or a scope filter were given, and no pattern.
     #[error(
@@ -184,7 +185,7 @@ impl InformerSet {
         for name in names {
             let pattern_error = |source| SetError::Pattern {
                 name: name.clone(),
-                source,
+                source: Box::new(source),
             };
             match ResourcePattern::parse(name).map_err(pattern_error)? {
                 Some(mut pattern) => {

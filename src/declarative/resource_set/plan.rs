@@ -255,11 +255,8 @@ impl Plan {
                 when: WhenNotServed::Skip,
                 ..
             } => Some(reason.clone()),
-            FactoryError::Discovery(d)
-                if want.options.when_not_served == WhenNotServed::Skip
-                    && !matches!(d, crate::factory::discovery::DiscoveryError::Request { .. }) =>
-            {
-                Some(d.to_string())
+            FactoryError::Resolve { .. } if want.options.when_not_served == WhenNotServed::Skip => {
+                Some(e.to_string())
             }
             _ => None,
         };

@@ -7,14 +7,15 @@ use futures::StreamExt;
 use kube_client::Client;
 use kube_core::discovery::v2::APIGroupDiscoveryList;
 
-use super::{DiscoveryConfig, DiscoveryError, DiscoverySnapshot, UnavailableGroupVersion};
+use super::{DiscoveryConfig, DiscoverySnapshot, UnavailableGroupVersion};
+use crate::factory::FactoryError;
 use crate::vocabulary::resource::KnownResource;
 
 /// One discovery pass.
 pub(super) async fn fetch(
     client: &Client,
     config: &DiscoveryConfig,
-) -> Result<DiscoverySnapshot, DiscoveryError> {
+) -> Result<DiscoverySnapshot, FactoryError> {
     if config.aggregated {
         match fetch_aggregated(client).await {
             Ok(Some(snapshot)) => return Ok(snapshot),
@@ -31,8 +32,8 @@ pub(super) async fn fetch(
     fetch_per_group(client, config.concurrency.max(1), config.group_timeout).await
 }
 
-fn request_error(path: &str) -> impl FnOnce(kube_client::Error) -> DiscoveryError + '_ {
-    move |source| DiscoveryError::Request {
+fn request_error(path: &str) -> impl FnOnce(kube_client::Error) -> FactoryError + '_ {
+    move |source| FactoryError::Discovery {
         path: path.to_owned(),
         source,
     }
@@ -43,7 +44,7 @@ fn request_error(path: &str) -> impl FnOnce(kube_client::Error) -> DiscoveryErro
 /// the aggregated `/api` always holds the core group).
 pub(super) async fn fetch_aggregated(
     client: &Client,
-) -> Result<Option<DiscoverySnapshot>, DiscoveryError> {
+) -> Result<Option<DiscoverySnapshot>, FactoryError> {
     let core = client
         .list_core_api_versions_aggregated()
         .await
@@ -108,7 +109,7 @@ pub(super) async fn fetch_per_group(
     client: &Client,
     concurrency: usize,
     timeout: Duration,
-) -> Result<DiscoverySnapshot, DiscoveryError> {
+) -> Result<DiscoverySnapshot, FactoryError> {
     let core = client
         .list_core_api_versions()
         .await

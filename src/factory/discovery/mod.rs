@@ -29,6 +29,7 @@ mod snapshot;
 
 pub use snapshot::DiscoverySnapshot;
 
+use crate::factory::FactoryError;
 use fetch::fetch;
 use follow::{
     CrdExpectation, api_service_resource, crd_resource, custom_resources, drain, next_or_pending,
@@ -37,42 +38,6 @@ use follow::{
 
 /// `(group, plural)` pairs.
 pub type GroupPlurals = HashSet<(String, String)>;
-
-/// Errors of discovery.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DiscoveryError {
-    /// A discovery document every answer depends on (`/api` or `/apis`)
-    /// could not be read.
-    #[error("reading API discovery {path}: {source}")]
-    Request {
-        /// The path requested.
-        path: String,
-        /// The client's error.
-        #[source]
-        source: kube_client::Error,
-    },
-    /// The name matches no served resource, or several; `unavailable` lists
-    /// the group versions that could not be discovered and might have held
-    /// it.
-    #[error("{source}{}", unavailable_note(.unavailable))]
-    Resolve {
-        /// What resolution found.
-        #[source]
-        source: Box<VocabularyError>,
-        /// Group versions that could not be discovered (an aggregated API that
-        /// is down) and that the name might refer to.
-        unavailable: Vec<UnavailableGroupVersion>,
-    },
-}
-
-fn unavailable_note(unavailable: &[UnavailableGroupVersion]) -> String {
-    if unavailable.is_empty() {
-        return String::new();
-    }
-    let list: Vec<String> = unavailable.iter().map(ToString::to_string).collect();
-    format!(" (not discovered, so not searched: {})", list.join("; "))
-}
 
 /// A group version that discovery could not read: an aggregated API server
 /// that is down, or that answered with an error.
@@ -240,16 +205,16 @@ impl DiscoveryCache {
     /// Reads discovery now (or joins a pass that started after this call).
     ///
     /// # Errors
-    /// [`DiscoveryError::Request`] when `/api` or `/apis` cannot be read.
+    /// [`FactoryError::Discovery`] when `/api` or `/apis` cannot be read.
     /// Group versions that fail alone are reported in the snapshot instead.
-    pub async fn refresh(&self) -> Result<Arc<DiscoverySnapshot>, DiscoveryError> {
+    pub async fn refresh(&self) -> Result<Arc<DiscoverySnapshot>, FactoryError> {
         let seen = self.snapshot().generation;
         self.refresh_after(seen).await
     }
 
     /// A snapshot newer than generation `seen`: the result of a pass that
     /// started after the caller saw `seen`, either ours or a concurrent one.
-    async fn refresh_after(&self, seen: u64) -> Result<Arc<DiscoverySnapshot>, DiscoveryError> {
+    async fn refresh_after(&self, seen: u64) -> Result<Arc<DiscoverySnapshot>, FactoryError> {
         let _guard = self.inner.refresh.lock().await;
         let current = self.snapshot();
         if current.generation > seen {
@@ -293,7 +258,7 @@ impl DiscoveryCache {
     }
 
     /// The current snapshot, reading discovery first if it never ran.
-    async fn loaded(&self) -> Result<(Arc<DiscoverySnapshot>, bool), DiscoveryError> {
+    async fn loaded(&self) -> Result<(Arc<DiscoverySnapshot>, bool), FactoryError> {
         let current = self.snapshot();
         if current.is_loaded() {
             Ok((current, false))
@@ -306,16 +271,16 @@ impl DiscoveryCache {
     /// read again before the answer is "not found".
     ///
     /// # Errors
-    /// [`DiscoveryError::Resolve`] for an unknown name (with suggestions and
+    /// [`FactoryError::Resolve`] for an unknown name (with suggestions and
     /// the group versions that could not be discovered) or an ambiguous one
-    /// (with the choices); [`DiscoveryError::Request`].
-    pub async fn resolve(&self, name: &ResourceName) -> Result<KnownResource, DiscoveryError> {
+    /// (with the choices); [`FactoryError::Discovery`].
+    pub async fn resolve(&self, name: &ResourceName) -> Result<KnownResource, FactoryError> {
         let (snapshot, fresh) = self.loaded().await?;
         match name.resolve(snapshot.resources()) {
             Ok(found) => return Ok(found.clone()),
             Err(VocabularyError::NotFound { .. }) if !fresh => {}
             Err(source) => {
-                return Err(DiscoveryError::Resolve {
+                return Err(FactoryError::Resolve {
                     unavailable: snapshot.unavailable_for(name),
                     source: Box::new(source),
                 });
@@ -324,7 +289,7 @@ impl DiscoveryCache {
         let snapshot = self.refresh_after(snapshot.generation).await?;
         name.resolve(snapshot.resources())
             .cloned()
-            .map_err(|source| DiscoveryError::Resolve {
+            .map_err(|source| FactoryError::Resolve {
                 unavailable: snapshot.unavailable_for(name),
                 source: Box::new(source),
             })
@@ -335,9 +300,9 @@ impl DiscoveryCache {
     /// the CRDs listed now.
     ///
     /// # Errors
-    /// [`DiscoveryError::Request`] when the CRDs cannot be listed (the
+    /// [`FactoryError::Discovery`] when the CRDs cannot be listed (the
     /// client may not, for instance).
-    pub async fn custom_resources(&self) -> Result<Arc<HashSet<(String, String)>>, DiscoveryError> {
+    pub async fn custom_resources(&self) -> Result<Arc<HashSet<(String, String)>>, FactoryError> {
         if let Some(known) = self.inner.custom.lock().clone() {
             return Ok(known);
         }
@@ -346,7 +311,7 @@ impl DiscoveryCache {
         let list = api
             .list_metadata(&kube_client::api::ListParams::default())
             .await
-            .map_err(|source| DiscoveryError::Request {
+            .map_err(|source| FactoryError::Discovery {
                 path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".into(),
                 source,
             })?;
@@ -368,8 +333,8 @@ impl DiscoveryCache {
     /// when it is not in the cache; `None` when it is not served.
     ///
     /// # Errors
-    /// [`DiscoveryError::Request`].
-    pub async fn lookup(&self, key: &ResourceKey) -> Result<Option<KnownResource>, DiscoveryError> {
+    /// [`FactoryError::Discovery`].
+    pub async fn lookup(&self, key: &ResourceKey) -> Result<Option<KnownResource>, FactoryError> {
         let (snapshot, fresh) = self.loaded().await?;
         if let Some(found) = snapshot.get(key) {
             return Ok(Some(found.clone()));

@@ -214,7 +214,10 @@ impl DiscoverySnapshot {
             Err(other) => other.to_string(),
         };
         ResourceAvailability::NotServed {
-            reason: format!("{reason}{}", unavailable_note(&self.unavailable_for(name))),
+            reason: format!(
+                "{reason}{}",
+                crate::factory::error::unavailable_note(&self.unavailable_for(name))
+            ),
         }
     }
 

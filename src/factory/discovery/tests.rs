@@ -1,6 +1,7 @@
 use super::fetch::add_aggregated;
 use super::follow::*;
 use super::*;
+use crate::factory::FactoryError;
 use kube_core::DynamicObject;
 use serde_json::json;
 
@@ -122,7 +123,7 @@ fn unavailable_groups_are_named_in_resolution_errors() {
     assert_eq!(s.unavailable_for(&name).len(), 1);
     let name = ResourceName::parse("deployments.apps").unwrap();
     assert!(s.unavailable_for(&name).is_empty());
-    let err = DiscoveryError::Resolve {
+    let err = FactoryError::Resolve {
         source: Box::new(VocabularyError::NotFound {
             input: "podmetrics".into(),
             suggestions: vec![],

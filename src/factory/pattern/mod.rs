@@ -7,46 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::factory::FactoryError;
 use crate::factory::discovery::DiscoverySnapshot;
 use crate::vocabulary::resource::KnownResource;
-
-/// A problem with a pattern.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PatternError {
-    /// The pattern has no criterion and no `include`: it would select
-    /// nothing, or everything, and neither is likely meant.
-    #[error(
-        "a pattern needs at least one of groups, categories, customResources: true or include; `groups: [\"*\"]` selects every resource"
-    )]
-    Empty,
-    /// A group glob is malformed.
-    #[error("group pattern {pattern:?}: {reason}")]
-    Group {
-        /// The glob as written.
-        pattern: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A name in `include` or `exclude` (or a category) is malformed.
-    #[error("{field} entry {name:?}: {reason}")]
-    Name {
-        /// `include`, `exclude` or `categories`.
-        field: &'static str,
-        /// The entry as written.
-        name: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A pattern given on the command line does not parse.
-    #[error("pattern {input:?}: {reason}")]
-    Syntax {
-        /// The text given.
-        input: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-}
 
 /// Which scope of resources a pattern keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,18 +127,18 @@ impl ResourcePattern {
     /// let qa = ResourcePattern::parse("category:qa")?.unwrap();
     /// assert_eq!(qa.categories, ["qa"]);
     /// assert!(ResourcePattern::parse("custom:").is_err());
-    /// # Ok::<(), kube_dynamic_informer::factory::PatternError>(())
+    /// # Ok::<(), kube_dynamic_informer::factory::FactoryError>(())
     /// ```
     ///
     /// # Errors
-    /// [`PatternError::Syntax`] for an empty list, or any problem
+    /// [`FactoryError::PatternSyntax`] for an empty list, or any problem
     /// [`check`](Self::check) finds.
-    pub fn parse(input: &str) -> Result<Option<ResourcePattern>, PatternError> {
-        let syntax = |reason: &str| PatternError::Syntax {
+    pub fn parse(input: &str) -> Result<Option<ResourcePattern>, FactoryError> {
+        let syntax = |reason: &str| FactoryError::PatternSyntax {
             input: input.to_string(),
             reason: reason.to_string(),
         };
-        let list = |rest: &str, what: &str| -> Result<Vec<String>, PatternError> {
+        let list = |rest: &str, what: &str| -> Result<Vec<String>, FactoryError> {
             let items: Vec<String> = rest
                 .split(',')
                 .map(str::trim)
@@ -209,7 +172,7 @@ impl ResourcePattern {
     ///
     /// # Errors
     /// The first problem found; [`problems`](Self::problems) lists all.
-    pub fn check(&self) -> Result<(), PatternError> {
+    pub fn check(&self) -> Result<(), FactoryError> {
         match self.problems().into_iter().next() {
             Some((_, _, e)) => Err(e),
             None => Ok(()),
@@ -220,21 +183,21 @@ impl ResourcePattern {
     /// it is about: `("groups", Some(1), ...)`; `("", None, ...)` for the
     /// pattern as a whole.
     #[must_use]
-    pub fn problems(&self) -> Vec<(&'static str, Option<usize>, PatternError)> {
+    pub fn problems(&self) -> Vec<(&'static str, Option<usize>, FactoryError)> {
         let mut found = Vec::new();
         if self.groups.is_empty()
             && self.categories.is_empty()
             && !self.custom_resources
             && self.include.is_empty()
         {
-            found.push(("", None, PatternError::Empty));
+            found.push(("", None, FactoryError::EmptyPattern));
         }
         for (i, g) in self.groups.iter().enumerate() {
             if let Err(reason) = check_group_glob(g) {
                 found.push((
                     "groups",
                     Some(i),
-                    PatternError::Group {
+                    FactoryError::PatternGroup {
                         pattern: g.clone(),
                         reason,
                     },
@@ -251,7 +214,7 @@ impl ResourcePattern {
                     found.push((
                         field,
                         Some(i),
-                        PatternError::Name {
+                        FactoryError::PatternName {
                             field,
                             name: name.clone(),
                             reason,

@@ -3,6 +3,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::*;
+use crate::factory::FactoryError;
 
 fn resource(
     plural: &str,
@@ -199,7 +200,10 @@ fn scope_include_and_exclude() {
 
 #[test]
 fn problems_are_all_reported_with_their_place() {
-    assert_eq!(ResourcePattern::default().check(), Err(PatternError::Empty));
+    assert!(matches!(
+        ResourcePattern::default().check(),
+        Err(FactoryError::EmptyPattern)
+    ));
     let p = ResourcePattern::default()
         .groups(["ok.io", "Bad_Group"])
         .exclude(["", "fine"])
