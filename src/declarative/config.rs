@@ -29,7 +29,8 @@ use crate::vocabulary::resource::ResourceName;
 use crate::vocabulary::selector::{Selector, validate_field_selector};
 use crate::vocabulary::shard::StaticShard;
 
-pub use overlay::{Overlay, SetError};
+use crate::declarative::DeclarativeError;
+pub use overlay::Overlay;
 pub use yaml::Position;
 
 /// The `apiVersion` of config files this version of the library reads.
@@ -294,7 +295,7 @@ pub fn json_schema() -> serde_json::Value {
 
 /// One problem in a config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
+pub struct ConfigProblem {
     /// The file (or `<input>` for text).
     pub file: PathBuf,
     /// Where the offending value (or key) starts; `None` for a problem with
@@ -306,7 +307,7 @@ pub struct ConfigError {
     pub message: String,
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:", self.file.display())?;
         if let Some(Position { line, column }) = self.position {
@@ -320,36 +321,16 @@ impl fmt::Display for ConfigError {
     }
 }
 
-/// Every problem found in a config file, in file order.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigErrors {
-    /// The problems, at least one.
-    pub errors: Vec<ConfigError>,
-}
-
-/// One problem on one line; several under a count, one per line.
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let [only] = self.errors.as_slice() {
-            return write!(f, "{only}");
-        }
-        write!(f, "{} problems in config:", self.errors.len())?;
-        for e in &self.errors {
-            write!(f, "\n  {e}")?;
-        }
-        Ok(())
-    }
-}
-
 impl InformerSet {
     /// Reads and validates a config file.
     ///
     /// # Errors
     /// Every problem in the file (or the I/O error, as one problem).
-    pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+    pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, DeclarativeError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigErrors::whole_file(path, format!("cannot read the file: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            DeclarativeError::whole_file(path, format!("cannot read the file: {e}"))
+        })?;
         Self::load_str(&text, path)
     }
 
@@ -377,24 +358,25 @@ impl InformerSet {
     ///
     /// # Errors
     /// Every problem in the text.
-    pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, ConfigErrors> {
+    pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, DeclarativeError> {
         let file = file.as_ref().to_path_buf();
         let doc = match yaml::parse(text, &entry_limit) {
             Ok(doc) => doc,
             Err(e) => {
-                return Err(ConfigErrors {
-                    errors: vec![ConfigError {
+                return Err(DeclarativeError::Config {
+                    errors: vec![ConfigProblem {
                         file,
                         position: Some(e.position),
                         path: String::new(),
                         message: format!("not valid YAML or JSON: {}", e.message),
                     }],
+                    unserved: false,
                 });
             }
         };
         // Nothing but whitespace and comments.
         if doc.value.is_null() {
-            return Err(ConfigErrors::whole_file(
+            return Err(DeclarativeError::whole_file(
                 &file,
                 format!(
                     "the file is empty; a config file holds `apiVersion: {API_VERSION}`, `kind: {KIND}` and `informers`"
@@ -413,10 +395,13 @@ impl InformerSet {
             let mut errors = v.errors;
             errors.sort_by(|a, b| a.position.cmp(&b.position).then(a.message.cmp(&b.message)));
             errors.dedup();
-            return Err(ConfigErrors { errors });
+            return Err(DeclarativeError::Config {
+                errors,
+                unserved: false,
+            });
         }
         serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| {
-            ConfigErrors::whole_file(&v.file, format!("does not match the config types: {e}"))
+            DeclarativeError::whole_file(&v.file, format!("does not match the config types: {e}"))
         })
     }
 }
@@ -456,24 +441,10 @@ pub fn position_of(text: &str, pointer: &str) -> Option<Position> {
 }
 
 /// `/informers/1/labelSelector` → `informers[1].labelSelector`, as
-/// [`ConfigError::path`] shows a place.
+/// [`ConfigProblem::path`] shows a place.
 #[must_use]
 pub fn pointer_path(pointer: &str) -> String {
     display_path(pointer)
-}
-
-impl ConfigErrors {
-    /// One problem with the file as a whole.
-    fn whole_file(file: &Path, message: String) -> Self {
-        ConfigErrors {
-            errors: vec![ConfigError {
-                file: file.to_path_buf(),
-                position: None,
-                path: String::new(),
-                message,
-            }],
-        }
-    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@
 //! names, bad selectors, bad durations, bad projection paths and bad
 //! JMESPath expressions are all rejected, and **every** problem in the file
 //! is reported at once, each with file, line and column and the offending
-//! value ([`ConfigErrors`]).
+//! value ([`DeclarativeError`]).
 //!
 //! # Resource sets
 //!
@@ -124,7 +124,7 @@
 //! cluster therefore resolves its resources in a task of its own, retried
 //! with backoff while the cluster cannot be reached; nothing in the set
 //! waits for one cluster before serving another. A cluster that cannot be
-//! reached is reported as [`ClusterSyncError::Unreachable`] by
+//! reached is reported as [`DeclarativeError::Unreachable`] by
 //! [`ClusterSet::wait_for_cache_sync`] and as
 //! [`ResourceState::Unresolved`] by [`ClusterSet::status`], and starts
 //! serving as soon as it answers.
@@ -273,27 +273,28 @@
 pub(crate) mod cluster_set;
 #[cfg(feature = "config")]
 pub(crate) mod config;
+pub(crate) mod error;
 #[cfg(feature = "config")]
 pub(crate) mod resource_set;
 pub(crate) mod shard_group;
 
 pub use cluster_set::{
-    ClusterEvent, ClusterLister, ClusterObject, ClusterSet, ClusterSetError, ClusterSyncError,
-    ClusterSyncReport, ClusterSyncResult, ResourceState, RetryDelays, all_contexts,
-    clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
+    ClusterEvent, ClusterLister, ClusterObject, ClusterSet, ClusterSyncReport, ClusterSyncResult,
+    ResourceState, RetryDelays, all_contexts, clusters_from_all_contexts, clusters_from_contexts,
+    clusters_from_dir,
 };
 #[cfg(feature = "config")]
 pub use config::{
-    API_VERSION, ClustersConfig, ConfigError, ConfigErrors, InformerSet, InformerSpec, KIND,
-    MAX_INDEXES, Overlay, PatternSpec, Position, SetError, ShardGroupSpec, json_schema,
-    pointer_path, position_of,
+    API_VERSION, ClustersConfig, ConfigProblem, InformerSet, InformerSpec, KIND, MAX_INDEXES,
+    Overlay, PatternSpec, Position, ShardGroupSpec, json_schema, pointer_path, position_of,
 };
+pub use error::DeclarativeError;
 #[cfg(feature = "config")]
 pub use resource_set::{
-    AccessPolicy, ReloadError, ReloadStatus, ReloadTriggers, Removal, ResourceSet, SetEvent,
-    SetMember, SetStatus, SkippedMember,
+    AccessPolicy, ReloadStatus, ReloadTriggers, Removal, ResourceSet, SetEvent, SetMember,
+    SetStatus, SkippedMember,
 };
 pub use shard_group::{
     MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
-    ShardGroupError, rbac_role, rendezvous,
+    rbac_role, rendezvous,
 };

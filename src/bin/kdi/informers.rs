@@ -10,7 +10,7 @@ use clap::Args;
 use kube_dynamic_informer::cache::Projection;
 use kube_dynamic_informer::cache::Storage;
 use kube_dynamic_informer::declarative::{
-    AccessPolicy, InformerSet, Overlay, ResourceSet, SetError, ShardGroupSpec,
+    AccessPolicy, DeclarativeError, InformerSet, Overlay, ResourceSet, ShardGroupSpec,
 };
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
@@ -209,8 +209,8 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             let namespaces = namespaces(sel).unwrap_or_default();
             InformerSet::from_names(&sel.resources, indexes, &namespaces, &sel.exclude, scope)
                 .map_err(|e| match e {
-                    SetError::Pattern { .. } => Failure::usage(format!("-r {e}")),
-                    SetError::FilterWithoutPattern => {
+                    DeclarativeError::Pattern { .. } => Failure::usage(format!("-r {e}")),
+                    DeclarativeError::FilterWithoutPattern => {
                         Failure::usage(format!("--exclude and --scope: {e}"))
                     }
                     e => Failure::usage(e),
@@ -354,13 +354,13 @@ pub async fn resource_set(
             let message = match source {
                 Some(_) => e.to_string(),
                 None => e
-                    .errors
+                    .problems()
                     .iter()
                     .map(|c| c.message.as_str())
                     .collect::<Vec<_>>()
                     .join("\n"),
             };
-            if e.unserved {
+            if matches!(e, DeclarativeError::Config { unserved: true, .. }) {
                 Failure::not_synced(message)
             } else {
                 Failure::usage(message)

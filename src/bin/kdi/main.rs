@@ -195,7 +195,7 @@ fn check(args: &CheckArgs) -> ExitCode {
             }
             Err(errors) => {
                 failed = true;
-                for e in &errors.errors {
+                for e in errors.problems() {
                     said = said.and(output::print_line(e));
                 }
             }

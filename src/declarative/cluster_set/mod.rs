@@ -31,8 +31,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::declarative::DeclarativeError;
 pub use lister::{ClusterLister, ClusterObject};
-pub use report::{ClusterSyncError, ClusterSyncReport, ClusterSyncResult};
+pub use report::{ClusterSyncReport, ClusterSyncResult};
 pub use source::{
     all_contexts, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
 };
@@ -42,42 +43,6 @@ use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
 use crate::informer::{Event, HandlerOptions, InformerStatus};
 use crate::vocabulary::error_chain;
-
-/// Errors of the cluster set.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClusterSetError {
-    /// A cluster of this name is already in the set.
-    #[error("cluster {0:?} is already in the set")]
-    DuplicateCluster(String),
-    /// The name cannot name a cluster: empty, or with a `/` (which
-    /// separates the cluster from the rest of a merged key).
-    #[error("{0:?} cannot name a cluster: a name is not empty and has no '/'")]
-    BadClusterName(String),
-    /// The cluster's client could not be built from its configuration
-    /// (certificates, proxy settings).
-    #[error("cluster {cluster:?}: building its client: {error}")]
-    Client {
-        /// The cluster.
-        cluster: String,
-        /// Why, as text.
-        error: String,
-    },
-    /// A kubeconfig could not be read or names no usable context.
-    #[error("{what}: {error}")]
-    Kubeconfig {
-        /// The file or context.
-        what: String,
-        /// Why, as text.
-        error: String,
-    },
-    /// The set was shut down.
-    #[error("the cluster set was shut down")]
-    ShutDown,
-    /// [`ClusterSet::start`] was called outside a tokio runtime.
-    #[error("starting a cluster set needs a tokio runtime")]
-    NoRuntime,
-}
 
 /// An event of one cluster, as [`ClusterSet::add_handler`]'s handlers
 /// receive it.
@@ -347,15 +312,15 @@ impl ClusterSet {
     /// its resources in the background.
     ///
     /// # Errors
-    /// [`ClusterSetError::BadClusterName`], [`ClusterSetError::DuplicateCluster`],
-    /// [`ClusterSetError::Client`], [`ClusterSetError::ShutDown`].
+    /// [`DeclarativeError::BadClusterName`], [`DeclarativeError::DuplicateCluster`],
+    /// [`DeclarativeError::Client`], [`DeclarativeError::ShutDown`].
     pub fn add_cluster(
         &self,
         name: impl Into<String>,
         config: Config,
-    ) -> Result<(), ClusterSetError> {
+    ) -> Result<(), DeclarativeError> {
         let name = name.into();
-        let client = Client::try_from(config).map_err(|e| ClusterSetError::Client {
+        let client = Client::try_from(config).map_err(|e| DeclarativeError::Client {
             cluster: name.clone(),
             error: error_chain(&e),
         })?;
@@ -365,23 +330,23 @@ impl ClusterSet {
     /// As [`add_cluster`](Self::add_cluster), with a client already built.
     ///
     /// # Errors
-    /// [`ClusterSetError::BadClusterName`], [`ClusterSetError::DuplicateCluster`],
-    /// [`ClusterSetError::ShutDown`].
+    /// [`DeclarativeError::BadClusterName`], [`DeclarativeError::DuplicateCluster`],
+    /// [`DeclarativeError::ShutDown`].
     pub fn add_cluster_client(
         &self,
         name: impl Into<String>,
         client: Client,
-    ) -> Result<(), ClusterSetError> {
+    ) -> Result<(), DeclarativeError> {
         let name = name.into();
         if name.is_empty() || name.contains('/') {
-            return Err(ClusterSetError::BadClusterName(name));
+            return Err(DeclarativeError::BadClusterName(name));
         }
         let mut state = self.inner.state.lock();
         if state.shut_down {
-            return Err(ClusterSetError::ShutDown);
+            return Err(DeclarativeError::ShutDown);
         }
         if state.clusters.contains_key(name.as_str()) {
-            return Err(ClusterSetError::DuplicateCluster(name));
+            return Err(DeclarativeError::DuplicateCluster(name));
         }
         let name: Arc<str> = name.into();
         let entry = Arc::new(ClusterEntry {
@@ -490,15 +455,15 @@ impl ClusterSet {
     /// again does nothing.
     ///
     /// # Errors
-    /// [`ClusterSetError::NoRuntime`] outside a tokio runtime;
-    /// [`ClusterSetError::ShutDown`].
-    pub fn start(&self) -> Result<(), ClusterSetError> {
+    /// [`DeclarativeError::NoRuntime`] outside a tokio runtime;
+    /// [`DeclarativeError::ShutDown`].
+    pub fn start(&self) -> Result<(), DeclarativeError> {
         if tokio::runtime::Handle::try_current().is_err() {
-            return Err(ClusterSetError::NoRuntime);
+            return Err(DeclarativeError::NoRuntime);
         }
         let mut state = self.inner.state.lock();
         if state.shut_down {
-            return Err(ClusterSetError::ShutDown);
+            return Err(DeclarativeError::ShutDown);
         }
         if !state.started {
             state.started = true;

@@ -6,82 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ClusterEntry;
-use crate::factory::{FactoryError, wait_one_informer};
-
-/// Why one resource's cache is not synced in one cluster, from
-/// [`ClusterSet::wait_for_cache_sync`](super::ClusterSet::wait_for_cache_sync).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClusterSyncError {
-    /// The cluster did not answer discovery (connection refused, a timeout,
-    /// a certificate): the resource is not resolved there yet. Retried with
-    /// backoff; it syncs once the cluster answers.
-    #[error("cluster {cluster}: {resource}: unreachable: {error}")]
-    Unreachable {
-        /// The cluster.
-        cluster: Arc<str>,
-        /// The resource, as named.
-        resource: Arc<str>,
-        /// The client's error, as text.
-        error: String,
-    },
-    /// The cluster answered but the name designates nothing watchable there
-    /// (unknown, ambiguous, not watchable), or the answer was an error.
-    /// Retried with backoff.
-    #[error("cluster {cluster}: {resource}: {error}")]
-    Unresolved {
-        /// The cluster.
-        cluster: Arc<str>,
-        /// The resource, as named.
-        resource: Arc<str>,
-        /// Why, as text.
-        error: String,
-    },
-    /// The informer exists and did not sync: forbidden (403), not served,
-    /// gone, timed out.
-    #[error("cluster {cluster}: {source}")]
-    Cache {
-        /// The cluster.
-        cluster: Arc<str>,
-        /// Why, as the cluster's factory says it.
-        #[source]
-        source: FactoryError,
-    },
-    /// Nothing was known of the resource in the cluster when the timeout
-    /// passed (its first discovery request had not answered).
-    #[error("cluster {cluster}: {resource}: not resolved within {timeout:?}")]
-    TimedOut {
-        /// The cluster.
-        cluster: Arc<str>,
-        /// The resource, as named.
-        resource: Arc<str>,
-        /// The timeout.
-        timeout: Duration,
-    },
-    /// The cluster was removed while waiting.
-    #[error("cluster {cluster}: removed from the set")]
-    Removed {
-        /// The cluster.
-        cluster: Arc<str>,
-    },
-}
-
-impl ClusterSyncError {
-    /// The reason in one camelCase word, for tables and JSON: the cluster's
-    /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
-    /// informer's ([`FactoryError::reason`]: `forbidden`, `notServed`,
-    /// `gone`, `timedOut`, `notStarted`, `stopped`).
-    #[must_use]
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ClusterSyncError::Unreachable { .. } => "unreachable",
-            ClusterSyncError::Unresolved { .. } => "unresolved",
-            ClusterSyncError::TimedOut { .. } => "timedOut",
-            ClusterSyncError::Removed { .. } => "removed",
-            ClusterSyncError::Cache { source, .. } => source.reason(),
-        }
-    }
-}
+use crate::declarative::DeclarativeError;
+use crate::factory::wait_one_informer;
 
 /// One line of a [`ClusterSyncReport`].
 #[derive(Debug)]
@@ -91,7 +17,7 @@ pub struct ClusterSyncResult {
     /// The resource, as named to [`ClusterSet::add_resource`](super::ClusterSet::add_resource).
     pub resource: Arc<str>,
     /// Whether its cache synced there.
-    pub result: Result<(), ClusterSyncError>,
+    pub result: Result<(), DeclarativeError>,
 }
 
 impl fmt::Display for ClusterSyncResult {
@@ -133,13 +59,13 @@ impl ClusterSyncReport {
     }
 
     /// The failures.
-    pub fn failures(&self) -> impl Iterator<Item = &ClusterSyncError> {
+    pub fn failures(&self) -> impl Iterator<Item = &DeclarativeError> {
         self.results.iter().filter_map(|r| r.result.as_ref().err())
     }
 
     /// The result for one cluster and resource.
     #[must_use]
-    pub fn get(&self, cluster: &str, resource: &str) -> Option<&Result<(), ClusterSyncError>> {
+    pub fn get(&self, cluster: &str, resource: &str) -> Option<&Result<(), DeclarativeError>> {
         self.results
             .iter()
             .find(|r| &*r.cluster == cluster && &*r.resource == resource)
@@ -159,12 +85,12 @@ pub(super) async fn wait_one(
     resource: &Arc<str>,
     deadline: tokio::time::Instant,
     timeout: Duration,
-) -> Result<(), ClusterSyncError> {
+) -> Result<(), DeclarativeError> {
     let mut changed = cluster.changed.subscribe();
     let informer = loop {
         changed.mark_unchanged();
         if cluster.cancel.is_cancelled() {
-            return Err(ClusterSyncError::Removed {
+            return Err(DeclarativeError::Removed {
                 cluster: cluster.name.clone(),
             });
         }
@@ -184,17 +110,17 @@ pub(super) async fn wait_one(
         };
         if expired {
             return Err(match failure {
-                Some(f) if f.unreachable => ClusterSyncError::Unreachable {
+                Some(f) if f.unreachable => DeclarativeError::Unreachable {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     error: f.error,
                 },
-                Some(f) => ClusterSyncError::Unresolved {
+                Some(f) => DeclarativeError::Unresolved {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     error: f.error,
                 },
-                None => ClusterSyncError::TimedOut {
+                None => DeclarativeError::TimedOut {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     timeout,
@@ -205,8 +131,8 @@ pub(super) async fn wait_one(
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     wait_one_informer(&informer, left)
         .await
-        .map_err(|source| ClusterSyncError::Cache {
+        .map_err(|source| DeclarativeError::Cache {
             cluster: cluster.name.clone(),
-            source,
+            source: Box::new(source),
         })
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use kube_client::Config;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
-use super::ClusterSetError;
+use super::DeclarativeError;
 use crate::vocabulary::error_chain;
 
 /// The names of every context of a kubeconfig, in file order.
@@ -19,12 +19,12 @@ pub fn all_contexts(kubeconfig: &Kubeconfig) -> Vec<String> {
 /// as that context says (exec plugins and all).
 ///
 /// # Errors
-/// [`ClusterSetError::Kubeconfig`] naming the context that is missing or
+/// [`DeclarativeError::Kubeconfig`] naming the context that is missing or
 /// unusable.
 pub async fn clusters_from_contexts(
     kubeconfig: &Kubeconfig,
     contexts: &[String],
-) -> Result<Vec<(String, Config)>, ClusterSetError> {
+) -> Result<Vec<(String, Config)>, DeclarativeError> {
     let mut out = Vec::with_capacity(contexts.len());
     for context in contexts {
         let options = KubeConfigOptions {
@@ -33,7 +33,7 @@ pub async fn clusters_from_contexts(
         };
         let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
             .await
-            .map_err(|e| ClusterSetError::Kubeconfig {
+            .map_err(|e| DeclarativeError::Kubeconfig {
                 what: format!("kubeconfig context {context:?}"),
                 error: error_chain(&e),
             })?;
@@ -48,7 +48,7 @@ pub async fn clusters_from_contexts(
 /// As [`clusters_from_contexts`].
 pub async fn clusters_from_all_contexts(
     kubeconfig: &Kubeconfig,
-) -> Result<Vec<(String, Config)>, ClusterSetError> {
+) -> Result<Vec<(String, Config)>, DeclarativeError> {
     clusters_from_contexts(kubeconfig, &all_contexts(kubeconfig)).await
 }
 
@@ -68,10 +68,10 @@ pub async fn clusters_from_all_contexts(
 /// ```
 ///
 /// # Errors
-/// [`ClusterSetError::Kubeconfig`] naming the directory or the file that
+/// [`DeclarativeError::Kubeconfig`] naming the directory or the file that
 /// cannot be read or used.
-pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, ClusterSetError> {
-    let unreadable = |e: std::io::Error| ClusterSetError::Kubeconfig {
+pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, DeclarativeError> {
+    let unreadable = |e: std::io::Error| DeclarativeError::Kubeconfig {
         what: format!("kubeconfig directory {}", dir.display()),
         error: e.to_string(),
     };
@@ -90,7 +90,7 @@ pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, Clus
     let mut out = Vec::with_capacity(files.len());
     for path in files {
         let name = cluster_name_of(&path);
-        let bad = |error: String| ClusterSetError::Kubeconfig {
+        let bad = |error: String| DeclarativeError::Kubeconfig {
             what: format!("kubeconfig {}", path.display()),
             error,
         };

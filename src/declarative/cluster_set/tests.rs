@@ -48,9 +48,9 @@ fn cluster_names_come_from_file_names() {
 
 #[test]
 fn reasons_are_short_words() {
-    let cache = |source| ClusterSyncError::Cache {
+    let cache = |source| DeclarativeError::Cache {
         cluster: "east".into(),
-        source,
+        source: Box::new(source),
     };
     let key = ResourceKey::new("", "v1", "configmaps");
     assert_eq!(
@@ -70,7 +70,7 @@ fn reasons_are_short_words() {
         .reason(),
         "notServed"
     );
-    let unreachable = ClusterSyncError::Unreachable {
+    let unreachable = DeclarativeError::Unreachable {
         cluster: "west".into(),
         resource: "cm".into(),
         error: "connection refused".into(),
@@ -89,15 +89,15 @@ async fn cluster_names_are_checked() {
         .unwrap();
     assert!(matches!(
         set.add_cluster("east", config("https://127.0.0.1:1")),
-        Err(ClusterSetError::DuplicateCluster(_))
+        Err(DeclarativeError::DuplicateCluster(_))
     ));
     assert!(matches!(
         set.add_cluster("a/b", config("https://127.0.0.1:1")),
-        Err(ClusterSetError::BadClusterName(_))
+        Err(DeclarativeError::BadClusterName(_))
     ));
     assert!(matches!(
         set.add_cluster("", config("https://127.0.0.1:1")),
-        Err(ClusterSetError::BadClusterName(_))
+        Err(DeclarativeError::BadClusterName(_))
     ));
     assert_eq!(set.clusters(), vec![Arc::<str>::from("east")]);
     assert!(set.remove_cluster("east").await);

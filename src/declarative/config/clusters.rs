@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::InformerSet;
 use crate::cache::CacheError;
+use crate::declarative::DeclarativeError;
 use crate::declarative::cluster_set::{
-    ClusterSet, ClusterSetError, clusters_from_all_contexts, clusters_from_contexts,
-    clusters_from_dir,
+    ClusterSet, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
 };
 
 /// The `clusters:` section of a config file: the clusters a
@@ -72,14 +72,14 @@ impl ClustersConfig {
     /// directory's files.
     ///
     /// # Errors
-    /// [`ClusterSetError::Kubeconfig`] naming the file or context that
+    /// [`DeclarativeError::Kubeconfig`] naming the file or context that
     /// cannot be read or used.
-    pub async fn clusters(&self) -> Result<Vec<(String, Config)>, ClusterSetError> {
+    pub async fn clusters(&self) -> Result<Vec<(String, Config)>, DeclarativeError> {
         let mut out = Vec::new();
         if let Some(name) = &self.local {
             let config = Config::infer()
                 .await
-                .map_err(|e| ClusterSetError::Kubeconfig {
+                .map_err(|e| DeclarativeError::Kubeconfig {
                     what: format!(
                         "the local cluster {name:?} (the default kubeconfig, or in-cluster)"
                     ),
@@ -90,7 +90,7 @@ impl ClustersConfig {
         if self.all_contexts || !self.contexts.is_empty() {
             let kubeconfig = match &self.kubeconfig {
                 Some(path) => read(path)?,
-                None => Kubeconfig::read().map_err(|e| ClusterSetError::Kubeconfig {
+                None => Kubeconfig::read().map_err(|e| DeclarativeError::Kubeconfig {
                     what: "kubeconfig ($KUBECONFIG or ~/.kube/config)".into(),
                     error: crate::vocabulary::error_chain(&e),
                 })?,
@@ -104,7 +104,7 @@ impl ClustersConfig {
         for path in &self.kubeconfigs {
             let config = Config::from_custom_kubeconfig(read(path)?, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| ClusterSetError::Kubeconfig {
+                .map_err(|e| DeclarativeError::Kubeconfig {
                     what: format!("kubeconfig {}", path.display()),
                     error: crate::vocabulary::error_chain(&e),
                 })?;
@@ -120,8 +120,8 @@ impl ClustersConfig {
     }
 }
 
-fn read(path: &Path) -> Result<Kubeconfig, ClusterSetError> {
-    Kubeconfig::read_from(path).map_err(|e| ClusterSetError::Kubeconfig {
+fn read(path: &Path) -> Result<Kubeconfig, DeclarativeError> {
+    Kubeconfig::read_from(path).map_err(|e| DeclarativeError::Kubeconfig {
         what: format!("kubeconfig {}", path.display()),
         error: crate::vocabulary::error_chain(&e),
     })

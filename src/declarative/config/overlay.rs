@@ -9,52 +9,12 @@ use super::{
 use crate::cache::index::IndexFn;
 use crate::cache::projection::Projection;
 use crate::cache::store::Storage;
-use crate::factory::FactoryError;
+use crate::declarative::DeclarativeError;
 use crate::factory::pattern::{ResourcePattern, ScopeFilter};
 use crate::informer::options::InformerOptions;
 use crate::informer::snapshot::SnapshotOptions;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::shard::{ShardKey, StaticShard};
-
-/// Why names, indexes or an overlay do not make a set.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SetError {
-    /// No resource or pattern was named.
-    #[error("no resource named")]
-    NothingNamed,
-    /// An index expression does not compile.
-    #[error(transparent)]
-    Index(#[from] crate::cache::CacheError),
-    /// More indexes than an informer may have.
-    #[error("{count} indexes defined; at most {MAX_INDEXES} are allowed per informer")]
-    TooManyIndexes {
-        /// How many were defined.
-        count: usize,
-    },
-    /// A pattern is malformed.
-    #[error("{name:?}: {source}")]
-    Pattern {
-        /// The pattern as written.
-        name: String,
-        /// What is wrong.
-        source: Box<FactoryError>,
-    },
-    /// Exclusions or a scope filter were given, and no pattern.
-    #[error(
-        "exclusions and a scope filter apply to patterns ('*.example.com', category:NAME, custom:GROUP-GLOB, group:GROUP-GLOB); none was named"
-    )]
-    FilterWithoutPattern,
-    /// [`InformerSet::select`] found no entry of the file by those names.
-    #[error("no informer of the config file is named {names}")]
-    NoEntryNamed {
-        /// The names, joined with "or".
-        names: String,
-    },
-    /// The shard group is invalid.
-    #[error("shard group: {0}")]
-    ShardGroup(String),
-}
 
 /// Settings laid over a whole [`InformerSet`]: each one given replaces the
 /// value of the set's defaults, of every informer and of every pattern.
@@ -161,15 +121,15 @@ impl InformerSet {
         namespaces: &Namespaces,
         exclude: &[String],
         scope: Option<ScopeFilter>,
-    ) -> Result<Self, SetError> {
+    ) -> Result<Self, DeclarativeError> {
         if names.is_empty() {
-            return Err(SetError::NothingNamed);
+            return Err(DeclarativeError::NothingNamed);
         }
         for (name, expr) in &indexes {
             IndexFn::jmespath(name, expr)?;
         }
         if indexes.len() > MAX_INDEXES {
-            return Err(SetError::TooManyIndexes {
+            return Err(DeclarativeError::TooManyIndexes {
                 count: indexes.len(),
             });
         }
@@ -183,7 +143,7 @@ impl InformerSet {
             clusters: Default::default(),
         };
         for name in names {
-            let pattern_error = |source| SetError::Pattern {
+            let pattern_error = |source| DeclarativeError::Pattern {
                 name: name.clone(),
                 source: Box::new(source),
             };
@@ -210,7 +170,7 @@ impl InformerSet {
             }
         }
         if set.patterns.is_empty() && (!exclude.is_empty() || scope.is_some()) {
-            return Err(SetError::FilterWithoutPattern);
+            return Err(DeclarativeError::FilterWithoutPattern);
         }
         Ok(set)
     }
@@ -219,13 +179,13 @@ impl InformerSet {
     /// patterns named so.
     ///
     /// # Errors
-    /// [`SetError::NoEntryNamed`] when nothing is left.
-    pub fn select(&mut self, names: &[String]) -> Result<(), SetError> {
+    /// [`DeclarativeError::NoEntryNamed`] when nothing is left.
+    pub fn select(&mut self, names: &[String]) -> Result<(), DeclarativeError> {
         self.informers
             .retain(|i| names.iter().any(|r| r == i.name() || *r == i.resource));
         self.patterns.retain(|p| names.contains(&p.name));
         if self.informers.is_empty() && self.patterns.is_empty() {
-            return Err(SetError::NoEntryNamed {
+            return Err(DeclarativeError::NoEntryNamed {
                 names: names.join(" or "),
             });
         }
@@ -236,8 +196,8 @@ impl InformerSet {
     /// and its shard group over the set's.
     ///
     /// # Errors
-    /// [`SetError::ShardGroup`] when the resulting shard group is invalid.
-    pub fn overlay(&mut self, overlay: &Overlay) -> Result<(), SetError> {
+    /// [`DeclarativeError::ShardGroup`] when the resulting shard group is invalid.
+    pub fn overlay(&mut self, overlay: &Overlay) -> Result<(), DeclarativeError> {
         overlay.apply(&mut self.defaults);
         for i in &mut self.informers {
             overlay.apply(&mut i.options);
@@ -249,7 +209,7 @@ impl InformerSet {
             self.shard_group = Some(group.clone());
         }
         if let Some(group) = &self.shard_group {
-            group.config().map_err(SetError::ShardGroup)?;
+            group.config().map_err(DeclarativeError::ShardGroup)?;
         }
         Ok(())
     }

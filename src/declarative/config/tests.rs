@@ -8,7 +8,7 @@ use crate::informer::WhenNotServed;
 
 const HEADER: &str = "apiVersion: kube-dynamic-informer.io/v1alpha1\nkind: InformerSet\n";
 
-fn load(body: &str) -> Result<InformerSet, ConfigErrors> {
+fn load(body: &str) -> Result<InformerSet, DeclarativeError> {
     InformerSet::load_str(&format!("{HEADER}{body}"), "test.yaml")
 }
 
@@ -16,8 +16,8 @@ fn load(body: &str) -> Result<InformerSet, ConfigErrors> {
 fn errors(body: &str) -> Vec<String> {
     load(body)
         .unwrap_err()
-        .errors
-        .into_iter()
+        .problems()
+        .iter()
         .map(|e| {
             let at = e.position.expect("a position");
             format!("{}:{} {}", at.line, at.column, e.message)
@@ -204,7 +204,7 @@ fn wrong_api_version_kind_and_missing_informers() {
     assert!(text.contains("InformerSet"), "{text}");
     assert!(text.contains("informers"), "{text}");
     let err = load("informers: []\n").unwrap_err();
-    assert_eq!(err.errors.len(), 1, "{err}");
+    assert_eq!(err.problems().len(), 1, "{err}");
 }
 
 #[test]
@@ -221,7 +221,7 @@ fn duplicate_keys_are_errors() {
 #[test]
 fn syntax_errors_and_unreadable_files_are_single_errors() {
     let err = InformerSet::load_str("informers: [", "bad.yaml").unwrap_err();
-    assert_eq!(err.errors.len(), 1);
+    assert_eq!(err.problems().len(), 1);
     assert!(err.to_string().contains("bad.yaml:"), "{err}");
     let err = InformerSet::load_file("/nonexistent/informers.yaml").unwrap_err();
     assert_eq!(
@@ -235,8 +235,8 @@ fn syntax_errors_and_unreadable_files_are_single_errors() {
 fn an_empty_file_says_it_is_empty() {
     for text in ["", "\n  \n", "# only a comment\n"] {
         let err = InformerSet::load_str(text, "empty.yaml").unwrap_err();
-        assert_eq!(err.errors.len(), 1, "{err}");
-        assert_eq!(err.errors[0].position, None);
+        assert_eq!(err.problems().len(), 1, "{err}");
+        assert_eq!(err.problems()[0].position, None);
         assert!(
             err.to_string()
                 .starts_with("empty.yaml: the file is empty;"),
@@ -271,7 +271,7 @@ fn indexes_are_limited_and_large_values_are_not_quoted() {
     ))
     .unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.errors.len(), 1, "{text}");
+    assert_eq!(err.problems().len(), 1, "{text}");
     assert!(
         text.contains(&format!(
             "informers[0].indexes: an object of {} entries: at most {MAX_INDEXES} are allowed",

@@ -25,12 +25,12 @@ pub(super) fn with_defaults(mut doc: serde_json::Value) -> serde_json::Value {
 pub(super) struct Validation<'a> {
     pub(super) file: PathBuf,
     pub(super) doc: &'a yaml::Spanned,
-    pub(super) errors: Vec<ConfigError>,
+    pub(super) errors: Vec<ConfigProblem>,
 }
 
 impl Validation<'_> {
     pub(super) fn error(&mut self, pointer: &str, message: String) {
-        self.errors.push(ConfigError {
+        self.errors.push(ConfigProblem {
             file: self.file.clone(),
             position: Some(self.doc.position(pointer)),
             path: display_path(pointer),
@@ -45,7 +45,7 @@ impl Validation<'_> {
             .get(pointer)
             .copied()
             .unwrap_or_else(|| self.doc.position(pointer));
-        self.errors.push(ConfigError {
+        self.errors.push(ConfigProblem {
             file: self.file.clone(),
             position: Some(position),
             path: display_path(pointer),
@@ -57,7 +57,7 @@ impl Validation<'_> {
     /// past their limit (said as the schema says `maxProperties`).
     pub(super) fn reader_problems(&mut self) {
         for (pointer, position, message) in &self.doc.problems {
-            self.errors.push(ConfigError {
+            self.errors.push(ConfigProblem {
                 file: self.file.clone(),
                 position: Some(*position),
                 path: display_path(pointer),
@@ -65,7 +65,7 @@ impl Validation<'_> {
             });
         }
         for over in &self.doc.oversized {
-            self.errors.push(ConfigError {
+            self.errors.push(ConfigProblem {
                 file: self.file.clone(),
                 position: Some(over.position),
                 path: display_path(&over.pointer),

@@ -19,12 +19,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::declarative::DeclarativeError;
 pub use access::{AccessPolicy, SkippedMember};
 pub use follow::ReloadTriggers;
-pub use reload::{ReloadError, ReloadStatus};
+pub use reload::ReloadStatus;
 
 use crate::declarative::config::{
-    ConfigError, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of,
+    ConfigProblem, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of,
 };
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
@@ -201,8 +202,8 @@ enum Target {
 
 impl Plan {
     /// The refusal of a plan with errors, each located in `source`.
-    fn refusal(&self, source: Option<(&Path, &str)>) -> Option<ReloadError> {
-        (!self.errors.is_empty()).then(|| ReloadError {
+    fn refusal(&self, source: Option<(&Path, &str)>) -> Option<DeclarativeError> {
+        (!self.errors.is_empty()).then(|| DeclarativeError::Config {
             errors: locate(&self.errors, source),
             unserved: self.unserved == self.errors.len(),
         })
@@ -225,7 +226,7 @@ impl ResourceSet {
     /// Every informer or pattern that cannot be created, located in the
     /// config's entries (no file positions: see
     /// [`from_file`](Self::from_file)).
-    pub async fn new(client: Client, config: InformerSet) -> Result<Self, ReloadError> {
+    pub async fn new(client: Client, config: InformerSet) -> Result<Self, DeclarativeError> {
         Self::with_policy(client, config, AccessPolicy::default()).await
     }
 
@@ -237,7 +238,7 @@ impl ResourceSet {
         client: Client,
         config: InformerSet,
         policy: AccessPolicy,
-    ) -> Result<Self, ReloadError> {
+    ) -> Result<Self, DeclarativeError> {
         let factory = InformerFactory::with_options(client, config.defaults.clone());
         Self::in_factory(factory, config, policy, None).await
     }
@@ -247,7 +248,10 @@ impl ResourceSet {
     /// # Errors
     /// Every problem of the file, with file, line and column, including
     /// resources the cluster refuses.
-    pub async fn from_file(client: Client, path: impl AsRef<Path>) -> Result<Self, ReloadError> {
+    pub async fn from_file(
+        client: Client,
+        path: impl AsRef<Path>,
+    ) -> Result<Self, DeclarativeError> {
         let path = path.as_ref();
         let (config, text) = reload::read(path)?;
         let factory = InformerFactory::with_options(client, config.defaults.clone());
@@ -271,7 +275,7 @@ impl ResourceSet {
         config: InformerSet,
         policy: AccessPolicy,
         source: Option<(&Path, &str)>,
-    ) -> Result<Self, ReloadError> {
+    ) -> Result<Self, DeclarativeError> {
         let shard_group = match &config.shard_group {
             None => None,
             Some(spec) => {
@@ -282,7 +286,10 @@ impl ResourceSet {
                     Ok(group) => Some((spec.clone(), group)),
                     Err(message) => {
                         let file = source.map_or_else(|| Path::new("<input>"), |(f, _)| f);
-                        return Err(ReloadError::whole(file, format!("shardGroup: {message}")));
+                        return Err(DeclarativeError::whole_file(
+                            file,
+                            format!("shardGroup: {message}"),
+                        ));
                     }
                 }
             }
@@ -646,10 +653,10 @@ fn error_pointer(at: &str, e: &FactoryError) -> String {
 }
 
 /// Planning errors as config errors, with positions when the text is known.
-fn locate(errors: &[(String, String)], source: Option<(&Path, &str)>) -> Vec<ConfigError> {
+fn locate(errors: &[(String, String)], source: Option<(&Path, &str)>) -> Vec<ConfigProblem> {
     errors
         .iter()
-        .map(|(pointer, message)| ConfigError {
+        .map(|(pointer, message)| ConfigProblem {
             file: source.map_or_else(|| "<config>".into(), |(p, _)| p.to_path_buf()),
             position: source.and_then(|(_, text)| position_of(text, pointer)),
             path: pointer_path(pointer),

@@ -1,11 +1,11 @@
 //! The result of applying a config to a running set.
 
-use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
 use super::{Counts, Removal, ResourceSet, SetEvent, State, send};
-use crate::declarative::config::{ConfigError, ConfigErrors, InformerSet};
+use crate::declarative::DeclarativeError;
+use crate::declarative::config::{ConfigProblem, InformerSet};
 
 /// The result of a reload: when, of what content, and how it went. What
 /// status pages and metrics show (kube-state-metrics' `config_hash` and
@@ -20,7 +20,7 @@ pub struct ReloadStatus {
     /// Whether the config was applied.
     pub success: bool,
     /// Every problem, located, when it was refused.
-    pub errors: Vec<ConfigError>,
+    pub errors: Vec<ConfigProblem>,
     /// Members left running as they were.
     pub kept: usize,
     /// Members added.
@@ -42,48 +42,13 @@ impl ReloadStatus {
     }
 }
 
-/// A config refused whole: every problem, located. The running set is as
-/// it was.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ReloadError {
-    /// The problems, at least one.
-    pub errors: Vec<ConfigError>,
-    /// Whether every problem is a resource not served under
-    /// `whenNotServed: fail`: the cluster's state rather than a mistake in
-    /// the config.
-    pub unserved: bool,
-}
-
-impl fmt::Display for ReloadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        ConfigErrors {
-            errors: self.errors.clone(),
-        }
-        .fmt(f)
-    }
-}
-
-impl ReloadError {
-    pub(super) fn whole(file: &Path, message: String) -> Self {
-        ReloadError {
-            unserved: false,
-            errors: vec![ConfigError {
-                file: file.to_path_buf(),
-                position: None,
-                path: String::new(),
-                message,
-            }],
-        }
-    }
-}
-
 /// A failed reload's status.
-pub(super) fn failed(hash: String, err: &ReloadError) -> ReloadStatus {
+pub(super) fn failed(hash: String, err: &DeclarativeError) -> ReloadStatus {
     ReloadStatus {
         at: SystemTime::now(),
         hash,
         success: false,
-        errors: err.errors.clone(),
+        errors: err.problems().to_vec(),
         kept: 0,
         added: 0,
         removed: 0,
@@ -116,13 +81,10 @@ pub(super) fn content_hash(bytes: &[u8]) -> String {
 }
 
 /// Reads and loads a config file, keeping its text to locate later errors.
-pub(super) fn read(path: &Path) -> Result<(InformerSet, String), ReloadError> {
+pub(super) fn read(path: &Path) -> Result<(InformerSet, String), DeclarativeError> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| ReloadError::whole(path, format!("cannot read the file: {e}")))?;
-    let config = InformerSet::load_str(&text, path).map_err(|e| ReloadError {
-        errors: e.errors,
-        unserved: false,
-    })?;
+        .map_err(|e| DeclarativeError::whole_file(path, format!("cannot read the file: {e}")))?;
+    let config = InformerSet::load_str(&text, path)?;
     Ok((config, text))
 }
 
@@ -134,8 +96,8 @@ impl ResourceSet {
     /// but no file position; [`reload_file`](Self::reload_file) has them.
     ///
     /// # Errors
-    /// [`ReloadError`] with every problem.
-    pub async fn apply(&self, config: InformerSet) -> Result<ReloadStatus, ReloadError> {
+    /// [`DeclarativeError`] with every problem.
+    pub async fn apply(&self, config: InformerSet) -> Result<ReloadStatus, DeclarativeError> {
         let hash = content_hash(
             serde_json::to_string(&config)
                 .unwrap_or_default()
@@ -150,8 +112,11 @@ impl ResourceSet {
     /// resources the cluster refuses.
     ///
     /// # Errors
-    /// [`ReloadError`] with every problem, each with file, line and column.
-    pub async fn reload_file(&self, path: impl AsRef<Path>) -> Result<ReloadStatus, ReloadError> {
+    /// [`DeclarativeError`] with every problem, each with file, line and column.
+    pub async fn reload_file(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<ReloadStatus, DeclarativeError> {
         self.reload_file_with(path, |_| Ok(())).await
     }
 
@@ -165,12 +130,12 @@ impl ResourceSet {
         &self,
         path: impl AsRef<Path>,
         adjust: impl FnOnce(&mut InformerSet) -> Result<(), String>,
-    ) -> Result<ReloadStatus, ReloadError> {
+    ) -> Result<ReloadStatus, DeclarativeError> {
         let path = path.as_ref();
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) => {
-                let err = ReloadError::whole(path, format!("cannot read the file: {e}"));
+                let err = DeclarativeError::whole_file(path, format!("cannot read the file: {e}"));
                 self.record(failed(content_hash(&[]), &err)).await;
                 return Err(err);
             }
@@ -180,16 +145,12 @@ impl ResourceSet {
             Ok(mut config) => match adjust(&mut config) {
                 Ok(()) => config,
                 Err(message) => {
-                    let err = ReloadError::whole(path, message);
+                    let err = DeclarativeError::whole_file(path, message);
                     self.record(failed(hash, &err)).await;
                     return Err(err);
                 }
             },
-            Err(errors) => {
-                let err = ReloadError {
-                    errors: errors.errors,
-                    unserved: false,
-                };
+            Err(err) => {
                 self.record(failed(hash, &err)).await;
                 return Err(err);
             }
@@ -203,7 +164,7 @@ impl ResourceSet {
         config: InformerSet,
         hash: String,
         source: Option<(&Path, &str)>,
-    ) -> Result<ReloadStatus, ReloadError> {
+    ) -> Result<ReloadStatus, DeclarativeError> {
         let mut state = self.inner.state.lock().await;
         let plan = self.plan(&state, &config).await;
         if let Some(err) = plan.refusal(source) {

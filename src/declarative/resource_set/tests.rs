@@ -50,16 +50,16 @@ fn factory_errors_point_at_the_field_they_are_about() {
 
 #[test]
 fn a_refused_reload_reads_like_config_errors() {
-    let err = ReloadError {
+    let err = DeclarativeError::Config {
         unserved: false,
         errors: vec![
-            ConfigError {
+            ConfigProblem {
                 file: "a.yaml".into(),
                 position: Some(crate::declarative::config::Position { line: 3, column: 7 }),
                 path: "informers[0].resource".into(),
                 message: "bad".into(),
             },
-            ConfigError {
+            ConfigProblem {
                 file: "a.yaml".into(),
                 position: None,
                 path: String::new(),

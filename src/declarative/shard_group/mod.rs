@@ -16,6 +16,7 @@ use crate::vocabulary::shard::{Handover, ShardAssignment, ShardRange, ShardSourc
 
 mod member;
 
+use crate::declarative::DeclarativeError;
 use member::Member;
 
 /// Label on every Lease of a group: its name.
@@ -36,7 +37,7 @@ pub const MAX_SLOTS: u32 = 1024;
 /// let config = ShardGroupConfig::new("inventory", "monitoring", "replica-0")
 ///     .lease_duration(Duration::from_secs(15));
 /// config.validate()?;
-/// # Ok::<(), kube_dynamic_informer::declarative::ShardGroupError>(())
+/// # Ok::<(), kube_dynamic_informer::declarative::DeclarativeError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ShardGroupConfig {
@@ -92,12 +93,13 @@ impl ShardGroupConfig {
     ///
     /// # Errors
     /// The first field that is not valid, and why.
-    pub fn validate(&self) -> Result<(), ShardGroupError> {
-        let bad = |field: &'static str, value: &str, why: &str| ShardGroupError::Invalid {
-            field,
-            value: value.to_owned(),
-            reason: why.to_owned(),
-        };
+    pub fn validate(&self) -> Result<(), DeclarativeError> {
+        let bad =
+            |field: &'static str, value: &str, why: &str| DeclarativeError::InvalidShardGroup {
+                field,
+                value: value.to_owned(),
+                reason: why.to_owned(),
+            };
         if !is_dns_label(&self.name, 40) {
             return Err(bad(
                 "name",
@@ -166,28 +168,6 @@ fn is_dns_label(s: &str, max: usize) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
-}
-
-/// Why a shard group could not be joined.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ShardGroupError {
-    /// A field of the [`ShardGroupConfig`] is not valid.
-    #[error("shard group {field} {value:?} {reason}")]
-    Invalid {
-        /// The field: `name`, `namespace`, `identity`, `leaseDuration`, `slots`.
-        field: &'static str,
-        /// Its value.
-        value: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// No tokio runtime to run the member on.
-    #[error("joining shard group {group}: no tokio runtime is running")]
-    NoRuntime {
-        /// The group.
-        group: String,
-    },
 }
 
 /// Where a member of a shard group stands.
@@ -384,12 +364,13 @@ impl ShardGroup {
     ///
     /// # Errors
     /// An invalid configuration, or no tokio runtime.
-    pub fn join(client: Client, config: ShardGroupConfig) -> Result<Self, ShardGroupError> {
+    pub fn join(client: Client, config: ShardGroupConfig) -> Result<Self, DeclarativeError> {
         config.validate()?;
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| ShardGroupError::NoRuntime {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            DeclarativeError::ShardGroupNoRuntime {
                 group: config.name.clone(),
-            })?;
+            }
+        })?;
         let inner = Arc::new(Inner {
             config,
             ranges: watch::Sender::new(None),

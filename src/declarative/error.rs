@@ -1,0 +1,250 @@
+//! What the declarative layer refuses, and why.
+
+#[cfg(feature = "config")]
+use std::fmt;
+#[cfg(feature = "config")]
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[cfg(feature = "config")]
+use crate::declarative::config::{ConfigProblem, MAX_INDEXES};
+use crate::factory::FactoryError;
+
+/// Errors of the declarative layer: config files and the sets built from
+/// them, resource sets and their reloads, cluster sets (and why a cache did
+/// not sync in one cluster) and shard groups.
+///
+/// ```
+/// use kube_dynamic_informer::declarative::{DeclarativeError, InformerSet};
+///
+/// let text = "apiVersion: kube-dynamic-informer.io/v1alpha1
+/// kind: InformerSet
+/// informers: [{resource: pods, resync: soon}]";
+/// let err = InformerSet::load_str(text, "demo.yaml").unwrap_err();
+/// assert!(matches!(err, DeclarativeError::Config { .. }));
+/// let paths: Vec<_> = err.problems().iter().map(|p| p.path.as_str()).collect();
+/// assert_eq!(paths, ["informers[0].resync"], "{err}");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeclarativeError {
+    /// Every problem found in a config file, in file order, located: on
+    /// loading it, or on applying it to a running [`ResourceSet`](crate::declarative::ResourceSet)
+    /// (which then runs on as it was).
+    #[cfg(feature = "config")]
+    #[error("{}", problems_text(.errors))]
+    Config {
+        /// The problems, at least one.
+        errors: Vec<ConfigProblem>,
+        /// Whether every problem is a resource not served under
+        /// `whenNotServed: fail`: the cluster's state rather than a mistake
+        /// in the config.
+        unserved: bool,
+    },
+
+    // Names, indexes and overlays that do not make a set.
+    #[cfg(feature = "config")]
+    /// No resource or pattern was named.
+    #[error("no resource named")]
+    NothingNamed,
+    #[cfg(feature = "config")]
+    /// An index expression does not compile.
+    #[error(transparent)]
+    Index(#[from] crate::cache::CacheError),
+    #[cfg(feature = "config")]
+    /// More indexes than an informer may have.
+    #[error("{count} indexes defined; at most {MAX_INDEXES} are allowed per informer")]
+    TooManyIndexes {
+        /// How many were defined.
+        count: usize,
+    },
+    #[cfg(feature = "config")]
+    /// A pattern is malformed.
+    #[error("{name:?}: {source}")]
+    Pattern {
+        /// The pattern as written.
+        name: String,
+        /// What is wrong.
+        source: Box<FactoryError>,
+    },
+    #[cfg(feature = "config")]
+    /// Exclusions or a scope filter were given, and no pattern.
+    #[error(
+        "exclusions and a scope filter apply to patterns ('*.example.com', category:NAME, custom:GROUP-GLOB, group:GROUP-GLOB); none was named"
+    )]
+    FilterWithoutPattern,
+    #[cfg(feature = "config")]
+    /// [`InformerSet::select`](crate::declarative::InformerSet::select) found no entry of the file by those names.
+    #[error("no informer of the config file is named {names}")]
+    NoEntryNamed {
+        /// The names, joined with "or".
+        names: String,
+    },
+    #[cfg(feature = "config")]
+    /// The shard group is invalid.
+    #[error("shard group: {0}")]
+    ShardGroup(String),
+
+    // Shard groups.
+    /// A field of the [`ShardGroupConfig`](crate::declarative::ShardGroupConfig) is not valid.
+    #[error("shard group {field} {value:?} {reason}")]
+    InvalidShardGroup {
+        /// The field: `name`, `namespace`, `identity`, `leaseDuration`, `slots`.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No tokio runtime to run the member on.
+    #[error("joining shard group {group}: no tokio runtime is running")]
+    ShardGroupNoRuntime {
+        /// The group.
+        group: String,
+    },
+
+    // Cluster sets.
+    /// A cluster of this name is already in the set.
+    #[error("cluster {0:?} is already in the set")]
+    DuplicateCluster(String),
+    /// The name cannot name a cluster: empty, or with a `/` (which
+    /// separates the cluster from the rest of a merged key).
+    #[error("{0:?} cannot name a cluster: a name is not empty and has no '/'")]
+    BadClusterName(String),
+    /// The cluster's client could not be built from its configuration
+    /// (certificates, proxy settings).
+    #[error("cluster {cluster:?}: building its client: {error}")]
+    Client {
+        /// The cluster.
+        cluster: String,
+        /// Why, as text.
+        error: String,
+    },
+    /// A kubeconfig could not be read or names no usable context.
+    #[error("{what}: {error}")]
+    Kubeconfig {
+        /// The file or context.
+        what: String,
+        /// Why, as text.
+        error: String,
+    },
+    /// The set was shut down.
+    #[error("the cluster set was shut down")]
+    ShutDown,
+    /// [`ClusterSet::start`](crate::declarative::ClusterSet::start) was called outside a tokio runtime.
+    #[error("starting a cluster set needs a tokio runtime")]
+    NoRuntime,
+
+    // Why a cache did not sync in one cluster, from ClusterSet::wait_for_cache_sync.
+    /// The cluster did not answer discovery (connection refused, a timeout,
+    /// a certificate): the resource is not resolved there yet. Retried with
+    /// backoff; it syncs once the cluster answers.
+    #[error("cluster {cluster}: {resource}: unreachable: {error}")]
+    Unreachable {
+        /// The cluster.
+        cluster: Arc<str>,
+        /// The resource, as named.
+        resource: Arc<str>,
+        /// The client's error, as text.
+        error: String,
+    },
+    /// The cluster answered but the name designates nothing watchable there
+    /// (unknown, ambiguous, not watchable), or the answer was an error.
+    /// Retried with backoff.
+    #[error("cluster {cluster}: {resource}: {error}")]
+    Unresolved {
+        /// The cluster.
+        cluster: Arc<str>,
+        /// The resource, as named.
+        resource: Arc<str>,
+        /// Why, as text.
+        error: String,
+    },
+    /// The informer exists and did not sync: forbidden (403), not served,
+    /// gone, timed out.
+    #[error("cluster {cluster}: {source}")]
+    Cache {
+        /// The cluster.
+        cluster: Arc<str>,
+        /// Why, as the cluster's factory says it.
+        #[source]
+        source: Box<FactoryError>,
+    },
+    /// Nothing was known of the resource in the cluster when the timeout
+    /// passed (its first discovery request had not answered).
+    #[error("cluster {cluster}: {resource}: not resolved within {timeout:?}")]
+    TimedOut {
+        /// The cluster.
+        cluster: Arc<str>,
+        /// The resource, as named.
+        resource: Arc<str>,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The cluster was removed while waiting.
+    #[error("cluster {cluster}: removed from the set")]
+    Removed {
+        /// The cluster.
+        cluster: Arc<str>,
+    },
+}
+
+impl DeclarativeError {
+    /// The reason in one camelCase word, for tables and JSON: the cluster's
+    /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
+    /// informer's ([`FactoryError::reason`]: `forbidden`, `notServed`,
+    /// `gone`, `timedOut`, `notStarted`, `stopped`).
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            DeclarativeError::Unreachable { .. } => "unreachable",
+            DeclarativeError::Unresolved { .. } => "unresolved",
+            DeclarativeError::TimedOut { .. } => "timedOut",
+            DeclarativeError::Removed { .. } => "removed",
+            DeclarativeError::Cache { source, .. } => source.reason(),
+            _ => "failed",
+        }
+    }
+}
+
+#[cfg(feature = "config")]
+impl DeclarativeError {
+    /// The problems of a [`Config`](Self::Config) error, in file order;
+    /// none for the other errors.
+    #[must_use]
+    pub fn problems(&self) -> &[ConfigProblem] {
+        match self {
+            DeclarativeError::Config { errors, .. } => errors,
+            _ => &[],
+        }
+    }
+
+    /// One problem with a config file as a whole (it cannot be read, or it
+    /// is empty).
+    pub(crate) fn whole_file(file: &Path, message: String) -> Self {
+        DeclarativeError::Config {
+            errors: vec![ConfigProblem {
+                file: file.to_path_buf(),
+                position: None,
+                path: String::new(),
+                message,
+            }],
+            unserved: false,
+        }
+    }
+}
+
+/// One problem on one line; several under a count, one per line.
+#[cfg(feature = "config")]
+fn problems_text(errors: &[ConfigProblem]) -> String {
+    use fmt::Write as _;
+    if let [only] = errors {
+        return only.to_string();
+    }
+    let mut text = format!("{} problems in config:", errors.len());
+    for e in errors {
+        let _ = write!(text, "\n  {e}");
+    }
+    text
+}
