@@ -11,6 +11,7 @@
 //! leaves either the previous snapshot or the new one whole; it is created
 //! readable by its owner only.
 
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -133,8 +134,8 @@ pub enum SnapshotStart {
     },
 }
 
-impl std::fmt::Display for SnapshotStart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for SnapshotStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SnapshotStart::Resumed {
                 age,
@@ -150,15 +151,14 @@ impl std::fmt::Display for SnapshotStart {
     }
 }
 
-/// Why an informer did not resume from a snapshot.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why an informer did not resume from a snapshot: a reason in
+/// [`SnapshotStart::Listed`], not an error (the informer listed instead).
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SnapshotRefusal {
     /// There was no snapshot file.
-    #[error("no snapshot at {0}")]
     Missing(PathBuf),
     /// The file was made for another cluster, resource or cache shape.
-    #[error("the snapshot at {path} was made for {what}")]
     Mismatched {
         /// The file.
         path: PathBuf,
@@ -166,7 +166,6 @@ pub enum SnapshotRefusal {
         what: String,
     },
     /// The file is truncated, corrupted, of another format or unreadable.
-    #[error("the snapshot at {path} cannot be used: {why}")]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -175,18 +174,45 @@ pub enum SnapshotRefusal {
     },
     /// The server no longer had the snapshot's resourceVersion (410 Gone):
     /// its history was compacted since.
-    #[error("the snapshot is too old: the server answered 410 Gone for its resourceVersion")]
     TooOld,
     /// The cluster could not be identified, so no snapshot can be matched
     /// to it.
-    #[error("cannot identify the cluster ({0}); set the snapshot's cluster to name it")]
     Unidentified(String),
     /// The objects hold secrets and `include_sensitive` is off.
-    #[error("a sensitive resource is not written to disk (set includeSensitive to allow it)")]
     Sensitive,
     /// A shard group assigns the informer's ranges at run time.
-    #[error("an informer of a shard group does not use snapshots")]
     ShardGroup,
+}
+
+impl fmt::Display for SnapshotRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotRefusal::Missing(path) => write!(f, "no snapshot at {}", path.display()),
+            SnapshotRefusal::Mismatched { path, what } => {
+                write!(f, "the snapshot at {} was made for {what}", path.display())
+            }
+            SnapshotRefusal::Corrupt { path, why } => {
+                write!(
+                    f,
+                    "the snapshot at {} cannot be used: {why}",
+                    path.display()
+                )
+            }
+            SnapshotRefusal::TooOld => f.write_str(
+                "the snapshot is too old: the server answered 410 Gone for its resourceVersion",
+            ),
+            SnapshotRefusal::Unidentified(why) => write!(
+                f,
+                "cannot identify the cluster ({why}); set the snapshot's cluster to name it"
+            ),
+            SnapshotRefusal::Sensitive => f.write_str(
+                "a sensitive resource is not written to disk (set includeSensitive to allow it)",
+            ),
+            SnapshotRefusal::ShardGroup => {
+                f.write_str("an informer of a shard group does not use snapshots")
+            }
+        }
+    }
 }
 
 impl SnapshotRefusal {
