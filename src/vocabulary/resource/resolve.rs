@@ -163,7 +163,11 @@ impl ResourceName {
         }
         Err(VocabularyError::NotFound {
             input: self.as_str().to_owned(),
-            suggestions: suggestions(self.name(), known),
+            suggestions: suggestions(
+                self.name(),
+                self.candidates().first().and_then(|c| c.group.as_deref()),
+                known,
+            ),
         })
     }
 
@@ -257,9 +261,10 @@ pub(super) const MAX_SUGGESTIONS: usize = 5;
 
 /// Known resources whose names resemble `name`: within a small edit distance
 /// (1 for names of up to three characters, else 2), or sharing a prefix or a
-/// substring of at least three characters. Closest first; one entry per
-/// resource, in its preferred version.
-fn suggestions(name: &str, known: &[KnownResource]) -> Vec<ResourceKey> {
+/// substring of at least three characters. Those of the group the name asks
+/// for (if it names one) first, then closest first; one entry per resource,
+/// in its preferred version.
+fn suggestions(name: &str, group: Option<&str>, known: &[KnownResource]) -> Vec<ResourceKey> {
     let wanted = name.to_ascii_lowercase();
     let mut scored: Vec<((u8, usize), &KnownResource)> = Vec::new();
     for resource in known {
@@ -286,8 +291,13 @@ fn suggestions(name: &str, known: &[KnownResource]) -> Vec<ResourceKey> {
             None => scored.push((score, resource)),
         }
     }
-    let mut scored: Vec<((u8, usize), ResourceKey)> =
-        scored.into_iter().map(|(s, r)| (s, r.key())).collect();
+    let mut scored: Vec<((bool, u8, usize), ResourceKey)> = scored
+        .into_iter()
+        .map(|((kind, distance), r)| {
+            let other_group = group.is_some_and(|g| g != r.group);
+            ((other_group, kind, distance), r.key())
+        })
+        .collect();
     scored.sort();
     scored
         .into_iter()

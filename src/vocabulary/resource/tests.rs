@@ -672,6 +672,29 @@ fn unknown_names_get_suggestions() {
     );
 }
 
+/// A typo of a plural in a group that serves it suggests that group's
+/// resource first, however many other groups serve a similar name.
+#[test]
+fn suggestions_prefer_the_group_the_name_asks_for() {
+    let groups: Vec<String> = (0..8).map(|i| format!("g{i}.example.com/v1")).collect();
+    let known: Vec<KnownResource> = groups
+        .iter()
+        .map(|gv| res(gv, "widgets", "widget", "Widget", &[], true))
+        .collect();
+    let err = ResourceName::parse("widgetz.g6.example.com")
+        .unwrap()
+        .resolve(&known)
+        .unwrap_err();
+    let VocabularyError::NotFound { suggestions, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        suggestions.first(),
+        Some(&ResourceKey::new("g6.example.com", "v1", "widgets")),
+        "{err}"
+    );
+}
+
 #[test]
 fn nothing_known() {
     assert_eq!(
