@@ -76,16 +76,19 @@
 //! Each module is one layer of the library and imports only the ones above
 //! it in this list:
 //!
-//! | module | what it holds |
-//! |---|---|
-//! | [`vocabulary`] | resource names and keys, scope, selectors, shard ranges, durations |
-//! | [`wire`] | listing and watching, decoding |
-//! | [`cache`] | the store and its indexes, compact storage, projections, transforms, listers |
-//! | [`informer`] | the shared informer, its handlers, the reflector, options, status |
-//! | [`factory`] | the informer factory, discovery, resource patterns, access checks |
-//! | [`declarative`] | config files, resource sets, cluster sets, shard groups |
+//! | module | what it holds | its error |
+//! |---|---|---|
+//! | [`vocabulary`] | resource names and keys, scope, selectors, shard ranges, durations | [`vocabulary::VocabularyError`] |
+//! | [`wire`] | listing and watching, decoding | [`wire::ListWatchError`] |
+//! | [`cache`] | the store and its indexes, compact storage, projections, transforms, listers | [`cache::CacheError`] |
+//! | [`informer`] | the shared informer, its handlers, the reflector, options, status | [`informer::InformerError`] |
+//! | [`factory`] | the informer factory, discovery, resource patterns, access checks | [`factory::FactoryError`] |
+//! | [`declarative`] | config files, resource sets, cluster sets, shard groups | [`declarative::DeclarativeError`] |
 //!
-//! [`prelude`] imports the names most programs use.
+//! Each layer has one error type, whose variants name what was refused and
+//! why; an error of a layer above holds the one below it as its source.
+//! [`prelude`] imports the names most programs use, with the errors of the
+//! cache, the informer and the factory.
 //!
 //! # Notes
 //!
@@ -122,13 +125,14 @@ pub use informer::InformerOptions;
 /// The names most programs use, in one import:
 /// `use kube_dynamic_informer::prelude::*;`.
 pub mod prelude {
+    pub use crate::cache::CacheError;
     pub use crate::cache::index::IndexFn;
     pub use crate::cache::lister::Lister;
     pub use crate::cache::projection::Projection;
     pub use crate::cache::store::{CachedObject, Storage};
     pub use crate::cache::transform::Transform;
     pub use crate::factory::discovery::DiscoveryCache;
-    pub use crate::factory::{CacheSyncReport, InformerFactory, InformerHandle};
+    pub use crate::factory::{CacheSyncReport, FactoryError, InformerFactory, InformerHandle};
     pub use crate::informer::options::InformerOptions;
     pub use crate::informer::{
         Event, EventHandler, HandlerOptions, InformerError, InformerStatus, SharedInformer,
