@@ -528,7 +528,8 @@ impl InformerFactory {
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
             .namespaces(options.namespaces.clone())
             .namespaces_inherited(!per_resource_namespaces)
-            .metadata_only(options.metadata_only);
+            .metadata_only(options.metadata_only)
+            .decode_lists_apart(options.storage == crate::cache::Storage::Compact);
         let known = known.unwrap_or_else(|| KnownResource {
             group: key.group.clone(),
             version: key.version.clone(),

@@ -277,7 +277,8 @@ impl SharedInformer {
         scope.check(ResourceKey::from(&resource), &options.namespaces)?;
         let lw = ApiListWatch::new(client, resource.clone(), scope)
             .namespaces(options.namespaces.clone())
-            .metadata_only(options.metadata_only);
+            .metadata_only(options.metadata_only)
+            .decode_lists_apart(options.storage == Storage::Compact);
         Ok(Self::with_list_watch(lw, resource, options))
     }
 

@@ -65,6 +65,8 @@ pub struct ApiListWatch {
     /// cluster-scoped resource ignores.
     namespaces_inherited: bool,
     metadata_only: bool,
+    /// Decode list pages on a blocking thread (see [`ApiListWatch::decode_lists_apart`]).
+    decode_lists_apart: bool,
     /// The `shardSelector` of this call's requests.
     shard: Option<Arc<str>>,
     /// With several namespaces: where each namespace's watch is, in
@@ -110,6 +112,7 @@ impl ApiListWatch {
             namespaces: Namespaces::All,
             namespaces_inherited: false,
             metadata_only: false,
+            decode_lists_apart: false,
             shard: None,
             positions: Arc::new(Mutex::new(None)),
             ahead: PageAhead::default(),
@@ -137,6 +140,19 @@ impl ApiListWatch {
     #[must_use]
     pub fn metadata_only(mut self, enabled: bool) -> Self {
         self.metadata_only = enabled;
+        self
+    }
+
+    /// Decodes list pages on a blocking thread rather than on the runtime's
+    /// threads. For a cache that keeps another form of the objects (compact
+    /// storage) and frees the decoded ones: their memory then comes from
+    /// other allocator arenas than the cache's, which stays packed (about a
+    /// quarter less resident memory with glibc's malloc). A cache that keeps
+    /// the decoded objects themselves should not: its objects would sit in
+    /// arenas that watch events never allocate from again.
+    #[must_use]
+    pub fn decode_lists_apart(mut self, enabled: bool) -> Self {
+        self.decode_lists_apart = enabled;
         self
     }
 
@@ -175,6 +191,7 @@ impl ApiListWatch {
             api,
             params,
             self.metadata_only,
+            self.decode_lists_apart,
             self.shard.as_deref(),
             &self.ahead,
         )

@@ -140,6 +140,7 @@ pub(super) async fn list(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
+    decode_apart: bool,
     shard: Option<&str>,
     ahead: &PageAhead,
 ) -> Result<ListPage, ListWatchError> {
@@ -166,16 +167,25 @@ pub(super) async fn list(
         // another worker reads its answer meanwhile.
         tokio::task::yield_now().await;
     }
-    // Decoded here rather than on a blocking thread: the objects are then
-    // allocated by the runtime's threads, which decode watch events later
-    // and so reuse the memory that replaced objects free. Decoded on the
-    // short-lived blocking threads, a list's objects sat in allocator arenas
-    // that nothing allocated from again, and every update grew the process
-    // by the object it replaced (+466 MiB over 20,000 updates of 50,000
-    // Widgets).
-    let mut page = decode_list(&text)
-        .map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))?;
-    page.bytes = text.len();
+    // Decoded here rather than on a blocking thread when the cache keeps the
+    // decoded objects: they are then allocated by the runtime's threads,
+    // which decode watch events later and so reuse the memory that replaced
+    // objects free. Decoded on the short-lived blocking threads, a list's
+    // objects sat in allocator arenas that nothing allocated from again, and
+    // every update grew the process by the object it replaced (+466 MiB over
+    // 20,000 updates of 50,000 Widgets). A cache that frees them (compact
+    // storage) asks for the opposite: see `ApiListWatch::decode_lists_apart`.
+    let bytes = text.len();
+    let decoded = if decode_apart {
+        tokio::task::spawn_blocking(move || decode_list(&text))
+            .await
+            .map_err(|e| ListWatchError::Client(kube_client::Error::Service(Box::new(e))))?
+    } else {
+        decode_list(&text)
+    };
+    let mut page =
+        decoded.map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))?;
+    page.bytes = bytes;
     Ok(page)
 }
 
