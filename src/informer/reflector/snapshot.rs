@@ -8,17 +8,6 @@ use crate::informer::snapshot::{SnapshotRefusal, Target};
 /// time.
 const SNAPSHOT_PAGE: usize = 500;
 
-/// How many decoded pages of a snapshot may wait for the cache.
-const SNAPSHOT_PAGES_AHEAD: usize = 2;
-
-/// A reader of a snapshot that stopped without saying why.
-fn failed_without_cause(dir: &std::path::Path) -> SnapshotRefusal {
-    SnapshotRefusal::Corrupt {
-        path: dir.to_path_buf(),
-        why: "reading it stopped before its end".into(),
-    }
-}
-
 impl Reflector {
     /// Before the first list of an informer with snapshots (once): hands
     /// on its snapshot as the start of that list when it can be used, and
@@ -62,29 +51,23 @@ impl Reflector {
         let resource_version = opened.resource_version.clone();
         sink(Delta::ListBegin);
         // Page by page, as a list arrives: the objects are never all decoded
-        // at once. The file was checked whole before the first page. A
-        // blocking thread decodes the next pages while this task hands the
-        // current one to the cache (at most SNAPSHOT_PAGES_AHEAD ahead).
-        let (pages, mut next) = tokio::sync::mpsc::channel(SNAPSHOT_PAGES_AHEAD);
-        let reader = tokio::task::spawn_blocking(move || {
-            loop {
-                let page = opened.page(SNAPSHOT_PAGE);
-                let last = !matches!(page, Ok(Some(_)));
-                if pages.blocking_send(page).is_err() || last {
-                    return;
-                }
-            }
-        });
+        // at once. The file was checked whole before the first page.
         loop {
-            let Some(page) = next.recv().await else {
-                // The reader ended without its last page: it panicked.
-                let reason = match reader.await {
-                    Err(e) => failed(e),
-                    Ok(()) => failed_without_cause(&options.dir),
-                };
-                self.snapshot_pending = None;
-                self.record_snapshot_start(SnapshotStart::Listed { reason });
-                return None;
+            let read = tokio::task::spawn_blocking(move || {
+                let page = opened.page(SNAPSHOT_PAGE);
+                (opened, page)
+            })
+            .await;
+            let page = match read {
+                Ok((back, page)) => {
+                    opened = back;
+                    page
+                }
+                Err(e) => {
+                    self.snapshot_pending = None;
+                    self.record_snapshot_start(SnapshotStart::Listed { reason: failed(e) });
+                    return None;
+                }
             };
             match page {
                 Ok(Some(objects)) => sink(Delta::ListPage(objects)),
