@@ -194,7 +194,8 @@ impl DeclarativeError {
     /// The reason in one camelCase word, for tables and JSON: the cluster's
     /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
     /// informer's ([`FactoryError::reason`]: `forbidden`, `notServed`,
-    /// `gone`, `timedOut`, `notStarted`, `stopped`).
+    /// `gone`, `timedOut`, `notStarted`, `stopped`); `failed` for the errors
+    /// that do not say why a cache did not sync.
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
