@@ -26,14 +26,7 @@ impl SharedInformer {
         handler: impl EventHandler,
         options: HandlerOptions,
     ) -> Registration {
-        let state = self.new_listener_state(&options);
-        let mailbox = Mailbox::new(
-            state.clone(),
-            options.coalesce,
-            Target::Pool(Box::new(handler)),
-            self.shared.key.clone(),
-        );
-        self.register(state.clone(), Sink::Mailbox(mailbox), options.resync);
+        let (state, _) = self.register_mailbox(&options, Target::Pool(Box::new(handler)));
         Registration {
             state,
             informer: Arc::downgrade(&self.shared),
@@ -85,18 +78,8 @@ impl SharedInformer {
             tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
                 resource: self.shared.key.clone(),
             })?;
-        let state = self.new_listener_state(&options);
-        let mailbox = Mailbox::new(
-            state.clone(),
-            options.coalesce,
-            Target::Task(tokio::sync::Notify::new()),
-            self.shared.key.clone(),
-        );
-        self.register(
-            state.clone(),
-            Sink::Mailbox(mailbox.clone()),
-            options.resync,
-        );
+        let (state, mailbox) =
+            self.register_mailbox(&options, Target::Task(tokio::sync::Notify::new()));
         let task = runtime.spawn(listener::drain_async(mailbox, handler));
         self.shared.tasks.lock().push(task);
         Ok(Registration {
@@ -115,19 +98,36 @@ impl SharedInformer {
     /// [`events`](Self::events) with handler options (its own resync period,
     /// coalescing).
     pub fn events_with(&self, options: HandlerOptions) -> EventStream {
-        let state = self.new_listener_state(&options);
-        let mailbox = Mailbox::new(
-            state.clone(),
-            options.coalesce,
-            Target::Stream(futures::task::AtomicWaker::new()),
-            self.shared.key.clone(),
-        );
-        self.register(state, Sink::Mailbox(mailbox.clone()), options.resync);
+        let (_, mailbox) =
+            self.register_mailbox(&options, Target::Stream(futures::task::AtomicWaker::new()));
         EventStream {
             mailbox,
             buffer: std::collections::VecDeque::new(),
             informer: Arc::downgrade(&self.shared),
         }
+    }
+
+    /// Registers a listener whose events go through a mailbox to `target`
+    /// (the handler pool, a task or a stream), with the cache replayed
+    /// first; its counters and its mailbox.
+    fn register_mailbox(
+        &self,
+        options: &HandlerOptions,
+        target: Target,
+    ) -> (Arc<ListenerState>, Arc<Mailbox>) {
+        let state = self.new_listener_state(options);
+        let mailbox = Mailbox::new(
+            state.clone(),
+            options.coalesce,
+            target,
+            self.shared.key.clone(),
+        );
+        self.register(
+            state.clone(),
+            Sink::Mailbox(mailbox.clone()),
+            options.resync,
+        );
+        (state, mailbox)
     }
 
     /// The shared counters of a new registration, with its id and metric
