@@ -13,6 +13,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::cache::CacheError;
 use crate::cache::compact::{CompactEntry, CompactObject, Interner};
 use crate::cache::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
 use crate::vocabulary::object_key::object_key;
@@ -54,7 +55,6 @@ pub enum Storage {
     Compact,
 }
 
-use crate::cache::CacheError;
 pub use cached::CachedObject;
 use cached::Held;
 pub use version::{SyncPoint, compare_resource_versions};

@@ -31,7 +31,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::declarative::DeclarativeError;
 pub use lister::{ClusterLister, ClusterObject};
 pub use report::{ClusterSyncReport, ClusterSyncResult};
 pub use source::{
@@ -39,6 +38,7 @@ pub use source::{
 };
 
 use crate::cache::index::IndexFn;
+use crate::declarative::DeclarativeError;
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
 use crate::informer::{Event, HandlerOptions, InformerStatus};

@@ -18,6 +18,8 @@ use std::str::FromStr;
 use kube_core::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::vocabulary::VocabularyError;
+
 /// A set of labels a selector can be matched against.
 ///
 /// Implemented by label maps and by [`StrMap`](crate::cache::compact::StrMap), the labels of a cached
@@ -40,7 +42,6 @@ impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, Str
     }
 }
 
-use crate::vocabulary::VocabularyError;
 pub use field::validate_field_selector;
 pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use requirement::{Operator, Requirement};
