@@ -18,6 +18,9 @@ impl Shared {
         let mut first_sync = false;
         let mut settlement = None;
         let mut tombstones = 0;
+        // Handles to hand to handlers as initial Adds, decoded only when a
+        // handler is about to run (a snapshot's objects in compact form).
+        let mut replayed = Vec::new();
         match delta {
             Delta::ResourceVersion(_) => {}
             Delta::ListBegin => writer.begin_list(),
@@ -25,6 +28,26 @@ impl Shared {
                 let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
                 tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
             }
+            Delta::SnapshotPage(page) => match writer.snapshot_page(page.objects, page.interner) {
+                SnapshotFill::Filled(added)
+                    if !d.synced
+                        && d.reshard
+                            .as_ref()
+                            .is_none_or(|(before, _)| before.is_none()) =>
+                {
+                    replayed = added;
+                }
+                SnapshotFill::Filled(added) => {
+                    let outcome = ReplaceOutcome {
+                        added: added.iter().map(CachedObject::object).collect(),
+                        ..ReplaceOutcome::default()
+                    };
+                    tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
+                }
+                SnapshotFill::Listed(outcome) => {
+                    tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
+                }
+            },
             Delta::Reshard {
                 previous,
                 current,
@@ -87,6 +110,11 @@ impl Shared {
             }
             for e in &events {
                 if !l.push(e.clone(), resource) {
+                    return false;
+                }
+            }
+            for cached in &replayed {
+                if !l.push(Queued::Replay(cached.clone()), resource) {
                     return false;
                 }
             }

@@ -163,13 +163,15 @@ use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
-pub use reflector::{Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorStats};
+pub use reflector::{Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorStats, SnapshotPage};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
-use crate::cache::store::{CachedObject, ReplaceOutcome, Storage, Store, StoreWriter};
+use crate::cache::store::{
+    CachedObject, ReplaceOutcome, SnapshotFill, Storage, Store, StoreWriter,
+};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
 use crate::vocabulary::object_key::{key_from_parts, object_key};

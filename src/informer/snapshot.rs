@@ -4,12 +4,13 @@
 //!
 //! A snapshot file is a first line naming the format, a header line (JSON:
 //! the cluster, resource and cache shape it was made for, and its
-//! resourceVersion), the body (one object per line, as JSON), and a trailer
-//! line with the number of objects and the length and FNV-1a hash of the
-//! body. It is written and read one object at a time. It is written to a temporary file in
-//! the same directory, synced and renamed over the previous one, so a crash
-//! leaves either the previous snapshot or the new one whole; it is created
-//! readable by its owner only.
+//! resourceVersion), the body (the objects in the compact form a cache holds
+//! them in, as [records](crate::cache::compact::binary): read back without
+//! parsing JSON), and an end record with the number of objects and the
+//! length and FNV-1a hash of the body. It is written and read one object at
+//! a time. It is written to a temporary file in the same directory, synced
+//! and renamed over the previous one, so a crash leaves either the previous
+//! snapshot or the new one whole; it is created readable by its owner only.
 
 use std::fmt;
 use std::io::Write;
@@ -19,7 +20,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use std::sync::atomic::Ordering;
 
-use kube_core::DynamicObject;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -27,12 +27,14 @@ use tokio::time::Instant;
 use super::ReflectorStats;
 use super::options::InformerOptions;
 use super::telemetry::InformerMetrics;
+use crate::cache::compact::binary::{self, Decoder, Encoder};
+use crate::cache::compact::{CompactObject, Interner};
 use crate::cache::store::{CachedObject, Store};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
 
 /// The first line of every snapshot file, with its format version.
-const MAGIC: &str = "kube-dynamic-informer snapshot 1\n";
+const MAGIC: &str = "kube-dynamic-informer snapshot 2\n";
 
 /// Where and how often an informer writes its cache, to resume from it
 /// after a restart (`snapshot:` in a config file, `kdi --snapshot-dir`).
@@ -251,8 +253,8 @@ struct Header {
     written_at_ms: u64,
 }
 
-/// The last line, after [`TRAILER`]: what the body holds, to check that
-/// it is whole.
+/// The end record's payload (JSON): what the body holds, to check that it
+/// is whole.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Trailer {
@@ -261,22 +263,23 @@ struct Trailer {
     body_hash: String,
 }
 
-/// What starts the trailer line (no object line starts so).
-const TRAILER: &[u8] = b"#end ";
+/// The tag of the end record.
+const END: u8 = b'e';
 
 /// A snapshot as read (tests).
 #[cfg(test)]
 #[derive(Debug)]
 pub(crate) struct Loaded {
     pub(crate) resource_version: String,
-    pub(crate) objects: Vec<DynamicObject>,
+    pub(crate) objects: Vec<kube_core::DynamicObject>,
 }
 
 /// A snapshot checked whole and made for its target, read page by page so
-/// that its objects are never all decoded at once.
+/// that it is never held whole in memory beside the objects read from it.
 pub(crate) struct Opened {
     target: Target,
-    lines: std::io::BufReader<std::fs::File>,
+    body: Body,
+    decoder: Decoder,
     left: usize,
     pub(crate) resource_version: String,
     /// How many objects it holds.
@@ -289,24 +292,90 @@ impl Opened {
     pub(crate) fn page(
         &mut self,
         size: usize,
-    ) -> Result<Option<Vec<DynamicObject>>, SnapshotRefusal> {
+    ) -> Result<Option<Vec<CompactObject>>, SnapshotRefusal> {
         if self.left == 0 {
             return Ok(None);
         }
         let mut page = Vec::with_capacity(size.min(self.left));
-        let mut line = Vec::new();
         while page.len() < size && self.left > 0 {
-            if !self.target.next_line(&mut self.lines, &mut line)? {
+            let tag = self.body.next().map_err(|why| self.target.corrupt(why))?;
+            if tag == Some(END) || tag.is_none() {
                 return Err(self.target.corrupt("it changed while it was read".into()));
             }
-            let object = serde_json::from_slice(&line).map_err(|e| {
-                self.target
-                    .corrupt(format!("object {}: {e}", self.objects - self.left + 1))
-            })?;
-            page.push(object);
-            self.left -= 1;
+            let read = tag.map(|tag| self.decoder.record(tag, &self.body.payload));
+            if let Some(object) = read
+                .transpose()
+                .map_err(|why| {
+                    self.target
+                        .corrupt(format!("object {}: {why}", self.objects - self.left + 1))
+                })?
+                .flatten()
+            {
+                page.push(object);
+                self.left -= 1;
+            }
         }
         Ok(Some(page))
+    }
+
+    /// What the objects read share (their keys and trees), for the cache
+    /// that holds them to build its next objects with.
+    pub(crate) fn into_interner(self) -> Interner {
+        self.decoder.into_interner()
+    }
+}
+
+/// The records of a snapshot's body, read one at a time.
+struct Body {
+    file: std::io::BufReader<std::fs::File>,
+    /// Bytes of the file not read yet: no record can be longer.
+    left: u64,
+    /// The last record's payload.
+    payload: Vec<u8>,
+    /// The bytes read so far, hashed as written.
+    hash: u64,
+    bytes: u64,
+}
+
+impl Body {
+    /// Reads the next record into `payload` and returns its tag; `None` at
+    /// the end of the file.
+    fn next(&mut self) -> Result<Option<u8>, String> {
+        use std::io::Read;
+        let reading = |e: std::io::Error| format!("reading it: {e}");
+        let mut byte = [0u8];
+        if self.file.read(&mut byte).map_err(reading)? == 0 {
+            return Ok(None);
+        }
+        let tag = byte[0];
+        let mut head = vec![tag];
+        let mut len = 0u64;
+        for shift in (0..64).step_by(7) {
+            self.file
+                .read_exact(&mut byte)
+                .map_err(|_| "truncated in a record")?;
+            head.push(byte[0]);
+            len |= u64::from(byte[0] & 0x7f) << shift;
+            if byte[0] & 0x80 == 0 {
+                break;
+            }
+        }
+        let total = head.len() as u64 + len;
+        if total > self.left {
+            return Err("truncated: a record goes past its end".into());
+        }
+        self.left -= total;
+        self.payload.clear();
+        self.payload
+            .resize(usize::try_from(len).map_err(|_| "a record too long")?, 0);
+        self.file
+            .read_exact(&mut self.payload)
+            .map_err(|_| "truncated in a record")?;
+        if tag != END {
+            self.hash = fnv1a_64_extend(fnv1a_64_extend(self.hash, &head), &self.payload);
+            self.bytes += total;
+        }
+        Ok(Some(tag))
     }
 }
 
@@ -371,35 +440,51 @@ impl Target {
         let body_start = lines
             .stream_position()
             .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
-        let (mut hash, mut bytes, mut objects) = (FNV1A_64_OFFSET, 0u64, 0usize);
-        let trailer: Trailer = loop {
-            if !self.next_line(&mut lines, &mut line)? {
-                return Err(self.corrupt("truncated: no trailer".into()));
-            }
-            if let Some(trailer) = line.strip_prefix(TRAILER) {
-                break serde_json::from_slice(trailer)
-                    .map_err(|e| self.corrupt(format!("its trailer: {e}")))?;
-            }
-            hash = fnv1a_64_extend(hash, &line);
-            bytes += line.len() as u64;
-            objects += 1;
+        let file_len = lines
+            .get_ref()
+            .metadata()
+            .map_err(|e| self.corrupt(format!("reading it: {e}")))?
+            .len();
+        let mut body = Body {
+            file: lines,
+            left: file_len.saturating_sub(body_start),
+            payload: Vec::new(),
+            hash: FNV1A_64_OFFSET,
+            bytes: 0,
         };
-        if trailer.body_bytes != bytes || trailer.body_hash != format!("{hash:016x}") {
+        let mut objects = 0usize;
+        let trailer: Trailer = loop {
+            match body.next().map_err(|why| self.corrupt(why))? {
+                None => return Err(self.corrupt("truncated: no end record".into())),
+                Some(END) => {
+                    break serde_json::from_slice(&body.payload)
+                        .map_err(|e| self.corrupt(format!("its end record: {e}")))?;
+                }
+                Some(binary::OBJECT) => objects += 1,
+                Some(_) => {}
+            }
+        };
+        if body.left != 0 {
+            return Err(self.corrupt("bytes after its end record".into()));
+        }
+        if trailer.body_bytes != body.bytes || trailer.body_hash != format!("{:016x}", body.hash) {
             return Err(self.corrupt("its body does not match its checksum".into()));
         }
         if trailer.objects != objects {
             return Err(self.corrupt(format!(
-                "it holds {objects} objects, its trailer says {}",
+                "it holds {objects} objects, its end record says {}",
                 trailer.objects
             )));
         }
-        lines
+        body.file
             .seek(std::io::SeekFrom::Start(body_start))
             .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+        body.left = file_len.saturating_sub(body_start);
         let written = UNIX_EPOCH + Duration::from_millis(header.written_at_ms);
         Ok(Opened {
             target: self.clone(),
-            lines,
+            body,
+            decoder: Decoder::new(Interner::new()),
             left: objects,
             resource_version: header.resource_version,
             objects,
@@ -436,7 +521,7 @@ impl Target {
         let mut opened = self.open()?;
         let mut objects = Vec::new();
         while let Some(page) = opened.page(usize::MAX)? {
-            objects.extend(page);
+            objects.extend(page.iter().map(CompactObject::to_object));
         }
         Ok(Loaded {
             resource_version: opened.resource_version,
@@ -486,25 +571,32 @@ impl Target {
         file.write_all(MAGIC.as_bytes())?;
         serde_json::to_writer(&mut file, &header)?;
         file.write_all(b"\n")?;
-        let (mut hash, mut bytes, mut line) = (FNV1A_64_OFFSET, 0u64, Vec::new());
+        let (mut hash, mut bytes, mut records) = (FNV1A_64_OFFSET, 0u64, Vec::new());
+        let mut encoder = Encoder::default();
+        // Objects of a cache holding decoded objects are written in the
+        // compact form too, built here.
+        let mut interner = Interner::new();
         for object in objects {
-            line.clear();
-            object.write_json(&mut line)?;
-            line.push(b'\n');
-            hash = fnv1a_64_extend(hash, &line);
-            bytes += line.len() as u64;
-            file.write_all(&line)?;
+            records.clear();
+            match object.compact() {
+                Some(compact) => encoder.object(compact, &mut records),
+                None => encoder.object(
+                    &CompactObject::from_object(&object.object(), &mut interner),
+                    &mut records,
+                ),
+            }
+            hash = fnv1a_64_extend(hash, &records);
+            bytes += records.len() as u64;
+            file.write_all(&records)?;
         }
-        file.write_all(TRAILER)?;
-        serde_json::to_writer(
-            &mut file,
-            &Trailer {
-                objects: objects.len(),
-                body_bytes: bytes,
-                body_hash: format!("{hash:016x}"),
-            },
-        )?;
-        file.write_all(b"\n")?;
+        records.clear();
+        let trailer = serde_json::to_vec(&Trailer {
+            objects: objects.len(),
+            body_bytes: bytes,
+            body_hash: format!("{hash:016x}"),
+        })?;
+        binary::write_record(&mut records, END, &trailer);
+        file.write_all(&records)?;
         let file = file
             .into_inner()
             .map_err(std::io::IntoInnerError::into_error)?;
@@ -692,7 +784,8 @@ mod tests {
         // A body that does not match its checksum is refused before any
         // object is decoded.
         let mut bytes = std::fs::read(&t.path).unwrap();
-        let at = bytes.windows(3).position(|w| w == b"\"c\"").unwrap();
+        // The third object's name: the byte after its length (1).
+        let at = bytes.windows(2).rposition(|w| w == b"\x01c").unwrap();
         bytes[at + 1] = b'x';
         std::fs::write(&t.path, bytes).unwrap();
         assert!(matches!(t.open(), Err(SnapshotRefusal::Corrupt { .. })));

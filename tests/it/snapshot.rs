@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::PodTemplate;
 use kube_client::Client;
 use kube_client::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_client::api::{ApiResource, DynamicObject};
+use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::informer::{
     Event, InformerOptions, SharedInformer, SnapshotOptions, SnapshotRefusal, SnapshotStart,
 };
@@ -41,6 +42,13 @@ impl Run {
     async fn start_of(client: &Client, resource: ApiResource, options: InformerOptions) -> Run {
         let informer =
             SharedInformer::new(client.clone(), resource, Scope::Namespaced, options).unwrap();
+        // One index read in place from a compact object, one that needs it
+        // decoded: a snapshot's objects are indexed either way.
+        for (name, expression) in [("name", "metadata.name"), ("types", "spec.limits[].type")] {
+            informer
+                .add_index(name, IndexFn::jmespath(name, expression).unwrap())
+                .unwrap();
+        }
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = events.clone();
         informer.add_handler(move |e: Event| {
@@ -234,6 +242,9 @@ async fn a_restarted_informer_resumes_from_its_snapshot_without_listing() {
         Some(SnapshotStart::Resumed { objects: 12, .. }) => {}
         other => panic!("resumed from the snapshot of 12 objects: {other:?}"),
     }
+    let store = second.informer.store();
+    assert_eq!(store.by_index("name", "lr5").unwrap().len(), 1);
+    assert_eq!(store.by_index("types", "Container").unwrap().len(), 12);
     support::wait_for("the six changes", Duration::from_secs(30), || {
         let (_, live) = second.events();
         async move {

@@ -204,6 +204,41 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
     }
 }
 
+/// [`hash_value`] of the value a node holds: equal for equal content.
+fn hash_node(node: &Node, h: &mut impl Hasher) {
+    match node {
+        Node::Null => h.write_u8(0),
+        Node::Bool(b) => {
+            h.write_u8(1);
+            h.write_u8(u8::from(*b));
+        }
+        Node::Number(n) => {
+            let (kind, bits) = number_bits(n);
+            h.write_u8(2 + kind);
+            h.write_u64(bits);
+        }
+        Node::String(s) => {
+            h.write_u8(5);
+            s.as_str().hash(h);
+        }
+        Node::Array(items) => {
+            h.write_u8(6);
+            h.write_usize(items.len());
+            for item in items {
+                hash_node(item, h);
+            }
+        }
+        Node::Object(entries) => {
+            h.write_u8(7);
+            h.write_usize(entries.len());
+            for (k, v) in entries {
+                (**k).hash(h);
+                hash_node(v, h);
+            }
+        }
+    }
+}
+
 /// The value of `key` in sorted entries. Small maps (labels, most objects of
 /// a manifest) are scanned, comparing the lengths first, which need no read of
 /// the keys' bytes; larger ones are searched by halves.
@@ -357,6 +392,33 @@ impl Interner {
             return Arc::clone(found);
         }
         let tree = Arc::new(self.node(value));
+        self.share(hash, &tree);
+        tree
+    }
+
+    /// The shared tree equal to `node` (built with this interner's keys),
+    /// `node` itself if there is none yet.
+    fn adopt_tree(&mut self, node: Node) -> Arc<Node> {
+        let Some(trees) = &self.trees else {
+            return Arc::new(node);
+        };
+        let mut h = trees.state.build_hasher();
+        hash_node(&node, &mut h);
+        let hash = h.finish();
+        if let Some(found) = trees
+            .buckets
+            .get(&hash)
+            .and_then(|b| b.iter().find(|t| ***t == node))
+        {
+            return Arc::clone(found);
+        }
+        let tree = Arc::new(node);
+        self.share(hash, &tree);
+        tree
+    }
+
+    /// Files a new tree under its hash, sweeping first when due.
+    fn share(&mut self, hash: u64, tree: &Arc<Node>) {
         if let Some(trees) = &mut self.trees {
             if trees.len >= trees.swept_at.saturating_mul(2).max(MIN_SWEEP) {
                 trees.buckets.retain(|_, bucket| {
@@ -370,10 +432,9 @@ impl Interner {
                 .buckets
                 .entry(hash)
                 .or_default()
-                .push(Arc::clone(&tree));
+                .push(Arc::clone(tree));
             trees.len += 1;
         }
-        tree
     }
 
     /// Annotations: values are often long and unique to their object.
@@ -583,6 +644,7 @@ impl OwnerRef {
     }
 }
 
+pub(crate) mod binary;
 mod object;
 mod ser;
 mod view;

@@ -660,3 +660,5 @@ proptest! {
         }
     }
 }
+
+mod binary_tests;

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::cache::CacheError;
 use crate::cache::compact::{CompactEntry, CompactObject, Interner};
 use crate::cache::index::{IndexFn, IndexInput, NAMESPACE_INDEX};
-use crate::vocabulary::object_key::object_key;
+use crate::vocabulary::object_key::{key_from_parts, object_key};
 
 mod cached;
 mod size;
@@ -24,6 +24,7 @@ mod version;
 mod writer;
 
 use writer::Listing;
+pub(crate) use writer::SnapshotFill;
 #[cfg(test)]
 use writer::changed;
 
@@ -176,6 +177,22 @@ impl IndexDef {
 fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Vec<Vec<String>> {
     let input = IndexInput::new(object);
     defs.iter().map(|def| def.values(key, &input)).collect()
+}
+
+/// [`evaluate_all`] on a compact object: read in place where the index can
+/// be, on the object decoded (once) where it cannot.
+fn evaluate_compact_all(
+    defs: &[Arc<IndexDef>],
+    key: &str,
+    object: &CompactObject,
+) -> Vec<Vec<String>> {
+    let decoded = std::cell::OnceCell::new();
+    defs.iter()
+        .map(|def| {
+            let decoded = || decoded.get_or_init(|| object.to_object());
+            def.values(key, &IndexInput::new(decoded()))
+        })
+        .collect()
 }
 
 impl Members {

@@ -262,6 +262,63 @@ impl StoreWriter {
             .collect()
     }
 
+    /// Hands over one page of a snapshot read back in compact form
+    /// ([`Delta::SnapshotPage`](crate::informer::Delta::SnapshotPage)), as
+    /// [`StoreWriter::list_page`] does a list's page. A cache with compact
+    /// storage filling from empty takes the objects as they are, evaluating
+    /// its indexes on the compact form where it can, and gives back their
+    /// handles (all added); `interner`, on the last page, is what it builds
+    /// its next objects with. Otherwise the objects are decoded and listed
+    /// as any page.
+    pub(crate) fn snapshot_page(
+        &mut self,
+        objects: Vec<CompactObject>,
+        interner: Option<Interner>,
+    ) -> SnapshotFill {
+        if self.listing.is_none() {
+            self.begin_list();
+        }
+        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        if !fill || self.storage != Storage::Compact {
+            let objects = objects.iter().map(|o| Arc::new(o.to_object())).collect();
+            return SnapshotFill::Listed(self.list_page(objects));
+        }
+        if let Some(interner) = interner {
+            self.interner = interner;
+        }
+        let mut page: IndexMap<String, CompactObject> = IndexMap::new();
+        for object in objects {
+            match object.name() {
+                Some(name) => {
+                    page.insert(key_from_parts(object.namespace(), name), object);
+                }
+                None => tracing::warn!("skipping a snapshot object without metadata.name"),
+            }
+        }
+        let defs = self.store.defs();
+        let prepared: Vec<_> = page
+            .into_iter()
+            .map(|(key, object)| {
+                let computed = evaluate_compact_all(&defs, &key, &object);
+                let held = CachedObject(Held::Compact(Arc::new(CompactEntry::new(object, None))));
+                (key, held, computed)
+            })
+            .collect();
+        let (added, len) = {
+            let mut state = self.store.shared.write();
+            let added: Vec<CachedObject> = prepared
+                .into_iter()
+                .map(|(key, held, computed)| {
+                    state.insert(&key, held.clone(), computed);
+                    held
+                })
+                .collect();
+            (added, state.objects.len())
+        };
+        self.wrote(added.len(), len);
+        SnapshotFill::Filled(added)
+    }
+
     /// Completes the list started by [`StoreWriter::begin_list`] (an empty
     /// list if none was started: the cache empties): the cache now holds
     /// exactly the objects listed. Returns what changed that
@@ -303,6 +360,14 @@ impl StoreWriter {
         outcome.deleted = gone.into_iter().map(CachedObject::into_object).collect();
         outcome
     }
+}
+
+/// What a snapshot page did to the cache (see [`StoreWriter::snapshot_page`]).
+pub(crate) enum SnapshotFill {
+    /// The objects went in as they were: their handles, all added.
+    Filled(Vec<CachedObject>),
+    /// The objects were decoded and listed.
+    Listed(ReplaceOutcome),
 }
 
 /// An object about to be written, with its stored form and index values.

@@ -47,6 +47,9 @@ pub enum Delta {
     ListBegin,
     /// One page of the list, each object transformed.
     ListPage(Vec<DynamicObject>),
+    /// One page of a snapshot the informer resumes from, served as a page
+    /// of its first list (see [`SnapshotPage`]).
+    SnapshotPage(SnapshotPage),
     /// The list is complete: after it the cache must hold exactly the objects
     /// of the pages since the last [`Delta::ListBegin`]. Sent after the first
     /// list and after every relist.
@@ -72,6 +75,48 @@ pub enum Delta {
         /// the objects outside `current`.
         settlement: Option<Settlement>,
     },
+}
+
+/// Objects of a snapshot, read back in the compact form a cache holds
+/// ([`Storage::Compact`](crate::cache::Storage::Compact)), so that a cache
+/// holding that form takes them as they are: no JSON is parsed and no
+/// `DynamicObject` built until a reader or handler asks for one.
+pub struct SnapshotPage {
+    pub(crate) objects: Vec<crate::cache::compact::CompactObject>,
+    /// On the last page: what the snapshot's objects share (keys and
+    /// trees), for the cache to build its next objects with.
+    pub(crate) interner: Option<crate::cache::compact::Interner>,
+}
+
+impl SnapshotPage {
+    /// How many objects the page holds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether the page holds no object.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// The objects, decoded.
+    #[must_use]
+    pub fn to_objects(&self) -> Vec<DynamicObject> {
+        self.objects
+            .iter()
+            .map(crate::cache::compact::CompactObject::to_object)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for SnapshotPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotPage")
+            .field("objects", &self.objects.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Counters of what a reflector did, for observability and tests.

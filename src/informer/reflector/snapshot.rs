@@ -4,7 +4,7 @@
 use super::*;
 use crate::informer::snapshot::{SnapshotRefusal, Target};
 
-/// How many objects of a snapshot are decoded and handed to the cache at a
+/// How many objects of a snapshot are read and handed to the cache at a
 /// time.
 const SNAPSHOT_PAGE: usize = 500;
 
@@ -70,8 +70,17 @@ impl Reflector {
                 }
             };
             match page {
-                Ok(Some(objects)) => sink(Delta::ListPage(objects)),
-                Ok(None) => return Some(resource_version),
+                Ok(Some(objects)) => sink(Delta::SnapshotPage(SnapshotPage {
+                    objects,
+                    interner: None,
+                })),
+                Ok(None) => {
+                    sink(Delta::SnapshotPage(SnapshotPage {
+                        objects: Vec::new(),
+                        interner: Some(opened.into_interner()),
+                    }));
+                    return Some(resource_version);
+                }
                 // Only a file changed in place since it was checked: the
                 // list that follows reconciles what was served of it.
                 Err(reason) => {

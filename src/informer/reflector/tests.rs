@@ -244,6 +244,14 @@ impl Fold {
                     .extend(page);
                 None
             }
+            Delta::SnapshotPage(page) => {
+                self.pages += usize::from(!page.is_empty());
+                self.list
+                    .as_mut()
+                    .expect("a snapshot page comes after a list's begin")
+                    .extend(page.to_objects());
+                None
+            }
             Delta::ListEnd => Some(Got::Replace(
                 self.list
                     .take()
@@ -792,6 +800,14 @@ async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec
             Delta::ListPage(p) => {
                 format!("page[{}]", p.iter().map(name).collect::<Vec<_>>().join(","))
             }
+            Delta::SnapshotPage(p) => format!(
+                "snapshot[{}]",
+                p.to_objects()
+                    .iter()
+                    .map(name)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             Delta::ListEnd => "end".to_owned(),
             Delta::Upsert(o) => format!("upsert {}", name(&o)),
             Delta::Delete(o) => format!("delete {}", name(&o)),

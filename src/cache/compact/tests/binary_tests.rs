@@ -1,0 +1,153 @@
+//! The compact form in bytes ([`super::super::binary`]).
+
+use super::super::binary::{Decoder, Encoder, KEY, OBJECT, TREE};
+use super::*;
+
+/// The records of `bytes`, as (tag, payload).
+fn records(bytes: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some((&tag, tail)) = rest.split_first() {
+        let (mut len, mut shift, mut used) = (0usize, 0, 0);
+        for &b in tail {
+            len |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            used += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        let payload = &tail[used..used + len];
+        out.push((tag, payload));
+        rest = &tail[used + len..];
+    }
+    out
+}
+
+/// Encodes `objects` with one encoder, decodes them with one decoder.
+fn through_bytes(objects: &[CompactObject]) -> (Vec<CompactObject>, Vec<u8>, Decoder) {
+    let mut encoder = Encoder::default();
+    let mut bytes = Vec::new();
+    for o in objects {
+        encoder.object(o, &mut bytes);
+    }
+    let mut decoder = Decoder::new(Interner::new());
+    let back = records(&bytes)
+        .into_iter()
+        .filter_map(|(tag, payload)| decoder.record(tag, payload).expect("a record"))
+        .collect();
+    (back, bytes, decoder)
+}
+
+#[test]
+fn objects_read_back_equal_with_keys_and_trees_written_once() {
+    let mut interner = Interner::new();
+    let a = decoded(WIDGET);
+    let mut b = a.clone();
+    b.metadata.name = Some("other".into());
+    let compact = [
+        CompactObject::from_object(&a, &mut interner),
+        CompactObject::from_object(&b, &mut interner),
+    ];
+    let (back, bytes, decoder) = through_bytes(&compact);
+    assert_eq!(back, compact);
+    assert_eq!(back[1].to_object(), b);
+    let tags: Vec<u8> = records(&bytes).iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags.iter().filter(|t| **t == OBJECT).count(), 2);
+    assert_eq!(tags.iter().filter(|t| **t == TREE).count(), 1);
+    assert_eq!(
+        tags.iter().filter(|t| **t == KEY).count(),
+        interner.keys(),
+        "each key once"
+    );
+    // The second object's tree is the first's, and the decoder's interner
+    // shares it with objects built later.
+    let tree = |c: &CompactObject| c.meta.managed_fields.as_ref().unwrap()[0].fields_v1.clone();
+    assert!(Arc::ptr_eq(
+        &tree(&back[0]).unwrap(),
+        &tree(&back[1]).unwrap()
+    ));
+    let mut interner = decoder.into_interner();
+    let later = CompactObject::from_object(&a, &mut interner);
+    assert!(Arc::ptr_eq(
+        &tree(&later).unwrap(),
+        &tree(&back[0]).unwrap()
+    ));
+}
+
+#[test]
+fn every_byte_changed_or_cut_is_refused_or_read_without_panic() {
+    let mut interner = Interner::new();
+    let compact = [CompactObject::from_object(&decoded(WIDGET), &mut interner)];
+    let (_, bytes, _) = through_bytes(&compact);
+    let all = records(&bytes);
+    let (last_tag, object) = *all.last().unwrap();
+    assert_eq!(last_tag, OBJECT);
+    let defined = |decoder: &mut Decoder| {
+        for (tag, payload) in &all[..all.len() - 1] {
+            decoder.record(*tag, payload).unwrap();
+        }
+    };
+    let mut refused = 0;
+    for cut in 0..object.len() {
+        let mut decoder = Decoder::new(Interner::new());
+        defined(&mut decoder);
+        refused += usize::from(decoder.record(OBJECT, &object[..cut]).is_err());
+    }
+    assert_eq!(refused, object.len(), "every cut object is refused");
+    for at in 0..object.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut changed = object.to_vec();
+            changed[at] ^= flip;
+            let mut decoder = Decoder::new(Interner::new());
+            defined(&mut decoder);
+            let _ = decoder.record(OBJECT, &changed);
+        }
+    }
+    let mut decoder = Decoder::new(Interner::new());
+    let err = decoder.record(OBJECT, object).unwrap_err();
+    assert!(err.contains("is not defined"), "{err}");
+    assert!(
+        decoder
+            .record(b'?', b"")
+            .unwrap_err()
+            .contains("unknown record")
+    );
+}
+
+#[test]
+fn nesting_beyond_the_wire_s_limit_is_refused() {
+    let mut value = json!("leaf");
+    for _ in 0..crate::wire::MAX_OBJECT_DEPTH + 2 {
+        value = json!([value]);
+    }
+    let o = object(
+        json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "deep"}, "spec": value}),
+    );
+    let mut interner = Interner::without_shared_trees();
+    let c = CompactObject::from_object(&o, &mut interner);
+    let mut bytes = Vec::new();
+    Encoder::default().object(&c, &mut bytes);
+    let mut decoder = Decoder::new(Interner::new());
+    let err = records(&bytes)
+        .into_iter()
+        .map(|(tag, payload)| decoder.record(tag, payload))
+        .find_map(Result::err)
+        .expect("refused");
+    assert!(err.contains("levels deep"), "{err}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_objects_read_back_equal(objects in prop::collection::vec(arb_object(), 1..4)) {
+        let mut interner = Interner::new();
+        let compact: Vec<_> = objects.iter().map(|o| CompactObject::from_object(o, &mut interner)).collect();
+        let (back, _, _) = through_bytes(&compact);
+        prop_assert_eq!(&back, &compact);
+        for (c, o) in back.iter().zip(&objects) {
+            prop_assert_eq!(&c.to_object(), o);
+        }
+    }
+}
