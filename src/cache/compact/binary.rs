@@ -395,17 +395,11 @@ impl Decoder {
             STRING => Node::String(Str::new(r.str()?)),
             ARRAY => {
                 let n = r.len()?;
-                let items = (0..n)
-                    .map(|_| self.node(r, depth + 1))
-                    .collect::<Result<_, _>>()?;
-                Node::Array(items)
+                Node::Array(exactly(n, || self.node(r, depth + 1))?)
             }
             MAP => {
                 let n = r.len()?;
-                let entries = (0..n)
-                    .map(|_| Ok((self.key(r)?, self.node(r, depth + 1)?)))
-                    .collect::<Result<_, String>>()?;
-                Node::Object(entries)
+                Node::Object(exactly(n, || Ok((self.key(r)?, self.node(r, depth + 1)?)))?)
             }
             other => return Err(format!("unknown value type {other}")),
         })
@@ -585,9 +579,15 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         let n = self.len()?;
-        (0..n)
-            .map(|_| item(self))
-            .collect::<Result<_, _>>()
-            .map(Some)
+        exactly(n, || item(self)).map(Some)
     }
+}
+
+/// `n` items read by `item`, in one allocation of their exact size.
+fn exactly<T>(n: usize, mut item: impl FnMut() -> Result<T, String>) -> Result<Box<[T]>, String> {
+    let mut items = Vec::with_capacity(n);
+    for _ in 0..n {
+        items.push(item()?);
+    }
+    Ok(items.into_boxed_slice())
 }

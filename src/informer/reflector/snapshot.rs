@@ -2,7 +2,9 @@
 //! from its resourceVersion.
 
 use super::*;
-use crate::informer::snapshot::{SnapshotRefusal, Target};
+use crate::cache::compact::CompactObject;
+use crate::cache::store::Storage;
+use crate::informer::snapshot::{Opened, SnapshotRefusal, Target};
 
 /// How many objects of a snapshot are read and handed to the cache at a
 /// time.
@@ -36,7 +38,7 @@ impl Reflector {
         let opened = tokio::task::spawn_blocking(move || target.open())
             .await
             .unwrap_or_else(|e| Err(failed(e)));
-        let mut opened = match opened {
+        let opened = match opened {
             Ok(opened) => opened,
             Err(reason) => {
                 self.record_snapshot_start(SnapshotStart::Listed { reason });
@@ -50,19 +52,32 @@ impl Reflector {
         });
         let resource_version = opened.resource_version.clone();
         sink(Delta::ListBegin);
-        // Page by page, as a list arrives: the objects are never all decoded
-        // at once. The file was checked whole before the first page.
-        loop {
-            let read = tokio::task::spawn_blocking(move || {
-                let page = opened.page(SNAPSHOT_PAGE);
+        // Page by page, as a list arrives: the objects are never all read
+        // at once. The file was checked whole before the first page. The
+        // next page is read while the cache takes the current one; for a
+        // cache of decoded objects, decoded there too.
+        let decode = self.options.storage == Storage::Objects;
+        let read = move |mut opened: Opened| {
+            tokio::task::spawn_blocking(move || {
+                let page = opened.page(SNAPSHOT_PAGE).map(|page| {
+                    page.map(|objects| {
+                        if decode {
+                            Delta::ListPage(objects.iter().map(CompactObject::to_object).collect())
+                        } else {
+                            Delta::SnapshotPage(SnapshotPage {
+                                objects,
+                                interner: None,
+                            })
+                        }
+                    })
+                });
                 (opened, page)
             })
-            .await;
-            let page = match read {
-                Ok((back, page)) => {
-                    opened = back;
-                    page
-                }
+        };
+        let mut next = read(opened);
+        loop {
+            let (opened, page) = match next.await {
+                Ok(read) => read,
                 Err(e) => {
                     self.snapshot_pending = None;
                     self.record_snapshot_start(SnapshotStart::Listed { reason: failed(e) });
@@ -70,15 +85,17 @@ impl Reflector {
                 }
             };
             match page {
-                Ok(Some(objects)) => sink(Delta::SnapshotPage(SnapshotPage {
-                    objects,
-                    interner: None,
-                })),
+                Ok(Some(page)) => {
+                    next = read(opened);
+                    sink(page);
+                }
                 Ok(None) => {
-                    sink(Delta::SnapshotPage(SnapshotPage {
-                        objects: Vec::new(),
-                        interner: Some(opened.into_interner()),
-                    }));
+                    if !decode {
+                        sink(Delta::SnapshotPage(SnapshotPage {
+                            objects: Vec::new(),
+                            interner: Some(opened.into_interner()),
+                        }));
+                    }
                     return Some(resource_version);
                 }
                 // Only a file changed in place since it was checked: the
