@@ -163,12 +163,7 @@ impl<'a> IndexInput<'a> {
 
     pub(super) fn describe(&self) -> String {
         let meta = &self.object.metadata;
-        match meta.name.as_deref() {
-            Some(name) => {
-                crate::vocabulary::object_key::key_from_parts(meta.namespace.as_deref(), name)
-            }
-            None => "<unnamed>".to_owned(),
-        }
+        describe(meta.namespace.as_deref(), meta.name.as_deref())
     }
 }
 
@@ -200,7 +195,21 @@ pub(super) fn data_fields(object: &DynamicObject) -> Result<Option<&Map<String, 
     match &object.data {
         Value::Object(map) => Ok(Some(map)),
         Value::Null => Ok(None),
-        _ => Err("converting the object for JMESPath: object data is not a JSON object".to_owned()),
+        _ => Err(DATA_NOT_AN_OBJECT.to_owned()),
+    }
+}
+
+/// Why an object whose data is neither an object nor null cannot be
+/// evaluated.
+pub(super) const DATA_NOT_AN_OBJECT: &str =
+    "converting the object for JMESPath: object data is not a JSON object";
+
+/// An object's key as evaluation errors name it: `namespace/name`, `name`,
+/// or `<unnamed>`.
+pub(super) fn describe(namespace: Option<&str>, name: Option<&str>) -> String {
+    match name {
+        Some(name) => crate::vocabulary::object_key::key_from_parts(namespace, name),
+        None => "<unnamed>".to_owned(),
     }
 }
 

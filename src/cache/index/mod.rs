@@ -9,6 +9,7 @@ use std::sync::Arc;
 use jmespath::Rcvar;
 use kube_core::DynamicObject;
 
+mod compact;
 mod compile;
 mod field_path;
 mod functions;

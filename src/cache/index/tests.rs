@@ -1323,3 +1323,5 @@ proptest! {
         assert_same_as_crate(&expression, &IndexInput::new(&object));
     }
 }
+
+mod compact;
