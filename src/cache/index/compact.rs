@@ -23,7 +23,6 @@ impl IndexFn {
     ///
     /// When `Some`, the result is what [`IndexFn::evaluate`] gives on
     /// `object.to_object()`, errors included.
-    #[allow(dead_code, reason = "for stores holding compact objects")]
     pub(crate) fn evaluate_compact(
         &self,
         index: &str,

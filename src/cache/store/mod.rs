@@ -153,7 +153,21 @@ impl IndexDef {
     /// Sorted, distinct values of `object`; on failure none, counted and
     /// logged.
     fn values(&self, key: &str, input: &IndexInput<'_>) -> Vec<String> {
-        match self.func.evaluate(&self.name, input) {
+        self.accept(key, self.func.evaluate(&self.name, input))
+    }
+
+    /// [`IndexDef::values`] of a cached object, read in place when it is
+    /// compact.
+    fn values_of(self: &Arc<Self>, key: &str, held: &CachedObject) -> Vec<String> {
+        evaluate_held(std::slice::from_ref(self), key, held)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// The values of an evaluation, sorted and distinct; on failure none,
+    /// counted and logged.
+    fn accept(&self, key: &str, result: Result<Vec<String>, CacheError>) -> Vec<String> {
+        match result {
             Ok(mut values) => {
                 values.sort_unstable();
                 values.dedup();
@@ -179,6 +193,14 @@ fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Ve
     defs.iter().map(|def| def.values(key, &input)).collect()
 }
 
+/// [`evaluate_all`] on a cached object, in place when it is compact.
+fn evaluate_held(defs: &[Arc<IndexDef>], key: &str, held: &CachedObject) -> Vec<Vec<String>> {
+    match held.compact() {
+        Some(compact) => evaluate_compact_all(defs, key, compact),
+        None => held.with_object(|o| evaluate_all(defs, key, o)),
+    }
+}
+
 /// [`evaluate_all`] on a compact object: read in place where the index can
 /// be, on the object decoded (once) where it cannot.
 fn evaluate_compact_all(
@@ -188,9 +210,12 @@ fn evaluate_compact_all(
 ) -> Vec<Vec<String>> {
     let decoded = std::cell::OnceCell::new();
     defs.iter()
-        .map(|def| {
-            let decoded = || decoded.get_or_init(|| object.to_object());
-            def.values(key, &IndexInput::new(decoded()))
+        .map(|def| match def.func.evaluate_compact(&def.name, object) {
+            Some(result) => def.accept(key, result),
+            None => def.values(
+                key,
+                &IndexInput::new(decoded.get_or_init(|| object.to_object())),
+            ),
         })
         .collect()
 }
@@ -351,7 +376,7 @@ impl State {
     ) -> Option<CachedObject> {
         if computed.len() < self.defs.len() {
             let missing = &self.defs[computed.len()..];
-            computed.extend(object.with_object(|o| evaluate_all(missing, key, o)));
+            computed.extend(evaluate_held(missing, key, &object));
         }
         match self.objects.get_full_mut(key) {
             Some((_, stored_key, entry)) => {
@@ -659,7 +684,7 @@ impl Store {
         let mut precomputed: HashMap<Key, (CachedObject, Vec<String>)> = snapshot
             .into_iter()
             .map(|(key, held)| {
-                let values = held.with_object(|o| def.values(&key, &IndexInput::new(o)));
+                let values = def.values_of(&key, &held);
                 (key, (held, values))
             })
             .collect();
@@ -670,9 +695,7 @@ impl Store {
         for (key, entry) in &mut state.objects {
             let values = match precomputed.remove(key) {
                 Some((seen, values)) if seen.same(&entry.held) => values,
-                _ => entry
-                    .held
-                    .with_object(|o| def.values(key, &IndexInput::new(o))),
+                _ => def.values_of(key, &entry.held),
             };
             let stored = index.insert_all(values, key, &entry.held);
             let mut slots = std::mem::take(&mut entry.values).into_vec();
