@@ -77,7 +77,8 @@ def restart_table(ds):
     if not runs:
         return []
     cold = runs.get("kdi-cold-restart")
-    out = ["A restart without and with a snapshot (objects storage, managedFields kept; the cold start lists and "
+    storage = (cold or next(iter(runs.values()))).get("storage", "objects")
+    out = [f"A restart without and with a snapshot ({storage} storage, managedFields kept; the cold start lists and "
            "writes its snapshot when it stops, the warm one starts from it; stop s includes writing the snapshot):\n",
            "| peer | sync s | × cold | list requests | served for its lists MiB | server CPU s | RSS steady MiB "
            "| RSS peak MiB | peak × steady | stop s |",

@@ -19,8 +19,13 @@ impl Shared {
         let mut settlement = None;
         let mut tombstones = 0;
         // Handles to hand to handlers as initial Adds, decoded only when a
-        // handler is about to run (a snapshot's objects in compact form).
-        let mut replayed = Vec::new();
+        // handler is about to run (a snapshot's objects in compact form),
+        // before this delta's events.
+        let replayed = if matches!(delta, Delta::SnapshotPage(_)) {
+            Vec::new()
+        } else {
+            std::mem::take(&mut d.deferred)
+        };
         match delta {
             Delta::ResourceVersion(_) => {}
             Delta::ListBegin => writer.begin_list(),
@@ -35,7 +40,7 @@ impl Shared {
                             .as_ref()
                             .is_none_or(|(before, _)| before.is_none()) =>
                 {
-                    replayed = added;
+                    d.deferred.extend(added);
                 }
                 SnapshotFill::Filled(added) => {
                     let outcome = ReplaceOutcome {
@@ -108,13 +113,13 @@ impl Shared {
             if l.is_closed() {
                 return false;
             }
-            for e in &events {
-                if !l.push(e.clone(), resource) {
+            for cached in &replayed {
+                if !l.push(Queued::Replay(cached.clone()), resource) {
                     return false;
                 }
             }
-            for cached in &replayed {
-                if !l.push(Queued::Replay(cached.clone()), resource) {
+            for e in &events {
+                if !l.push(e.clone(), resource) {
                     return false;
                 }
             }

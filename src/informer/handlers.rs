@@ -195,6 +195,14 @@ impl SharedInformer {
             next_resync: (!r.period.is_zero()).then(|| Instant::now() + r.period),
             sync_marked: false,
         };
+        // A snapshot's objects the others have not had yet go to them
+        // first: the new one has them in its replay.
+        let deferred = std::mem::take(&mut d.deferred);
+        for l in &mut d.listeners {
+            for object in &deferred {
+                l.push(Queued::Replay(object.clone()), &self.shared.key);
+            }
+        }
         // Replay under the dispatch lock: no event can slip between the
         // snapshot and the registration.
         for object in self.shared.store.list_all() {

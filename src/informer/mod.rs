@@ -197,6 +197,11 @@ struct Dispatch {
     /// The objects of the events handed to handlers, kept until the
     /// handlers are done with them (see [`Retired`]).
     retired: Retired,
+    /// A snapshot's objects, in the cache and not yet handed to the
+    /// handlers: they are, as initial Adds, at the next other delta (the
+    /// end of the snapshot) or registration, so that the handlers' decoding
+    /// does not hold back the cache's filling.
+    deferred: Vec<CachedObject>,
 }
 
 /// A shard's selector before (none before the first list) and after a
@@ -319,6 +324,7 @@ impl SharedInformer {
                     next_id: 1,
                     reshard: None,
                     retired: Retired::default(),
+                    deferred: Vec::new(),
                 }),
                 options,
                 stats: reflector.stats(),

@@ -1144,3 +1144,63 @@ async fn a_jmespath_index_is_added_with_its_name_said_once() {
     assert_eq!(inf.store().by_index("app", "a").unwrap().len(), 1);
     cancel.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_reaches_every_handler_once_whenever_it_registers() {
+    let dir = std::env::temp_dir().join(format!(
+        "kdi-cases-snapshot-{:?}-{}",
+        STORAGE,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let snapshot_options =
+        || options().snapshot(SnapshotOptions::new(&dir).cluster("test").interval(Duration::ZERO));
+    // A first run lists 3,000 objects and writes them when it stops.
+    let first = FakeServer::with_list((0..3000).map(|i| obj(&format!("o{i}"), i)).collect());
+    let inf = informer(&first, snapshot_options());
+    let cancel = CancellationToken::new();
+    let task = inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    cancel.cancel();
+    task.await.unwrap();
+
+    // The second resumes (its server has no list to give) while handlers
+    // register before it starts, while it reads the snapshot, and after.
+    let second = FakeServer::default();
+    let inf = informer(&second, snapshot_options());
+    let mut recorders = vec![Recorder::default()];
+    let mut registrations = vec![inf.add_handler(recorders[0].handler())];
+    let cancel = CancellationToken::new();
+    let task = inf.start(cancel.clone()).unwrap();
+    // Mid-load: once the cache holds part of the snapshot.
+    let store = inf.store();
+    eventually("part of the snapshot in the cache", || !store.is_empty()).await;
+    for _ in 0..2 {
+        let recorder = Recorder::default();
+        registrations.push(inf.add_handler(recorder.handler()));
+        recorders.push(recorder);
+    }
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    let recorder = Recorder::default();
+    registrations.push(inf.add_handler(recorder.handler()));
+    recorders.push(recorder);
+    assert_eq!(second.list_calls.load(Ordering::SeqCst), 0);
+    eventually("watch open", || second.watches() == 1).await;
+    second.send(WatchEvent::Modified(obj("o7", 5000)));
+    let want: Vec<String> = (0..3000)
+        .map(|i| format!("add o{i} (initial)"))
+        .chain(["update o7 7->5000".to_owned()])
+        .collect();
+    for (recorder, registration) in recorders.iter().zip(&registrations) {
+        eventually("the handler has every event", || recorder.len() >= want.len()).await;
+        eventually("the registration synced", || registration.has_synced()).await;
+        let mut got = recorder.take();
+        let update = got.pop();
+        got.sort_by_key(|e| e.trim_start_matches("add o").split(' ').next().and_then(|n| n.parse::<u32>().ok()));
+        got.extend(update);
+        assert_eq!(got, want);
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
