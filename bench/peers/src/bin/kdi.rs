@@ -274,6 +274,8 @@ async fn main() {
     });
     if let Some(start) = informer.stats().snapshot_start() {
         result["snapshot"] = json!(start.to_string());
+        // The restart runs' name for what the server sent for the lists.
+        result["server_list_mb"] = result["served_list_mb"].clone();
     }
     if shard.is_some() {
         let stats = informer.stats();
