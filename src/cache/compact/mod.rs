@@ -204,6 +204,24 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
     }
 }
 
+/// Exact structural equality of two nodes (numbers by representation, as
+/// [`node_eq_value`]).
+fn node_eq(a: &Node, b: &Node) -> bool {
+    match (a, b) {
+        (Node::Number(x), Node::Number(y)) => number_bits(x) == number_bits(y),
+        (Node::Array(x), Node::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| node_eq(p, q))
+        }
+        (Node::Object(x), Node::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, p), (kb, q))| **ka == **kb && node_eq(p, q))
+        }
+        _ => a == b,
+    }
+}
+
 /// [`hash_value`] of the value a node holds: equal for equal content.
 fn hash_node(node: &Node, h: &mut impl Hasher) {
     match node {
@@ -408,7 +426,7 @@ impl Interner {
         if let Some(found) = trees
             .buckets
             .get(&hash)
-            .and_then(|b| b.iter().find(|t| ***t == node))
+            .and_then(|b| b.iter().find(|t| node_eq(t, &node)))
         {
             return Arc::clone(found);
         }

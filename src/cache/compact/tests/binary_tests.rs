@@ -151,3 +151,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn trees_read_back_differing_only_in_number_representation_stay_apart() {
+    let tree = |n: Value| {
+        let mut o = decoded(WIDGET);
+        o.metadata.managed_fields.as_mut().unwrap()[0].fields_v1 = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(json!({ "f:x": n })),
+        );
+        o
+    };
+    let (zero, minus_zero) = (tree(json!(0.0)), tree(json!(-0.0)));
+    let mut interner = Interner::new();
+    let compact = [
+        CompactObject::from_object(&zero, &mut interner),
+        CompactObject::from_object(&minus_zero, &mut interner),
+    ];
+    let (back, _, _) = through_bytes(&compact);
+    assert_eq!(back[0].to_object(), zero);
+    assert_eq!(
+        serde_json::to_string(&back[1].to_object()).unwrap(),
+        serde_json::to_string(&minus_zero).unwrap()
+    );
+}
