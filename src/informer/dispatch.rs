@@ -18,14 +18,9 @@ impl Shared {
         let mut first_sync = false;
         let mut settlement = None;
         let mut tombstones = 0;
-        // Handles to hand to handlers as initial Adds, decoded only when a
-        // handler is about to run (a snapshot's objects in compact form),
-        // before this delta's events.
-        let replayed = if matches!(delta, Delta::SnapshotPage(_)) {
-            Vec::new()
-        } else {
-            std::mem::take(&mut d.deferred)
-        };
+        if !matches!(delta, Delta::SnapshotPage(_)) {
+            d.hand_on_deferred(&self.key);
+        }
         match delta {
             Delta::ResourceVersion(_) => {}
             Delta::ListBegin => writer.begin_list(),
@@ -34,21 +29,10 @@ impl Shared {
                 tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
             }
             Delta::SnapshotPage(page) => match writer.snapshot_page(page.objects, page.interner) {
-                SnapshotFill::Filled(added)
-                    if !d.synced
-                        && d.reshard
-                            .as_ref()
-                            .is_none_or(|(before, _)| before.is_none()) =>
-                {
-                    d.deferred.extend(added);
-                }
-                SnapshotFill::Filled(added) => {
-                    let outcome = ReplaceOutcome {
-                        added: added.iter().map(CachedObject::object).collect(),
-                        ..ReplaceOutcome::default()
-                    };
-                    tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
-                }
+                // A snapshot is read only before the first list, and never
+                // by a shard group's member: its objects are initial Adds,
+                // in no shard before.
+                SnapshotFill::Filled(added) => d.deferred.extend(added),
                 SnapshotFill::Listed(outcome) => {
                     tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
                 }
@@ -112,11 +96,6 @@ impl Shared {
         d.listeners.retain_mut(|l| {
             if l.is_closed() {
                 return false;
-            }
-            for cached in &replayed {
-                if !l.push(Queued::Replay(cached.clone()), resource) {
-                    return false;
-                }
             }
             for e in &events {
                 if !l.push(e.clone(), resource) {

@@ -197,12 +197,7 @@ impl SharedInformer {
         };
         // A snapshot's objects the others have not had yet go to them
         // first: the new one has them in its replay.
-        let deferred = std::mem::take(&mut d.deferred);
-        for l in &mut d.listeners {
-            for object in &deferred {
-                l.push(Queued::Replay(object.clone()), &self.shared.key);
-            }
-        }
+        d.hand_on_deferred(&self.shared.key);
         // Replay under the dispatch lock: no event can slip between the
         // snapshot and the registration.
         for object in self.shared.store.list_all() {

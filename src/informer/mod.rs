@@ -204,6 +204,23 @@ struct Dispatch {
     deferred: Vec<CachedObject>,
 }
 
+impl Dispatch {
+    /// Hands the deferred objects of a snapshot to every handler, as
+    /// initial Adds decoded only when the handler is about to run. A closed
+    /// handler's queue refuses them; the next delta's dispatch drops it.
+    fn hand_on_deferred(&mut self, resource: &ResourceKey) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        for l in &mut self.listeners {
+            for object in &deferred {
+                l.push(Queued::Replay(object.clone()), resource);
+            }
+        }
+    }
+}
+
 /// A shard's selector before (none before the first list) and after a
 /// change of its ranges.
 type Reshard = (Option<ShardSelector>, ShardSelector);

@@ -55,6 +55,19 @@ fn write_varint(out: &mut Vec<u8>, mut n: u64) {
     }
 }
 
+/// Reads a number [`write_varint`] wrote, a byte at a time from `next`.
+pub(crate) fn read_varint(mut next: impl FnMut() -> Result<u8, String>) -> Result<u64, String> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = next()?;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(n);
+        }
+    }
+    Err("a number is longer than 64 bits".to_owned())
+}
+
 /// Writes compact objects as records, each key and tree defined once.
 #[derive(Default)]
 pub(crate) struct Encoder {
@@ -367,12 +380,7 @@ impl Decoder {
     }
 
     fn key(&self, r: &mut Reader<'_>) -> Result<Key, String> {
-        let id = r.varint()?;
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.keys.get(i))
-            .cloned()
-            .ok_or_else(|| format!("key {id} is not defined"))
+        defined(&self.keys, r, "key")
     }
 
     fn opt_key(&self, r: &mut Reader<'_>) -> Result<Option<Key>, String> {
@@ -462,13 +470,18 @@ impl Decoder {
     }
 
     fn tree(&self, r: &mut Reader<'_>) -> Result<Arc<Node>, String> {
-        let id = r.varint()?;
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.trees.get(i))
-            .cloned()
-            .ok_or_else(|| format!("tree {id} is not defined"))
+        defined(&self.trees, r, "tree")
     }
+}
+
+/// The definition (of a key or tree) whose number `r` reads next.
+fn defined<T: Clone>(table: &[T], r: &mut Reader<'_>, what: &str) -> Result<T, String> {
+    let id = r.varint()?;
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| table.get(i))
+        .cloned()
+        .ok_or_else(|| format!("{what} {id} is not defined"))
 }
 
 /// Bounds-checked reads from a payload.
@@ -516,15 +529,7 @@ impl<'a> Reader<'a> {
     }
 
     fn varint(&mut self) -> Result<u64, String> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.u8()?;
-            n |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err("a number is longer than 64 bits".to_owned())
+        read_varint(|| self.u8())
     }
 
     /// A length: never more than the bytes left, as each item takes one at

@@ -300,6 +300,18 @@ struct Trees {
     swept_at: usize,
 }
 
+impl Trees {
+    /// Forgets the trees no object uses any more.
+    fn sweep(&mut self) {
+        self.buckets.retain(|_, bucket| {
+            bucket.retain(|t| Arc::strong_count(t) > 1);
+            !bucket.is_empty()
+        });
+        self.len = self.buckets.values().map(Vec::len).sum();
+        self.swept_at = self.len;
+    }
+}
+
 impl Default for Interner {
     fn default() -> Self {
         Self::new()
@@ -351,17 +363,16 @@ impl Interner {
 
     /// Forgets the keys and trees that no object uses any more.
     pub fn sweep(&mut self) {
-        // Nothing else can clone an `Arc` whose only owner is the interner, so
-        // a count of 1 is final.
         // Trees first: the keys of a tree swept are free to go too.
         if let Some(trees) = &mut self.trees {
-            trees.buckets.retain(|_, bucket| {
-                bucket.retain(|t| Arc::strong_count(t) > 1);
-                !bucket.is_empty()
-            });
-            trees.len = trees.buckets.values().map(Vec::len).sum();
-            trees.swept_at = trees.len;
+            trees.sweep();
         }
+        self.sweep_keys();
+    }
+
+    fn sweep_keys(&mut self) {
+        // Nothing else can clone an `Arc` whose only owner is the interner, so
+        // a count of 1 is final.
         self.keys.retain(|k| Arc::strong_count(k) > 1);
         self.keys_swept_at = self.keys.len();
     }
@@ -371,8 +382,7 @@ impl Interner {
             return Arc::clone(k);
         }
         if self.keys.len() >= self.keys_swept_at.saturating_mul(2).max(MIN_SWEEP) {
-            self.keys.retain(|k| Arc::strong_count(k) > 1);
-            self.keys_swept_at = self.keys.len();
+            self.sweep_keys();
         }
         let k: Key = Arc::from(s);
         self.keys.insert(Arc::clone(&k));
@@ -396,18 +406,11 @@ impl Interner {
 
     /// The shared tree equal to `value`, built if there is none yet.
     fn tree(&mut self, value: &Value) -> Arc<Node> {
-        let Some(trees) = &self.trees else {
+        let Some(hash) = self.tree_hash(|h| hash_value(value, h)) else {
             return Arc::new(self.node(value));
         };
-        let mut h = trees.state.build_hasher();
-        hash_value(value, &mut h);
-        let hash = h.finish();
-        if let Some(found) = trees
-            .buckets
-            .get(&hash)
-            .and_then(|b| b.iter().find(|t| node_eq_value(t, value)))
-        {
-            return Arc::clone(found);
+        if let Some(found) = self.shared_tree(hash, |t| node_eq_value(t, value)) {
+            return found;
         }
         let tree = Arc::new(self.node(value));
         self.share(hash, &tree);
@@ -417,34 +420,36 @@ impl Interner {
     /// The shared tree equal to `node` (built with this interner's keys),
     /// `node` itself if there is none yet.
     fn adopt_tree(&mut self, node: Node) -> Arc<Node> {
-        let Some(trees) = &self.trees else {
+        let Some(hash) = self.tree_hash(|h| hash_node(&node, h)) else {
             return Arc::new(node);
         };
-        let mut h = trees.state.build_hasher();
-        hash_node(&node, &mut h);
-        let hash = h.finish();
-        if let Some(found) = trees
-            .buckets
-            .get(&hash)
-            .and_then(|b| b.iter().find(|t| node_eq(t, &node)))
-        {
-            return Arc::clone(found);
+        if let Some(found) = self.shared_tree(hash, |t| node_eq(t, &node)) {
+            return found;
         }
         let tree = Arc::new(node);
         self.share(hash, &tree);
         tree
     }
 
+    /// The structural hash `hash` writes; `None` without tree sharing.
+    fn tree_hash(&self, hash: impl FnOnce(&mut std::hash::DefaultHasher)) -> Option<u64> {
+        let trees = self.trees.as_ref()?;
+        let mut h = trees.state.build_hasher();
+        hash(&mut h);
+        Some(h.finish())
+    }
+
+    /// The shared tree under `hash` that `equal` accepts.
+    fn shared_tree(&self, hash: u64, equal: impl Fn(&Node) -> bool) -> Option<Arc<Node>> {
+        let bucket = self.trees.as_ref()?.buckets.get(&hash)?;
+        bucket.iter().find(|t| equal(t)).cloned()
+    }
+
     /// Files a new tree under its hash, sweeping first when due.
     fn share(&mut self, hash: u64, tree: &Arc<Node>) {
         if let Some(trees) = &mut self.trees {
             if trees.len >= trees.swept_at.saturating_mul(2).max(MIN_SWEEP) {
-                trees.buckets.retain(|_, bucket| {
-                    bucket.retain(|t| Arc::strong_count(t) > 1);
-                    !bucket.is_empty()
-                });
-                trees.len = trees.buckets.values().map(Vec::len).sum();
-                trees.swept_at = trees.len;
+                trees.sweep();
             }
             trees
                 .buckets

@@ -2,6 +2,7 @@
 //!
 //! The [layer docs](crate::cache) say more.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -158,10 +159,29 @@ impl IndexDef {
 
     /// [`IndexDef::values`] of a cached object, read in place when it is
     /// compact.
-    fn values_of(self: &Arc<Self>, key: &str, held: &CachedObject) -> Vec<String> {
-        evaluate_held(std::slice::from_ref(self), key, held)
-            .pop()
-            .unwrap_or_default()
+    fn values_of(&self, key: &str, held: &CachedObject) -> Vec<String> {
+        match held.compact() {
+            Some(compact) => self.values_of_compact(key, compact, &OnceCell::new()),
+            None => held.with_object(|o| self.values(key, &IndexInput::new(o))),
+        }
+    }
+
+    /// [`IndexDef::values`] of a compact object: read in place where the
+    /// function can be, else on `decoded` (the object decoded once, for
+    /// every index that needs it).
+    fn values_of_compact(
+        &self,
+        key: &str,
+        object: &CompactObject,
+        decoded: &OnceCell<DynamicObject>,
+    ) -> Vec<String> {
+        match self.func.evaluate_compact(&self.name, object) {
+            Some(result) => self.accept(key, result),
+            None => self.values(
+                key,
+                &IndexInput::new(decoded.get_or_init(|| object.to_object())),
+            ),
+        }
     }
 
     /// The values of an evaluation, sorted and distinct; on failure none,
@@ -196,28 +216,14 @@ fn evaluate_all(defs: &[Arc<IndexDef>], key: &str, object: &DynamicObject) -> Ve
 /// [`evaluate_all`] on a cached object, in place when it is compact.
 fn evaluate_held(defs: &[Arc<IndexDef>], key: &str, held: &CachedObject) -> Vec<Vec<String>> {
     match held.compact() {
-        Some(compact) => evaluate_compact_all(defs, key, compact),
+        Some(compact) => {
+            let decoded = OnceCell::new();
+            defs.iter()
+                .map(|def| def.values_of_compact(key, compact, &decoded))
+                .collect()
+        }
         None => held.with_object(|o| evaluate_all(defs, key, o)),
     }
-}
-
-/// [`evaluate_all`] on a compact object: read in place where the index can
-/// be, on the object decoded (once) where it cannot.
-fn evaluate_compact_all(
-    defs: &[Arc<IndexDef>],
-    key: &str,
-    object: &CompactObject,
-) -> Vec<Vec<String>> {
-    let decoded = std::cell::OnceCell::new();
-    defs.iter()
-        .map(|def| match def.func.evaluate_compact(&def.name, object) {
-            Some(result) => def.accept(key, result),
-            None => def.values(
-                key,
-                &IndexInput::new(decoded.get_or_init(|| object.to_object())),
-            ),
-        })
-        .collect()
 }
 
 impl Members {

@@ -299,8 +299,8 @@ impl StoreWriter {
         let prepared: Vec<_> = page
             .into_iter()
             .map(|(key, object)| {
-                let computed = evaluate_compact_all(&defs, &key, &object);
                 let held = CachedObject(Held::Compact(Arc::new(CompactEntry::new(object, None))));
+                let computed = evaluate_held(&defs, &key, &held);
                 (key, held, computed)
             })
             .collect();

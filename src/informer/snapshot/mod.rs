@@ -299,18 +299,17 @@ impl Opened {
         let mut page = Vec::with_capacity(size.min(self.left));
         while page.len() < size && self.left > 0 {
             let tag = self.body.next().map_err(|why| self.target.corrupt(why))?;
-            if tag == Some(END) || tag.is_none() {
+            let Some(tag) = tag.filter(|tag| *tag != END) else {
                 return Err(self.target.corrupt("it changed while it was read".into()));
-            }
-            let read = tag.map(|tag| self.decoder.record(tag, &self.body.payload));
-            if let Some(object) = read
-                .transpose()
+            };
+            let read = self
+                .decoder
+                .record(tag, &self.body.payload)
                 .map_err(|why| {
                     self.target
                         .corrupt(format!("object {}: {why}", self.objects - self.left + 1))
-                })?
-                .flatten()
-            {
+                })?;
+            if let Some(object) = read {
                 page.push(object);
                 self.left -= 1;
             }
@@ -348,19 +347,24 @@ impl Body {
             return Ok(None);
         }
         let tag = byte[0];
-        let mut head = vec![tag];
-        let mut len = 0u64;
-        for shift in (0..64).step_by(7) {
+        // Hashed as written: the tag, the length's bytes, the payload (the
+        // end record excepted, which holds the hash).
+        let hashed = tag != END;
+        let mut head = 1u64;
+        if hashed {
+            self.hash = fnv1a_64_extend(self.hash, &byte);
+        }
+        let len = binary::read_varint(|| {
             self.file
                 .read_exact(&mut byte)
-                .map_err(|_| "truncated in a record")?;
-            head.push(byte[0]);
-            len |= u64::from(byte[0] & 0x7f) << shift;
-            if byte[0] & 0x80 == 0 {
-                break;
+                .map_err(|_| "truncated in a record".to_owned())?;
+            head += 1;
+            if hashed {
+                self.hash = fnv1a_64_extend(self.hash, &byte);
             }
-        }
-        let total = head.len() as u64 + len;
+            Ok(byte[0])
+        })?;
+        let total = head + len;
         if total > self.left {
             return Err("truncated: a record goes past its end".into());
         }
@@ -371,8 +375,8 @@ impl Body {
         self.file
             .read_exact(&mut self.payload)
             .map_err(|_| "truncated in a record")?;
-        if tag != END {
-            self.hash = fnv1a_64_extend(fnv1a_64_extend(self.hash, &head), &self.payload);
+        if hashed {
+            self.hash = fnv1a_64_extend(self.hash, &self.payload);
             self.bytes += total;
         }
         Ok(Some(tag))

@@ -1,25 +1,21 @@
 //! The compact form in bytes ([`super::super::binary`]).
 
-use super::super::binary::{Decoder, Encoder, KEY, OBJECT, TREE};
+use super::super::binary::{Decoder, Encoder, KEY, OBJECT, TREE, read_varint};
 use super::*;
 
 /// The records of `bytes`, as (tag, payload).
 fn records(bytes: &[u8]) -> Vec<(u8, &[u8])> {
     let mut out = Vec::new();
     let mut rest = bytes;
-    while let Some((&tag, tail)) = rest.split_first() {
-        let (mut len, mut shift, mut used) = (0usize, 0, 0);
-        for &b in tail {
-            len |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            used += 1;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        let payload = &tail[used..used + len];
-        out.push((tag, payload));
-        rest = &tail[used + len..];
+    while let Some((&tag, mut tail)) = rest.split_first() {
+        let len = read_varint(|| {
+            let (&b, after) = tail.split_first().ok_or("ends early")?;
+            tail = after;
+            Ok(b)
+        })
+        .unwrap() as usize;
+        out.push((tag, &tail[..len]));
+        rest = &tail[len..];
     }
     out
 }
