@@ -293,6 +293,31 @@ async fn restart_on_the_same_data_dir_keeps_objects_and_resource_versions() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A killed testenv cannot remove its temporary data dir (about 120 MB of
+/// etcd files); the suite kills control planes on purpose, so the support
+/// code removes it, and a machine running the suite often keeps its disk.
+#[tokio::test]
+async fn a_killed_control_plane_leaves_no_temporary_data_behind() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs a local testenv to kill");
+        return;
+    }
+    let cp = tokio::task::spawn_blocking(|| ControlPlane::start(&support::local_options()))
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = cp.ready().data_dir.clone();
+    assert!(
+        dir.join("etcd").is_dir(),
+        "{} has no etcd data",
+        dir.display()
+    );
+    tokio::task::spawn_blocking(move || cp.kill())
+        .await
+        .unwrap();
+    assert!(!dir.exists(), "{} is left after a kill", dir.display());
+}
+
 #[tokio::test]
 async fn every_listening_socket_is_on_loopback() {
     let pid = match support::env() {

@@ -67,6 +67,9 @@ pub struct ControlPlane {
     stdin: Option<ChildStdin>,
     ready: Ready,
     log: PathBuf,
+    /// The data dir was testenv's own temporary one: testenv removes it when
+    /// it shuts down, but a killed testenv cannot, so `kill` does.
+    temporary_data: bool,
 }
 
 /// Repository root (where Cargo.toml is).
@@ -159,6 +162,7 @@ impl ControlPlane {
                         stdin,
                         ready,
                         log,
+                        temporary_data: opts.data_dir.is_none(),
                     });
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -216,16 +220,24 @@ impl ControlPlane {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                return self.child.wait().expect("waiting for killed testenv");
+                let status = self.child.wait().expect("waiting for killed testenv");
+                if self.temporary_data {
+                    let _ = std::fs::remove_dir_all(&self.ready.data_dir);
+                }
+                return status;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    /// Abrupt stop: SIGKILL, as a crash would.
+    /// Abrupt stop: SIGKILL, as a crash would. A temporary data dir is
+    /// removed afterwards (testenv had no chance to).
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if self.temporary_data {
+            let _ = std::fs::remove_dir_all(&self.ready.data_dir);
+        }
     }
 }
 
