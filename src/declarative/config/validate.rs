@@ -3,6 +3,7 @@
 //! problem located.
 
 use super::*;
+use crate::declarative::shard_group::is_dns_label;
 
 /// The document with each informer's unset options taken from `defaults`:
 /// keys are merged, so every option is inherited the same way.
@@ -30,21 +31,19 @@ pub(super) struct Validation<'a> {
 
 impl Validation<'_> {
     pub(super) fn error(&mut self, pointer: &str, message: String) {
-        self.errors.push(ConfigProblem {
-            file: self.file.clone(),
-            position: Some(self.doc.position(pointer)),
-            path: display_path(pointer),
-            message,
-        });
+        self.push(pointer, self.doc.position(pointer), message);
     }
 
     pub(super) fn key_error(&mut self, pointer: &str, message: String) {
-        let position = self
-            .doc
-            .keys
-            .get(pointer)
-            .copied()
-            .unwrap_or_else(|| self.doc.position(pointer));
+        let position = self.doc.keys.get(pointer).copied();
+        self.push(
+            pointer,
+            position.unwrap_or_else(|| self.doc.position(pointer)),
+            message,
+        );
+    }
+
+    fn push(&mut self, pointer: &str, position: Position, message: String) {
         self.errors.push(ConfigProblem {
             file: self.file.clone(),
             position: Some(position),
@@ -56,21 +55,13 @@ impl Validation<'_> {
     /// What the reader found: duplicate and complex keys, and mappings
     /// past their limit (said as the schema says `maxProperties`).
     pub(super) fn reader_problems(&mut self) {
-        for (pointer, position, message) in &self.doc.problems {
-            self.errors.push(ConfigProblem {
-                file: self.file.clone(),
-                position: Some(*position),
-                path: display_path(pointer),
-                message: message.clone(),
-            });
+        let doc = self.doc;
+        for (pointer, position, message) in &doc.problems {
+            self.push(pointer, *position, message.clone());
         }
-        for over in &self.doc.oversized {
-            self.errors.push(ConfigProblem {
-                file: self.file.clone(),
-                position: Some(over.position),
-                path: display_path(&over.pointer),
-                message: over_limit(&object_of(over.entries), over.limit),
-            });
+        for over in &doc.oversized {
+            let message = over_limit(&object_of(over.entries), over.limit);
+            self.push(&over.pointer, over.position, message);
         }
     }
 
@@ -87,39 +78,30 @@ impl Validation<'_> {
                 return;
             }
         };
+        let doc = self.doc;
         let mut errors = Vec::new();
-        for e in validator.iter_errors(&self.doc.value) {
+        for e in validator.iter_errors(&doc.value) {
             flatten_nullable(e, &mut errors);
         }
-        let found: Vec<(String, String, Vec<String>)> = errors
-            .iter()
-            .map(|e| {
-                let pointer = e.instance_path().to_string();
-                let unexpected = match e.kind() {
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                        unexpected.clone()
-                    }
-                    jsonschema::error::ValidationErrorKind::UnevaluatedProperties {
-                        unexpected,
-                    } => unexpected.clone(),
-                    _ => Vec::new(),
-                };
-                (pointer, schema_message(e), unexpected)
-            })
-            .collect();
-        for (pointer, message, unexpected) in found {
+        for e in &errors {
+            let pointer = e.instance_path().to_string();
+            let message = schema_message(e);
             // A malformed duration is said by the semantic check, in words
             // rather than the schema's regular expression.
             if message.contains(DURATION_PATTERN_MARK) {
                 continue;
             }
-            if unexpected.is_empty() {
-                self.error(&pointer, message);
-            } else {
-                for key in unexpected {
-                    let child = format!("{pointer}/{}", yaml::escape(&key));
-                    self.key_error(&child, format!("unknown field {key:?}"));
+            match e.kind() {
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected }
+                | jsonschema::error::ValidationErrorKind::UnevaluatedProperties { unexpected }
+                    if !unexpected.is_empty() =>
+                {
+                    for key in unexpected {
+                        let child = format!("{pointer}/{}", yaml::escape(key));
+                        self.key_error(&child, format!("unknown field {key:?}"));
+                    }
                 }
+                _ => self.error(&pointer, message),
             }
         }
     }
@@ -134,15 +116,13 @@ impl Validation<'_> {
         if let Some(defaults) = value.get("defaults") {
             self.options("/defaults", defaults);
         }
-        let empty = Vec::new();
-        let informers = value
-            .get("informers")
-            .and_then(|i| i.as_array())
-            .unwrap_or(&empty);
-        let patterns = value
-            .get("patterns")
-            .and_then(|i| i.as_array())
-            .unwrap_or(&empty);
+        let list = |key| {
+            value
+                .get(key)
+                .and_then(|l| l.as_array())
+                .map_or(&[][..], Vec::as_slice)
+        };
+        let (informers, patterns) = (list("informers"), list("patterns"));
         if informers.is_empty() && patterns.is_empty() && value.is_object() {
             let at = if value.get("informers").is_some() {
                 "/informers"
@@ -198,11 +178,10 @@ impl Validation<'_> {
                 for (field, index, problem) in pattern.problems() {
                     let mut pointer = format!("{at}/match");
                     if !field.is_empty() {
-                        pointer.push('/');
-                        pointer.push_str(field);
+                        pointer = format!("{pointer}/{field}");
                     }
                     if let Some(index) = index {
-                        pointer.push_str(&format!("/{index}"));
+                        pointer = format!("{pointer}/{index}");
                     }
                     self.error(&pointer, problem.to_string());
                 }
@@ -213,23 +192,28 @@ impl Validation<'_> {
 
     /// The shard group's names and lease duration.
     fn shard_group(&mut self, group: &serde_json::Value) {
-        for field in ["name", "namespace"] {
-            if let Some(v) = group.get(field).and_then(|v| v.as_str()) {
-                let mut check = ShardGroupConfig::new("group", "namespace", "identity");
-                if field == "name" {
-                    check.name = v.to_owned();
-                } else {
-                    check.namespace = v.to_owned();
-                }
-                if let Err(e) = check.validate() {
-                    self.error(&format!("/shardGroup/{field}"), e.to_string());
-                }
-            }
-        }
-        if let Some(d) = group.get("leaseDuration").and_then(|s| s.as_str())
-            && let Err(e) = parse_duration(d)
+        self.check("/shardGroup", group, "name", |name| {
+            ShardGroupConfig::new(name, "namespace", "identity").validate()
+        });
+        self.check("/shardGroup", group, "namespace", |namespace| {
+            ShardGroupConfig::new("group", namespace, "identity").validate()
+        });
+        self.check("/shardGroup", group, "leaseDuration", parse_duration);
+    }
+
+    /// Reports what `parse` says against the string at `value[field]`, if
+    /// there is one (another type is the schema's to report).
+    fn check<T, E: fmt::Display>(
+        &mut self,
+        at: &str,
+        value: &serde_json::Value,
+        field: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) {
+        if let Some(s) = value.get(field).and_then(|s| s.as_str())
+            && let Err(e) = parse(s)
         {
-            self.error("/shardGroup/leaseDuration", e);
+            self.error(&format!("{at}/{field}"), e.to_string());
         }
     }
 
@@ -268,43 +252,24 @@ impl Validation<'_> {
     }
 
     pub(super) fn options(&mut self, at: &str, value: &serde_json::Value) {
-        if let Some(s) = value.get("labelSelector").and_then(|s| s.as_str())
-            && let Err(e) = Selector::parse(s)
-        {
-            self.error(&format!("{at}/labelSelector"), e.to_string());
-        }
-        if let Some(s) = value.get("fieldSelector").and_then(|s| s.as_str())
-            && let Err(e) = validate_field_selector(s)
-        {
-            self.error(&format!("{at}/fieldSelector"), e.to_string());
-        }
-        if let Some(s) = value.get("shard").and_then(|s| s.as_str())
-            && let Err(e) = s.parse::<StaticShard>()
-        {
-            self.error(&format!("{at}/shard"), e.to_string());
-        }
+        self.check(at, value, "labelSelector", Selector::parse);
+        self.check(at, value, "fieldSelector", validate_field_selector);
+        self.check(at, value, "shard", str::parse::<StaticShard>);
         for field in ["resync", "minWatchTimeout", "staleAfter"] {
-            if let Some(s) = value.get(field).and_then(|s| s.as_str())
-                && let Err(e) = parse_duration(s)
-            {
-                self.error(&format!("{at}/{field}"), e);
-            }
+            self.check(at, value, field, parse_duration);
         }
         if let Some(backoff) = value.get("backoff") {
             for field in ["initial", "max", "resetAfter"] {
-                if let Some(s) = backoff.get(field).and_then(|s| s.as_str())
-                    && let Err(e) = parse_duration(s)
-                {
-                    self.error(&format!("{at}/backoff/{field}"), e);
-                }
+                self.check(&format!("{at}/backoff"), backoff, field, parse_duration);
             }
         }
         if let Some(snapshot) = value.get("snapshot").filter(|s| s.is_object()) {
-            if let Some(s) = snapshot.get("interval").and_then(|s| s.as_str())
-                && let Err(e) = parse_duration(s)
-            {
-                self.error(&format!("{at}/snapshot/interval"), e);
-            }
+            self.check(
+                &format!("{at}/snapshot"),
+                snapshot,
+                "interval",
+                parse_duration,
+            );
             if snapshot
                 .get("dir")
                 .and_then(|d| d.as_str())
@@ -331,7 +296,7 @@ impl Validation<'_> {
             for (i, ns) in namespaces.iter().enumerate() {
                 let Some(ns) = ns.as_str() else { continue };
                 let ns_at = format!("{at}/namespaces/{i}");
-                if !is_dns_label(ns) {
+                if !is_dns_label(ns, 63) {
                     self.error(
                         &ns_at,
                         format!("namespace {ns:?} is not a valid name (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit)"),
@@ -470,12 +435,3 @@ pub(super) const PATTERN_FIELDS: &[&str] = &[
     "scope",
     "version",
 ];
-
-pub(super) fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}

@@ -160,7 +160,9 @@ impl ShardGroupConfig {
     }
 }
 
-fn is_dns_label(s: &str, max: usize) -> bool {
+/// Lowercase letters, digits and `-`, at most `max`, starting and ending
+/// with a letter or digit.
+pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= max
