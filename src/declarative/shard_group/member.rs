@@ -193,11 +193,8 @@ impl Member {
     /// informer following this member were told that the objects of
     /// `slots` left; says so in the status when they were not.
     async fn hand_over(&mut self, slots: &[u32]) {
-        let ranges: Vec<ShardRange> = slots
-            .iter()
-            .filter_map(|s| ShardRange::part(*s, self.config.slots).ok())
-            .collect();
         let deadline = Instant::now() + self.config.renew_interval();
+        let ranges = self.ranges_of(slots.iter());
         match self.handover.released(&ranges, deadline).await {
             Ok(()) => self.late_handover = None,
             Err(behind) => {
@@ -227,17 +224,16 @@ impl Member {
                 continue;
             };
             let rv = lease.metadata.resource_version.clone().unwrap_or_default();
-            match self.seen.get_mut(&name) {
-                Some(seen) if seen.resource_version == rv => {}
-                _ => {
-                    self.seen.insert(
-                        name.clone(),
-                        Seen {
-                            resource_version: rv,
-                            since: now,
-                        },
-                    );
-                }
+            if self
+                .seen
+                .get(&name)
+                .is_none_or(|s| s.resource_version != rv)
+            {
+                let seen = Seen {
+                    resource_version: rv,
+                    since: now,
+                };
+                self.seen.insert(name.clone(), seen);
             }
             leases.insert(name, lease);
         }
@@ -277,12 +273,21 @@ impl Member {
         }
     }
 
-    fn labels(&self, role: &str) -> std::collections::BTreeMap<String, String> {
-        [
+    /// A new Lease of the group, `role` (`member` or `slot`), held by this
+    /// member.
+    fn new_lease(&self, name: &str, role: &str) -> Lease {
+        let labels = [
             (SHARD_GROUP_LABEL.to_owned(), self.config.name.clone()),
             (SHARD_ROLE_LABEL.to_owned(), role.to_owned()),
-        ]
-        .into()
+        ];
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some(labels.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(self.spec(&self.config.identity)),
+        }
     }
 
     fn spec(&self, holder: &str) -> LeaseSpec {
@@ -310,14 +315,7 @@ impl Member {
                     .map(drop)
             }
             None => {
-                let lease = Lease {
-                    metadata: ObjectMeta {
-                        name: Some(name.clone()),
-                        labels: Some(self.labels("member")),
-                        ..ObjectMeta::default()
-                    },
-                    spec: Some(self.spec(&self.config.identity)),
-                };
+                let lease = self.new_lease(&name, "member");
                 self.api
                     .create(&PostParams::default(), &lease)
                     .await
@@ -342,17 +340,12 @@ impl Member {
             self.held.remove(&slot);
             return Ok(());
         };
-        match self.write_slot(lease, &self.config.identity).await {
-            Ok(true) => {
-                self.held.insert(slot, started);
-                Ok(())
-            }
-            Ok(false) => {
-                self.held.remove(&slot);
-                Ok(())
-            }
-            Err(e) => Err(e),
+        if self.write_slot(lease, &self.config.identity).await? {
+            self.held.insert(slot, started);
+        } else {
+            self.held.remove(&slot);
         }
+        Ok(())
     }
 
     /// Writes `holder` into a slot Lease, on condition that it is as read.
@@ -360,20 +353,13 @@ impl Member {
     async fn write_slot(&self, lease: &Lease, holder: &str) -> Result<bool, String> {
         let name = lease.metadata.name.clone().unwrap_or_default();
         let mut lease = lease.clone();
-        let transitions = lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.lease_transitions)
-            .unwrap_or(0);
-        let changes_hands = lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.as_deref())
-            != Some(holder);
+        let old = lease.spec.take().unwrap_or_default();
+        let changes_hands = old.holder_identity.as_deref() != Some(holder);
         let mut spec = self.spec(holder);
-        spec.lease_transitions = Some(transitions + i32::from(changes_hands && !holder.is_empty()));
+        let taken = i32::from(changes_hands && !holder.is_empty());
+        spec.lease_transitions = Some(old.lease_transitions.unwrap_or(0) + taken);
         if !changes_hands {
-            spec.acquire_time = lease.spec.as_ref().and_then(|s| s.acquire_time.clone());
+            spec.acquire_time = old.acquire_time;
         }
         lease.spec = Some(spec);
         match self
@@ -389,14 +375,7 @@ impl Member {
 
     async fn create_slot(&self, slot: u32) -> Result<bool, String> {
         let name = self.config.slot_lease_name(slot);
-        let lease = Lease {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some(self.labels("slot")),
-                ..ObjectMeta::default()
-            },
-            spec: Some(self.spec(&self.config.identity)),
-        };
+        let lease = self.new_lease(&name, "slot");
         match self.api.create(&PostParams::default(), &lease).await {
             Ok(_) => Ok(true),
             Err(kube_client::Error::Api(s)) if s.code == 409 => Ok(false),
@@ -447,12 +426,15 @@ impl Member {
             }
             _ => false,
         });
-        let ranges: Vec<ShardRange> = self
-            .held
-            .keys()
+        self.handover
+            .publish(&self.ranges, self.ranges_of(self.held.keys()));
+    }
+
+    /// The hash ranges of `slots`.
+    fn ranges_of<'a>(&self, slots: impl Iterator<Item = &'a u32>) -> Vec<ShardRange> {
+        slots
             .filter_map(|s| ShardRange::part(*s, self.config.slots).ok())
-            .collect();
-        self.handover.publish(&self.ranges, ranges);
+            .collect()
     }
 
     async fn leave(mut self) {
