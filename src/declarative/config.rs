@@ -328,10 +328,7 @@ impl InformerSet {
     /// Every problem in the file (or the I/O error, as one problem).
     pub fn load_file(path: impl AsRef<Path>) -> Result<InformerSet, DeclarativeError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            DeclarativeError::whole_file(path, format!("cannot read the file: {e}"))
-        })?;
-        Self::load_str(&text, path)
+        Self::load_str(&read_text(path)?, path)
     }
 
     /// Validates config text; `file` names it in errors.
@@ -404,6 +401,12 @@ impl InformerSet {
             DeclarativeError::whole_file(&v.file, format!("does not match the config types: {e}"))
         })
     }
+}
+
+/// The text of a config file, or why it cannot be read.
+pub(crate) fn read_text(path: &Path) -> Result<String, DeclarativeError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| DeclarativeError::whole_file(path, format!("cannot read the file: {e}")))
 }
 
 /// The mappings of a config file with a limit on their entries: the

@@ -25,7 +25,7 @@ pub use follow::ReloadTriggers;
 pub use reload::ReloadStatus;
 
 use crate::declarative::config::{
-    ConfigProblem, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of,
+    ConfigProblem, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of, read_text,
 };
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
@@ -167,6 +167,7 @@ impl fmt::Debug for ResourceSet {
 }
 
 /// What planning a config produced.
+#[derive(Default)]
 struct Plan {
     members: BTreeMap<MemberKey, Planned>,
     skipped: Vec<SkippedMember>,
@@ -253,15 +254,11 @@ impl ResourceSet {
         path: impl AsRef<Path>,
     ) -> Result<Self, DeclarativeError> {
         let path = path.as_ref();
-        let (config, text) = reload::read(path)?;
+        let text = read_text(path)?;
+        let config = InformerSet::load_str(&text, path)?;
         let factory = InformerFactory::with_options(client, config.defaults.clone());
-        Self::in_factory(
-            factory,
-            config,
-            AccessPolicy::default(),
-            Some((path, text.as_str())),
-        )
-        .await
+        let source = Some((path, text.as_str()));
+        Self::in_factory(factory, config, AccessPolicy::default(), source).await
     }
 
     /// Builds the set of `config` in `factory`; `source` (file and text)
@@ -276,24 +273,17 @@ impl ResourceSet {
         policy: AccessPolicy,
         source: Option<(&Path, &str)>,
     ) -> Result<Self, DeclarativeError> {
-        let shard_group = match &config.shard_group {
-            None => None,
-            Some(spec) => {
-                let joined = spec.config().and_then(|c| {
-                    ShardGroup::join(factory.client().clone(), c).map_err(|e| e.to_string())
-                });
-                match joined {
-                    Ok(group) => Some((spec.clone(), group)),
-                    Err(message) => {
-                        let file = source.map_or_else(|| Path::new("<input>"), |(f, _)| f);
-                        return Err(DeclarativeError::whole_file(
-                            file,
-                            format!("shardGroup: {message}"),
-                        ));
-                    }
-                }
-            }
+        let join = |spec: &ShardGroupSpec| {
+            let client = factory.client().clone();
+            let group = spec
+                .config()
+                .and_then(|c| ShardGroup::join(client, c).map_err(|e| e.to_string()));
+            group.map(|group| (spec.clone(), group)).map_err(|message| {
+                let file = source.map_or_else(|| Path::new("<input>"), |(f, _)| f);
+                DeclarativeError::whole_file(file, format!("shardGroup: {message}"))
+            })
         };
+        let shard_group = config.shard_group.as_ref().map(join).transpose()?;
         let set = ResourceSet {
             inner: Arc::new(Inner {
                 factory,
@@ -345,14 +335,8 @@ impl ResourceSet {
 
     /// The current members, ordered by entry and resource.
     pub async fn members(&self) -> Vec<SetMember> {
-        self.inner
-            .state
-            .lock()
-            .await
-            .members
-            .values()
-            .cloned()
-            .collect()
+        let state = self.inner.state.lock().await;
+        state.members.values().cloned().collect()
     }
 
     /// The members with their statuses, the members left out, and the last
@@ -606,18 +590,13 @@ pub(super) struct Counts {
 
 /// Adds the member's indexes its informer lacks; true if any was added.
 fn add_indexes(member: &SetMember) -> bool {
-    let have: BTreeSet<String> = member
-        .informer
-        .informer()
-        .store()
-        .index_names()
-        .into_iter()
-        .collect();
+    let have = member.informer.informer().store().index_names();
     let mut added = false;
-    for (name, expr) in &member.indexes {
-        if have.contains(name) {
-            continue;
-        }
+    for (name, expr) in member
+        .indexes
+        .iter()
+        .filter(|(name, _)| !have.contains(name))
+    {
         let result = crate::cache::index::IndexFn::jmespath(name, expr)
             .map_err(|e| e.to_string())
             .and_then(|f| {

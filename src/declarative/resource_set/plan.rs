@@ -8,13 +8,7 @@ impl ResourceSet {
     /// be had is in `errors`: a reload is then refused, while following
     /// discovery leaves it out (and logs it).
     pub(super) async fn plan(&self, state: &State, config: &InformerSet) -> Plan {
-        let mut plan = Plan {
-            members: BTreeMap::new(),
-            skipped: Vec::new(),
-            created: Vec::new(),
-            errors: Vec::new(),
-            unserved: 0,
-        };
+        let mut plan = Plan::default();
         let joined = self.inner.shard_group.as_ref().map(|(spec, _)| spec);
         if config.shard_group.as_ref() != joined {
             plan.errors.push((
@@ -78,10 +72,8 @@ impl ResourceSet {
             Target::Spec(spec) => self.explicit_informer(config, spec, &want.options).await,
             Target::Key(k) => {
                 let options = want.options.clone();
-                self.inner
-                    .factory
-                    .for_resource_with(k.clone(), |_| options)
-                    .await
+                let factory = &self.inner.factory;
+                factory.for_resource_with(k.clone(), |_| options).await
             }
         }
     }

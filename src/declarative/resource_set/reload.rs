@@ -5,7 +5,8 @@ use std::time::SystemTime;
 
 use super::{Counts, Removal, ResourceSet, SetEvent, State, send};
 use crate::declarative::DeclarativeError;
-use crate::declarative::config::{ConfigProblem, InformerSet};
+use crate::declarative::config::{ConfigProblem, InformerSet, read_text};
+use crate::vocabulary::shard::fnv1a_64;
 
 /// The result of a reload: when, of what content, and how it went. What
 /// status pages and metrics show (kube-state-metrics' `config_hash` and
@@ -45,14 +46,9 @@ impl ReloadStatus {
 /// A failed reload's status.
 pub(super) fn failed(hash: String, err: &DeclarativeError) -> ReloadStatus {
     ReloadStatus {
-        at: SystemTime::now(),
-        hash,
         success: false,
         errors: err.problems().to_vec(),
-        kept: 0,
-        added: 0,
-        removed: 0,
-        replaced: 0,
+        ..succeeded(hash, &Counts::default())
     }
 }
 
@@ -72,20 +68,7 @@ pub(super) fn succeeded(hash: String, counts: &Counts) -> ReloadStatus {
 
 /// FNV-1a, 64 bits, as hex.
 pub(super) fn content_hash(bytes: &[u8]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
-}
-
-/// Reads and loads a config file, keeping its text to locate later errors.
-pub(super) fn read(path: &Path) -> Result<(InformerSet, String), DeclarativeError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| DeclarativeError::whole_file(path, format!("cannot read the file: {e}")))?;
-    let config = InformerSet::load_str(&text, path)?;
-    Ok((config, text))
+    format!("{:016x}", fnv1a_64(bytes))
 }
 
 impl ResourceSet {
@@ -132,31 +115,23 @@ impl ResourceSet {
         adjust: impl FnOnce(&mut InformerSet) -> Result<(), String>,
     ) -> Result<ReloadStatus, DeclarativeError> {
         let path = path.as_ref();
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) => {
-                let err = DeclarativeError::whole_file(path, format!("cannot read the file: {e}"));
-                self.record(failed(content_hash(&[]), &err)).await;
-                return Err(err);
+        let text = read_text(path);
+        let hash = content_hash(text.as_deref().map_or(&[][..], str::as_bytes));
+        let loaded = text.and_then(|text| {
+            let mut config = InformerSet::load_str(&text, path)?;
+            adjust(&mut config).map_err(|message| DeclarativeError::whole_file(path, message))?;
+            Ok((config, text))
+        });
+        match loaded {
+            Ok((config, text)) => {
+                self.apply_located(config, hash, Some((path, text.as_str())))
+                    .await
             }
-        };
-        let hash = content_hash(text.as_bytes());
-        let config = match InformerSet::load_str(&text, path) {
-            Ok(mut config) => match adjust(&mut config) {
-                Ok(()) => config,
-                Err(message) => {
-                    let err = DeclarativeError::whole_file(path, message);
-                    self.record(failed(hash, &err)).await;
-                    return Err(err);
-                }
-            },
             Err(err) => {
                 self.record(failed(hash, &err)).await;
-                return Err(err);
+                Err(err)
             }
-        };
-        self.apply_located(config, hash, Some((path, text.as_str())))
-            .await
+        }
     }
 
     async fn apply_located(
