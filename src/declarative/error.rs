@@ -207,6 +207,15 @@ impl DeclarativeError {
             _ => "failed",
         }
     }
+
+    /// A kubeconfig (`what`: the file or context) that cannot be read or
+    /// used, and why.
+    pub(crate) fn kubeconfig(what: String, error: &(dyn std::error::Error + 'static)) -> Self {
+        DeclarativeError::Kubeconfig {
+            what,
+            error: crate::vocabulary::error_chain(error),
+        }
+    }
 }
 
 #[cfg(feature = "config")]

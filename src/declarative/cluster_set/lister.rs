@@ -112,12 +112,11 @@ impl ClusterLister {
     ) -> Result<Vec<ClusterObject>, CacheError> {
         let mut out = Vec::new();
         for (cluster, gi) in self.set.informers_of(&self.resource) {
-            for object in read(&gi.lister())? {
-                out.push(ClusterObject {
-                    cluster: cluster.clone(),
-                    object,
-                });
-            }
+            let objects = read(&gi.lister())?.into_iter();
+            out.extend(objects.map(|object| ClusterObject {
+                cluster: cluster.clone(),
+                object,
+            }));
         }
         Ok(out)
     }

@@ -7,7 +7,7 @@ mod lister;
 mod report;
 mod source;
 #[cfg(feature = "config")]
-pub(crate) use source::cluster_name_of;
+pub(crate) use source::{cluster_from_file, read_kubeconfig};
 /// `options` for cluster `cluster`: snapshots in a directory of its own
 /// (`DIR/cluster-NAME`), as one directory holds one cluster's.
 fn in_cluster_dir(mut options: InformerOptions, cluster: &str) -> InformerOptions {
@@ -581,10 +581,7 @@ async fn stop_cluster(entry: &ClusterEntry) {
         let _ = task.await;
     }
     entry.factory.shutdown().await;
-    let mut held = entry.resources.lock();
-    held.informers.clear();
-    held.failures.clear();
-    drop(held);
+    *entry.resources.lock() = ClusterResources::default();
     entry.bump();
 }
 
@@ -649,34 +646,29 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
                 }
                 Err(e) => {
                     failed = true;
+                    let error = error_chain(&e);
+                    tracing::debug!(cluster = %cluster.name, resource = %spec.name, %error, "resolving a resource");
                     let failure = ResolveFailure {
                         unreachable: is_unreachable(&e),
-                        error: error_chain(&e),
+                        error,
                     };
-                    tracing::debug!(cluster = %cluster.name, resource = %spec.name, error = %failure.error, "resolving a resource");
-                    cluster
-                        .resources
-                        .lock()
-                        .failures
-                        .insert(spec.name.clone(), failure);
+                    let mut held = cluster.resources.lock();
+                    held.failures.insert(spec.name.clone(), failure);
                 }
             }
             cluster.bump();
         }
-        if failed {
-            let wait = delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max));
-            delay = Some(wait);
-            tokio::select! {
-                () = cluster.cancel.cancelled() => return,
-                () = tokio::time::sleep(wait) => {}
-                r = resources_changed.changed() => if r.is_err() { return },
+        delay = failed.then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
+        let retry_later = async {
+            match delay {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => futures::future::pending().await,
             }
-        } else {
-            delay = None;
-            tokio::select! {
-                () = cluster.cancel.cancelled() => return,
-                r = resources_changed.changed() => if r.is_err() { return },
-            }
+        };
+        tokio::select! {
+            () = cluster.cancel.cancelled() => return,
+            () = retry_later => {}
+            r = resources_changed.changed() => if r.is_err() { return },
         }
     }
 }

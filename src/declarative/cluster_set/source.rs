@@ -7,7 +7,6 @@ use kube_client::Config;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
 use super::DeclarativeError;
-use crate::vocabulary::error_chain;
 
 /// The names of every context of a kubeconfig, in file order.
 #[must_use]
@@ -33,9 +32,8 @@ pub async fn clusters_from_contexts(
         };
         let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
             .await
-            .map_err(|e| DeclarativeError::Kubeconfig {
-                what: format!("kubeconfig context {context:?}"),
-                error: error_chain(&e),
+            .map_err(|e| {
+                DeclarativeError::kubeconfig(format!("kubeconfig context {context:?}"), &e)
             })?;
         out.push((context.clone(), config));
     }
@@ -89,22 +87,29 @@ pub async fn clusters_from_dir(dir: &Path) -> Result<Vec<(String, Config)>, Decl
     files.sort();
     let mut out = Vec::with_capacity(files.len());
     for path in files {
-        let name = cluster_name_of(&path);
-        let bad = |error: String| DeclarativeError::Kubeconfig {
-            what: format!("kubeconfig {}", path.display()),
-            error,
-        };
-        let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| bad(error_chain(&e)))?;
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .map_err(|e| bad(error_chain(&e)))?;
-        out.push((name, config));
+        out.push(cluster_from_file(&path).await?);
     }
     Ok(out)
 }
 
+/// The kubeconfig file at `path`.
+pub(crate) fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, DeclarativeError> {
+    Kubeconfig::read_from(path)
+        .map_err(|e| DeclarativeError::kubeconfig(format!("kubeconfig {}", path.display()), &e))
+}
+
+/// The cluster of a kubeconfig file, named after the file and connecting as
+/// its current context says.
+pub(crate) async fn cluster_from_file(path: &Path) -> Result<(String, Config), DeclarativeError> {
+    let kubeconfig = read_kubeconfig(path)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| DeclarativeError::kubeconfig(format!("kubeconfig {}", path.display()), &e))?;
+    Ok((cluster_name_of(path), config))
+}
+
 /// A file's name without its extension (`east.yaml` → `east`).
-pub(crate) fn cluster_name_of(path: &Path) -> String {
+pub(super) fn cluster_name_of(path: &Path) -> String {
     path.file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()

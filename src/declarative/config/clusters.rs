@@ -1,10 +1,10 @@
 //! The `clusters:` section of a config file ([`ClustersConfig`]), and a
 //! config file's informers as a [`ClusterSet`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kube_client::Config;
-use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_client::config::Kubeconfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,8 @@ use super::InformerSet;
 use crate::cache::CacheError;
 use crate::declarative::DeclarativeError;
 use crate::declarative::cluster_set::{
-    ClusterSet, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
+    ClusterSet, cluster_from_file, clusters_from_all_contexts, clusters_from_contexts,
+    clusters_from_dir, read_kubeconfig,
 };
 
 /// The `clusters:` section of a config file: the clusters a
@@ -77,22 +78,21 @@ impl ClustersConfig {
     pub async fn clusters(&self) -> Result<Vec<(String, Config)>, DeclarativeError> {
         let mut out = Vec::new();
         if let Some(name) = &self.local {
-            let config = Config::infer()
-                .await
-                .map_err(|e| DeclarativeError::Kubeconfig {
-                    what: format!(
-                        "the local cluster {name:?} (the default kubeconfig, or in-cluster)"
-                    ),
-                    error: crate::vocabulary::error_chain(&e),
-                })?;
+            let config = Config::infer().await.map_err(|e| {
+                let what =
+                    format!("the local cluster {name:?} (the default kubeconfig, or in-cluster)");
+                DeclarativeError::kubeconfig(what, &e)
+            })?;
             out.push((name.clone(), config));
         }
         if self.all_contexts || !self.contexts.is_empty() {
             let kubeconfig = match &self.kubeconfig {
-                Some(path) => read(path)?,
-                None => Kubeconfig::read().map_err(|e| DeclarativeError::Kubeconfig {
-                    what: "kubeconfig ($KUBECONFIG or ~/.kube/config)".into(),
-                    error: crate::vocabulary::error_chain(&e),
+                Some(path) => read_kubeconfig(path)?,
+                None => Kubeconfig::read().map_err(|e| {
+                    DeclarativeError::kubeconfig(
+                        "kubeconfig ($KUBECONFIG or ~/.kube/config)".into(),
+                        &e,
+                    )
                 })?,
             };
             if self.all_contexts {
@@ -102,29 +102,13 @@ impl ClustersConfig {
             }
         }
         for path in &self.kubeconfigs {
-            let config = Config::from_custom_kubeconfig(read(path)?, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| DeclarativeError::Kubeconfig {
-                    what: format!("kubeconfig {}", path.display()),
-                    error: crate::vocabulary::error_chain(&e),
-                })?;
-            out.push((
-                crate::declarative::cluster_set::cluster_name_of(path),
-                config,
-            ));
+            out.push(cluster_from_file(path).await?);
         }
         if let Some(dir) = &self.directory {
             out.extend(clusters_from_dir(dir).await?);
         }
         Ok(out)
     }
-}
-
-fn read(path: &Path) -> Result<Kubeconfig, DeclarativeError> {
-    Kubeconfig::read_from(path).map_err(|e| DeclarativeError::Kubeconfig {
-        what: format!("kubeconfig {}", path.display()),
-        error: crate::vocabulary::error_chain(&e),
-    })
 }
 
 impl InformerSet {
