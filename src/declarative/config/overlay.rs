@@ -68,33 +68,15 @@ impl Overlay {
         if let Some(namespaces) = &self.namespaces {
             o.namespaces = namespaces.clone();
         }
-        if self.label_selector.is_some() {
-            o.label_selector.clone_from(&self.label_selector);
-        }
-        if self.field_selector.is_some() {
-            o.field_selector.clone_from(&self.field_selector);
-        }
-        if self.metadata_only {
-            o.metadata_only = true;
-        }
-        if let Some(storage) = self.storage {
-            o.storage = storage;
-        }
-        if self.projection.is_some() {
-            o.projection.clone_from(&self.projection);
-        }
-        if self.sensitive {
-            o.sensitive = true;
-        }
-        if self.shard.is_some() {
-            o.shard = self.shard;
-        }
-        if let Some(key) = self.shard_key {
-            o.shard_key = key;
-        }
-        if self.snapshot.is_some() {
-            o.snapshot.clone_from(&self.snapshot);
-        }
+        o.label_selector = self.label_selector.clone().or(o.label_selector.take());
+        o.field_selector = self.field_selector.clone().or(o.field_selector.take());
+        o.metadata_only |= self.metadata_only;
+        o.storage = self.storage.unwrap_or(o.storage);
+        o.projection = self.projection.clone().or(o.projection.take());
+        o.sensitive |= self.sensitive;
+        o.shard = self.shard.or(o.shard);
+        o.shard_key = self.shard_key.unwrap_or(o.shard_key);
+        o.snapshot = self.snapshot.clone().or(o.snapshot.take());
     }
 }
 
