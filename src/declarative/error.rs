@@ -1,8 +1,6 @@
 //! What the declarative layer refuses, and why.
 
 #[cfg(feature = "config")]
-use std::fmt;
-#[cfg(feature = "config")]
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -248,13 +246,9 @@ impl DeclarativeError {
 /// One problem on one line; several under a count, one per line.
 #[cfg(feature = "config")]
 fn problems_text(errors: &[ConfigProblem]) -> String {
-    use fmt::Write as _;
     if let [only] = errors {
         return only.to_string();
     }
-    let mut text = format!("{} problems in config:", errors.len());
-    for e in errors {
-        let _ = write!(text, "\n  {e}");
-    }
-    text
+    let lines: String = errors.iter().map(|e| format!("\n  {e}")).collect();
+    format!("{} problems in config:{lines}", errors.len())
 }

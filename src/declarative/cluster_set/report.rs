@@ -94,16 +94,13 @@ pub(super) async fn wait_one(
                 cluster: cluster.name.clone(),
             });
         }
-        let (informer, failure) = {
+        let failure = {
             let held = cluster.resources.lock();
-            (
-                held.informers.get(resource).cloned(),
-                held.failures.get(resource).cloned(),
-            )
+            if let Some(informer) = held.informers.get(resource) {
+                break informer.clone();
+            }
+            held.failures.get(resource).cloned()
         };
-        if let Some(informer) = informer {
-            break informer;
-        }
         let expired = tokio::select! {
             r = changed.changed() => r.is_err(),
             () = tokio::time::sleep_until(deadline) => true,

@@ -514,16 +514,16 @@ impl ResourceSet {
         }
         state.members = next;
         // A member skipped now and not before is news.
-        let before: BTreeSet<(String, String)> = state
+        let before: BTreeSet<_> = state
             .skipped
             .iter()
-            .map(|s| (s.entry.clone(), s.resource.clone()))
+            .map(|s| (&s.entry, &s.resource))
             .collect();
-        for s in &plan.skipped {
-            if !before.contains(&(s.entry.clone(), s.resource.clone())) {
-                events.push(SetEvent::Skipped(s.clone()));
-            }
-        }
+        let news = plan
+            .skipped
+            .iter()
+            .filter(|s| !before.contains(&(&s.entry, &s.resource)));
+        events.extend(news.cloned().map(SetEvent::Skipped));
         state.skipped = plan.skipped;
         for event in &events {
             send(state, event);
