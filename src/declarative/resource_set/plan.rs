@@ -2,6 +2,7 @@
 //! informers the factory gives for it, before anything changes.
 
 use super::*;
+use crate::factory::ResourceRef;
 
 impl ResourceSet {
     /// The members `config` asks for now. An entry whose informer cannot
@@ -62,19 +63,31 @@ impl ResourceSet {
         plan
     }
 
-    /// The informer a want asks for, from the factory.
+    /// The informer a want asks for, from the factory, with the want's
+    /// options. A namespace restriction an entry named one by one inherits
+    /// from the config's defaults does not apply to a cluster-scoped
+    /// resource, as in a factory's own defaults.
     async fn informer_for(
         &self,
         config: &InformerSet,
         want: &Want,
     ) -> Result<InformerHandle, FactoryError> {
-        match &want.target {
-            Target::Spec(spec) => self.explicit_informer(config, spec, &want.options).await,
-            Target::Key(k) => {
-                let options = want.options.clone();
-                let factory = &self.inner.factory;
-                factory.for_resource_with(k.clone(), |_| options).await
+        let factory = &self.inner.factory;
+        let (resource, inherits_namespaces): (ResourceRef, bool) = match &want.target {
+            Target::Spec(spec) => (
+                spec.resource.as_str().into(),
+                spec.options.namespaces == config.defaults.namespaces,
+            ),
+            Target::Key(k) => (k.into(), false),
+        };
+        let first = want.options.clone();
+        match factory.for_resource_with(resource.clone(), |_| first).await {
+            Err(FactoryError::ClusterScoped(_)) if inherits_namespaces => {
+                let mut options = want.options.clone();
+                options.namespaces = factory.options().namespaces.clone();
+                factory.for_resource_with(resource, |_| options).await
             }
+            other => other,
         }
     }
 
@@ -204,35 +217,6 @@ impl ResourceSet {
             }
         }
         *wants = kept;
-    }
-
-    /// The informer of an entry named one by one, with `options` (the
-    /// entry's, normalized). A namespace restriction inherited from the
-    /// config's defaults does not apply to a cluster-scoped resource, as in
-    /// a factory's own defaults.
-    pub(super) async fn explicit_informer(
-        &self,
-        config: &InformerSet,
-        spec: &InformerSpec,
-        options: &InformerOptions,
-    ) -> Result<InformerHandle, FactoryError> {
-        let factory = &self.inner.factory;
-        let first = options.clone();
-        match factory
-            .for_resource_with(spec.resource.as_str(), |_| first)
-            .await
-        {
-            Err(FactoryError::ClusterScoped(_))
-                if spec.options.namespaces == config.defaults.namespaces =>
-            {
-                let mut options = options.clone();
-                options.namespaces = factory.options().namespaces.clone();
-                factory
-                    .for_resource_with(spec.resource.as_str(), |_| options)
-                    .await
-            }
-            other => other,
-        }
     }
 }
 
