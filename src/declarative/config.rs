@@ -283,12 +283,8 @@ pub fn json_schema() -> serde_json::Value {
         .into_root_schema_for::<InformerSet>();
     let mut value = serde_json::to_value(schema).unwrap_or_default();
     if let Some(obj) = value.as_object_mut() {
-        obj.insert(
-            "$id".into(),
-            serde_json::Value::String(
-                "https://kube-dynamic-informer.io/schemas/informer-set.schema.json".into(),
-            ),
-        );
+        let id = "https://kube-dynamic-informer.io/schemas/informer-set.schema.json";
+        obj.insert("$id".into(), id.into());
     }
     value
 }
@@ -357,20 +353,15 @@ impl InformerSet {
     /// Every problem in the text.
     pub fn load_str(text: &str, file: impl AsRef<Path>) -> Result<InformerSet, DeclarativeError> {
         let file = file.as_ref().to_path_buf();
-        let doc = match yaml::parse(text, &entry_limit) {
-            Ok(doc) => doc,
-            Err(e) => {
-                return Err(DeclarativeError::Config {
-                    errors: vec![ConfigProblem {
-                        file,
-                        position: Some(e.position),
-                        path: String::new(),
-                        message: format!("not valid YAML or JSON: {}", e.message),
-                    }],
-                    unserved: false,
-                });
-            }
-        };
+        let doc = yaml::parse(text, &entry_limit).map_err(|e| DeclarativeError::Config {
+            errors: vec![ConfigProblem {
+                file: file.clone(),
+                position: Some(e.position),
+                path: String::new(),
+                message: format!("not valid YAML or JSON: {}", e.message),
+            }],
+            unserved: false,
+        })?;
         // Nothing but whitespace and comments.
         if doc.value.is_null() {
             return Err(DeclarativeError::whole_file(

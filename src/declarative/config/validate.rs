@@ -145,17 +145,10 @@ impl Validation<'_> {
                 {
                     self.error(&format!("{at}/resource"), e.to_string());
                 }
-                let name = informer
-                    .get("name")
-                    .and_then(|n| n.as_str())
-                    .unwrap_or(resource)
-                    .to_string();
-                let name_at = if informer.get("name").is_some() {
-                    format!("{at}/name")
-                } else {
-                    format!("{at}/resource")
-                };
-                self.unique_name(&mut names, name, &name_at);
+                let name = informer.get("name");
+                let name_at = format!("{at}/{}", if name.is_some() { "name" } else { "resource" });
+                let name = name.and_then(|n| n.as_str()).unwrap_or(resource);
+                self.unique_name(&mut names, name.to_string(), &name_at);
             }
             self.indexes(&at, informer);
         }

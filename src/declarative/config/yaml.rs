@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Number, Value};
-use serde_saphyr::granit_parser::{Event, Options, Parser, ScalarStyle, ScanError, Span, StrInput};
+use serde_saphyr::granit_parser::{
+    Event, Marker, Options, Parser, ScalarStyle, ScanError, Span, StrInput,
+};
 
 /// A 1-based line and column in the file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,10 +23,10 @@ pub struct Position {
 }
 
 impl Position {
-    fn from_span(span: &Span) -> Self {
+    fn at(marker: &Marker) -> Self {
         Position {
-            line: span.start.line().max(1),
-            column: span.start.col() + 1,
+            line: marker.line().max(1),
+            column: marker.col() + 1,
         }
     }
 }
@@ -89,10 +91,7 @@ pub(crate) struct SyntaxError {
 impl From<ScanError> for SyntaxError {
     fn from(e: ScanError) -> Self {
         SyntaxError {
-            position: Position {
-                line: e.marker().line().max(1),
-                column: e.marker().col() + 1,
-            },
+            position: Position::at(e.marker()),
             message: e.info().to_string(),
         }
     }
@@ -175,7 +174,7 @@ impl<'e> Reader<'e, '_> {
         pointer: &str,
         depth: usize,
     ) -> Result<Value, SyntaxError> {
-        let position = Position::from_span(span);
+        let position = Position::at(&span.start);
         if depth > MAX_DEPTH {
             return Err(too_deep(position));
         }
@@ -241,7 +240,7 @@ impl<'e> Reader<'e, '_> {
         depth: usize,
     ) -> Result<(), SyntaxError> {
         let (key_event, key_span) = self.next()?;
-        let key_position = Position::from_span(&key_span);
+        let key_position = Position::at(&key_span.start);
         let key = match key_event {
             Event::Scalar(text, ..) => text.to_string(),
             other => {
@@ -283,7 +282,7 @@ impl<'e> Reader<'e, '_> {
         let mut open = 0;
         loop {
             let (event, span) = self.next()?;
-            let position = Position::from_span(&span);
+            let position = Position::at(&span.start);
             match event {
                 Event::SequenceStart(..) | Event::MappingStart(..) => {
                     if depth + open > MAX_DEPTH {
