@@ -278,6 +278,14 @@ pub(crate) mod error;
 pub(crate) mod resource_set;
 pub(crate) mod shard_group;
 
+/// Sleeps for `wait`, or forever without one.
+async fn sleep_or_never(wait: Option<std::time::Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => futures::future::pending().await,
+    }
+}
+
 pub use cluster_set::{
     ClusterEvent, ClusterLister, ClusterObject, ClusterSet, ClusterSyncReport, ClusterSyncResult,
     ResourceState, RetryDelays, all_contexts, clusters_from_all_contexts, clusters_from_contexts,

@@ -541,25 +541,17 @@ impl ResourceSet {
         counts: &mut Counts,
         events: &mut Vec<SetEvent>,
     ) {
-        let factory = &self.inner.factory;
-        let in_plan = |informer: &InformerHandle, except: &MemberKey| {
-            plan.members
+        let (leaving, staying): (BTreeMap<_, _>, _) = std::mem::take(&mut state.members)
+            .into_iter()
+            .partition(|(key, _)| !plan.members.contains_key(key));
+        state.members = staying;
+        for (key, member) in leaving {
+            if !plan
+                .members
                 .iter()
-                .any(|(k, p)| k != except && p.member.informer == *informer)
-        };
-        // Members that leave.
-        let leaving: Vec<MemberKey> = state
-            .members
-            .keys()
-            .filter(|k| !plan.members.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in leaving {
-            let Some(member) = state.members.remove(&key) else {
-                continue;
-            };
-            if !in_plan(&member.informer, &key) {
-                factory.remove_informer(&member.informer).await;
+                .any(|(k, p)| *k != key && p.member.informer == member.informer)
+            {
+                self.inner.factory.remove_informer(&member.informer).await;
             }
             let why = match plan
                 .skipped
@@ -652,16 +644,10 @@ async fn follow(
     recheck: Option<Duration>,
 ) {
     loop {
-        let tick = async {
-            match recheck {
-                Some(p) => tokio::time::sleep(p).await,
-                None => futures::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = discovery.changed() => if changed.is_err() { return },
-            () = tick => {}
+            () = crate::declarative::sleep_or_never(recheck) => {}
         }
         let Some(inner) = inner.upgrade() else { return };
         ResourceSet { inner }.reconcile().await;
