@@ -659,15 +659,9 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
             cluster.bump();
         }
         delay = failed.then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
-        let retry_later = async {
-            match delay {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => futures::future::pending().await,
-            }
-        };
         tokio::select! {
             () = cluster.cancel.cancelled() => return,
-            () = retry_later => {}
+            () = crate::declarative::sleep_or_never(delay) => {}
             r = resources_changed.changed() => if r.is_err() { return },
         }
     }
