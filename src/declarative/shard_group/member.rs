@@ -135,10 +135,8 @@ impl Member {
         let mut errors = Vec::new();
         let mut leaving = Vec::new();
         for slot in 0..self.config.slots {
-            let owner = rendezvous(&reading.members, slot);
-            let mine = owner == Some(self.config.identity.as_str());
-            let name = self.config.slot_lease_name(slot);
-            let lease = reading.leases.get(&name);
+            let mine = rendezvous(&reading.members, slot) == Some(self.config.identity.as_str());
+            let lease = reading.leases.get(&self.config.slot_lease_name(slot));
             if self.held.contains_key(&slot) {
                 if mine {
                     if let Err(e) = self.renew_slot(slot, lease, started).await {
@@ -177,13 +175,12 @@ impl Member {
             }
         }
         self.claimed = true;
-        let members = reading.members.len();
         if let Some(e) = errors.into_iter().next() {
             return Err(e);
         }
         self.status.send_replace(MemberStatus::Active {
             slots: self.held.keys().copied().collect(),
-            members,
+            members: reading.members.len(),
             late_handover: self.late_handover.clone(),
         });
         Ok(())

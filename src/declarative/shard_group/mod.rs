@@ -229,10 +229,9 @@ impl fmt::Display for MemberStatus {
                 late_handover,
             } => {
                 write!(f, "active: {} slots, {members} members", slots.len())?;
-                match late_handover {
-                    Some(late) => write!(f, "; {late}"),
-                    None => Ok(()),
-                }
+                late_handover
+                    .as_ref()
+                    .map_or(Ok(()), |late| write!(f, "; {late}"))
             }
             MemberStatus::LostLease { reason } => {
                 write!(f, "lost its lease, holds no slot: {reason}")
