@@ -205,9 +205,7 @@ impl ShardGroupSpec {
             config.lease_duration =
                 parse_duration(d).map_err(|e| format!("shardGroup leaseDuration: {e}"))?;
         }
-        if let Some(n) = self.slots {
-            config.slots = n;
-        }
+        config.slots = self.slots.unwrap_or(config.slots);
         config.validate().map_err(|e| e.to_string())?;
         Ok(config)
     }

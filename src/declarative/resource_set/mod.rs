@@ -454,10 +454,7 @@ impl ResourceSet {
         self.remove_leaving(state, &plan, &reason, &mut counts, &mut events)
             .await;
         for (key, planned) in plan.members {
-            let Planned {
-                mut member,
-                replace,
-            } = planned;
+            let (mut member, replace) = (planned.member, planned.replace);
             let current = state.members.get(&key).cloned();
             if replace {
                 if let Some(current) = &current
