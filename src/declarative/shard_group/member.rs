@@ -302,21 +302,17 @@ impl Member {
 
     async fn renew_member(&mut self, reading: &Reading, started: Instant) -> Result<(), String> {
         let name = self.config.member_lease_name();
+        let params = PostParams::default();
         let result = match reading.leases.get(&name) {
             Some(lease) => {
                 let mut lease = lease.clone();
                 lease.spec = Some(self.spec(&self.config.identity));
-                self.api
-                    .replace(&name, &PostParams::default(), &lease)
-                    .await
-                    .map(drop)
+                self.api.replace(&name, &params, &lease).await
             }
             None => {
-                let lease = self.new_lease(&name, "member");
                 self.api
-                    .create(&PostParams::default(), &lease)
+                    .create(&params, &self.new_lease(&name, "member"))
                     .await
-                    .map(drop)
             }
         };
         result.map_err(|e| format!("renewing member Lease {name}: {e}"))?;
