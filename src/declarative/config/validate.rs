@@ -318,13 +318,9 @@ fn flatten_nullable<'a>(
     fn typed(branch: &[jsonschema::ValidationError<'_>]) -> bool {
         !branch.is_empty() && branch.iter().all(|b| matches!(b.kind(), Kind::Type { .. }))
     }
-    let nullable = match e.kind() {
-        Kind::AnyOf { context } => {
-            context.iter().filter(|b| typed(b)).count() == 1
-                && context.iter().filter(|b| !typed(b)).count() == 1
-        }
-        _ => false,
-    };
+    let nullable = matches!(e.kind(), Kind::AnyOf { context }
+        if context.iter().filter(|b| typed(b)).count() == 1
+            && context.iter().filter(|b| !typed(b)).count() == 1);
     if !nullable {
         out.push(e);
         return;
