@@ -81,11 +81,7 @@ impl ResourceSet {
     /// # Errors
     /// [`DeclarativeError`] with every problem.
     pub async fn apply(&self, config: InformerSet) -> Result<ReloadStatus, DeclarativeError> {
-        let hash = content_hash(
-            serde_json::to_string(&config)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
+        let hash = content_hash(&serde_json::to_vec(&config).unwrap_or_default());
         self.apply_located(config, hash, None).await
     }
 
@@ -128,7 +124,8 @@ impl ResourceSet {
                     .await
             }
             Err(err) => {
-                self.record(failed(hash, &err)).await;
+                let mut state = self.inner.state.lock().await;
+                self.record_locked(&mut state, failed(hash, &err));
                 Err(err)
             }
         }
@@ -144,8 +141,7 @@ impl ResourceSet {
         let plan = self.plan(&state, &config).await;
         if let Some(err) = plan.refusal(source) {
             self.discard(&state, plan.created).await;
-            let status = failed(hash, &err);
-            self.record_locked(&mut state, status);
+            self.record_locked(&mut state, failed(hash, &err));
             return Err(err);
         }
         state.config = config;
@@ -153,11 +149,6 @@ impl ResourceSet {
         let status = succeeded(hash, &counts);
         self.record_locked(&mut state, status.clone());
         Ok(status)
-    }
-
-    async fn record(&self, status: ReloadStatus) {
-        let mut state = self.inner.state.lock().await;
-        self.record_locked(&mut state, status);
     }
 
     pub(super) fn record_locked(&self, state: &mut State, status: ReloadStatus) {
