@@ -109,7 +109,7 @@ impl Validation<'_> {
     /// What the schema cannot say: selectors, expressions, durations,
     /// projection paths, resource names, uniqueness.
     pub(super) fn semantics(&mut self) {
-        let value = self.doc.value.clone();
+        let value = &self.doc.value;
         if let Some(group) = value.get("shardGroup") {
             self.shard_group(group);
         }
