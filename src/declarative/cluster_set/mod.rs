@@ -567,11 +567,10 @@ fn start_cluster(inner: &Arc<SetInner>, entry: &Arc<ClusterEntry>) {
         tracing::warn!(cluster = %entry.name, error = %e, "could not start a cluster's informers");
         return;
     }
-    let inner = Arc::downgrade(inner);
-    let entry_for_task = entry.clone();
-    *task = Some(tokio::spawn(async move {
-        resolve_loop(inner, entry_for_task).await;
-    }));
+    *task = Some(tokio::spawn(resolve_loop(
+        Arc::downgrade(inner),
+        entry.clone(),
+    )));
 }
 
 async fn stop_cluster(entry: &ClusterEntry) {

@@ -380,9 +380,7 @@ impl ShardGroup {
             cancel: CancellationToken::new(),
             task: Mutex::new(None),
         });
-        let member = Member::new(client, &inner);
-        let task = runtime.spawn(member.run());
-        *inner.task.lock() = Some(task);
+        *inner.task.lock() = Some(runtime.spawn(Member::new(client, &inner).run()));
         Ok(Self { inner })
     }
 
