@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::event::{Event, EventHandler};
+use super::options::setters;
 use super::pool::{HandlerPool, Runnable, TURN};
 pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
@@ -58,25 +59,15 @@ pub struct HandlerOptions {
 }
 
 impl HandlerOptions {
-    /// Sets [`resync`](Self::resync).
-    #[must_use]
-    pub fn resync(mut self, period: Duration) -> Self {
-        self.resync = Some(period);
-        self
-    }
+    setters! {
+        /// Sets [`resync`](Self::resync).
+        resync(period: Duration) => Some(period);
 
-    /// Sets [`coalesce`](Self::coalesce).
-    #[must_use]
-    pub fn coalesce(mut self, coalesce: bool) -> Self {
-        self.coalesce = coalesce;
-        self
-    }
+        /// Sets [`coalesce`](Self::coalesce).
+        coalesce(coalesce: bool) => coalesce;
 
-    /// Sets [`name`](Self::name).
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
+        /// Sets [`name`](Self::name).
+        name(name: impl Into<String>) => Some(name.into());
     }
 }
 

@@ -19,6 +19,20 @@ use crate::vocabulary::shard::{
     HandoverFollower, ShardAssignment, ShardKey, ShardRange, StaticShard,
 };
 
+/// Writes `#[must_use]` builder methods that each set one field:
+/// `name(arg: Type) => value;` sets field `name` to `value`.
+macro_rules! setters {
+    ($($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
+        $(#[$attr])*
+        #[must_use]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$name = $value;
+            self
+        }
+    )*};
+}
+pub(crate) use setters;
+
 /// Where a sharded informer's ranges come from: its key, and the ranges
 /// (`None` until a shard group has its first assignment). A static shard's
 /// never change.
@@ -218,25 +232,94 @@ impl Default for InformerOptions {
 }
 
 impl InformerOptions {
+    setters! {
+        /// Writes the cache to snapshots and resumes from them (see
+        /// [`SnapshotOptions`]).
+        snapshot(snapshot: SnapshotOptions) => Some(snapshot);
+
+        /// Sets the namespaces to watch.
+        namespaces(namespaces: Namespaces) => namespaces;
+
+        /// Sets the label selector (`""`: everything).
+        label_selector(selector: impl Into<String>) => Some(selector.into());
+
+        /// Sets the field selector (`""`: everything).
+        field_selector(selector: impl Into<String>) => Some(selector.into());
+
+        /// Sets the default resync period (zero disables resync).
+        resync(period: Duration) => period;
+
+        /// Keeps only the fields `projection` names (after managedFields
+        /// stripping, before the transform).
+        ///
+        /// ```
+        /// use kube_dynamic_informer::informer::InformerOptions;
+        /// use kube_dynamic_informer::cache::Projection;
+        ///
+        /// let options = InformerOptions::default()
+        ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
+        /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+        /// ```
+        projection(projection: Projection) => Some(projection);
+
+        /// Sets the transform applied before caching (after managedFields
+        /// stripping and the projection, when they are on).
+        transform(transform: Transform) => Some(transform);
+
+        /// Turns metadata-only mode on or off.
+        metadata_only(enabled: bool) => enabled;
+
+        /// Turns streaming lists on or off.
+        streaming_list(enabled: bool) => enabled;
+
+        /// Sets the list page size (0: unpaged). Page *k + 1* is requested as
+        /// soon as page *k* has arrived, so the server prepares it while page *k*
+        /// is decoded.
+        page_size(page_size: u32) => page_size;
+
+        /// Sets the shortest server-side watch timeout.
+        min_watch_timeout(timeout: Duration) => timeout;
+
+        /// Sets how long a synced informer may go without an event, bookmark or
+        /// list before it reports itself stale (zero: never).
+        stale_after(silence: Duration) => silence;
+
+        /// Sets the retry backoff.
+        backoff(backoff: BackoffConfig) => backoff;
+
+        /// Sets what a factory does when the resource is not served.
+        when_not_served(when: WhenNotServed) => when;
+
+        /// Marks the objects as holding secrets (see the field).
+        sensitive(sensitive: bool) => sensitive;
+
+        /// Sets how the cache holds its objects.
+        storage(storage: Storage) => storage;
+
+        /// Keeps only static shard `shard` (see the field).
+        ///
+        /// ```
+        /// use kube_dynamic_informer::informer::InformerOptions;
+        /// use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard};
+        ///
+        /// let options = InformerOptions::default()
+        ///     .shard(StaticShard::new(1, 4)?)
+        ///     .shard_key(ShardKey::Namespace);
+        /// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
+        /// ```
+        shard(shard: StaticShard) => Some(shard);
+
+        /// Sets the field a sharded informer hashes.
+        shard_key(key: ShardKey) => key;
+
+        /// Keeps only the slots this member of `group` holds (see the field).
+        shard_group(group: impl Into<ShardAssignment>) => Some(group.into());
+    }
+
     /// Watches only this namespace.
     #[must_use]
     pub fn namespace(self, namespace: impl Into<String>) -> Self {
         self.namespaces(Namespaces::only([namespace.into()]))
-    }
-
-    /// Writes the cache to snapshots and resumes from them (see
-    /// [`SnapshotOptions`]).
-    #[must_use]
-    pub fn snapshot(mut self, snapshot: SnapshotOptions) -> Self {
-        self.snapshot = Some(snapshot);
-        self
-    }
-
-    /// Sets the namespaces to watch.
-    #[must_use]
-    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
-        self.namespaces = namespaces;
-        self
     }
 
     /// Watches all namespaces.
@@ -245,56 +328,10 @@ impl InformerOptions {
         self.namespaces(Namespaces::All)
     }
 
-    /// Sets the label selector (`""`: everything).
-    #[must_use]
-    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.label_selector = Some(selector.into());
-        self
-    }
-
-    /// Sets the field selector (`""`: everything).
-    #[must_use]
-    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
-        self.field_selector = Some(selector.into());
-        self
-    }
-
-    /// Sets the default resync period (zero disables resync).
-    #[must_use]
-    pub fn resync(mut self, period: Duration) -> Self {
-        self.resync = period;
-        self
-    }
-
     /// Strips `metadata.managedFields` before caching.
     #[must_use]
     pub fn strip_managed_fields(mut self) -> Self {
         self.strip_managed_fields = true;
-        self
-    }
-
-    /// Keeps only the fields `projection` names (after managedFields
-    /// stripping, before the transform).
-    ///
-    /// ```
-    /// use kube_dynamic_informer::informer::InformerOptions;
-    /// use kube_dynamic_informer::cache::Projection;
-    ///
-    /// let options = InformerOptions::default()
-    ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
-    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
-    /// ```
-    #[must_use]
-    pub fn projection(mut self, projection: Projection) -> Self {
-        self.projection = Some(projection);
-        self
-    }
-
-    /// Sets the transform applied before caching (after managedFields
-    /// stripping and the projection, when they are on).
-    #[must_use]
-    pub fn transform(mut self, transform: Transform) -> Self {
-        self.transform = Some(transform);
         self
     }
 
@@ -305,103 +342,6 @@ impl InformerOptions {
         self.transform = None;
         self.projection = None;
         self.strip_managed_fields = false;
-        self
-    }
-
-    /// Turns metadata-only mode on or off.
-    #[must_use]
-    pub fn metadata_only(mut self, enabled: bool) -> Self {
-        self.metadata_only = enabled;
-        self
-    }
-
-    /// Turns streaming lists on or off.
-    #[must_use]
-    pub fn streaming_list(mut self, enabled: bool) -> Self {
-        self.streaming_list = enabled;
-        self
-    }
-
-    /// Sets the list page size (0: unpaged). Page *k + 1* is requested as
-    /// soon as page *k* has arrived, so the server prepares it while page *k*
-    /// is decoded.
-    #[must_use]
-    pub fn page_size(mut self, page_size: u32) -> Self {
-        self.page_size = page_size;
-        self
-    }
-
-    /// Sets the shortest server-side watch timeout.
-    #[must_use]
-    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
-        self.min_watch_timeout = timeout;
-        self
-    }
-
-    /// Sets how long a synced informer may go without an event, bookmark or
-    /// list before it reports itself stale (zero: never).
-    #[must_use]
-    pub fn stale_after(mut self, silence: Duration) -> Self {
-        self.stale_after = silence;
-        self
-    }
-
-    /// Sets the retry backoff.
-    #[must_use]
-    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// Sets what a factory does when the resource is not served.
-    #[must_use]
-    pub fn when_not_served(mut self, when: WhenNotServed) -> Self {
-        self.when_not_served = when;
-        self
-    }
-
-    /// Marks the objects as holding secrets (see the field).
-    #[must_use]
-    pub fn sensitive(mut self, sensitive: bool) -> Self {
-        self.sensitive = sensitive;
-        self
-    }
-
-    /// Sets how the cache holds its objects.
-    #[must_use]
-    pub fn storage(mut self, storage: Storage) -> Self {
-        self.storage = storage;
-        self
-    }
-
-    /// Keeps only static shard `shard` (see the field).
-    ///
-    /// ```
-    /// use kube_dynamic_informer::informer::InformerOptions;
-    /// use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard};
-    ///
-    /// let options = InformerOptions::default()
-    ///     .shard(StaticShard::new(1, 4)?)
-    ///     .shard_key(ShardKey::Namespace);
-    /// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
-    /// ```
-    #[must_use]
-    pub fn shard(mut self, shard: StaticShard) -> Self {
-        self.shard = Some(shard);
-        self
-    }
-
-    /// Sets the field a sharded informer hashes.
-    #[must_use]
-    pub fn shard_key(mut self, key: ShardKey) -> Self {
-        self.shard_key = key;
-        self
-    }
-
-    /// Keeps only the slots this member of `group` holds (see the field).
-    #[must_use]
-    pub fn shard_group(mut self, group: impl Into<ShardAssignment>) -> Self {
-        self.shard_group = Some(group.into());
         self
     }
 

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::options::setters;
+
 /// Events a worker hands to one handler before it turns to the next queue.
 pub(super) const TURN: usize = 32;
 
@@ -64,19 +66,13 @@ impl Default for HandlerPoolSettings {
 }
 
 impl HandlerPoolSettings {
-    /// Workers kept running (at least 1).
-    #[must_use]
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers.clamp(1, MAX_WORKERS);
-        self
-    }
+    setters! {
+        /// Workers kept running (at least 1).
+        workers(workers: usize) => workers.clamp(1, MAX_WORKERS);
 
-    /// How long a handler may stay in one call before the pool starts
-    /// another worker in its place (at least 10 ms).
-    #[must_use]
-    pub fn stall_after(mut self, stall_after: Duration) -> Self {
-        self.stall_after = stall_after.max(Duration::from_millis(10));
-        self
+        /// How long a handler may stay in one call before the pool starts
+        /// another worker in its place (at least 10 ms).
+        stall_after(stall_after: Duration) => stall_after.max(Duration::from_millis(10));
     }
 
     /// Makes these the settings of the process's pool.

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::transform::Transform;
-use crate::informer::options::InformerOptions;
+use crate::informer::options::{InformerOptions, setters};
 use crate::informer::{HandlerOptions, SharedInformer};
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
@@ -106,18 +106,12 @@ impl Default for DiscoveryConfig {
 }
 
 impl DiscoveryConfig {
-    /// Whether to try aggregated discovery first.
-    #[must_use]
-    pub fn aggregated(mut self, enabled: bool) -> Self {
-        self.aggregated = enabled;
-        self
-    }
+    setters! {
+        /// Whether to try aggregated discovery first.
+        aggregated(enabled: bool) => enabled;
 
-    /// Sets the periodic refresh (`None` disables it).
-    #[must_use]
-    pub fn periodic_refresh(mut self, period: Option<Duration>) -> Self {
-        self.periodic_refresh = period;
-        self
+        /// Sets the periodic refresh (`None` disables it).
+        periodic_refresh(period: Option<Duration>) => period;
     }
 }
 

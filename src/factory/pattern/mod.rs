@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::factory::FactoryError;
 use crate::factory::discovery::DiscoverySnapshot;
+use crate::informer::options::setters;
 use crate::vocabulary::resource::KnownResource;
 
 /// Which scope of resources a pattern keeps.
@@ -61,6 +62,17 @@ pub struct ResourcePattern {
 pub type CustomResources<'a> = &'a dyn Fn(&str, &str) -> bool;
 
 impl ResourcePattern {
+    setters! {
+        /// Keeps only resources defined by CRDs.
+        custom_resources(only: bool) => only;
+
+        /// Keeps only resources of one scope.
+        scope(scope: ScopeFilter) => Some(scope);
+
+        /// Pins the version.
+        version(version: impl Into<String>) => Some(version.into());
+    }
+
     /// Adds group globs.
     #[must_use]
     pub fn groups<I: IntoIterator<Item = S>, S: Into<String>>(mut self, groups: I) -> Self {
@@ -76,13 +88,6 @@ impl ResourcePattern {
         self
     }
 
-    /// Keeps only resources defined by CRDs.
-    #[must_use]
-    pub fn custom_resources(mut self, only: bool) -> Self {
-        self.custom_resources = only;
-        self
-    }
-
     /// Adds resources by name.
     #[must_use]
     pub fn include<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
@@ -94,20 +99,6 @@ impl ResourcePattern {
     #[must_use]
     pub fn exclude<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
         self.exclude.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Keeps only resources of one scope.
-    #[must_use]
-    pub fn scope(mut self, scope: ScopeFilter) -> Self {
-        self.scope = Some(scope);
-        self
-    }
-
-    /// Pins the version.
-    #[must_use]
-    pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.version = Some(version.into());
         self
     }
 
