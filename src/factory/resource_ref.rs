@@ -20,58 +20,27 @@ pub enum ResourceRef {
     Key(ResourceKey),
 }
 
-impl From<&str> for ResourceRef {
-    fn from(s: &str) -> Self {
-        ResourceRef::Text(s.to_owned())
-    }
+/// `From` impls, each building the reference from one kind of value.
+macro_rules! from {
+    ($($from:ty => |$value:ident| $variant:expr;)*) => {$(
+        impl From<$from> for ResourceRef {
+            fn from($value: $from) -> Self {
+                $variant
+            }
+        }
+    )*};
 }
 
-impl From<String> for ResourceRef {
-    fn from(s: String) -> Self {
-        ResourceRef::Text(s)
-    }
-}
-
-impl From<&String> for ResourceRef {
-    fn from(s: &String) -> Self {
-        ResourceRef::Text(s.clone())
-    }
-}
-
-impl From<ResourceName> for ResourceRef {
-    fn from(n: ResourceName) -> Self {
-        ResourceRef::Name(n)
-    }
-}
-
-impl From<&ResourceName> for ResourceRef {
-    fn from(n: &ResourceName) -> Self {
-        ResourceRef::Name(n.clone())
-    }
-}
-
-impl From<ResourceKey> for ResourceRef {
-    fn from(k: ResourceKey) -> Self {
-        ResourceRef::Key(k)
-    }
-}
-
-impl From<&ResourceKey> for ResourceRef {
-    fn from(k: &ResourceKey) -> Self {
-        ResourceRef::Key(k.clone())
-    }
-}
-
-impl From<GroupVersionResource> for ResourceRef {
-    fn from(gvr: GroupVersionResource) -> Self {
-        ResourceRef::Key(gvr.into())
-    }
-}
-
-impl From<&GroupVersionResource> for ResourceRef {
-    fn from(gvr: &GroupVersionResource) -> Self {
-        ResourceRef::Key(gvr.into())
-    }
+from! {
+    &str => |s| ResourceRef::Text(s.to_owned());
+    String => |s| ResourceRef::Text(s);
+    &String => |s| ResourceRef::Text(s.clone());
+    ResourceName => |n| ResourceRef::Name(n);
+    &ResourceName => |n| ResourceRef::Name(n.clone());
+    ResourceKey => |k| ResourceRef::Key(k);
+    &ResourceKey => |k| ResourceRef::Key(k.clone());
+    GroupVersionResource => |gvr| ResourceRef::Key(gvr.into());
+    &GroupVersionResource => |gvr| ResourceRef::Key(gvr.into());
 }
 
 impl fmt::Display for ResourceRef {
