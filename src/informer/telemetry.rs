@@ -69,8 +69,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use metrics::{
-    Counter, Gauge, Histogram, Label, Unit, counter, describe_counter, describe_gauge,
-    describe_histogram, gauge, histogram,
+    Counter, Gauge, Histogram, Label, SharedString, Unit, counter, describe_counter,
+    describe_gauge, describe_histogram, gauge, histogram,
 };
 
 use crate::vocabulary::resource::ResourceKey;
@@ -90,7 +90,8 @@ pub(crate) async fn in_cluster<F: std::future::Future>(
     CLUSTER.scope(cluster, create).await
 }
 
-/// Why a complete list was made, for `kdi_informer_lists_total`.
+/// Why a complete list was made, for `kdi_informer_lists_total` (in the
+/// order of [`InformerMetrics`]'s counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ListReason {
     First,
@@ -130,119 +131,71 @@ pub(crate) enum Received {
     Skipped,
 }
 
+/// Describes each series, written `describe_kind "name" [Unit]: "help";`
+/// (the unit optional), with the `metrics` macro of its kind.
+macro_rules! describe_each {
+    ($($describe:ident $name:literal $([$unit:ident])?: $help:literal;)*) => {
+        $($describe!($name, $(Unit::$unit,)? $help);)*
+    };
+}
+
 /// Registers the help text and unit of every series with the recorder
 /// installed at the time (exporters print them, e.g. as `# HELP`).
 fn describe() {
-    describe_gauge!("kdi_informer_objects", "Objects in the cache.");
-    describe_counter!(
-        "kdi_informer_lists_total",
-        "Complete lists received, by reason: first, expired (410), error, served_again."
-    );
-    describe_counter!(
-        "kdi_informer_list_requests_total",
-        "List requests (pages count one each)."
-    );
-    describe_counter!(
-        "kdi_informer_list_bytes_total",
-        Unit::Bytes,
-        "Bytes of list responses."
-    );
-    describe_histogram!(
-        "kdi_informer_list_duration_seconds",
-        Unit::Seconds,
-        "Time to receive a complete list."
-    );
-    describe_gauge!(
-        "kdi_informer_sync_duration_seconds",
-        Unit::Seconds,
-        "Time from start to the first complete list."
-    );
-    describe_counter!("kdi_informer_watch_starts_total", "Watch requests.");
-    describe_counter!(
-        "kdi_informer_events_received_total",
-        "Watch events received, by type."
-    );
-    describe_counter!(
-        "kdi_informer_skipped_objects_total",
-        "Objects that could not be decoded."
-    );
-    describe_counter!("kdi_informer_errors_total", "Failed lists and watches.");
-    describe_counter!(
-        "kdi_informer_index_failures_total",
-        "Objects an index function failed on, by index."
-    );
-    describe_gauge!(
-        "kdi_informer_last_event_timestamp_seconds",
-        Unit::Seconds,
-        "Unix time of the last event, bookmark or list."
-    );
-    describe_counter!(
-        "kdi_informer_snapshot_starts_total",
-        "Starts of an informer with snapshots: resumed, or why it listed."
-    );
-    describe_counter!(
-        "kdi_informer_snapshots_written_total",
-        "Snapshots written, by result."
-    );
-    describe_gauge!(
-        "kdi_informer_stale",
-        "1 while nothing has arrived for longer than staleAfter."
-    );
-    describe_gauge!(
-        "kdi_informer_resource_version",
-        "The resourceVersion the cache reflects, when it is a number."
-    );
-    describe_counter!(
-        "kdi_handler_events_delivered_total",
-        "Events handed to the handler, by type."
-    );
-    describe_gauge!("kdi_handler_backlog", "Events queued for the handler.");
-    describe_histogram!(
-        "kdi_handler_processing_seconds",
-        Unit::Seconds,
-        "Time in the handler per event."
-    );
-    describe_counter!("kdi_handler_panics_total", "Panics caught in the handler.");
-    describe_gauge!(
-        "kdi_handler_pool_threads",
-        "Worker threads of the handler pool."
-    );
-    describe_gauge!(
-        "kdi_handler_pool_blocked",
-        "Workers in one handler call longer than the stall threshold."
-    );
-    describe_gauge!(
-        "kdi_handler_pool_waiting",
-        "Handler queues waiting for a worker."
-    );
+    describe_each! {
+        describe_gauge "kdi_informer_objects": "Objects in the cache.";
+        describe_counter "kdi_informer_lists_total":
+            "Complete lists received, by reason: first, expired (410), error, served_again.";
+        describe_counter "kdi_informer_list_requests_total":
+            "List requests (pages count one each).";
+        describe_counter "kdi_informer_list_bytes_total" [Bytes]: "Bytes of list responses.";
+        describe_histogram "kdi_informer_list_duration_seconds" [Seconds]:
+            "Time to receive a complete list.";
+        describe_gauge "kdi_informer_sync_duration_seconds" [Seconds]:
+            "Time from start to the first complete list.";
+        describe_counter "kdi_informer_watch_starts_total": "Watch requests.";
+        describe_counter "kdi_informer_events_received_total": "Watch events received, by type.";
+        describe_counter "kdi_informer_skipped_objects_total": "Objects that could not be decoded.";
+        describe_counter "kdi_informer_errors_total": "Failed lists and watches.";
+        describe_counter "kdi_informer_index_failures_total":
+            "Objects an index function failed on, by index.";
+        describe_gauge "kdi_informer_last_event_timestamp_seconds" [Seconds]:
+            "Unix time of the last event, bookmark or list.";
+        describe_counter "kdi_informer_snapshot_starts_total":
+            "Starts of an informer with snapshots: resumed, or why it listed.";
+        describe_counter "kdi_informer_snapshots_written_total": "Snapshots written, by result.";
+        describe_gauge "kdi_informer_stale":
+            "1 while nothing has arrived for longer than staleAfter.";
+        describe_gauge "kdi_informer_resource_version":
+            "The resourceVersion the cache reflects, when it is a number.";
+        describe_counter "kdi_handler_events_delivered_total":
+            "Events handed to the handler, by type.";
+        describe_gauge "kdi_handler_backlog": "Events queued for the handler.";
+        describe_histogram "kdi_handler_processing_seconds" [Seconds]:
+            "Time in the handler per event.";
+        describe_counter "kdi_handler_panics_total": "Panics caught in the handler.";
+        describe_gauge "kdi_handler_pool_threads": "Worker threads of the handler pool.";
+        describe_gauge "kdi_handler_pool_blocked":
+            "Workers in one handler call longer than the stall threshold.";
+        describe_gauge "kdi_handler_pool_waiting": "Handler queues waiting for a worker.";
+    }
 }
 
 /// Records the result of a config load or reload: whether it was applied,
 /// when, the config's hash (hex), and how many problems it had.
 #[cfg(feature = "config")]
 pub(crate) fn config_reloaded(success: bool, at_unix_seconds: f64, hash_hex: &str, errors: usize) {
-    describe_gauge!(
-        "kdi_config_last_reload_successful",
-        "1 when the last config load or reload was applied, 0 when it was refused."
-    );
-    describe_gauge!(
-        "kdi_config_last_reload_timestamp_seconds",
-        Unit::Seconds,
-        "Unix time of the last config load or reload."
-    );
-    describe_gauge!(
-        "kdi_config_last_reload_success_timestamp_seconds",
-        Unit::Seconds,
-        "Unix time of the last config load or reload applied."
-    );
-    describe_gauge!(
-        "kdi_config_last_reload_errors",
-        "Problems found in the last config load or reload."
-    );
-    describe_gauge!(
-        "kdi_config_hash",
-        "Low 52 bits of the hash of the config last tried."
-    );
+    describe_each! {
+        describe_gauge "kdi_config_last_reload_successful":
+            "1 when the last config load or reload was applied, 0 when it was refused.";
+        describe_gauge "kdi_config_last_reload_timestamp_seconds" [Seconds]:
+            "Unix time of the last config load or reload.";
+        describe_gauge "kdi_config_last_reload_success_timestamp_seconds" [Seconds]:
+            "Unix time of the last config load or reload applied.";
+        describe_gauge "kdi_config_last_reload_errors":
+            "Problems found in the last config load or reload.";
+        describe_gauge "kdi_config_hash": "Low 52 bits of the hash of the config last tried.";
+    }
     gauge!("kdi_config_last_reload_successful").set(if success { 1.0 } else { 0.0 });
     gauge!("kdi_config_last_reload_timestamp_seconds").set(at_unix_seconds);
     if success {
@@ -267,11 +220,7 @@ impl InformerMetrics {
         if let Ok(cluster) = CLUSTER.try_with(|c| c.to_string()) {
             labels.push(Label::new("cluster", cluster));
         }
-        let with = |key: &'static str, value: &'static str| {
-            let mut l = labels.clone();
-            l.push(Label::new(key, value));
-            l
-        };
+        let with = |key, value| with_label(&labels, key, value);
         let list =
             |reason: &'static str| counter!("kdi_informer_lists_total", with("reason", reason));
         let received =
@@ -307,26 +256,18 @@ impl InformerMetrics {
 
     /// An informer with snapshots started: `resumed`, or why it listed.
     pub(crate) fn snapshot_start(&self, outcome: &'static str) {
-        let mut labels = self.labels.clone();
-        labels.push(Label::new("outcome", outcome));
+        let labels = with_label(&self.labels, "outcome", outcome);
         counter!("kdi_informer_snapshot_starts_total", labels).increment(1);
     }
 
     /// A snapshot was written, or failed to be.
     pub(crate) fn snapshot_written(&self, ok: bool) {
-        let mut labels = self.labels.clone();
-        labels.push(Label::new("result", if ok { "ok" } else { "error" }));
+        let labels = with_label(&self.labels, "result", if ok { "ok" } else { "error" });
         counter!("kdi_informer_snapshots_written_total", labels).increment(1);
     }
 
     pub(crate) fn listed(&self, reason: ListReason, took: Duration) {
-        let i = match reason {
-            ListReason::First => 0,
-            ListReason::Expired => 1,
-            ListReason::Error => 2,
-            ListReason::ServedAgain => 3,
-        };
-        self.lists[i].increment(1);
+        self.lists[reason as usize].increment(1);
         self.list_duration.record(took.as_secs_f64());
         self.touched();
     }
@@ -355,19 +296,18 @@ impl InformerMetrics {
 
     /// The counter of index `index`'s failures.
     pub(crate) fn index_failures(&self, index: &str) -> Counter {
-        let mut labels = self.labels.clone();
-        labels.push(Label::new("index", index.to_owned()));
+        let labels = with_label(&self.labels, "index", index.to_owned());
         counter!("kdi_informer_index_failures_total", labels)
     }
 
     /// The series of a handler of this informer.
     pub(crate) fn handler(&self, name: &str) -> HandlerMetrics {
-        let mut labels = self.labels.clone();
-        labels.push(Label::new("handler", name.to_owned()));
+        let labels = with_label(&self.labels, "handler", name.to_owned());
         let delivered = |kind: &'static str| {
-            let mut l = labels.clone();
-            l.push(Label::new("type", kind));
-            counter!("kdi_handler_events_delivered_total", l)
+            counter!(
+                "kdi_handler_events_delivered_total",
+                with_label(&labels, "type", kind)
+            )
         };
         HandlerMetrics {
             delivered: [
@@ -381,6 +321,13 @@ impl InformerMetrics {
             panics: counter!("kdi_handler_panics_total", labels.clone()),
         }
     }
+}
+
+/// `labels` and one more.
+fn with_label(labels: &[Label], key: &'static str, value: impl Into<SharedString>) -> Vec<Label> {
+    let mut labels = labels.to_vec();
+    labels.push(Label::new(key, value));
+    labels
 }
 
 /// The series of one handler registration.
