@@ -27,10 +27,7 @@ impl SharedInformer {
         options: HandlerOptions,
     ) -> Registration {
         let (state, _) = self.register_mailbox(&options, Target::Pool(Box::new(handler)));
-        Registration {
-            state,
-            informer: Arc::downgrade(&self.shared),
-        }
+        self.registration(state)
     }
 
     /// Adds an async handler with the informer's default resync period. See
@@ -82,10 +79,15 @@ impl SharedInformer {
             self.register_mailbox(&options, Target::Task(tokio::sync::Notify::new()));
         let task = runtime.spawn(listener::drain_async(mailbox, handler));
         self.shared.tasks.lock().push(task);
-        Ok(Registration {
+        Ok(self.registration(state))
+    }
+
+    /// The handle of the registration whose counters are `state`.
+    fn registration(&self, state: Arc<ListenerState>) -> Registration {
+        Registration {
             state,
             informer: Arc::downgrade(&self.shared),
-        })
+        }
     }
 
     /// A stream of events with the same replay guarantee as a handler: first

@@ -155,23 +155,15 @@ impl Mailbox {
         if self.state.removed.load(Ordering::Acquire) {
             return false;
         }
-        let wake = {
-            let mut m = self.inner.lock();
-            let grew = m.queue.push(event);
+        let backlog = &self.state.backlog;
+        self.enqueue(|queue| {
+            let grew = queue.push(event);
             if grew >= 0 {
-                self.state
-                    .backlog
-                    .fetch_add(grew.unsigned_abs(), Ordering::Relaxed);
+                backlog.fetch_add(grew.unsigned_abs(), Ordering::Relaxed);
             } else {
-                self.state
-                    .backlog
-                    .fetch_sub(grew.unsigned_abs(), Ordering::Relaxed);
+                backlog.fetch_sub(grew.unsigned_abs(), Ordering::Relaxed);
             }
-            !std::mem::replace(&mut m.scheduled, true)
-        };
-        if wake {
-            self.wake();
-        }
+        });
         self.state.publish_backlog();
         true
     }
@@ -181,12 +173,17 @@ impl Mailbox {
     }
 
     fn push_marker(self: &Arc<Self>, push: impl FnOnce(&mut Queue)) {
-        if self.state.removed.load(Ordering::Acquire) {
-            return;
+        if !self.state.removed.load(Ordering::Acquire) {
+            self.enqueue(push);
         }
+    }
+
+    /// Changes the queue under its lock, and wakes the consumer unless a
+    /// wake-up is already pending.
+    fn enqueue(self: &Arc<Self>, change: impl FnOnce(&mut Queue)) {
         let wake = {
             let mut m = self.inner.lock();
-            push(&mut m.queue);
+            change(&mut m.queue);
             !std::mem::replace(&mut m.scheduled, true)
         };
         if wake {
@@ -280,11 +277,12 @@ impl Runnable for Mailbox {
             }
             match item {
                 Item::Event(queued) => {
-                    let event = queued.into_event();
-                    let kind = event.kind();
-                    let started = std::time::Instant::now();
-                    deliver(handler.as_ref(), event, &self.state, &self.resource);
-                    self.state.metrics.delivered(kind, started.elapsed());
+                    deliver(
+                        handler.as_ref(),
+                        queued.into_event(),
+                        &self.state,
+                        &self.resource,
+                    );
                     self.handed_event();
                 }
                 Item::Synced => self.handed_synced(),
@@ -322,11 +320,7 @@ impl Listener {
         match &self.sink {
             Sink::Mailbox(mailbox) => mailbox.push(event),
             Sink::Inline(handler) => {
-                let event = event.into_event();
-                let kind = event.kind();
-                let started = std::time::Instant::now();
-                deliver(handler.as_ref(), event, &self.state, resource);
-                self.state.metrics.delivered(kind, started.elapsed());
+                deliver(handler.as_ref(), event.into_event(), &self.state, resource);
                 true
             }
         }
@@ -364,18 +358,22 @@ impl Listener {
     }
 }
 
-/// Calls the handler, catching and counting a panic.
+/// Calls the handler, catching and counting a panic, and records the time
+/// it took.
 pub(super) fn deliver(
     handler: &dyn EventHandler,
     event: Event,
     state: &ListenerState,
     resource: &ResourceKey,
 ) {
+    let kind = event.kind();
+    let started = std::time::Instant::now();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| handler.on_event(event)));
     state.delivered.fetch_add(1, Ordering::Relaxed);
     if let Err(panic) = result {
         note_panic(panic.as_ref(), state, resource);
     }
+    state.metrics.delivered(kind, started.elapsed());
 }
 
 /// Counts and logs a handler's panic.

@@ -121,14 +121,7 @@ impl Pending {
             Queued::Ready(event) => event,
         };
         match event {
-            Event::Update {
-                is_resync: true, ..
-            } => {}
-            Event::Update {
-                new,
-                is_resync: false,
-                ..
-            } => self.upsert = Some(Queued::Ready(self.updated_to(new))),
+            Event::Update { new, .. } => self.upsert = Some(Queued::Ready(self.updated_to(new))),
             add @ Event::Add { .. } => self.upsert = Some(Queued::Ready(add)),
             delete @ Event::Delete { .. } => {
                 // The handler never sees the state it was not yet handed; the
@@ -214,12 +207,8 @@ impl Queue {
     /// Queues an event; returns how much the backlog grew (0 or 1, or less
     /// when coalescing folded events together: the change may be negative).
     pub(super) fn push(&mut self, event: Queued) -> isize {
-        let Some(pending) = &mut self.pending else {
-            self.order.push_back(Slot::Event(event));
-            self.len += 1;
-            return 1;
-        };
-        let Some(key) = event.key() else {
+        let key = self.pending.as_ref().and_then(|_| event.key());
+        let (Some(pending), Some(key)) = (&mut self.pending, key) else {
             self.order.push_back(Slot::Event(event));
             self.len += 1;
             return 1;
