@@ -8,7 +8,7 @@ use std::fmt;
 use futures::StreamExt;
 use kube_client::Client;
 use kube_client::api::{Api, PostParams};
-use kube_core::{ApiResource, DynamicObject};
+use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 
 use crate::vocabulary::resource::ResourceKey;
@@ -242,33 +242,15 @@ impl AccessTable {
                 *w = (*w).max(c.len());
             }
         }
-        let line = |row: [&str; 4]| {
-            let mut out = String::new();
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-                if i == 3 {
-                    out.push_str(cell);
-                } else {
-                    out.push_str(&format!("{cell:<w$}  "));
-                }
-            }
-            out.push('\n');
-            out
+        let [w0, w1, w2, _] = widths;
+        let line = |[resource, namespace, list, watch]: [&str; 4]| {
+            format!("{resource:<w0$}  {namespace:<w1$}  {list:<w2$}  {watch}\n")
         };
         let mut out = line(header);
         for row in &cells {
             out.push_str(&line([&row[0], &row[1], &row[2], &row[3]]));
         }
         out
-    }
-}
-
-fn review_resource() -> ApiResource {
-    ApiResource {
-        group: "authorization.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "authorization.k8s.io/v1".into(),
-        kind: "SelfSubjectAccessReview".into(),
-        plural: "selfsubjectaccessreviews".into(),
     }
 }
 
@@ -279,7 +261,8 @@ async fn review(
     namespace: Option<&str>,
     verb: &str,
 ) -> Verdict {
-    let ar = review_resource();
+    let gvk = GroupVersionKind::gvk("authorization.k8s.io", "v1", "SelfSubjectAccessReview");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "selfsubjectaccessreviews");
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     let mut attributes = json!({
         "verb": verb,

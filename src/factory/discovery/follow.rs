@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 
-use kube_core::{ApiResource, DynamicObject};
+use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::DiscoverySnapshot;
 use crate::vocabulary::resource::ResourceKey;
@@ -26,17 +26,12 @@ pub(super) async fn next_or_pending(stream: &mut Option<crate::informer::EventSt
 
 /// Takes every event queued now; true if there was one.
 pub(super) fn drain(stream: &mut Option<crate::informer::EventStream>) -> bool {
-    let Some(s) = stream else {
-        return false;
-    };
-    let mut any = false;
-    while let Some(Some(_)) = s.next().now_or_never() {
-        any = true;
-    }
-    any
+    let Some(s) = stream else { return false };
+    std::iter::from_fn(|| s.next().now_or_never().flatten()).count() > 0
 }
 
 /// What the CRDs say discovery should hold.
+#[derive(Default)]
 pub(super) struct CrdExpectation {
     /// Served versions of established CRDs.
     pub(super) served: HashSet<ResourceKey>,
@@ -48,11 +43,7 @@ pub(super) struct CrdExpectation {
 
 impl CrdExpectation {
     pub(super) fn from_store(crds: &[Arc<DynamicObject>]) -> Self {
-        let mut this = CrdExpectation {
-            served: HashSet::new(),
-            not_served: HashSet::new(),
-            terminating: HashSet::new(),
-        };
+        let mut this = CrdExpectation::default();
         for crd in crds {
             let spec = &crd.data["spec"];
             let (Some(group), Some(plural)) =
@@ -121,23 +112,13 @@ pub(super) fn slim_crd(mut crd: DynamicObject) -> DynamicObject {
 }
 
 pub(super) fn crd_resource() -> ApiResource {
-    ApiResource {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiextensions.k8s.io/v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-    }
+    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    ApiResource::from_gvk_with_plural(&gvk, "customresourcedefinitions")
 }
 
 pub(super) fn api_service_resource() -> ApiResource {
-    ApiResource {
-        group: "apiregistration.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiregistration.k8s.io/v1".into(),
-        kind: "APIService".into(),
-        plural: "apiservices".into(),
-    }
+    let gvk = GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService");
+    ApiResource::from_gvk_with_plural(&gvk, "apiservices")
 }
 
 /// `(group, plural)` of every resource the CRDs define.

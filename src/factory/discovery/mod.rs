@@ -239,14 +239,10 @@ impl DiscoveryCache {
                     now
                 }
             };
-            tx.send_if_modified(|cur| {
-                if *cur == now {
-                    false
-                } else {
-                    *cur = now;
-                    true
-                }
-            });
+            // Only `publish` sends, under the lock: no change can slip in.
+            if *tx.borrow() != now {
+                tx.send_replace(now);
+            }
             true
         });
     }
@@ -269,24 +265,20 @@ impl DiscoveryCache {
     /// the group versions that could not be discovered) or an ambiguous one
     /// (with the choices); [`FactoryError::Discovery`].
     pub async fn resolve(&self, name: &ResourceName) -> Result<KnownResource, FactoryError> {
+        let failed = |snapshot: &DiscoverySnapshot, source| FactoryError::Resolve {
+            unavailable: snapshot.unavailable_for(name),
+            source: Box::new(source),
+        };
         let (snapshot, fresh) = self.loaded().await?;
         match name.resolve(snapshot.resources()) {
             Ok(found) => return Ok(found.clone()),
             Err(VocabularyError::NotFound { .. }) if !fresh => {}
-            Err(source) => {
-                return Err(FactoryError::Resolve {
-                    unavailable: snapshot.unavailable_for(name),
-                    source: Box::new(source),
-                });
-            }
+            Err(source) => return Err(failed(&snapshot, source)),
         }
         let snapshot = self.refresh_after(snapshot.generation).await?;
         name.resolve(snapshot.resources())
             .cloned()
-            .map_err(|source| FactoryError::Resolve {
-                unavailable: snapshot.unavailable_for(name),
-                source: Box::new(source),
-            })
+            .map_err(|source| failed(&snapshot, source))
     }
 
     /// `(group, plural)` of every resource a CRD defines: what
@@ -371,13 +363,10 @@ impl DiscoveryCache {
         now: ResourceAvailability,
     ) -> watch::Receiver<ResourceAvailability> {
         let mut watchers = self.inner.watchers.lock();
-        if let Some(tx) = watchers.get(&followed) {
-            return tx.subscribe();
-        }
-        let tx = watch::Sender::new(now);
-        let rx = tx.subscribe();
-        watchers.insert(followed, tx);
-        rx
+        let tx = watchers
+            .entry(followed)
+            .or_insert_with(|| watch::Sender::new(now));
+        tx.subscribe()
     }
 
     /// Keeps the cache current until `cancel` fires: watches
@@ -446,8 +435,7 @@ impl DiscoveryCache {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
-            let mut crd_changed = crd_changed;
-            crd_changed |= drain(&mut crd_events);
+            let crd_changed = crd_changed | drain(&mut crd_events);
             drain(&mut service_events);
             if crd_changed || crds.has_synced() {
                 self.refresh_until_consistent(&crds, &mut crd_keys_seen, &cancel)
