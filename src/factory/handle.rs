@@ -30,10 +30,10 @@ impl InformerHandle {
     /// version until then; it lists the version discovery designates.
     #[must_use]
     pub fn resource(&self) -> ResourceKey {
-        match &*self.availability.borrow() {
-            ResourceAvailability::Served { resource, .. } => ResourceKey::from(resource),
-            ResourceAvailability::NotServed { .. } => self.resource.clone(),
-        }
+        self.availability
+            .borrow()
+            .served()
+            .map_or_else(|| self.resource.clone(), |(resource, _)| resource.into())
     }
 
     /// The shared informer: add handlers, event streams and indexes here.
@@ -69,10 +69,8 @@ impl InformerHandle {
     /// The resource as discovery reports it; `None` while it is not served.
     #[must_use]
     pub fn api_resource(&self) -> Option<ApiResource> {
-        match &*self.availability.borrow() {
-            ResourceAvailability::Served { resource, .. } => Some(resource.clone()),
-            ResourceAvailability::NotServed { .. } => None,
-        }
+        let availability = self.availability.borrow();
+        availability.served().map(|(resource, _)| resource.clone())
     }
 
     /// Namespaced or cluster-scoped; `None` while the resource is not served.

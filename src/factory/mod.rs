@@ -403,22 +403,17 @@ impl InformerFactory {
     /// until it has stopped; its cache is freed once no [`InformerHandle`]
     /// handle refers to it. False when the factory no longer holds it.
     pub async fn remove_informer(&self, informer: &InformerHandle) -> bool {
-        let removed = {
-            let mut state = self.inner.state.lock();
-            let key = state
-                .entries
-                .iter()
-                .find(|(_, e)| e.informer == *informer)
-                .map(|(k, _)| k.clone());
-            key.and_then(|k| state.entries.remove(&k))
-        };
-        match removed {
-            Some(entry) => {
-                stop_entries(vec![entry]).await;
-                true
-            }
-            None => false,
-        }
+        let removed: Vec<Entry> = self
+            .inner
+            .state
+            .lock()
+            .entries
+            .extract_if(|_, e| e.informer == *informer)
+            .map(|(_, e)| e)
+            .collect();
+        let found = !removed.is_empty();
+        stop_entries(removed).await;
+        found
     }
 
     /// The informer for `resource` with the factory's options; the same one
@@ -506,23 +501,21 @@ impl InformerFactory {
         }
         // Requests that would build the same cache share one informer.
         let map_key = (key.clone(), options.cache_key());
-        if let Some(entry) = state.entries.get(&map_key) {
-            return Ok(entry.informer.clone());
-        }
-        // The same `plural.group` name asked for while it was not served.
-        if let Some(waiting) = &waiting_key
-            && let Some(entry) = state.entries.get(&(waiting.clone(), options.cache_key()))
-        {
-            return Ok(entry.informer.clone());
-        }
-        // An informer asked for by another name before the resource was
-        // served, which serves this resource now.
-        if let Some(entry) = state
+        let shared = state
             .entries
-            .iter()
-            .find(|((_, o), e)| *o == map_key.1 && e.informer.resource() == key)
-            .map(|(_, e)| e)
-        {
+            .get(&map_key)
+            // The same `plural.group` name asked for while it was not served.
+            .or_else(|| waiting_key.and_then(|w| state.entries.get(&(w, map_key.1.clone()))))
+            // An informer asked for by another name before the resource was
+            // served, which serves this resource now.
+            .or_else(|| {
+                state
+                    .entries
+                    .iter()
+                    .find(|((_, o), e)| *o == map_key.1 && e.informer.resource() == key)
+                    .map(|(_, e)| e)
+            });
+        if let Some(entry) = shared {
             return Ok(entry.informer.clone());
         }
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
@@ -659,18 +652,14 @@ impl InformerFactory {
                 }
             }
         };
-        let removed: Vec<Entry> = {
-            let mut state = self.inner.state.lock();
-            let keys: Vec<_> = state
-                .entries
-                .iter()
-                .filter(|((k, _), e)| *k == key || e.informer.resource() == key)
-                .map(|(k, _)| k.clone())
-                .collect();
-            keys.iter()
-                .filter_map(|k| state.entries.remove(k))
-                .collect()
-        };
+        let removed: Vec<Entry> = self
+            .inner
+            .state
+            .lock()
+            .entries
+            .extract_if(|(k, _), e| *k == key || e.informer.resource() == key)
+            .map(|(_, e)| e)
+            .collect();
         let count = removed.len();
         stop_entries(removed).await;
         Ok(count)

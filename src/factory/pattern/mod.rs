@@ -3,7 +3,7 @@
 //!
 //! The [layer docs](crate::factory) say more.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -164,10 +164,8 @@ impl ResourcePattern {
     /// # Errors
     /// The first problem found; [`problems`](Self::problems) lists all.
     pub fn check(&self) -> Result<(), FactoryError> {
-        match self.problems().into_iter().next() {
-            Some((_, _, e)) => Err(e),
-            None => Ok(()),
-        }
+        let first = self.problems().into_iter().next();
+        first.map_or(Ok(()), |(_, _, e)| Err(e))
     }
 
     /// Every problem of the pattern, each with the field (and index in it)
@@ -237,33 +235,25 @@ impl ResourcePattern {
         snapshot: &DiscoverySnapshot,
         is_custom: CustomResources<'_>,
     ) -> Vec<KnownResource> {
-        // (group, plural) -> its versions.
-        let mut by_resource: BTreeMap<(&str, &str), Vec<&KnownResource>> = BTreeMap::new();
-        for r in snapshot.resources() {
-            by_resource
-                .entry((r.group.as_str(), r.plural.as_str()))
-                .or_default()
-                .push(r);
-        }
-        let mut selected = Vec::new();
-        for ((group, plural), _) in by_resource {
-            let versions = snapshot.versions_of(group, plural);
-            let chosen = match &self.version {
-                Some(v) => versions.into_iter().find(|r| &r.version == v),
-                None => versions
-                    .into_iter()
-                    .find(|r| snapshot.is_watchable(&r.key())),
-            };
-            let Some(resource) = chosen else { continue };
-            let key = resource.key();
-            if !snapshot.is_watchable(&key) {
-                continue;
+        let resources: BTreeSet<(&str, &str)> = snapshot
+            .resources()
+            .iter()
+            .map(|r| (r.group.as_str(), r.plural.as_str()))
+            .collect();
+        let chosen = resources.into_iter().filter_map(|(group, plural)| {
+            let mut versions = snapshot.versions_of(group, plural).into_iter();
+            match &self.version {
+                Some(v) => versions.find(|r| &r.version == v),
+                None => versions.find(|r| snapshot.is_watchable(&r.key())),
             }
-            if self.admits(resource, snapshot.categories(&key), is_custom) {
-                selected.push(resource.clone());
-            }
-        }
-        selected
+        });
+        chosen
+            .filter(|r| {
+                let key = r.key();
+                snapshot.is_watchable(&key) && self.admits(r, snapshot.categories(&key), is_custom)
+            })
+            .cloned()
+            .collect()
     }
 
     /// Whether one resource (in the version chosen) is selected.
