@@ -42,19 +42,17 @@ pub struct BackoffConfig {
 
 // Jitter compares by its bits, so that backoff settings can be part of what
 // makes two informer requests the same.
+impl BackoffConfig {
+    /// The settings as equality and hashing see them.
+    fn compared(&self) -> (Duration, Duration, Duration, u64) {
+        let jitter = self.jitter.to_bits();
+        (self.initial, self.max, self.reset_after, jitter)
+    }
+}
+
 impl PartialEq for BackoffConfig {
     fn eq(&self, other: &Self) -> bool {
-        (
-            self.initial,
-            self.max,
-            self.reset_after,
-            self.jitter.to_bits(),
-        ) == (
-            other.initial,
-            other.max,
-            other.reset_after,
-            other.jitter.to_bits(),
-        )
+        self.compared() == other.compared()
     }
 }
 
@@ -62,13 +60,7 @@ impl Eq for BackoffConfig {}
 
 impl std::hash::Hash for BackoffConfig {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (
-            self.initial,
-            self.max,
-            self.reset_after,
-            self.jitter.to_bits(),
-        )
-            .hash(state);
+        self.compared().hash(state);
     }
 }
 

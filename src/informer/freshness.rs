@@ -61,18 +61,13 @@ impl SharedInformer {
         timeout: Duration,
     ) -> Result<(), InformerError> {
         let resource = || self.shared.key.clone();
-        // A malformed resourceVersion is refused at once, not after the wait.
-        compare_resource_versions(resource_version, "0").map_err(|source| {
-            InformerError::Incomparable {
-                resource: resource(),
-                source: Box::new(source),
-            }
-        })?;
-        let mut sync = self.shared.store.watch_sync_point();
         let incomparable = |source| InformerError::Incomparable {
             resource: resource(),
             source: Box::new(source),
         };
+        // A malformed resourceVersion is refused at once, not after the wait.
+        compare_resource_versions(resource_version, "0").map_err(incomparable)?;
+        let mut sync = self.shared.store.watch_sync_point();
         let reached = |point: &SyncPoint| -> Result<bool, CacheError> {
             let Some(current) = &point.resource_version else {
                 return Ok(false);

@@ -185,6 +185,7 @@ use crate::wire::list_watch::{ApiListWatch, ListWatch};
 const FORGET_EVERY: Duration = Duration::from_secs(5);
 
 /// Everything guarded by the dispatch lock.
+#[derive(Default)]
 struct Dispatch {
     listeners: Vec<Listener>,
     clock: ResyncClock,
@@ -209,9 +210,6 @@ impl Dispatch {
     /// initial Adds decoded only when the handler is about to run. A closed
     /// handler's queue refuses them; the next delta's dispatch drops it.
     fn hand_on_deferred(&mut self, resource: &ResourceKey) {
-        if self.deferred.is_empty() {
-            return;
-        }
         let deferred = std::mem::take(&mut self.deferred);
         for l in &mut self.listeners {
             for object in &deferred {
@@ -334,14 +332,9 @@ impl SharedInformer {
                 resource,
                 availability,
                 dispatch: Mutex::new(Dispatch {
-                    listeners: Vec::new(),
                     clock: ResyncClock::new(options.resync),
-                    started: false,
-                    synced: false,
                     next_id: 1,
-                    reshard: None,
-                    retired: Retired::default(),
-                    deferred: Vec::new(),
+                    ..Dispatch::default()
                 }),
                 options,
                 stats: reflector.stats(),
@@ -541,19 +534,16 @@ impl SharedInformer {
                         });
                     }
                     _ if self.has_synced() => return Ok(()),
-                    InformerStatus::Stopped => {
-                        return Err(InformerError::StoppedBeforeSync {
-                            resource: resource(),
-                        });
-                    }
+                    InformerStatus::Stopped => break,
                     _ => {}
                 }
                 if rx.changed().await.is_err() && !self.has_synced() {
-                    return Err(InformerError::StoppedBeforeSync {
-                        resource: resource(),
-                    });
+                    break;
                 }
             }
+            Err(InformerError::StoppedBeforeSync {
+                resource: resource(),
+            })
         })
         .await;
         match outcome {

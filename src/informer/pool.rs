@@ -133,6 +133,7 @@ struct Inner {
     epoch: Instant,
 }
 
+#[derive(Default)]
 struct State {
     queue: VecDeque<Arc<dyn Runnable>>,
     /// One entry per worker thread: when its current call began (ms since
@@ -152,13 +153,7 @@ impl HandlerPool {
         Self {
             inner: Arc::new(Inner {
                 settings,
-                state: Mutex::new(State {
-                    queue: VecDeque::new(),
-                    busy: Vec::new(),
-                    idle: 0,
-                    spares_started: 0,
-                    watcher: false,
-                }),
+                state: Mutex::new(State::default()),
                 work: Condvar::new(),
                 epoch: Instant::now(),
             }),

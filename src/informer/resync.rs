@@ -24,7 +24,7 @@ use std::time::Duration;
 pub const MIN_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// The informer-wide resync state: its check period.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResyncClock {
     /// How often due resyncs are looked for; zero disables resync.
     check_period: Duration,
@@ -56,22 +56,15 @@ impl ResyncClock {
     /// Admits a handler that asks for `requested` (zero: never).
     pub(crate) fn add_handler(&mut self, requested: Duration, started: bool) -> HandlerResync {
         let requested = clamp(requested);
-        if requested.is_zero() || self.check_period.is_zero() {
-            return HandlerResync {
-                period: Duration::ZERO,
-                check_period_lowered: false,
-            };
-        }
-        if requested < self.check_period && !started {
+        // A zero check period (no resync at all) is never lowered.
+        let check_period_lowered =
+            !started && !requested.is_zero() && requested < self.check_period;
+        if check_period_lowered {
             self.check_period = requested;
-            return HandlerResync {
-                period: requested,
-                check_period_lowered: true,
-            };
         }
         HandlerResync {
             period: self.effective(requested),
-            check_period_lowered: false,
+            check_period_lowered,
         }
     }
 
