@@ -239,10 +239,11 @@ impl DiscoveryCache {
                     now
                 }
             };
-            // Only `publish` sends, under the lock: no change can slip in.
-            if *tx.borrow() != now {
-                tx.send_replace(now);
-            }
+            tx.send_if_modified(|cur| {
+                let changed = *cur != now;
+                *cur = now;
+                changed
+            });
             true
         });
     }
