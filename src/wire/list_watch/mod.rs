@@ -210,13 +210,18 @@ impl ListWatchError {
 impl From<kube_client::Error> for ListWatchError {
     fn from(e: kube_client::Error) -> Self {
         match e {
-            kube_client::Error::Api(s) => ListWatchError::Status {
-                code: s.code,
-                reason: s.reason.clone(),
-                message: s.message.clone(),
-            },
+            kube_client::Error::Api(status) => status_error(*status),
             other => ListWatchError::Client(other),
         }
+    }
+}
+
+/// The error for a `Status` the server sent.
+fn status_error(status: kube_core::Status) -> ListWatchError {
+    ListWatchError::Status {
+        code: status.code,
+        reason: status.reason,
+        message: status.message,
     }
 }
 

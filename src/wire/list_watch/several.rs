@@ -56,9 +56,7 @@ impl ApiListWatch {
             let mut all = ListPage::default();
             for api in &apis {
                 let page = self.list_one(api, &resource, &at(&rv, &params)).await?;
-                if rv.is_none() {
-                    rv = Some(page.resource_version.clone());
-                }
+                rv.get_or_insert_with(|| page.resource_version.clone());
                 all.objects.extend(page.objects);
                 all.skipped.extend(page.skipped);
                 all.bytes += page.bytes;
@@ -88,10 +86,9 @@ impl ApiListWatch {
                 None => at(&rv, &params),
             };
             let mut page = self.list_one(&apis[index], &resource, &page_params).await?;
-            if rv.is_none() {
-                rv = Some(page.resource_version.clone());
-            }
-            let list_rv = rv.clone().unwrap_or_default();
+            let list_rv = rv
+                .get_or_insert_with(|| page.resource_version.clone())
+                .clone();
             match page.continue_token.take() {
                 Some(next) => {
                     page.continue_token = Some(multi_token(index, &list_rv, &next));

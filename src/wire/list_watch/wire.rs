@@ -284,19 +284,15 @@ fn client(api: &Api<DynamicObject>) -> Client {
 /// the server or a proxy closed it mid-chunk, or the client timed out. The
 /// reflector resumes from the last resourceVersion after either.
 fn ends_watch(err: &std::io::Error) -> bool {
-    if matches!(
-        err.kind(),
-        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::TimedOut
-    ) {
+    use std::io::ErrorKind::{TimedOut, UnexpectedEof};
+    let ended = |kind: std::io::ErrorKind| matches!(kind, UnexpectedEof | TimedOut);
+    if ended(err.kind()) {
         return true;
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
     while let Some(e) = source {
         if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::TimedOut
-            )
+            && ended(io.kind())
         {
             return true;
         }
@@ -437,7 +433,7 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
             // sent instead.
             return match serde_json::from_str::<Status>(line) {
                 Ok(status) if !status.message.is_empty() || status.code != 0 => {
-                    Some(Err(status_error(status)))
+                    Some(Err(super::status_error(status)))
                 }
                 _ => not_an_event(e),
             };
@@ -468,7 +464,7 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
             Err(e) => return not_an_event(e),
         },
         "ERROR" => match serde_json::from_str::<Status>(raw) {
-            Ok(status) => return Some(Err(status_error(status))),
+            Ok(status) => return Some(Err(super::status_error(status))),
             Err(e) => return not_an_event(e),
         },
         other => {
@@ -478,14 +474,6 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
         }
     };
     Some(Ok(decoded))
-}
-
-fn status_error(status: Status) -> ListWatchError {
-    ListWatchError::Status {
-        code: status.code,
-        reason: status.reason,
-        message: status.message,
-    }
 }
 
 /// Decodes one object, in full if it is at most [`MAX_OBJECT_DEPTH`] deep.
