@@ -12,6 +12,7 @@ use jmespath::functions::{AvgFn, Function, ToStringFn};
 use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, SearchResult, Variable};
 
 use super::numbers;
+use crate::vocabulary::resource::bounded_edit_distance;
 
 /// The runtime expressions are evaluated with: the crate's built-in
 /// functions, except
@@ -263,24 +264,8 @@ fn closest(name: &str) -> Option<&'static str> {
     let length = name.chars().count();
     FUNCTIONS
         .iter()
-        .map(|s| (edit_distance(name, s.name), s.name))
-        .filter(|(distance, _)| *distance <= 2 && *distance < length)
+        .filter_map(|s| Some((bounded_edit_distance(name, s.name, 2)?, s.name)))
+        .filter(|(distance, _)| *distance < length)
         .min()
         .map(|(_, near)| near)
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }

@@ -81,11 +81,7 @@ impl fmt::Display for ResourceKey {
 
 impl From<&GroupVersionResource> for ResourceKey {
     fn from(gvr: &GroupVersionResource) -> Self {
-        ResourceKey::new(
-            gvr.group.as_str(),
-            gvr.version.as_str(),
-            gvr.resource.as_str(),
-        )
+        ResourceKey::new(&gvr.group, &gvr.version, &gvr.resource)
     }
 }
 
@@ -113,11 +109,7 @@ impl From<ResourceKey> for GroupVersionResource {
 
 impl From<&ApiResource> for ResourceKey {
     fn from(resource: &ApiResource) -> Self {
-        ResourceKey::new(
-            resource.group.as_str(),
-            resource.version.as_str(),
-            resource.plural.as_str(),
-        )
+        ResourceKey::new(&resource.group, &resource.version, &resource.plural)
     }
 }
 

@@ -13,3 +13,4 @@ mod version;
 pub use key::ResourceKey;
 pub use name::{NameCandidate, ResourceName};
 pub use resolve::KnownResource;
+pub(crate) use resolve::bounded_edit_distance;

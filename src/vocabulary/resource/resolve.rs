@@ -42,11 +42,7 @@ impl KnownResource {
     /// The resource's key.
     #[must_use]
     pub fn key(&self) -> ResourceKey {
-        ResourceKey::new(
-            self.group.as_str(),
-            self.version.as_str(),
-            self.plural.as_str(),
-        )
+        ResourceKey::new(&self.group, &self.version, &self.plural)
     }
 
     /// The `kube_core` description of the resource, as `kube-client` APIs
@@ -330,7 +326,7 @@ fn similarity(wanted: &str, candidate: &str) -> Option<(u8, usize)> {
 
 /// Levenshtein distance if at most `max`; skips the quadratic work when the
 /// lengths alone rule it out, so a huge input costs no more than a short one.
-pub(super) fn bounded_edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
+pub(crate) fn bounded_edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     if a.len().abs_diff(b.len()) > max {
