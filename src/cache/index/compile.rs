@@ -228,7 +228,7 @@ fn check(ast: &mut Ast, expression: &str) -> Checked {
                 stack.extend(args.iter_mut().map(|arg| (arg, child)));
             }
             Ast::MultiList { elements, .. } => {
-                stack.extend(elements.iter_mut().map(|arg| (arg, child)));
+                stack.extend(elements.iter_mut().map(|e| (e, child)))
             }
             Ast::MultiHash { elements, .. } => {
                 stack.extend(elements.iter_mut().map(|kv| (&mut kv.value, child)));

@@ -63,15 +63,10 @@ pub(super) fn evaluate(obj: &DynamicObject, path: &[String]) -> Result<Vec<Strin
     if let Some(value) = data.and_then(|map| map.get(first)) {
         return json_path(value, rest);
     }
+    let types = obj.types.as_ref();
     match first.as_str() {
-        "apiVersion" => Ok(string_path(
-            obj.types.as_ref().map(|t| t.api_version.as_str()),
-            rest,
-        )),
-        "kind" => Ok(string_path(
-            obj.types.as_ref().map(|t| t.kind.as_str()),
-            rest,
-        )),
+        "apiVersion" => Ok(string_path(types.map(|t| t.api_version.as_str()), rest)),
+        "kind" => Ok(string_path(types.map(|t| t.kind.as_str()), rest)),
         "metadata" => metadata_path(&obj.metadata, rest),
         _ => Ok(Vec::new()),
     }

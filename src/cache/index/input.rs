@@ -71,17 +71,14 @@ impl<'a> IndexInput<'a> {
         // of `data`, a key of `data` shadowing the others (it is serialised
         // last).
         let mut root = BTreeMap::new();
+        let types = self.object.types.as_ref();
         for (field, child) in &needs.fields {
             path.push(field.clone());
             let value = match data.and_then(|map| map.get(field)) {
                 Some(value) => Some(self.json_part(value, child, &mut path)),
                 None => match field.as_str() {
-                    "apiVersion" => self
-                        .object
-                        .types
-                        .as_ref()
-                        .map(|t| string_var(&t.api_version)),
-                    "kind" => self.object.types.as_ref().map(|t| string_var(&t.kind)),
+                    "apiVersion" => types.map(|t| string_var(&t.api_version)),
+                    "kind" => types.map(|t| string_var(&t.kind)),
                     "metadata" => Some(self.metadata_part(child, &mut path)?),
                     _ => None,
                 },

@@ -106,16 +106,10 @@ impl Needs {
                 self.observe(current.clone());
                 Part::Other
             }
-            Ast::Projection { lhs, .. } => {
-                let left = self.analyze(lhs, current);
-                self.observe(left);
-                Part::Other
-            }
-            Ast::Flatten { node, .. } | Ast::ObjectValues { node, .. } | Ast::Not { node, .. } => {
-                let part = self.analyze(node, current);
-                self.observe(part);
-                Part::Other
-            }
+            Ast::Projection { lhs: node, .. }
+            | Ast::Flatten { node, .. }
+            | Ast::ObjectValues { node, .. }
+            | Ast::Not { node, .. } => self.observe_all([&**node], current),
             Ast::Comparison { lhs, rhs, .. }
             | Ast::And { lhs, rhs, .. }
             | Ast::Or { lhs, rhs, .. }
@@ -123,36 +117,30 @@ impl Needs {
                 predicate: lhs,
                 then: rhs,
                 ..
-            } => {
-                for operand in [lhs, rhs] {
-                    let part = self.analyze(operand, current);
-                    self.observe(part);
-                }
-                Part::Other
-            }
-            Ast::Function { args, .. } => {
-                for arg in args {
-                    let part = self.analyze(arg, current);
-                    self.observe(part);
-                }
-                Part::Other
-            }
+            } => self.observe_all([&**lhs, &**rhs], current),
+            Ast::Function { args, .. } => self.observe_all(args, current),
             Ast::MultiList { elements, .. } => {
                 self.touch(current);
-                for element in elements {
-                    let part = self.analyze(element, current);
-                    self.observe(part);
-                }
-                Part::Other
+                self.observe_all(elements, current)
             }
             Ast::MultiHash { elements, .. } => {
                 self.touch(current);
-                for element in elements {
-                    let part = self.analyze(&element.value, current);
-                    self.observe(part);
-                }
-                Part::Other
+                self.observe_all(elements.iter().map(|element| &element.value), current)
             }
         }
+    }
+
+    /// Observes whole what each of `operands` evaluates to against
+    /// `current`; what they make up together is `Part::Other`.
+    fn observe_all<'a>(
+        &mut self,
+        operands: impl IntoIterator<Item = &'a Ast>,
+        current: &Part,
+    ) -> Part {
+        for operand in operands {
+            let part = self.analyze(operand, current);
+            self.observe(part);
+        }
+        Part::Other
     }
 }
