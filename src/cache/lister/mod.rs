@@ -130,10 +130,7 @@ impl Lister {
     pub fn scope(&self) -> Option<Scope> {
         match &self.scope {
             ScopeSource::Fixed(scope) => Some(*scope),
-            ScopeSource::Discovered(rx) => match &*rx.borrow() {
-                ResourceAvailability::Served { scope, .. } => Some(*scope),
-                ResourceAvailability::NotServed { .. } => None,
-            },
+            ScopeSource::Discovered(rx) => rx.borrow().served().map(|(_, scope)| scope),
         }
     }
 

@@ -461,8 +461,7 @@ impl Store {
     /// reads it in place and gives the whole `DynamicObject` on demand
     /// (see [`CachedObject`]).
     pub fn get(&self, key: &str) -> Option<CachedObject> {
-        let held = self.shared.read().objects.get(key)?.held.clone();
-        Some(held)
+        Some(self.shared.read().objects.get(key)?.held.clone())
     }
 
     /// Every cached object: one consistent snapshot, taken under a single

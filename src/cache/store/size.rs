@@ -183,11 +183,7 @@ fn string_map(map: &BTreeMap<String, String>) -> usize {
 
 /// One allocation of `bytes`, if any.
 fn heap(bytes: usize) -> usize {
-    if bytes == 0 {
-        0
-    } else {
-        bytes + PER_ALLOCATION
-    }
+    bytes + if bytes == 0 { 0 } else { PER_ALLOCATION }
 }
 
 fn string(s: &String) -> usize {
