@@ -34,15 +34,15 @@ pub fn error_chain(err: &(dyn Error + 'static)) -> String {
         }
         let text = e.to_string();
         // What this error adds to its source's text.
-        let own = match e.source().map(|s| s.to_string()) {
-            Some(source) => match text.strip_suffix(source.as_str()) {
-                Some(prefix) => prefix
-                    .trim_end()
-                    .trim_end_matches(':')
-                    .trim_end()
-                    .to_string(),
-                None => text,
-            },
+        let own = match e
+            .source()
+            .and_then(|s| text.strip_suffix(s.to_string().as_str()))
+        {
+            Some(prefix) => prefix
+                .trim_end()
+                .trim_end_matches(':')
+                .trim_end()
+                .to_string(),
             None => text,
         };
         if !own.is_empty() && !parts.iter().any(|p| p.contains(&own)) {

@@ -101,14 +101,7 @@ fn from_spec<'a>(
     match_labels: &BTreeMap<String, String>,
     match_expressions: impl Iterator<Item = (&'a str, &'a str, &'a [String])>,
 ) -> Result<Selector, VocabularyError> {
-    let mut requirements = Vec::with_capacity(match_labels.len());
-    for (key, value) in match_labels {
-        requirements.push(Requirement::new(
-            key.as_str(),
-            Operator::Equals,
-            [value.as_str()],
-        )?);
-    }
+    let mut requirements = Selector::from_labels(match_labels)?.requirements;
     for (key, operator, values) in match_expressions {
         let operator = match operator {
             "In" => Operator::In,

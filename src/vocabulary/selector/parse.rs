@@ -203,17 +203,15 @@ impl<'a> Parser<'a> {
         }
         // `!key` takes no operator; whatever follows it must end the
         // requirement, which the caller checks.
-        if negated {
+        if negated || matches!(self.peek().tok, Tok::End | Tok::Comma) {
+            let operator = if negated {
+                Operator::DoesNotExist
+            } else {
+                Operator::Exists
+            };
             return Ok(Requirement::new_unchecked(
                 key.to_owned(),
-                Operator::DoesNotExist,
-                Vec::new(),
-            ));
-        }
-        if matches!(self.peek().tok, Tok::End | Tok::Comma) {
-            return Ok(Requirement::new_unchecked(
-                key.to_owned(),
-                Operator::Exists,
+                operator,
                 Vec::new(),
             ));
         }
@@ -274,15 +272,12 @@ impl<'a> Parser<'a> {
         loop {
             let token = self.next();
             match token.tok {
-                Tok::CloseParen => {
+                Tok::CloseParen | Tok::Comma => {
                     if expect_value {
                         values.push(("", token.start));
                     }
-                    return Ok(values);
-                }
-                Tok::Comma => {
-                    if expect_value {
-                        values.push(("", token.start));
+                    if token.tok == Tok::CloseParen {
+                        return Ok(values);
                     }
                     expect_value = true;
                 }

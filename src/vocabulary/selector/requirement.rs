@@ -97,9 +97,8 @@ impl Requirement {
             return Err(invalid(reason.to_owned()));
         }
         for value in &values {
-            if let Err(reason) = check_value(operator, value) {
-                return Err(invalid(format!("invalid value {value:?}: {reason}")));
-            }
+            check_value(operator, value)
+                .map_err(|reason| invalid(format!("invalid value {value:?}: {reason}")))?;
         }
         Ok(Self::new_unchecked(key, operator, values))
     }

@@ -10,28 +10,21 @@ const NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.
 /// shape shared by label names and non-empty label values.
 fn is_qualified_name(s: &str) -> bool {
     let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
+    let edge_ok = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    edge_ok(bytes.first())
+        && edge_ok(bytes.last())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 fn is_dns1123_subdomain(s: &str) -> bool {
     s.split('.').all(|label| {
         let bytes = label.as_bytes();
         let end_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                end_ok(first) && end_ok(last) && bytes.iter().all(|b| end_ok(b) || *b == b'-')
-            }
-            _ => false,
-        }
+        bytes.first().is_some_and(end_ok)
+            && bytes.last().is_some_and(end_ok)
+            && bytes.iter().all(|b| end_ok(b) || *b == b'-')
     })
 }
 

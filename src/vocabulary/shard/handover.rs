@@ -105,12 +105,11 @@ impl Handover {
     ) -> bool {
         let _followers = self.inner.followers.lock();
         sender.send_if_modified(|current| {
-            if current.as_ref() == Some(&ranges) {
-                false
-            } else {
+            let changed = current.as_ref() != Some(&ranges);
+            if changed {
                 *current = Some(ranges);
-                true
             }
+            changed
         })
     }
 

@@ -176,10 +176,8 @@ impl ShardKey {
     /// as on the server).
     #[must_use]
     pub fn hash(self, object: &DynamicObject) -> u64 {
-        self.hash_parts(
-            object.metadata.uid.as_deref(),
-            object.metadata.namespace.as_deref(),
-        )
+        let meta = &object.metadata;
+        self.hash_parts(meta.uid.as_deref(), meta.namespace.as_deref())
     }
 
     /// [`hash`](Self::hash) of an object known by its uid and namespace.
@@ -450,15 +448,14 @@ impl FromStr for ShardSelector {
                     parts.len()
                 )));
             };
-            let this_key = match *field {
-                "object.metadata.uid" => ShardKey::Uid,
-                "object.metadata.namespace" => ShardKey::Namespace,
-                other => {
-                    return Err(fail(format!(
-                        "unsupported field {other:?} (object.metadata.uid or object.metadata.namespace)"
-                    )));
-                }
-            };
+            let this_key = [ShardKey::Uid, ShardKey::Namespace]
+                .into_iter()
+                .find(|k| k.field_path() == *field)
+                .ok_or_else(|| {
+                    fail(format!(
+                        "unsupported field {field:?} (object.metadata.uid or object.metadata.namespace)"
+                    ))
+                })?;
             if key.is_some_and(|k| k != this_key) {
                 return Err(fail("all ranges must use the same field".to_owned()));
             }
