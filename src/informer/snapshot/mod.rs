@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::ReflectorStats;
-use super::options::InformerOptions;
+use super::options::{InformerOptions, setters};
 use super::telemetry::InformerMetrics;
 use crate::cache::compact::binary::{self, Decoder, Encoder};
 use crate::cache::compact::{CompactObject, Interner};
@@ -91,24 +91,18 @@ impl SnapshotOptions {
         }
     }
 
-    /// Sets how often a running informer writes its cache.
-    #[must_use]
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
-        self
+    setters! {
+        /// Sets how often a running informer writes its cache.
+        interval(interval: Duration) => interval;
+
+        /// Names the cluster.
+        cluster(cluster: impl Into<String>) => Some(cluster.into());
     }
 
     /// Writes Secrets and sensitive resources too.
     #[must_use]
     pub fn include_sensitive(mut self) -> Self {
         self.include_sensitive = true;
-        self
-    }
-
-    /// Names the cluster.
-    #[must_use]
-    pub fn cluster(mut self, cluster: impl Into<String>) -> Self {
-        self.cluster = Some(cluster.into());
         self
     }
 }
