@@ -46,24 +46,15 @@ impl Cluster {
             check_context(kubeconfig.or(env_kubeconfig.as_ref()), context)?;
         }
         let config = match kubeconfig {
-            Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| {
+            Some(path) => Config::from_custom_kubeconfig(read_kubeconfig(Some(path))?, &options)
+                .await
+                .map_err(|e| {
                     Failure::usage(format!(
-                        "reading kubeconfig {}: {}",
+                        "kubeconfig {}: {}",
                         path.display(),
                         error_chain(&e)
                     ))
-                })?;
-                Config::from_custom_kubeconfig(kc, &options)
-                    .await
-                    .map_err(|e| {
-                        Failure::usage(format!(
-                            "kubeconfig {}: {}",
-                            path.display(),
-                            error_chain(&e)
-                        ))
-                    })?
-            }
+                })?,
             None if context.is_some() => Config::from_kubeconfig(&options)
                 .await
                 .map_err(|e| Failure::usage(format!("kubeconfig: {}", error_chain(&e))))?,
@@ -95,11 +86,7 @@ impl Cluster {
 /// the contexts it has when it does not. A kubeconfig that cannot be read
 /// is left to kube-client to report.
 fn check_context(path: Option<&PathBuf>, context: &str) -> Result<(), Failure> {
-    let read = match path {
-        Some(path) => Kubeconfig::read_from(path),
-        None => Kubeconfig::read(),
-    };
-    let Ok(kubeconfig) = read else {
+    let Ok(kubeconfig) = read_kubeconfig(path) else {
         return Ok(());
     };
     if kubeconfig.contexts.iter().any(|c| c.name == context) {
@@ -118,4 +105,17 @@ fn check_context(path: Option<&PathBuf>, context: &str) -> Result<(), Failure> {
             names.join(", ")
         }
     )))
+}
+
+/// The kubeconfig at `path`, or the default one (`$KUBECONFIG`, else
+/// `~/.kube/config`).
+pub fn read_kubeconfig(path: Option<&PathBuf>) -> Result<Kubeconfig, Failure> {
+    let read = match path {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    read.map_err(|e| {
+        let at = path.map_or_else(String::new, |p| format!(" {}", p.display()));
+        Failure::usage(format!("reading kubeconfig{at}: {}", error_chain(&e)))
+    })
 }

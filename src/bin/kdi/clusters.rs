@@ -9,11 +9,9 @@
 //! synced and exits with the not-synced code.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use kube_client::config::Kubeconfig;
 use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::declarative::{
@@ -23,12 +21,12 @@ use kube_dynamic_informer::declarative::{
 use kube_dynamic_informer::factory::InformerHandle;
 use serde_json::{Value, json};
 
+use crate::cluster::read_kubeconfig;
 use crate::exit::Failure;
 use crate::get::GetArgs;
-use crate::output::{Format, Printable, event_line, print_table, printable, say, written};
-use crate::watch::WatchArgs;
+use crate::output::{Printable, event_line, print_objects, printable, say, written};
+use crate::watch::{WatchArgs, shown_indexes};
 use kube_dynamic_informer::cache::Redaction;
-use kube_dynamic_informer::vocabulary::error_chain;
 
 /// Which clusters the command line names.
 pub struct Contexts<'a> {
@@ -46,7 +44,7 @@ impl Contexts<'_> {
 
 /// One informer of the set as kdi prints it.
 struct Declared {
-    indexes: Arc<Vec<(String, IndexFn)>>,
+    indexes: BTreeMap<String, IndexFn>,
     sensitive: bool,
 }
 
@@ -59,17 +57,7 @@ async fn build(
     let clusters_set = set.cluster_set().map_err(Failure::usage)?;
     let mut clusters = set.clusters.clusters().await.map_err(Failure::usage)?;
     if contexts.all || !contexts.contexts.is_empty() {
-        let kubeconfig = match contexts.kubeconfig {
-            Some(path) => Kubeconfig::read_from(path).map_err(|e| {
-                Failure::usage(format!(
-                    "reading kubeconfig {}: {}",
-                    path.display(),
-                    error_chain(&e)
-                ))
-            })?,
-            None => Kubeconfig::read()
-                .map_err(|e| Failure::usage(format!("reading kubeconfig: {}", error_chain(&e))))?,
-        };
+        let kubeconfig = read_kubeconfig(contexts.kubeconfig)?;
         let named = if contexts.all {
             clusters_from_all_contexts(&kubeconfig).await
         } else {
@@ -91,18 +79,11 @@ async fn build(
         .informers
         .iter()
         .map(|spec| {
-            let indexes = spec
-                .index_functions()
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
-            (
-                spec.name().to_string(),
-                Declared {
-                    indexes: Arc::new(indexes),
-                    sensitive: spec.options.sensitive,
-                },
-            )
+            let declared = Declared {
+                indexes: spec.index_functions().unwrap_or_default(),
+                sensitive: spec.options.sensitive,
+            };
+            (spec.name().to_string(), declared)
         })
         .collect();
     Ok((clusters_set, declared))
@@ -190,18 +171,9 @@ pub async fn watch(
     }
     let (clusters, declared) = build(contexts, &set).await?;
     // Per resource: the indexes `--index-values` shows, and sensitivity.
-    let shown: BTreeMap<String, Declared> = declared
+    let shown: BTreeMap<String, _> = declared
         .into_iter()
-        .map(|(name, d)| {
-            let indexes = d
-                .indexes
-                .iter()
-                .filter(|(n, _)| args.index_values.iter().any(|w| w == "all" || w == n))
-                .cloned()
-                .collect();
-            let indexes = Arc::new(indexes);
-            (name, Declared { indexes, ..d })
-        })
+        .map(|(name, d)| (name, (shown_indexes(&args, &d.indexes), d.sensitive)))
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     {
@@ -211,7 +183,7 @@ pub async fn watch(
             if crate::watch::skipped_as_initial(&e.event, skip_initial) {
                 return;
             }
-            let Some(Declared { indexes, sensitive }) = shown.get(&*e.resource) else {
+            let Some((indexes, sensitive)) = shown.get(&*e.resource) else {
                 return;
             };
             let gi = set_for_handler.informer(&e.cluster, &e.resource);
@@ -266,19 +238,7 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             let Some(one) = lister.cluster(&cluster) else {
                 continue;
             };
-            let found = match (&args.index, &args.by_labels) {
-                (Some(index), _) => {
-                    let (index, value) = index.split_once('=').ok_or_else(|| {
-                        Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
-                    })?;
-                    one.by_index(index, value)
-                        .map_err(|e| Failure::usage(format!("{name}: {e}")))?
-                }
-                (None, Some(selector)) => one
-                    .list(selector.as_str())
-                    .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
-                (None, None) => one.list_all(),
-            };
+            let found = args.query(name, &one)?;
             let redaction = redaction(
                 clusters.informer(&cluster, name).as_ref(),
                 d.sensitive,
@@ -292,7 +252,12 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
         }
     }
     rows.sort_by_cached_key(|(c, o)| (c.clone(), o.sort_key()));
-    let result = written(print(&mut std::io::stdout().lock(), &rows, args.output));
+    let result = written(print_objects(
+        &mut std::io::stdout().lock(),
+        &rows,
+        true,
+        args.output,
+    ));
     clusters.shutdown().await;
     result?;
     if synced {
@@ -300,64 +265,6 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
     } else {
         Err(Failure::not_synced("some caches did not sync; see above"))
     }
-}
-
-/// Objects with their cluster: a column of tables, a prefix of names, a
-/// field next to the object in JSON and YAML.
-fn print(out: &mut dyn Write, rows: &[(String, Printable)], format: Format) -> std::io::Result<()> {
-    match format {
-        Format::Json | Format::Yaml => {
-            let items: Vec<Value> = rows
-                .iter()
-                .map(|(c, o)| json!({ "cluster": c, "object": o }))
-                .collect();
-            if matches!(format, Format::Json) {
-                serde_json::to_writer_pretty(&mut *out, &items)?;
-                writeln!(out)?;
-            } else {
-                let text = serde_saphyr::to_string(&items).map_err(std::io::Error::other)?;
-                out.write_all(text.as_bytes())?;
-            }
-        }
-        Format::Name => {
-            for (c, o) in rows {
-                let (ns, name) = o.sort_key();
-                if ns.is_empty() {
-                    writeln!(out, "{c}/{name}")?;
-                } else {
-                    writeln!(out, "{c}/{ns}/{name}")?;
-                }
-            }
-        }
-        Format::Table => {
-            let table: Vec<[String; 6]> = rows
-                .iter()
-                .map(|(c, o)| {
-                    [
-                        c.clone(),
-                        o.text("/metadata/namespace"),
-                        o.text("/metadata/name"),
-                        o.text("/kind"),
-                        o.text("/metadata/resourceVersion"),
-                        o.text("/metadata/creationTimestamp"),
-                    ]
-                })
-                .collect();
-            print_table(
-                out,
-                &[
-                    "CLUSTER",
-                    "NAMESPACE",
-                    "NAME",
-                    "KIND",
-                    "RESOURCEVERSION",
-                    "CREATED",
-                ],
-                &table,
-            )?;
-        }
-    }
-    out.flush()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `kdi get`: the objects of a synced cache, by index value or selector.
 
 use clap::Args;
+use kube_dynamic_informer::cache::{CachedObject, Lister};
 use kube_dynamic_informer::declarative::{InformerSet, ResourceSet};
 use kube_dynamic_informer::vocabulary::{ResourceAvailability, ResourceName, Selector};
 
@@ -36,6 +37,22 @@ pub struct GetArgs {
     /// for either way.
     #[arg(long)]
     pub wait_for_crd: bool,
+}
+
+impl GetArgs {
+    /// The objects of the informer `name` that `--index` or `--match` asks
+    /// for, all when neither (both were checked by [`check_query`]).
+    pub fn query(&self, name: &str, lister: &Lister) -> Result<Vec<CachedObject>, Failure> {
+        let found = match (&self.index, &self.by_labels) {
+            (Some(index), _) => {
+                let (index, value) = index.split_once('=').unwrap_or((index, ""));
+                lister.by_index(index, value)
+            }
+            (None, Some(selector)) => lister.list(selector.as_str()),
+            (None, None) => return Ok(lister.list_all()),
+        };
+        found.map_err(|e| Failure::usage(format!("{name}: {e}")))
+    }
 }
 
 /// `--index` and `--match` as they are checked before the cluster is
@@ -82,28 +99,20 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
     for declared in &informers {
         let (name, lister) = (&declared.name, declared.informer.lister());
         let redaction = declared.redaction(args.show_secrets);
-        let found = match (&args.index, &args.by_labels) {
-            (Some(index), _) => {
-                let (index, value) = index.split_once('=').ok_or_else(|| {
-                    Failure::usage(format!("--index {index:?}: expected NAME=VALUE"))
-                })?;
-                lister
-                    .by_index(index, value)
-                    .map_err(|e| Failure::usage(format!("{name}: {e}")))?
-            }
-            (None, Some(selector)) => lister
-                .list(selector.as_str())
-                .map_err(|e| Failure::usage(format!("{name}: {e}")))?,
-            (None, None) => lister.list_all(),
-        };
+        let found = args.query(name, &lister)?;
         // Printed from the cache as it is held: with compact storage,
         // nothing is decoded.
-        objects.extend(found.into_iter().map(|o| printable(redaction, o)));
+        objects.extend(
+            found
+                .into_iter()
+                .map(|o| (String::new(), printable(redaction, o))),
+        );
     }
-    objects.sort_by_cached_key(|o| o.sort_key());
+    objects.sort_by_cached_key(|(_, o)| o.sort_key());
     let result = written(print_objects(
         &mut std::io::stdout().lock(),
         &objects,
+        false,
         args.output,
     ));
     resource_set.shutdown().await;

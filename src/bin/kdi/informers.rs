@@ -176,7 +176,7 @@ fn parse_shard_arg(s: &str) -> Result<StaticShard, String> {
     s.parse().map_err(|e: VocabularyError| e.to_string())
 }
 
-fn parse_interval_arg(s: &str) -> Result<Duration, String> {
+pub fn parse_interval_arg(s: &str) -> Result<Duration, String> {
     match parse_duration_arg(s)? {
         Duration::ZERO => Err("the interval must be longer than 0".into()),
         d => Ok(d),
@@ -305,8 +305,24 @@ pub async fn start_and_sync(
         !std::io::stderr().is_terminal(),
         sel.progress_interval,
     );
+    let ready = || before_start(&resource_set, &informers);
+    start_and_wait(&resource_set, &mut progress, sel, one_shot, ready, stop).await?;
+    Ok((resource_set, informers, progress))
+}
+
+/// Starts `resource_set` once `ready` says so, and waits for its caches
+/// (see [`Progress::wait_for_sync`]) until `stop`. A set that did not sync
+/// is shut down.
+pub async fn start_and_wait(
+    resource_set: &ResourceSet,
+    progress: &mut Progress,
+    sel: &Selection,
+    one_shot: bool,
+    ready: impl FnOnce() -> Result<(), Failure>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), Failure> {
     let synced = async {
-        before_start(&resource_set, &informers)?;
+        ready()?;
         resource_set.start().map_err(Failure::cluster)?;
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
         progress.wait_for_sync(timeout, one_shot).await
@@ -315,13 +331,10 @@ pub async fn start_and_sync(
         outcome = synced => outcome,
         () = stop => Err(Failure::stopped("stopped before every cache synced")),
     };
-    match outcome {
-        Ok(()) => Ok((resource_set, informers, progress)),
-        Err(failure) => {
-            resource_set.shutdown().await;
-            Err(failure)
-        }
+    if outcome.is_err() {
+        resource_set.shutdown().await;
     }
+    outcome
 }
 
 /// The resource set of `set` (not started): discovery is read first, so

@@ -147,15 +147,8 @@ fn main() -> ExitCode {
         }
     }
     if let Command::ShardRole(args) = &cli.command {
-        return match output::print_line(kube_dynamic_informer::declarative::rbac_role(
-            &args.namespace,
-        )) {
-            Ok(()) => ExitCode::from(exit::code::SUCCESS),
-            Err(f) => {
-                output::say(format!("kdi: {}", f.message));
-                ExitCode::from(f.code)
-            }
-        };
+        let role = kube_dynamic_informer::declarative::rbac_role(&args.namespace);
+        return exit_code(output::print_line(role));
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -167,13 +160,7 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::code::CLUSTER);
         }
     };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::from(exit::code::SUCCESS),
-        Err(f) => {
-            output::say(format!("kdi: {}", f.message.trim_end()));
-            ExitCode::from(f.code)
-        }
-    }
+    exit_code(runtime.block_on(run(cli)))
 }
 
 fn check(args: &CheckArgs) -> ExitCode {
@@ -201,9 +188,8 @@ fn check(args: &CheckArgs) -> ExitCode {
             }
         }
     }
-    if let Err(f) = said {
-        output::say(format!("kdi: {}", f.message));
-        return ExitCode::from(f.code);
+    if said.is_err() {
+        return exit_code(said);
     }
     ExitCode::from(if failed {
         exit::code::USAGE
@@ -265,6 +251,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::ShardRole(_) => {
             unreachable!("handled before the runtime starts")
+        }
+    }
+}
+
+/// The exit code of a command's result; a failure is said on stderr first.
+fn exit_code(result: Result<(), Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::from(exit::code::SUCCESS),
+        Err(f) => {
+            output::say(format!("kdi: {}", f.message.trim_end()));
+            ExitCode::from(f.code)
         }
     }
 }

@@ -140,40 +140,70 @@ impl Serialize for Printable {
     }
 }
 
-/// Writes objects in `format`.
-pub fn print_objects(out: &mut dyn Write, objects: &[Printable], format: Format) -> io::Result<()> {
+/// Writes objects in `format`. Objects of a cluster set (`clustered`) are
+/// printed with the cluster of each row: a column of tables, a prefix of
+/// names, a field next to the object in JSON and YAML.
+pub fn print_objects(
+    out: &mut dyn Write,
+    rows: &[(String, Printable)],
+    clustered: bool,
+    format: Format,
+) -> io::Result<()> {
     match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, objects)?;
-            writeln!(out)?;
+        Format::Json | Format::Yaml if clustered => {
+            let items: Vec<Value> = rows
+                .iter()
+                .map(|(c, o)| json!({ "cluster": c, "object": o }))
+                .collect();
+            write_list(out, &items, format)?;
         }
-        Format::Yaml => out.write_all(yaml(objects).map_err(io::Error::other)?.as_bytes())?,
+        Format::Json | Format::Yaml => {
+            let objects: Vec<&Printable> = rows.iter().map(|(_, o)| o).collect();
+            write_list(out, &objects, format)?;
+        }
         Format::Name => {
-            for o in objects {
-                writeln!(out, "{}", namespaced_name(o))?;
+            for (cluster, o) in rows {
+                let prefix = if clustered {
+                    format!("{cluster}/")
+                } else {
+                    String::new()
+                };
+                writeln!(out, "{prefix}{}", namespaced_name(o))?;
             }
         }
         Format::Table => {
-            let rows: Vec<[String; 5]> = objects
+            let mut header = vec!["NAMESPACE", "NAME", "KIND", "RESOURCEVERSION", "CREATED"];
+            if clustered {
+                header.insert(0, "CLUSTER");
+            }
+            let columns = ["/metadata/namespace", "/metadata/name", "/kind"]
+                .into_iter()
+                .chain(["/metadata/resourceVersion", "/metadata/creationTimestamp"]);
+            let table: Vec<Vec<String>> = rows
                 .iter()
-                .map(|o| {
-                    [
-                        o.text("/metadata/namespace"),
-                        o.text("/metadata/name"),
-                        o.text("/kind"),
-                        o.text("/metadata/resourceVersion"),
-                        o.text("/metadata/creationTimestamp"),
-                    ]
+                .map(|(cluster, o)| {
+                    let cells = columns.clone().map(|p| o.text(p));
+                    clustered
+                        .then(|| cluster.clone())
+                        .into_iter()
+                        .chain(cells)
+                        .collect()
                 })
                 .collect();
-            print_table(
-                out,
-                &["NAMESPACE", "NAME", "KIND", "RESOURCEVERSION", "CREATED"],
-                &rows,
-            )?;
+            print_table(out, &header, &table)?;
         }
     }
     out.flush()
+}
+
+/// A list as pretty JSON or as YAML.
+fn write_list(out: &mut dyn Write, items: &[impl Serialize], format: Format) -> io::Result<()> {
+    if matches!(format, Format::Json) {
+        serde_json::to_writer_pretty(&mut *out, items)?;
+        writeln!(out)
+    } else {
+        out.write_all(yaml(items).map_err(io::Error::other)?.as_bytes())
+    }
 }
 
 /// Objects as a YAML list. Strings that a YAML 1.1 reader (kubectl's, PyYAML)
@@ -191,11 +221,7 @@ fn namespaced_name(o: &Printable) -> String {
 }
 
 /// Writes rows under a header, columns padded to their widest cell.
-pub fn print_table<const N: usize>(
-    out: &mut dyn Write,
-    header: &[&str; N],
-    rows: &[[String; N]],
-) -> io::Result<()> {
+pub fn print_table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -205,7 +231,7 @@ pub fn print_table<const N: usize>(
     let mut line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == N {
+            if i + 1 == header.len() {
                 s.push_str(cell);
             } else {
                 s.push_str(&format!("{cell:<w$}   "));

@@ -68,10 +68,10 @@ pub async fn resources(cluster: &Cluster, args: ResourcesArgs) -> Result<(), Fai
             print_line(serde_json::to_string_pretty(&list).unwrap_or_default())?;
         }
         ResourcesFormat::Table => {
-            let table: Vec<[String; 5]> = rows
+            let table: Vec<Vec<String>> = rows
                 .iter()
                 .map(|r| {
-                    [
+                    vec![
                         r.plural.clone(),
                         r.short_names.join(","),
                         r.key().api_version(),

@@ -1,20 +1,23 @@
 //! `kdi watch`: events as JSON lines.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use clap::Args;
 use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::cache::Redaction;
 use kube_dynamic_informer::declarative::InformerSet;
-use kube_dynamic_informer::informer::{Event, HandlerOptions};
+use kube_dynamic_informer::factory::InformerHandle;
+use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Selection, start_and_sync, unknown_index};
+use crate::informers::{Selection, parse_interval_arg, start_and_sync, unknown_index};
 use crate::output::event_line;
 use crate::parse_duration_arg;
 use crate::progress::resource_label;
@@ -35,7 +38,7 @@ pub struct WatchArgs {
     pub access_recheck: Duration,
     /// How often the config file is read to see whether it changed (it is
     /// then reloaded; SIGHUP reloads at once).
-    #[arg(long, default_value = "2s", value_parser = parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = parse_interval_arg, value_name = "DURATION")]
     pub reload_check: Duration,
     /// Write the informers, what was left out and the last reload to this
     /// file as JSON whenever they change.
@@ -68,13 +71,6 @@ pub struct WatchArgs {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
-fn parse_interval(s: &str) -> Result<Duration, String> {
-    match parse_duration_arg(s)? {
-        Duration::ZERO => Err("the interval must be longer than 0".into()),
-        d => Ok(d),
-    }
-}
-
 /// Whether a watch follows its set as it changes (a config file reloaded,
 /// patterns over discovery, access checks, a status file): that is
 /// `watch_set`'s; plain resources named with -r need none of that.
@@ -88,9 +84,6 @@ pub fn follows(set: &InformerSet, args: &WatchArgs) -> bool {
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
     let deadline = crate::stop::deadline(args.duration);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let object = args.object;
-    let skip_initial = args.skip_initial;
-    let wanted_indexes = args.index_values.clone();
     let registrations = std::sync::Mutex::new(Vec::new());
     let (resource_set, _informers, progress) = start_and_sync(
         cluster,
@@ -99,49 +92,14 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
         false,
         crate::stop::stopped(deadline),
         |_, informers| {
-            check_index_values(&wanted_indexes, informers)?;
-            for declared in informers {
-                let Declared {
-                    name,
-                    informer,
-                    indexes,
-                    ..
-                } = declared;
-                let redaction = declared.redaction(args.show_secrets);
-                let tx = tx.clone();
-                let name = name.clone();
-                // Known now, unless it was asked for without a version and
-                // is not served yet.
-                let resource = (!informer.resource().version.is_empty())
-                    .then(|| informer.resource().to_string());
-                let served = informer.clone();
-                let indexes: Vec<(String, IndexFn)> = indexes
-                    .iter()
-                    .filter(|(n, _)| wanted_indexes.iter().any(|w| w == "all" || w == *n))
-                    .map(|(n, f)| (n.clone(), f.clone()))
-                    .collect();
-                let indexes = Arc::new(indexes);
-                let printer = HandlerOptions::default().name("print");
-                let reg = informer.informer().add_handler_with(
-                    move |e: Event| {
-                        if skipped_as_initial(&e, skip_initial) {
-                            return;
-                        }
-                        let line = match &resource {
-                            Some(r) => event_line(&name, r, &e, object, redaction, &indexes),
-                            None => {
-                                let r = resource_label(&served);
-                                event_line(&name, &r, &e, object, redaction, &indexes)
-                            }
-                        };
-                        let _ = tx.send(line);
-                    },
-                    printer,
-                );
+            check_index_values(&args.index_values, informers)?;
+            for d in informers {
+                let shown = Arc::new(RwLock::new(shown_indexes(&args, &d.indexes)));
+                let printer = add_printer(&args, &d.name, &d.informer, d.sensitive, shown, &tx);
                 registrations
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push(reg);
+                    .push(printer);
             }
             Ok(())
         },
@@ -155,6 +113,53 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
     let _ = reporting.await;
     resource_set.shutdown().await;
     result
+}
+
+/// Index functions a printer's lines show; replaced when a reload adds
+/// indexes.
+pub type Shown = Arc<RwLock<Arc<Vec<(String, IndexFn)>>>>;
+
+/// The indexes of `indexes` whose values `--index-values` asks to show.
+pub fn shown_indexes(
+    args: &WatchArgs,
+    indexes: &BTreeMap<String, IndexFn>,
+) -> Arc<Vec<(String, IndexFn)>> {
+    let wanted = |n: &String| args.index_values.iter().any(|w| w == "all" || w == n);
+    Arc::new(
+        indexes
+            .iter()
+            .filter(|(n, _)| wanted(n))
+            .map(|(n, f)| (n.clone(), f.clone()))
+            .collect(),
+    )
+}
+
+/// Registers the handler that sends `informer`'s events, as the entry
+/// `name`, as lines to `tx`, with the indexes `shown` holds at each event.
+pub fn add_printer(
+    args: &WatchArgs,
+    name: &str,
+    informer: &InformerHandle,
+    sensitive: bool,
+    shown: Shown,
+    tx: &UnboundedSender<String>,
+) -> Registration {
+    let redaction = Redaction::for_resource(&informer.resource(), sensitive, args.show_secrets);
+    let (object, skip_initial) = (args.object, args.skip_initial);
+    let (name, served, tx) = (name.to_owned(), informer.clone(), tx.clone());
+    informer.informer().add_handler_with(
+        move |e: Event| {
+            if skipped_as_initial(&e, skip_initial) {
+                return;
+            }
+            let indexes = shown.read().map(|i| i.clone()).unwrap_or_default();
+            let resource = resource_label(&served);
+            let _ = tx.send(event_line(
+                &name, &resource, &e, object, redaction, &indexes,
+            ));
+        },
+        HandlerOptions::default().name("print"),
+    )
 }
 
 /// Whether `--skip-initial` leaves `event` out: an Add of the first list.

@@ -13,7 +13,7 @@ use kube_dynamic_informer::declarative::{
     AccessPolicy, ReloadStatus, ResourceSet, SetEvent, SetMember, SkippedMember,
 };
 use kube_dynamic_informer::declarative::{InformerSet, ReloadTriggers};
-use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
+use kube_dynamic_informer::informer::Registration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -21,15 +21,12 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{adjust, resource_set};
-use crate::output::{event_line, say};
+use crate::informers::{adjust, resource_set, start_and_wait};
+use crate::output::say;
 use crate::progress::{Membership, Progress, resource_label};
-use crate::watch::{LineWriter, WatchArgs, check_index_values, skipped_as_initial, stdout_closed};
-use kube_dynamic_informer::cache::Redaction;
-
-/// Index functions a member's lines show; replaced when a reload adds
-/// indexes.
-type Shown = Arc<RwLock<Arc<Vec<(String, IndexFn)>>>>;
+use crate::watch::{
+    LineWriter, Shown, WatchArgs, add_printer, check_index_values, shown_indexes, stdout_closed,
+};
 
 /// What prints one member's events.
 struct Printer {
@@ -37,23 +34,15 @@ struct Printer {
     shown: Shown,
 }
 
-struct Output {
+struct Output<'a> {
     tx: UnboundedSender<String>,
-    object: bool,
-    skip_initial: bool,
-    show_secrets: bool,
-    wanted_indexes: Vec<String>,
+    args: &'a WatchArgs,
     json: bool,
 }
 
-impl Output {
-    fn indexes(&self, member: &SetMember) -> Vec<(String, IndexFn)> {
-        member
-            .indexes
-            .iter()
-            .filter(|(n, _)| self.wanted_indexes.iter().any(|w| w == "all" || w == *n))
-            .filter_map(|(n, expr)| Some((n.clone(), IndexFn::jmespath(n, expr).ok()?)))
-            .collect()
+impl Output<'_> {
+    fn indexes(&self, member: &SetMember) -> Arc<Vec<(String, IndexFn)>> {
+        shown_indexes(self.args, &Declared::from_member(member).indexes)
     }
 
     /// Follows a member joining, changing or leaving: its printer, and the
@@ -77,7 +66,7 @@ impl Output {
                 if let Some(p) = printers.get(&key)
                     && let Ok(mut shown) = p.shown.write()
                 {
-                    *shown = Arc::new(self.indexes(m));
+                    *shown = self.indexes(m);
                 }
             }
             SetEvent::Removed { member, .. } => {
@@ -94,36 +83,15 @@ impl Output {
         }
     }
 
-    fn printer(&self, member: &SetMember) -> Printer {
-        let shown: Shown = Arc::new(RwLock::new(Arc::new(self.indexes(member))));
-        let redaction = Redaction::for_resource(
-            &member.informer.resource(),
-            member.sensitive,
-            self.show_secrets,
-        );
-        let tx = self.tx.clone();
-        let name = member.entry.clone();
-        let served = member.informer.clone();
-        let (object, skip_initial) = (self.object, self.skip_initial);
-        let indexes = shown.clone();
-        let printer = HandlerOptions::default().name("print");
-        let registration = member.informer.informer().add_handler_with(
-            move |e: Event| {
-                if skipped_as_initial(&e, skip_initial) {
-                    return;
-                }
-                let indexes = indexes.read().map(|i| i.clone()).unwrap_or_default();
-                let line = event_line(
-                    &name,
-                    &resource_label(&served),
-                    &e,
-                    object,
-                    redaction,
-                    &indexes,
-                );
-                let _ = tx.send(line);
-            },
-            printer,
+    fn printer(&self, m: &SetMember) -> Printer {
+        let shown: Shown = Arc::new(RwLock::new(self.indexes(m)));
+        let registration = add_printer(
+            self.args,
+            &m.entry,
+            &m.informer,
+            m.sensitive,
+            shown.clone(),
+            &self.tx,
         );
         Printer {
             registration,
@@ -300,10 +268,7 @@ pub async fn watch_set(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let output = Output {
         tx,
-        object: args.object,
-        skip_initial: args.skip_initial,
-        show_secrets: args.show_secrets,
-        wanted_indexes: args.index_values.clone(),
+        args: &args,
         json,
     };
     let mut printers: BTreeMap<(String, String), Printer> = members
@@ -311,19 +276,8 @@ pub async fn watch_set(
         .map(|m| ((m.entry.clone(), m.resource.clone()), output.printer(m)))
         .collect();
     let mut progress = Progress::new(&declared, json, sel.progress_interval);
-    let synced = async {
-        resource_set.start().map_err(Failure::cluster)?;
-        let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
-        progress.wait_for_sync(timeout, false).await
-    };
-    let outcome = tokio::select! {
-        outcome = synced => outcome,
-        () = crate::stop::stopped(deadline) => Err(Failure::stopped("stopped before every cache synced")),
-    };
-    if let Err(failure) = outcome {
-        resource_set.shutdown().await;
-        return Err(failure);
-    }
+    let stop = crate::stop::stopped(deadline);
+    start_and_wait(&resource_set, &mut progress, sel, false, || Ok(()), stop).await?;
     if let Some(path) = &args.status_file {
         write_status(&resource_set, path).await;
     }
