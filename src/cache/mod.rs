@@ -22,13 +22,13 @@
 //!
 //! ## Storage
 //!
-//! With [`Storage::Objects`] (the default) every object is held once, in an
-//! `Arc`; the store, every event handler and every query result share it.
-//! With [`Storage::Compact`] the store holds each object in the compact form
-//! of [`crate::cache`] — a fraction of the memory — next to a `Weak` of
-//! the decoded object it was built from: readers get that same `Arc` while
+//! With [`Storage::Compact`] (the default) the store holds each object in
+//! the compact form of [`crate::cache`] — a fraction of the memory — next to
+//! a `Weak` of the decoded object it was built from: readers get that same `Arc` while
 //! anyone (an event handler, another reader) still holds it, and a new
-//! decode otherwise, which costs microseconds an object.
+//! decode otherwise, which costs microseconds an object. With
+//! [`Storage::Objects`] every object is held once, in an `Arc`; the store,
+//! every event handler and every query result share it.
 //!
 //! Every read — [`Store::get`], [`Store::list_all`], [`Store::by_index`],
 //! [`Lister::list`] and the namespace views — returns [`CachedObject`]s:

@@ -168,8 +168,9 @@ pub struct InformerOptions {
     /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
     /// redact index values. Core Secrets are always treated so.
     pub sensitive: bool,
-    /// How the cache holds its objects: `objects` (the default) or
-    /// `compact`.
+    /// How the cache holds its objects: `compact` (the default: a fraction
+    /// of the memory) or `objects` (decoded: less CPU an update, every
+    /// `object()` a pointer copy).
     pub storage: Storage,
     /// Keep only one static shard of the objects, `INDEX/COUNT` (`1/4`):
     /// those whose [`shardKey`](Self::shard_key) hashes into part INDEX of
@@ -222,7 +223,7 @@ impl Default for InformerOptions {
             backoff: BackoffConfig::default(),
             when_not_served: WhenNotServed::Wait,
             sensitive: false,
-            storage: Storage::Objects,
+            storage: Storage::default(),
             shard: None,
             shard_key: ShardKey::Uid,
             shard_group: None,

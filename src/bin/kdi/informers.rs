@@ -55,9 +55,9 @@ pub struct Selection {
     /// Cache only metadata.
     #[arg(long)]
     pub metadata_only: bool,
-    /// How caches hold their objects: `objects` (decoded, fastest reads) or
-    /// `compact` (a fraction of the memory; see BENCHMARKS.md). Overrides
-    /// the config file's `storage`.
+    /// How caches hold their objects: `compact` (the default, a fraction of
+    /// the memory) or `objects` (decoded: less CPU an update, fastest
+    /// reads; see BENCHMARKS.md). Overrides the config file's `storage`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub storage: Option<StorageArg>,
     /// Cache only this field of each object, and what is under it

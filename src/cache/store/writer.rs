@@ -4,10 +4,10 @@
 use super::*;
 
 impl StoreWriter {
-    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as
-    /// decoded ([`Storage::Objects`]).
+    /// An empty cache with the [`NAMESPACE_INDEX`], holding objects in the
+    /// default [`Storage`].
     pub fn new() -> Self {
-        Self::with_storage(Storage::Objects)
+        Self::with_storage(Storage::default())
     }
 
     /// An empty cache with the [`NAMESPACE_INDEX`], holding objects as

@@ -8,7 +8,7 @@
 //!
 //! `KDI_LOAD_OBJECTS`, `KDI_LOAD_RATE` (updates per second), `KDI_LOAD_SECS`
 //! and `KDI_LOAD_WORKERS` (requests in flight) change the figures;
-//! `KDI_LOAD_TEST_STORAGE` (`objects`, the default, or `compact`) chooses how
+//! `KDI_LOAD_TEST_STORAGE` (`compact`, the default, or `objects`) chooses how
 //! the informer's cache holds its objects. The test prints what it measured,
 //! memory growth included; RELIABILITY.md records a run.
 
@@ -65,8 +65,8 @@ async fn fifty_thousand_objects_then_a_minute_of_updates_lose_nothing() {
     let secs = setting("KDI_LOAD_SECS", 60);
     let workers = setting("KDI_LOAD_WORKERS", 96) as usize;
     let storage = match std::env::var("KDI_LOAD_TEST_STORAGE").as_deref() {
-        Ok("compact") => Storage::Compact,
-        Ok("objects" | "") | Err(_) => Storage::Objects,
+        Ok("compact" | "") | Err(_) => Storage::Compact,
+        Ok("objects") => Storage::Objects,
         Ok(other) => panic!("KDI_LOAD_TEST_STORAGE={other}: objects or compact"),
     };
     eprintln!("load: {objects} objects, {rate} updates/s for {secs} s, storage {storage:?}");

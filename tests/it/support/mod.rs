@@ -112,13 +112,13 @@ pub fn env() -> &'static Env {
 
 /// The options every testenv started by the tests uses.
 /// The informer options of the tests: the defaults, in the storage mode
-/// `KDI_TEST_STORAGE` names (`objects`, the default, or `compact`), so that
+/// `KDI_TEST_STORAGE` names (`compact`, the default, or `objects`), so that
 /// the whole suite can run against either:
-/// `KDI_TEST_STORAGE=compact cargo test --features cli --test it`.
+/// `KDI_TEST_STORAGE=objects cargo test --features cli --test it`.
 pub fn options() -> kube_dynamic_informer::InformerOptions {
     let storage = match std::env::var("KDI_TEST_STORAGE").as_deref() {
-        Ok("compact") => kube_dynamic_informer::cache::Storage::Compact,
-        Ok("objects") | Err(_) => kube_dynamic_informer::cache::Storage::Objects,
+        Ok("compact") | Err(_) => kube_dynamic_informer::cache::Storage::Compact,
+        Ok("objects") => kube_dynamic_informer::cache::Storage::Objects,
         Ok(other) => panic!("KDI_TEST_STORAGE={other:?}: expected objects or compact"),
     };
     kube_dynamic_informer::InformerOptions::default().storage(storage)
