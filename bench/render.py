@@ -20,11 +20,12 @@ import json
 import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
-PEERS = ["floor", "kdi", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "kdi-cold-restart",
+PEERS = ["floor", "kdi", "kdi-objects", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "kdi-cold-restart",
          "kdi-warm-restart", "client-go", "kube-runtime"]
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
+    "kdi-objects": "kube-dynamic-informer, objects storage",
     "kdi-compact": "**kube-dynamic-informer, compact storage**",
     "kdi-strip-per-page": "kube-dynamic-informer, strip in a wrapping ListWatch",
     "kdi-streaming-list": "kube-dynamic-informer, streaming list",
@@ -310,9 +311,14 @@ def find(ds, peer, strip=False):
     return next((r for r in main_runs(ds) if r["peer"] == peer and r.get("strip", False) == strip), None)
 
 
-def find_relist(ds, peer, strip=False):
-    return next((r for r in ds.get("relists") or [] if r["peer"] == peer and r.get("strip", False) == strip
-                 and not r.get("relist_error")), None)
+# kdi's runs in one storage or the other: named kdi and kdi-objects since compact storage is the
+# default, kdi and kdi-compact before (each result says its storage).
+KDI_STORAGE_RUNS = ("kdi", "kdi-objects", "kdi-compact")
+
+
+def in_storage(runs, storage, strip=False):
+    return next((r for r in runs if r["peer"] in KDI_STORAGE_RUNS and r.get("storage", "objects") == storage
+                 and r.get("strip", False) == strip and not r.get("relist_error")), None)
 
 
 def compact_targets(results):
@@ -321,7 +327,7 @@ def compact_targets(results):
     crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
     cms = [d for d in results["datasets"] if d["dataset"] == "configmap"]
     sets = ([max(crd, key=lambda d: d["n"])] if crd else []) + ([max(cms, key=lambda d: d["n"])] if cms else [])
-    if not any(find(d, "kdi-compact") or find(d, "kdi-compact", True) for d in sets):
+    if not any(in_storage(main_runs(d), "compact") or in_storage(main_runs(d), "compact", True) for d in sets):
         return []
     rows = []
 
@@ -332,7 +338,7 @@ def compact_targets(results):
     for ds in sets:
         short = f"{ds['n']:,} {'Widgets' if ds['dataset'] == 'crd' else 'ConfigMaps'}"
         for strip, label in ((False, "managedFields kept"), (True, "managedFields stripped")):
-            c, g = find(ds, "kdi-compact", strip), find(ds, "client-go", strip)
+            c, g = in_storage(main_runs(ds), "compact", strip), find(ds, "client-go", strip)
             if not (c and g):
                 continue
             for field, what in (("rss_steady_mb", "Steady RSS"), ("rss_peak_mb", "Peak RSS")):
@@ -342,7 +348,8 @@ def compact_targets(results):
     if crd:
         ds = sets[0]
         short = f"{ds['n']:,} Widgets"
-        c, o, g, fl = find(ds, "kdi-compact"), find(ds, "kdi"), find(ds, "client-go"), find(ds, "floor")
+        c, o = in_storage(main_runs(ds), "compact"), in_storage(main_runs(ds), "objects")
+        g, fl = find(ds, "client-go"), find(ds, "floor")
         if c and g:
             row(f"Time to sync vs client-go ({short})", "≤ client-go",
                 f"{fmt(c['sync_s'], 2)} s vs {fmt(g['sync_s'], 2)} s ({fmt(ratio(c['sync_s'], g['sync_s']), 2)}×)",
@@ -359,10 +366,10 @@ def compact_targets(results):
             row(f"Lag p99 during the burst ({short})", "≤ client-go",
                 f"{fmt(c['lag_p99_ms'])} vs {fmt(g['lag_p99_ms'])} ms", c["lag_p99_ms"] <= g["lag_p99_ms"])
         for strip, label in ((False, "managedFields kept"), (True, "managedFields stripped")):
-            rc = find_relist(ds, "kdi-compact", strip)
+            rc = in_storage(ds.get("relists") or [], "compact", strip)
             if rc:
                 r = ratio(rc.get("relist_peak_mb"), rc.get("relist_rss_before_mb"))
-                ro = find_relist(ds, "kdi", strip)
+                ro = in_storage(ds.get("relists") or [], "objects", strip)
                 beside = (f"; objects mode {fmt(ratio(ro.get('relist_peak_mb'), ro.get('relist_rss_before_mb')), 2)}×"
                           if ro else "")
                 row(f"Peak RSS during a 410 relist, {label} ({short})", "≤ 1.3× steady before",
@@ -388,7 +395,7 @@ def compact_targets(results):
                     f"`{c.get('label_selector')}`: {a}", None)
     if not rows:
         return []
-    return ["### Targets of the compact storage (kdi-compact)\n", "| target | goal | this run | |",
+    return ["### Targets of the compact storage\n", "| target | goal | this run | |",
             "|---|---|---|---|", *rows, ""]
 
 

@@ -100,7 +100,7 @@ impl Args {
             burst_count: 0,
             queries: 20_000,
             list_repeats: 5,
-            storage: "objects".into(),
+            storage: String::new(),
             relist: false,
             settle: Duration::from_secs(3),
             timeout: Duration::from_secs(900),
@@ -137,7 +137,7 @@ impl Args {
             "--dataset crd|configmap"
         );
         assert!(
-            matches!(args.storage.as_str(), "objects" | "compact"),
+            matches!(args.storage.as_str(), "" | "objects" | "compact"),
             "--storage objects|compact"
         );
         args

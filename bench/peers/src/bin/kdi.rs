@@ -2,7 +2,9 @@
 //! handlers, measuring itself (see the crate docs for the output).
 //!
 //! `--storage objects|compact` chooses how the cache holds its objects
-//! (`InformerOptions::storage`); the peer is named `kdi` or `kdi-compact`.
+//! (`InformerOptions::storage`; the library's default, compact, without
+//! it); the peer is named `kdi` in the default storage and `kdi-objects`
+//! otherwise, and its result's `storage` says which.
 //!
 //! With `--strip-per-page` (and `--strip-managed-fields`) the transform runs
 //! inside a wrapping `ListWatch`, on each list page and watch event as it
@@ -144,7 +146,12 @@ async fn main() {
 
     let storage = match args.storage.as_str() {
         "compact" => Storage::Compact,
-        _ => Storage::Objects,
+        "objects" => Storage::Objects,
+        _ => Storage::default(),
+    };
+    let storage_name = match storage {
+        Storage::Compact => "compact",
+        Storage::Objects => "objects",
     };
     let mut peer = match (strip_per_page, streaming_list) {
         (true, _) => "kdi-strip-per-page",
@@ -152,8 +159,9 @@ async fn main() {
         (false, false) => "kdi",
     }
     .to_string();
-    if storage == Storage::Compact {
-        peer = format!("{peer}-compact");
+    // Named for the storage when it is not the library's default.
+    if storage != Storage::default() {
+        peer = format!("{peer}-{storage_name}");
     }
     let shard = args.shard.as_deref().map(|s| {
         s.parse::<kube_dynamic_informer::vocabulary::StaticShard>()
@@ -262,7 +270,7 @@ async fn main() {
 
     #[allow(clippy::cast_precision_loss)]
     let mut result = json!({
-        "peer": peer, "storage": args.storage,
+        "peer": peer, "storage": storage_name,
         "dataset": args.dataset, "objects": objects, "strip": args.strip_managed_fields || strip_per_page,
         "sync_s": round(sync_s, 3), "cpu_sync_s": round(cpu_sync, 3),
         "rss_sync_mb": round(rss_sync, 1), "rss_steady_mb": round(rss_steady, 1),
