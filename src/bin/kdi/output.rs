@@ -140,6 +140,15 @@ impl Serialize for Printable {
     }
 }
 
+/// Where the columns of an object's table row come from.
+const COLUMNS: [&str; 5] = [
+    "/metadata/namespace",
+    "/metadata/name",
+    "/kind",
+    "/metadata/resourceVersion",
+    "/metadata/creationTimestamp",
+];
+
 /// Writes objects in `format`. Objects of a cluster set (`clustered`) are
 /// printed with the cluster of each row: a column of tables, a prefix of
 /// names, a field next to the object in JSON and YAML.
@@ -163,12 +172,10 @@ pub fn print_objects(
         }
         Format::Name => {
             for (cluster, o) in rows {
-                let prefix = if clustered {
-                    format!("{cluster}/")
-                } else {
-                    String::new()
-                };
-                writeln!(out, "{prefix}{}", namespaced_name(o))?;
+                match namespaced_name(o) {
+                    name if clustered => writeln!(out, "{cluster}/{name}")?,
+                    name => writeln!(out, "{name}")?,
+                }
             }
         }
         Format::Table => {
@@ -176,13 +183,10 @@ pub fn print_objects(
             if clustered {
                 header.insert(0, "CLUSTER");
             }
-            let columns = ["/metadata/namespace", "/metadata/name", "/kind"]
-                .into_iter()
-                .chain(["/metadata/resourceVersion", "/metadata/creationTimestamp"]);
             let table: Vec<Vec<String>> = rows
                 .iter()
                 .map(|(cluster, o)| {
-                    let cells = columns.clone().map(|p| o.text(p));
+                    let cells = COLUMNS.iter().map(|p| o.text(p));
                     clustered
                         .then(|| cluster.clone())
                         .into_iter()
