@@ -147,16 +147,24 @@ pub fn add_printer(
     let redaction = Redaction::for_resource(&informer.resource(), sensitive, args.show_secrets);
     let (object, skip_initial) = (args.object, args.skip_initial);
     let (name, served, tx) = (name.to_owned(), informer.clone(), tx.clone());
+    // Known now, unless it was asked for without a version and is not
+    // served yet: then looked up at each event.
+    let known = (!informer.resource().version.is_empty()).then(|| resource_label(informer));
     informer.informer().add_handler_with(
         move |e: Event| {
             if skipped_as_initial(&e, skip_initial) {
                 return;
             }
             let indexes = shown.read().map(|i| i.clone()).unwrap_or_default();
-            let resource = resource_label(&served);
-            let _ = tx.send(event_line(
-                &name, &resource, &e, object, redaction, &indexes,
-            ));
+            let looked_up;
+            let resource = match &known {
+                Some(label) => label,
+                None => {
+                    looked_up = resource_label(&served);
+                    &looked_up
+                }
+            };
+            let _ = tx.send(event_line(&name, resource, &e, object, redaction, &indexes));
         },
         HandlerOptions::default().name("print"),
     )
