@@ -10,7 +10,7 @@ use crate::vocabulary::resource::ResourceKey;
 pub enum CacheError {
     // Reads of a lister.
     /// The label selector does not parse.
-    #[error("listing {resource}: {source}")]
+    #[error("listing {resource}")]
     Selector {
         /// The resource listed.
         resource: ResourceKey,
@@ -19,7 +19,7 @@ pub enum CacheError {
         source: Box<VocabularyError>,
     },
     /// An index query failed (no index of that name).
-    #[error("{resource}: {source}")]
+    #[error("querying an index of {resource}")]
     Index {
         /// The resource queried.
         resource: ResourceKey,
@@ -52,9 +52,10 @@ pub enum CacheError {
         /// The indexes the store has, in declaration order.
         known: Vec<String>,
     },
-    /// An index with this name already exists (the namespace index always
-    /// does).
-    #[error("index {name:?} already exists")]
+    /// An index with this name already exists with another definition (the
+    /// namespace index always does). The same definition again is not an
+    /// error.
+    #[error("index {name:?} already exists with another definition")]
     DuplicateIndex {
         /// The name declared twice.
         name: String,
@@ -154,5 +155,110 @@ fn position(line: usize, column: usize) -> String {
         format!("column {column}")
     } else {
         format!("line {line}, column {column}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    /// One error of each variant, each with a source where it has one.
+    fn every_variant() -> Vec<CacheError> {
+        let key = || ResourceKey::new("", "v1", "pods");
+        let unknown = || CacheError::UnknownIndex {
+            name: "nope".into(),
+            known: vec!["namespace".into()],
+        };
+        vec![
+            CacheError::Selector {
+                resource: key(),
+                source: Box::new(VocabularyError::InvalidRequirement {
+                    key: "app".into(),
+                    reason: "no values".into(),
+                }),
+            },
+            CacheError::Index {
+                resource: key(),
+                source: Box::new(unknown()),
+            },
+            CacheError::ClusterScoped(VocabularyError::ClusterScoped {
+                resource: "nodes.v1".into(),
+                namespaces: "shop".into(),
+            }),
+            CacheError::NamespaceNotWatched {
+                resource: key(),
+                namespace: "a".into(),
+                watched: vec!["b".into()],
+            },
+            unknown(),
+            CacheError::DuplicateIndex { name: "node".into() },
+            CacheError::IndexSyntax {
+                index: "i".into(),
+                expression: "spec.[".into(),
+                line: 0,
+                column: 6,
+                offset: 6,
+                message: "expected an identifier".into(),
+            },
+            CacheError::IndexFunction {
+                index: "i".into(),
+                expression: "lenght(a)".into(),
+                line: 0,
+                column: 0,
+                offset: 0,
+                message: "unknown function".into(),
+            },
+            CacheError::IndexTooComplex {
+                index: "i".into(),
+                expression: "a".into(),
+                reason: "too deep".into(),
+            },
+            CacheError::IndexEvaluation {
+                index: "i".into(),
+                object: "a/b".into(),
+                message: "an object".into(),
+            },
+            CacheError::Projection {
+                path: "spec..x".into(),
+                column: 6,
+                reason: "expected a field name".into(),
+            },
+            CacheError::IncomparableResourceVersion("abc".into()),
+        ]
+    }
+
+    /// The variant's place in the declaration; a new variant fails to
+    /// compile here until it has a sample above.
+    fn variant(e: &CacheError) -> usize {
+        match e {
+            CacheError::Selector { .. } => 0,
+            CacheError::Index { .. } => 1,
+            CacheError::ClusterScoped(_) => 2,
+            CacheError::NamespaceNotWatched { .. } => 3,
+            CacheError::UnknownIndex { .. } => 4,
+            CacheError::DuplicateIndex { .. } => 5,
+            CacheError::IndexSyntax { .. } => 6,
+            CacheError::IndexFunction { .. } => 7,
+            CacheError::IndexTooComplex { .. } => 8,
+            CacheError::IndexEvaluation { .. } => 9,
+            CacheError::Projection { .. } => 10,
+            CacheError::IncomparableResourceVersion(_) => 11,
+        }
+    }
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = every_variant();
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..12).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+        let chained = crate::vocabulary::error_chain(&all[1]);
+        assert_eq!(
+            chained,
+            r#"querying an index of pods.v1: unknown index "nope"; the store has: namespace"#
+        );
     }
 }

@@ -59,7 +59,7 @@ pub enum DeclarativeError {
     },
     #[cfg(feature = "config")]
     /// A pattern is malformed.
-    #[error("{name:?}: {source}")]
+    #[error("pattern {name:?}")]
     Pattern {
         /// The pattern as written.
         name: String,
@@ -161,7 +161,7 @@ pub enum DeclarativeError {
     },
     /// The informer exists and did not sync: forbidden (403), not served,
     /// gone, timed out.
-    #[error("cluster {cluster}: {source}")]
+    #[error("cluster {cluster}")]
     Cache {
         /// The cluster.
         cluster: Arc<str>,
@@ -251,4 +251,128 @@ fn problems_text(errors: &[ConfigProblem]) -> String {
     }
     let lines: String = errors.iter().map(|e| format!("\n  {e}")).collect();
     format!("{} problems in config:{lines}", errors.len())
+}
+
+#[cfg(all(test, feature = "config"))]
+mod tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    /// One error of each variant, each with a source where it has one.
+    fn every_variant() -> Vec<DeclarativeError> {
+        let cluster = || Arc::<str>::from("east");
+        let resource = || Arc::<str>::from("widgets.example.com");
+        vec![
+            DeclarativeError::Config {
+                errors: vec![ConfigProblem {
+                    file: "set.yaml".into(),
+                    position: None,
+                    path: "informers[0].resync".into(),
+                    message: "not a duration".into(),
+                }],
+                unserved: false,
+            },
+            DeclarativeError::NothingNamed,
+            DeclarativeError::Index(crate::cache::CacheError::DuplicateIndex { name: "a".into() }),
+            DeclarativeError::TooManyIndexes { count: 99 },
+            DeclarativeError::Pattern {
+                name: "*.example.com".into(),
+                source: Box::new(FactoryError::EmptyPattern),
+            },
+            DeclarativeError::FilterWithoutPattern,
+            DeclarativeError::NoEntryNamed {
+                names: "web".into(),
+            },
+            DeclarativeError::ShardGroup("no slots".into()),
+            DeclarativeError::InvalidShardGroup {
+                field: "slots",
+                value: "0".into(),
+                reason: "is below 1".into(),
+            },
+            DeclarativeError::ShardGroupNoRuntime {
+                group: "g".into(),
+            },
+            DeclarativeError::DuplicateCluster("east".into()),
+            DeclarativeError::BadClusterName("a/b".into()),
+            DeclarativeError::Client {
+                cluster: "east".into(),
+                error: "bad certificate".into(),
+            },
+            DeclarativeError::Kubeconfig {
+                what: "kubeconfig east.yaml".into(),
+                error: "no such file".into(),
+            },
+            DeclarativeError::ShutDown,
+            DeclarativeError::NoRuntime,
+            DeclarativeError::Unreachable {
+                cluster: cluster(),
+                resource: resource(),
+                error: "connection refused".into(),
+            },
+            DeclarativeError::Unresolved {
+                cluster: cluster(),
+                resource: resource(),
+                error: "no resource matches".into(),
+            },
+            DeclarativeError::Cache {
+                cluster: cluster(),
+                source: Box::new(FactoryError::Forbidden {
+                    resource: crate::vocabulary::resource::ResourceKey::new(
+                        "example.com",
+                        "v1",
+                        "widgets",
+                    ),
+                    message: "widgets is forbidden".into(),
+                }),
+            },
+            DeclarativeError::TimedOut {
+                cluster: cluster(),
+                resource: resource(),
+                timeout: Duration::from_secs(1),
+            },
+            DeclarativeError::Removed { cluster: cluster() },
+        ]
+    }
+
+    /// The variant's place in the declaration; a new variant fails to
+    /// compile here until it has a sample above.
+    fn variant(e: &DeclarativeError) -> usize {
+        match e {
+            DeclarativeError::Config { .. } => 0,
+            DeclarativeError::NothingNamed => 1,
+            DeclarativeError::Index(_) => 2,
+            DeclarativeError::TooManyIndexes { .. } => 3,
+            DeclarativeError::Pattern { .. } => 4,
+            DeclarativeError::FilterWithoutPattern => 5,
+            DeclarativeError::NoEntryNamed { .. } => 6,
+            DeclarativeError::ShardGroup(_) => 7,
+            DeclarativeError::InvalidShardGroup { .. } => 8,
+            DeclarativeError::ShardGroupNoRuntime { .. } => 9,
+            DeclarativeError::DuplicateCluster(_) => 10,
+            DeclarativeError::BadClusterName(_) => 11,
+            DeclarativeError::Client { .. } => 12,
+            DeclarativeError::Kubeconfig { .. } => 13,
+            DeclarativeError::ShutDown => 14,
+            DeclarativeError::NoRuntime => 15,
+            DeclarativeError::Unreachable { .. } => 16,
+            DeclarativeError::Unresolved { .. } => 17,
+            DeclarativeError::Cache { .. } => 18,
+            DeclarativeError::TimedOut { .. } => 19,
+            DeclarativeError::Removed { .. } => 20,
+        }
+    }
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = every_variant();
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..21).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+        assert_eq!(
+            crate::vocabulary::error_chain(&all[18]),
+            "cluster east: widgets.v1.example.com: forbidden (403); it syncs once access is granted: widgets is forbidden"
+        );
+    }
 }

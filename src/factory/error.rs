@@ -12,7 +12,7 @@ pub enum FactoryError {
     // Discovery.
     /// A discovery document every answer depends on (`/api` or `/apis`)
     /// could not be read.
-    #[error("reading API discovery {path}: {source}")]
+    #[error("reading API discovery {path}")]
     Discovery {
         /// The path requested.
         path: String,
@@ -23,11 +23,11 @@ pub enum FactoryError {
     /// The name matches no served resource, or several; `unavailable` lists
     /// the group versions that could not be discovered and might have held
     /// it.
-    #[error("{source}{}", unavailable_note(.unavailable))]
+    #[error("{problem}{}", unavailable_note(.unavailable))]
     Resolve {
-        /// What resolution found.
-        #[source]
-        source: Box<VocabularyError>,
+        /// What resolution found. Said in this error's own message, so not
+        /// its [`source`](std::error::Error::source).
+        problem: Box<VocabularyError>,
         /// Group versions that could not be discovered (an aggregated API that
         /// is down) and that the name might refer to.
         unavailable: Vec<UnavailableGroupVersion>,
@@ -69,7 +69,7 @@ pub enum FactoryError {
         when: WhenNotServed,
     },
     /// A label or field selector does not parse.
-    #[error("{}: {source}", shown(.resource))]
+    #[error("{resource}: invalid selector")]
     Selector {
         /// The resource.
         resource: ResourceKey,
@@ -129,7 +129,7 @@ pub enum FactoryError {
     // Why a cache did not sync, from InformerFactory::wait_for_cache_sync.
     /// The server refuses the list (403); the informer keeps retrying and
     /// syncs by itself once access is granted.
-    #[error("{}: forbidden (403); it syncs once access is granted: {message}", shown(.resource))]
+    #[error("{resource}: forbidden (403); it syncs once access is granted: {message}")]
     Forbidden {
         /// The resource.
         resource: ResourceKey,
@@ -138,8 +138,7 @@ pub enum FactoryError {
     },
     /// The resource was served and is gone (its CRD was deleted).
     #[error(
-        "{reason}; the informer of {} emptied its cache and resumes if it is served again",
-        shown(.resource)
+        "{reason}; the informer of {resource} emptied its cache and resumes if it is served again"
     )]
     Gone {
         /// The resource.
@@ -148,7 +147,7 @@ pub enum FactoryError {
         reason: String,
     },
     /// Not synced within the timeout, for another reason.
-    #[error("{} did not sync within {timeout:?}; last status: {status}", shown(.resource))]
+    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
     SyncTimedOut {
         /// The resource.
         resource: ResourceKey,
@@ -158,13 +157,13 @@ pub enum FactoryError {
         status: Box<crate::informer::InformerStatus>,
     },
     /// The factory was not started.
-    #[error("{}: the informer was not started (call InformerFactory::start)", shown(.resource))]
+    #[error("{resource}: the informer was not started (call InformerFactory::start)")]
     NotStarted {
         /// The resource.
         resource: ResourceKey,
     },
     /// The informer stopped (removed, or the factory shut down).
-    #[error("{}: the informer stopped before its cache synced", shown(.resource))]
+    #[error("{resource}: the informer stopped before its cache synced")]
     StoppedBeforeSync {
         /// The resource.
         resource: ResourceKey,
@@ -197,10 +196,9 @@ impl FactoryError {
 
 fn not_served(resource: &ResourceKey, reason: &str, when: WhenNotServed) -> String {
     match when {
-        WhenNotServed::Wait => format!(
-            "{reason}; the informer of {} starts once it is served",
-            shown(resource)
-        ),
+        WhenNotServed::Wait => {
+            format!("{reason}; the informer of {resource} starts once it is served")
+        }
         WhenNotServed::Skip | WhenNotServed::Fail => reason.to_owned(),
     }
 }
@@ -227,4 +225,158 @@ pub(super) fn unavailable_note(unavailable: &[UnavailableGroupVersion]) -> Strin
     }
     let list: Vec<String> = unavailable.iter().map(ToString::to_string).collect();
     format!(" (not discovered, so not searched: {})", list.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    /// One error of each variant, each with a source where it has one.
+    fn every_variant() -> Vec<FactoryError> {
+        let resource = || ResourceKey::new("example.com", "v1", "widgets");
+        let not_found = || VocabularyError::NotFound {
+            input: "widgetz".into(),
+            suggestions: vec![resource()],
+        };
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        vec![
+            FactoryError::Name(VocabularyError::EmptyName),
+            FactoryError::Discovery {
+                path: "/apis".into(),
+                source: kube_client::Error::Service(Box::new(refused)),
+            },
+            FactoryError::Resolve {
+                problem: Box::new(not_found()),
+                unavailable: vec![UnavailableGroupVersion {
+                    group: "metrics.k8s.io".into(),
+                    version: "v1beta1".into(),
+                    reason: "503".into(),
+                }],
+            },
+            FactoryError::VersionNotServed {
+                resource: resource(),
+                served: vec!["v2".into()],
+            },
+            FactoryError::NotWatchable {
+                resource: resource(),
+                verbs: vec!["create".into()],
+            },
+            FactoryError::ClusterScoped(VocabularyError::ClusterScoped {
+                resource: "nodes.v1".into(),
+                namespaces: "shop".into(),
+            }),
+            FactoryError::NotServed {
+                resource: ResourceKey::new("example.com", "", "widgets"),
+                reason: "not served".into(),
+                when: WhenNotServed::Wait,
+            },
+            FactoryError::Selector {
+                resource: resource(),
+                source: Box::new(VocabularyError::FieldSyntax {
+                    input: "a".into(),
+                    offset: 1,
+                    column: 1,
+                    reason: "expected an operator".into(),
+                }),
+            },
+            FactoryError::Informer(InformerError::Index {
+                resource: resource(),
+                source: Box::new(crate::cache::CacheError::DuplicateIndex {
+                    name: "owner".into(),
+                }),
+            }),
+            FactoryError::ShutDown,
+            FactoryError::Category { name: "all".into() },
+            FactoryError::EmptyPattern,
+            FactoryError::PatternGroup {
+                pattern: "*.*x".into(),
+                reason: "one '*' at most".into(),
+            },
+            FactoryError::PatternName {
+                field: "include",
+                name: "a b".into(),
+                reason: "a space".into(),
+            },
+            FactoryError::PatternSyntax {
+                input: "group:".into(),
+                reason: "empty".into(),
+            },
+            FactoryError::Forbidden {
+                resource: resource(),
+                message: "widgets is forbidden".into(),
+            },
+            FactoryError::Gone {
+                resource: resource(),
+                reason: "its CRD was deleted".into(),
+            },
+            FactoryError::SyncTimedOut {
+                resource: resource(),
+                timeout: Duration::from_secs(1),
+                status: Box::new(crate::informer::InformerStatus::NotStarted),
+            },
+            FactoryError::NotStarted {
+                resource: resource(),
+            },
+            FactoryError::StoppedBeforeSync {
+                resource: resource(),
+            },
+            FactoryError::NoRuntime,
+        ]
+    }
+
+    /// The variant's place in the declaration; a new variant fails to
+    /// compile here until it has a sample above.
+    fn variant(e: &FactoryError) -> usize {
+        match e {
+            FactoryError::Name(_) => 0,
+            FactoryError::Discovery { .. } => 1,
+            FactoryError::Resolve { .. } => 2,
+            FactoryError::VersionNotServed { .. } => 3,
+            FactoryError::NotWatchable { .. } => 4,
+            FactoryError::ClusterScoped(_) => 5,
+            FactoryError::NotServed { .. } => 6,
+            FactoryError::Selector { .. } => 7,
+            FactoryError::Informer(_) => 8,
+            FactoryError::ShutDown => 9,
+            FactoryError::Category { .. } => 10,
+            FactoryError::EmptyPattern => 11,
+            FactoryError::PatternGroup { .. } => 12,
+            FactoryError::PatternName { .. } => 13,
+            FactoryError::PatternSyntax { .. } => 14,
+            FactoryError::Forbidden { .. } => 15,
+            FactoryError::Gone { .. } => 16,
+            FactoryError::SyncTimedOut { .. } => 17,
+            FactoryError::NotStarted { .. } => 18,
+            FactoryError::StoppedBeforeSync { .. } => 19,
+            FactoryError::NoRuntime => 20,
+        }
+    }
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = every_variant();
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..21).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+        assert_eq!(
+            crate::vocabulary::error_chain(&all[1]),
+            "reading API discovery /apis: ServiceError: Connection refused"
+        );
+    }
+
+    #[test]
+    fn a_resource_waited_for_by_plural_and_group_is_said_as_it_was_named() {
+        let waiting = FactoryError::NotServed {
+            resource: ResourceKey::new("demo.kdi.example.com", "", "widgetz"),
+            reason: "not served".into(),
+            when: WhenNotServed::Wait,
+        };
+        let text = waiting.to_string();
+        assert!(text.contains("widgetz.demo.kdi.example.com starts"), "{text}");
+        assert!(!text.contains(".."), "{text}");
+    }
 }

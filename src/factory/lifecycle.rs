@@ -93,7 +93,7 @@ pub(super) fn start_entry(entry: &mut Entry) {
     match entry.informer.informer.start(entry.cancel.clone()) {
         Ok(handle) => entry.handle = Some(handle),
         Err(err) => {
-            tracing::warn!(resource = %entry.informer.resource, error = %err, "could not start an informer")
+            tracing::warn!(resource = %entry.informer.resource, error = %crate::vocabulary::error_chain(&err), "could not start an informer")
         }
     }
 }

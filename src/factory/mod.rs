@@ -253,7 +253,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube_client::Client;
-use kube_core::DynamicObject;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -273,13 +272,13 @@ pub(crate) use sync::wait_one as wait_one_informer;
 
 use crate::cache::lister::Lister;
 use crate::informer::options::{InformerOptions, WhenNotServed};
-use crate::informer::{InformerError, SharedInformer};
+use crate::informer::{InformerError, SharedInformer, WrittenObject};
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
 use crate::vocabulary::selector::{Selector, validate_field_selector};
 use crate::wire::list_watch::ApiListWatch;
-use resource_ref::{fully_qualified, plural_and_group, shown};
+use resource_ref::{fully_qualified, plural_and_group};
 
 struct Entry {
     informer: InformerHandle,
@@ -667,7 +666,8 @@ impl InformerFactory {
 
     /// Waits until every informer of this factory that caches `object` (its
     /// apiVersion and kind, its namespace) reflects it: `object` is what the
-    /// server returned from a write. See
+    /// server returned from a write, a [`DynamicObject`](kube_core::DynamicObject) or a typed object
+    /// (see [`WrittenObject`]). See
     /// [`SharedInformer::wait_for_resource_version`](crate::informer::SharedInformer::wait_for_resource_version).
     /// Returns how many informers were waited for.
     ///
@@ -676,15 +676,14 @@ impl InformerFactory {
     /// the first informer's error.
     pub async fn wait_for_object(
         &self,
-        object: &DynamicObject,
+        object: &impl WrittenObject,
         timeout: Duration,
     ) -> Result<usize, InformerError> {
         let (api_version, kind) = object
-            .types
-            .as_ref()
-            .map(|t| (t.api_version.clone(), t.kind.clone()))
+            .api_version_and_kind()
+            .map(|(v, k)| (v.into_owned(), k.into_owned()))
             .unwrap_or_default();
-        let namespace = object.metadata.namespace.clone();
+        let namespace = object.namespace().map(str::to_owned);
         let informers: Vec<InformerHandle> = self
             .informers()
             .into_iter()

@@ -99,9 +99,9 @@ impl InformerFactory {
             Ok(name) => match discovery.resolve(&name).await {
                 Ok(known) => return Ok(Resolved::Served(known)),
                 Err(FactoryError::Resolve {
-                    source,
+                    problem,
                     unavailable,
-                }) if matches!(*source, VocabularyError::NotFound { .. }) => {
+                }) if matches!(*problem, VocabularyError::NotFound { .. }) => {
                     match (fully_qualified(&name), plural_and_group(&name)) {
                         (Some(key), _) => key,
                         (None, Some(key)) => return Ok(Resolved::AwaitName(key, name)),
@@ -118,7 +118,7 @@ impl InformerFactory {
                                 });
                             }
                             return Err(FactoryError::Resolve {
-                                source,
+                                problem,
                                 unavailable,
                             });
                         }

@@ -96,16 +96,6 @@ pub(super) fn plural_and_group(name: &ResourceName) -> Option<ResourceKey> {
     Some(ResourceKey::new(group.as_str(), "", first.name.as_str()))
 }
 
-/// A key as messages show it: one with an empty version (an informer that
-/// waits for a `plural.group` name) as that name, others as usual.
-pub(super) fn shown(key: &ResourceKey) -> String {
-    if key.version.is_empty() {
-        format!("{}.{}", key.resource, key.group)
-    } else {
-        key.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,11 +138,6 @@ mod tests {
         assert_eq!(pg("widgets"), None, "names no group");
         assert_eq!(pg("Widget.example.com"), None, "a kind is no plural");
         let waiting = plural_and_group(&ResourceName::parse("widgets.example.com").unwrap());
-        assert_eq!(shown(&waiting.unwrap()), "widgets.example.com");
-        assert_eq!(
-            shown(&ResourceKey::new("", "v1", "pods")),
-            "pods.v1",
-            "others as usual"
-        );
+        assert_eq!(waiting.unwrap().to_string(), "widgets.example.com");
     }
 }

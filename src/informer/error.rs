@@ -20,7 +20,7 @@ pub enum InformerError {
     /// An index could not be added: its expression does not compile
     /// ([`CacheError::IndexSyntax`] and the other `Index*` variants) or its
     /// name is taken ([`CacheError::DuplicateIndex`]).
-    #[error("{resource}: {source}")]
+    #[error("adding an index to {resource}")]
     Index {
         /// The resource.
         resource: ResourceKey,
@@ -68,7 +68,7 @@ pub enum InformerError {
 
     // List and watch failures, as handed to the error hook.
     /// A list request failed.
-    #[error("listing {resource}: {source}")]
+    #[error("listing {resource}")]
     List {
         /// The resource.
         resource: ResourceKey,
@@ -77,7 +77,7 @@ pub enum InformerError {
         source: Box<ListWatchError>,
     },
     /// A watch request failed, or its stream reported an error.
-    #[error("watching {resource}: {source}")]
+    #[error("watching {resource}")]
     Watch {
         /// The resource.
         resource: ResourceKey,
@@ -95,7 +95,7 @@ pub enum InformerError {
     // Why a wait for a resourceVersion returned without the cache there.
     /// The resourceVersion asked for, or the one the cache holds, is not a
     /// number that can be compared.
-    #[error("{resource}: {source}")]
+    #[error("{resource}: waiting for a resourceVersion")]
     Incomparable {
         /// The resource.
         resource: ResourceKey,
@@ -191,5 +191,140 @@ impl InformerError {
     #[must_use]
     pub fn is_gone(&self) -> bool {
         self.code() == Some(410)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    /// One error of each variant, each with a source where it has one.
+    fn every_variant() -> Vec<InformerError> {
+        let resource = || ResourceKey::new("example.com", "v1", "widgets");
+        let refused = || {
+            Box::new(ListWatchError::Status {
+                code: 403,
+                reason: "Forbidden".into(),
+                message: "widgets is forbidden".into(),
+            })
+        };
+        let timeout = Duration::from_secs(3);
+        vec![
+            InformerError::ClusterScoped(VocabularyError::ClusterScoped {
+                resource: "nodes.v1".into(),
+                namespaces: "shop".into(),
+            }),
+            InformerError::Index {
+                resource: resource(),
+                source: Box::new(CacheError::DuplicateIndex {
+                    name: "owner".into(),
+                }),
+            },
+            InformerError::AlreadyStarted {
+                resource: resource(),
+            },
+            InformerError::SyncTimeout {
+                resource: resource(),
+                timeout,
+                status: Box::new(InformerStatus::NotStarted),
+            },
+            InformerError::Gone {
+                resource: resource(),
+                reason: "its CRD was deleted".into(),
+            },
+            InformerError::StoppedBeforeSync {
+                resource: resource(),
+            },
+            InformerError::NoRuntime {
+                resource: resource(),
+            },
+            InformerError::List {
+                resource: resource(),
+                source: refused(),
+            },
+            InformerError::Watch {
+                resource: resource(),
+                source: refused(),
+            },
+            InformerError::StreamingListCut {
+                resource: resource(),
+            },
+            InformerError::Incomparable {
+                resource: resource(),
+                source: Box::new(CacheError::IncomparableResourceVersion("x".into())),
+            },
+            InformerError::OtherResource {
+                resource: resource(),
+                object_api_version: "v1".into(),
+                object_kind: "ConfigMap".into(),
+            },
+            InformerError::NotCached {
+                object_api_version: "v1".into(),
+                object_kind: "ConfigMap".into(),
+                namespace: Some("shop".into()),
+            },
+            InformerError::NoResourceVersion {
+                resource: resource(),
+            },
+            InformerError::RelistInProgress {
+                resource: resource(),
+                wanted: "9".into(),
+                synced_to: "7".into(),
+                timeout,
+            },
+            InformerError::WaitTimedOut {
+                resource: resource(),
+                wanted: "9".into(),
+                synced_to: "7".into(),
+                timeout,
+                status: Box::new(InformerStatus::Synced),
+            },
+            InformerError::Stopped {
+                resource: resource(),
+            },
+        ]
+    }
+
+    /// The variant's place in the declaration; a new variant fails to
+    /// compile here until it has a sample above.
+    fn variant(e: &InformerError) -> usize {
+        match e {
+            InformerError::ClusterScoped(_) => 0,
+            InformerError::Index { .. } => 1,
+            InformerError::AlreadyStarted { .. } => 2,
+            InformerError::SyncTimeout { .. } => 3,
+            InformerError::Gone { .. } => 4,
+            InformerError::StoppedBeforeSync { .. } => 5,
+            InformerError::NoRuntime { .. } => 6,
+            InformerError::List { .. } => 7,
+            InformerError::Watch { .. } => 8,
+            InformerError::StreamingListCut { .. } => 9,
+            InformerError::Incomparable { .. } => 10,
+            InformerError::OtherResource { .. } => 11,
+            InformerError::NotCached { .. } => 12,
+            InformerError::NoResourceVersion { .. } => 13,
+            InformerError::RelistInProgress { .. } => 14,
+            InformerError::WaitTimedOut { .. } => 15,
+            InformerError::Stopped { .. } => 16,
+        }
+    }
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = every_variant();
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..17).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+        assert_eq!(
+            crate::vocabulary::error_chain(&all[1]),
+            r#"adding an index to widgets.v1.example.com: index "owner" already exists with another definition"#
+        );
+        assert_eq!(
+            crate::vocabulary::error_chain(&all[7]),
+            "listing widgets.v1.example.com: widgets is forbidden (403 Forbidden)"
+        );
     }
 }

@@ -1,16 +1,92 @@
 //! Reading one's own writes through the cache: waiting until the cache
 //! reflects a resourceVersion.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use kube_core::DynamicObject;
+use kube_core::{ApiResource, DynamicObject, Resource};
 
 use super::SharedInformer;
 use crate::cache::CacheError;
 use crate::cache::store::{SyncPoint, compare_resource_versions};
 use crate::informer::InformerError;
 use crate::informer::status::InformerStatus;
+
+/// An object a write returned, as the freshness waits
+/// ([`SharedInformer::wait_for_object`],
+/// [`InformerFactory::wait_for_object`](crate::factory::InformerFactory::wait_for_object))
+/// read it: its apiVersion and kind, namespace and resourceVersion.
+///
+/// Implemented for [`DynamicObject`] and for every typed object whose kind
+/// is known at compile time (`k8s_openapi` types such as `ConfigMap`, and
+/// types derived with kube's `CustomResource`), so the object a typed
+/// `Api::create` returns is passed as it is:
+///
+/// ```no_run
+/// # async fn demo(client: kube_client::Client, informer: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube_client::api::{Api, PostParams};
+///
+/// let api: Api<ConfigMap> = Api::namespaced(client, "shop");
+/// let mut map = ConfigMap::default();
+/// map.metadata.name = Some("prices".into());
+/// let created = api.create(&PostParams::default(), &map).await?;
+/// informer.wait_for_object(&created, Duration::from_secs(5)).await?;
+/// # Ok(()) }
+/// ```
+pub trait WrittenObject {
+    /// The object's `apiVersion` and `kind`, when it says them (a
+    /// [`DynamicObject`] may not).
+    fn api_version_and_kind(&self) -> Option<(Cow<'_, str>, Cow<'_, str>)>;
+    /// `metadata.namespace`.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+}
+
+impl<K> WrittenObject for K
+where
+    K: Resource,
+    K::DynamicType: ObjectTypes<K>,
+{
+    fn api_version_and_kind(&self) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
+        K::DynamicType::of(self)
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.meta().namespace.as_deref()
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        self.meta().resource_version.as_deref()
+    }
+}
+
+/// Where the `apiVersion` and `kind` of an object of type `K` come from,
+/// chosen by `K`'s [`Resource::DynamicType`]: from the type itself for typed
+/// objects (`()`), from the object's own fields for a [`DynamicObject`]
+/// ([`ApiResource`]). What lets [`WrittenObject`] cover both.
+pub trait ObjectTypes<K> {
+    /// The apiVersion and kind of `object`, when known.
+    fn of(object: &K) -> Option<(Cow<'_, str>, Cow<'_, str>)>;
+}
+
+impl<K: Resource<DynamicType = ()>> ObjectTypes<K> for () {
+    fn of(_: &K) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
+        Some((K::api_version(&()), K::kind(&())))
+    }
+}
+
+impl ObjectTypes<DynamicObject> for ApiResource {
+    fn of(object: &DynamicObject) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
+        object
+            .types
+            .as_ref()
+            .map(|t| (Cow::from(t.api_version.as_str()), Cow::from(t.kind.as_str())))
+    }
+}
 
 impl SharedInformer {
     /// The resourceVersion the cache reflects (see
@@ -121,27 +197,28 @@ impl SharedInformer {
 
     /// [`wait_for_resource_version`](Self::wait_for_resource_version) with
     /// the resourceVersion of `object`, an object the server returned from a
-    /// write; refuses an object of another resource.
+    /// write (a [`DynamicObject`] or a typed object, see [`WrittenObject`]);
+    /// refuses an object of another resource.
     ///
     /// # Errors
     /// [`InformerError::OtherResource`], [`InformerError::NoResourceVersion`], and
     /// those of `wait_for_resource_version`.
     pub async fn wait_for_object(
         &self,
-        object: &DynamicObject,
+        object: &impl WrittenObject,
         timeout: Duration,
     ) -> Result<(), InformerError> {
         let resource = self.resource();
-        if let Some(types) = &object.types
-            && (types.api_version != resource.api_version || types.kind != resource.kind)
+        if let Some((api_version, kind)) = object.api_version_and_kind()
+            && (api_version != resource.api_version || kind != resource.kind)
         {
             return Err(InformerError::OtherResource {
                 resource: self.shared.key.clone(),
-                object_api_version: types.api_version.clone(),
-                object_kind: types.kind.clone(),
+                object_api_version: api_version.into_owned(),
+                object_kind: kind.into_owned(),
             });
         }
-        let Some(rv) = &object.metadata.resource_version else {
+        let Some(rv) = object.resource_version() else {
             return Err(InformerError::NoResourceVersion {
                 resource: self.shared.key.clone(),
             });

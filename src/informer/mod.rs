@@ -158,6 +158,7 @@ use tokio_util::sync::CancellationToken;
 pub use backoff::BackoffConfig;
 pub use error::InformerError;
 pub use event::{Event, EventHandler};
+pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;

@@ -272,3 +272,125 @@ fn found_suffix(found: Option<&str>) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    /// One error of each variant.
+    fn every_variant() -> Vec<VocabularyError> {
+        let input = || "pods/status".to_owned();
+        let key = || ResourceKey::new("apps", "v1", "deployments");
+        vec![
+            VocabularyError::EmptyName,
+            VocabularyError::InvalidName {
+                input: input(),
+                reason: "a space".into(),
+            },
+            VocabularyError::Subresource {
+                input: input(),
+                resource: "pods".into(),
+                subresource: "status".into(),
+            },
+            VocabularyError::GroupVersionOnly {
+                input: "apps/v1".into(),
+            },
+            VocabularyError::NotFound {
+                input: "deploymnts".into(),
+                suggestions: vec![key()],
+            },
+            VocabularyError::Ambiguous {
+                input: "widgets".into(),
+                candidates: vec![key(), ResourceKey::new("b.example.com", "v1", "widgets")],
+            },
+            VocabularyError::SelectorSyntax {
+                input: "a in (".into(),
+                offset: 6,
+                column: 6,
+                expected: "a value",
+                found: None,
+            },
+            VocabularyError::InvalidKey {
+                input: "-a".into(),
+                key: "-a".into(),
+                offset: 0,
+                column: 0,
+                reason: "starts with '-'".into(),
+            },
+            VocabularyError::InvalidValue {
+                input: "a=-".into(),
+                key: "a".into(),
+                value: "-".into(),
+                offset: 2,
+                column: 2,
+                reason: "starts with '-'".into(),
+            },
+            VocabularyError::InvalidRequirement {
+                key: "a".into(),
+                reason: "no values".into(),
+            },
+            VocabularyError::Inexpressible {
+                requirement: "a>3".into(),
+                target: "LabelSelector",
+            },
+            VocabularyError::FieldSyntax {
+                input: "a".into(),
+                offset: 1,
+                column: 1,
+                reason: "expected an operator".into(),
+            },
+            VocabularyError::ZeroCount,
+            VocabularyError::ShardIndexOutOfRange { index: 4, count: 4 },
+            VocabularyError::ShardSyntax("x".into()),
+            VocabularyError::ShardKey("x".into()),
+            VocabularyError::EmptyRange { start: 2, end: 1 },
+            VocabularyError::EndTooLarge(u128::MAX),
+            VocabularyError::ShardSelector {
+                selector: "x".into(),
+                reason: "no ranges".into(),
+            },
+            VocabularyError::ClusterScoped {
+                resource: "nodes.v1".into(),
+                namespaces: "shop".into(),
+            },
+        ]
+    }
+
+    /// The variant's place in the declaration; a new variant fails to
+    /// compile here until it has a sample above.
+    fn variant(e: &VocabularyError) -> usize {
+        match e {
+            VocabularyError::EmptyName => 0,
+            VocabularyError::InvalidName { .. } => 1,
+            VocabularyError::Subresource { .. } => 2,
+            VocabularyError::GroupVersionOnly { .. } => 3,
+            VocabularyError::NotFound { .. } => 4,
+            VocabularyError::Ambiguous { .. } => 5,
+            VocabularyError::SelectorSyntax { .. } => 6,
+            VocabularyError::InvalidKey { .. } => 7,
+            VocabularyError::InvalidValue { .. } => 8,
+            VocabularyError::InvalidRequirement { .. } => 9,
+            VocabularyError::Inexpressible { .. } => 10,
+            VocabularyError::FieldSyntax { .. } => 11,
+            VocabularyError::ZeroCount => 12,
+            VocabularyError::ShardIndexOutOfRange { .. } => 13,
+            VocabularyError::ShardSyntax(_) => 14,
+            VocabularyError::ShardKey(_) => 15,
+            VocabularyError::EmptyRange { .. } => 16,
+            VocabularyError::EndTooLarge(_) => 17,
+            VocabularyError::ShardSelector { .. } => 18,
+            VocabularyError::ClusterScoped { .. } => 19,
+        }
+    }
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = every_variant();
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..20).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+    }
+}

@@ -53,6 +53,32 @@ pub fn error_chain(err: &(dyn Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// Asserts the convention every error of the library keeps: an error that
+/// has a source does not repeat the source's text in its own message, so
+/// that a chain printed cause by cause says each fact once; and every
+/// message says something. The chain is followed down to the first error
+/// of kube-client.
+#[cfg(test)]
+pub(crate) fn assert_each_fact_once(err: &(dyn Error + 'static)) {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        // The client's errors are worded by the client.
+        if e.is::<kube_client::Error>() {
+            break;
+        }
+        let text = e.to_string();
+        assert!(!text.trim().is_empty(), "an empty message: {e:?}");
+        if let Some(source) = e.source() {
+            let cause = source.to_string();
+            assert!(
+                !text.contains(&cause),
+                "{e:?} says its source's text {cause:?} in its own message {text:?}"
+            );
+        }
+        current = e.source();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,8 +44,8 @@ pub fn gizmo_crd(group: &str, marker: &str, scope: &str) -> CustomResourceDefini
 }
 
 async fn resolve(discovery: &DiscoveryCache, name: &str) -> Result<String, FactoryError> {
-    let parsed = ResourceName::parse(name).map_err(|source| FactoryError::Resolve {
-        source: Box::new(source),
+    let parsed = ResourceName::parse(name).map_err(|problem| FactoryError::Resolve {
+        problem: Box::new(problem),
         unavailable: vec![],
     })?;
     discovery
@@ -114,8 +114,8 @@ async fn built_in_resources_resolve_by_every_name_form() {
 
     let err = resolve(&discovery, "deploymnts").await.unwrap_err();
     assert!(
-        matches!(&err, FactoryError::Resolve { source, .. }
-            if matches!(&**source, VocabularyError::NotFound { suggestions, .. }
+        matches!(&err, FactoryError::Resolve { problem, .. }
+            if matches!(&**problem, VocabularyError::NotFound { suggestions, .. }
                 if suggestions.first() == Some(&ResourceKey::new("apps", "v1", "deployments")))),
         "{err:?}"
     );
@@ -290,8 +290,8 @@ async fn the_same_kind_in_two_groups_is_ambiguous_and_the_error_lists_both() {
         .await
         .unwrap_err();
     match &err {
-        FactoryError::Resolve { source, .. }
-            if let VocabularyError::Ambiguous { candidates, .. } = &**source =>
+        FactoryError::Resolve { problem, .. }
+            if let VocabularyError::Ambiguous { candidates, .. } = &**problem =>
         {
             assert!(candidates.contains(&ResourceKey::new(
                 g1.as_str(),

@@ -18,7 +18,7 @@ use kube_dynamic_informer::informer::BackoffConfig;
 use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, InformerStatus};
 use kube_dynamic_informer::vocabulary::Namespaces;
-use kube_dynamic_informer::vocabulary::ResourceKey;
+use kube_dynamic_informer::vocabulary::{ResourceKey, error_chain};
 use serde_json::json;
 
 use crate::support::{self, User};
@@ -276,6 +276,19 @@ async fn a_late_crd_informer_is_the_resource_once_served() {
         .await
         .unwrap();
     assert_eq!(by_plural_group.resource().version, "", "not served yet");
+    // Not served yet, it is said as it was named, everywhere.
+    let named = format!("widgets.{group}");
+    assert_eq!(by_plural_group.resource().to_string(), named);
+    let report = factory.wait_for_cache_sync(Duration::ZERO).await;
+    let (key, why) = report
+        .failures()
+        .find(|(k, _)| k.version.is_empty())
+        .expect("the waiting informer has not synced");
+    assert_eq!(key.to_string(), named);
+    let said = format!("{why} / {:?} / {}", error_chain(why), why.reason());
+    assert!(said.contains(&named) && !said.contains(".."), "{said}");
+    let status = by_plural_group.informer().status().to_string();
+    assert!(!status.contains(".."), "{status}");
 
     let ar = support::install_crd(&client, &support::widget_crd(&group)).await;
     let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
@@ -930,5 +943,47 @@ async fn a_resource_not_served_is_pending_from_the_start() {
         }
         other => panic!("pending from the start, not {other:?}"),
     }
+    factory.shutdown().await;
+}
+
+/// Two names of one resource share one informer; each declares the index it
+/// needs. The same definition twice is one index; another definition under
+/// the same name is refused, saying so once.
+#[tokio::test]
+async fn an_index_declared_through_two_names_of_one_resource_is_one_index() {
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fac-same-index").await;
+    config_map(&client, &ns, "red", json!({ "team": "red" })).await;
+    let factory = InformerFactory::with_options(client.clone(), support::options().namespace(&ns));
+    let by_plural = factory.for_resource("configmaps").await.unwrap();
+    let by_short = factory.for_resource("cm").await.unwrap();
+    assert!(by_plural == by_short, "one informer for both names");
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(30))
+            .await
+            .all_synced()
+    );
+    by_plural
+        .informer()
+        .add_jmespath_index("team", "metadata.labels.team")
+        .unwrap();
+    by_short
+        .informer()
+        .add_jmespath_index("team", "metadata.labels.team")
+        .unwrap();
+    let store = by_short.informer().store();
+    assert_eq!(store.index_names(), ["namespace", "team"]);
+    assert_eq!(store.index_keys("team", "red").unwrap().len(), 1);
+
+    let err = by_short
+        .informer()
+        .add_jmespath_index("team", "metadata.labels.owner")
+        .unwrap_err();
+    assert_eq!(
+        error_chain(&err),
+        r#"adding an index to configmaps.v1: index "team" already exists with another definition"#
+    );
     factory.shutdown().await;
 }

@@ -340,3 +340,74 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
     );
     cancel.cancel();
 }
+
+/// What a typed `Api::create` returns is waited for as it is: the informer
+/// and the factory read its kind, namespace and resourceVersion from the
+/// type and its metadata; a typed object of another resource is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_write_is_read_back_through_the_cache() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+    let client = support::admin().await;
+    let ns = support::namespace(&client, "fresh-typed").await;
+    let factory = InformerFactory::with_options(client.clone(), support::options().namespace(&ns));
+    let maps = factory.for_resource("configmaps").await.unwrap();
+    factory.start().unwrap();
+    assert!(
+        factory
+            .wait_for_cache_sync(Duration::from_secs(60))
+            .await
+            .all_synced()
+    );
+    let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+    let created: ConfigMap = api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": "typed" }, "data": { "a": "1" } }))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    maps.informer()
+        .wait_for_object(&created, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(maps.lister().namespace(&ns).unwrap().get("typed").is_some());
+
+    let updated = api
+        .patch(
+            "typed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "a": "2" } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        factory
+            .wait_for_object(&updated, Duration::from_secs(10))
+            .await
+            .unwrap(),
+        1
+    );
+    let cached = maps.lister().namespace(&ns).unwrap().get("typed").unwrap();
+    assert_eq!(cached.pointer("/data/a").and_then(|v| v.as_str()), Some("2"));
+
+    let mut secret = Secret::default();
+    secret.metadata.namespace = Some(ns.clone());
+    secret.metadata.resource_version = Some("1".into());
+    let err = maps
+        .informer()
+        .wait_for_object(&secret, Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, InformerError::OtherResource { object_kind, .. } if object_kind == "Secret"),
+        "{err}"
+    );
+    let err = factory
+        .wait_for_object(&secret, Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, InformerError::NotCached { .. }), "{err}");
+    factory.shutdown().await;
+}

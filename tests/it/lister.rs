@@ -9,7 +9,7 @@ use kube_client::api::{Api, DynamicObject, ListParams, PostParams};
 use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::InformerFactory;
-use kube_dynamic_informer::vocabulary::Scope;
+use kube_dynamic_informer::vocabulary::{Scope, error_chain};
 use serde_json::json;
 
 use crate::discovery::gizmo_crd;
@@ -113,7 +113,7 @@ async fn label_selectors_select_what_the_api_server_selects() {
     let err = lister.list("env in (prod").unwrap_err();
     assert!(matches!(err, CacheError::Selector { .. }));
     assert_eq!(
-        err.to_string(),
+        error_chain(&err),
         r#"listing configmaps.v1: label selector "env in (prod": expected ')' or ',' at column 13"#
     );
     assert!(
@@ -189,8 +189,8 @@ async fn namespace_views_get_and_indexes_across_namespaces() {
     let err = in_a.by_index("colour", "red").unwrap_err();
     assert!(matches!(err, CacheError::Index { .. }), "{err:?}");
     assert_eq!(
-        err.to_string(),
-        "configmaps.v1: unknown index \"colour\"; the store has: namespace, team"
+        error_chain(&err),
+        "querying an index of configmaps.v1: unknown index \"colour\"; the store has: namespace, team"
     );
     factory.shutdown().await;
 }

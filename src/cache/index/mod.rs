@@ -211,6 +211,32 @@ impl IndexFn {
         }
     }
 
+    /// Whether `self` and `other` are the same definition, so that one can
+    /// stand for the other: the namespace index, the same JMESPath
+    /// expression (compared as written), or clones of one closure. Two
+    /// closures written apart are never the same: their code cannot be
+    /// compared.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cache::IndexFn;
+    ///
+    /// let color = IndexFn::jmespath("color", "spec.color")?;
+    /// assert!(color.same_definition(&IndexFn::jmespath("colour", "spec.color")?));
+    /// assert!(!color.same_definition(&IndexFn::jmespath("color", "spec.colour")?));
+    /// let by_name = IndexFn::closure_infallible(|o| o.metadata.name.iter().cloned().collect());
+    /// assert!(by_name.same_definition(&by_name.clone()));
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+    /// ```
+    #[must_use]
+    pub fn same_definition(&self, other: &IndexFn) -> bool {
+        match (&self.kind, &other.kind) {
+            (Kind::Namespace, Kind::Namespace) => true,
+            (Kind::Jmespath(a), Kind::Jmespath(b)) => a.expression == b.expression,
+            (Kind::Closure(a), Kind::Closure(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// Whether evaluating this function converts (part of) the object to a
     /// JMESPath value: true for JMESPath expressions that are not plain field
     /// paths, and for paths into `metadata` timestamps and lists of structs.

@@ -632,8 +632,10 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`CacheError::DuplicateIndex`] when the name is taken (the
-    /// [`NAMESPACE_INDEX`] always is).
+    /// [`CacheError::DuplicateIndex`] when the name is taken by another
+    /// definition (the [`NAMESPACE_INDEX`] always is). The same definition
+    /// again (see [`IndexFn::same_definition`]) is accepted and changes
+    /// nothing.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -654,6 +656,9 @@ impl Store {
     ///
     /// let again = store.add_index("label-key", IndexFn::namespace());
     /// assert!(matches!(again, Err(CacheError::DuplicateIndex { .. })));
+    /// store.add_index("color", IndexFn::jmespath("color", "spec.color")?)?;
+    /// // The same expression again, as a second user of the store declares it.
+    /// store.add_index("color", IndexFn::jmespath("color", "spec.color")?)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_index(&self, name: impl Into<String>, func: IndexFn) -> Result<(), CacheError> {
@@ -668,16 +673,19 @@ impl Store {
         func: IndexFn,
         failure_metric: metrics::Counter,
     ) -> Result<(), CacheError> {
-        let duplicate = |state: &State| {
-            if state.defs.iter().any(|def| def.name == name) {
-                Err(CacheError::DuplicateIndex { name: name.clone() })
-            } else {
-                Ok(())
-            }
+        // The same definition again (two names of one shared informer
+        // declaring one index) is already there; another is refused.
+        let existing = |state: &State, func: &IndexFn| match state.defs.iter().find(|d| d.name == name)
+        {
+            None => Ok(false),
+            Some(def) if def.func.same_definition(func) => Ok(true),
+            Some(_) => Err(CacheError::DuplicateIndex { name: name.clone() }),
         };
         let snapshot: Vec<(Key, CachedObject)> = {
             let state = self.shared.read();
-            duplicate(&state)?;
+            if existing(&state, &func)? {
+                return Ok(());
+            }
             state
                 .objects
                 .iter()
@@ -699,7 +707,9 @@ impl Store {
             .collect();
 
         let mut state = self.shared.write();
-        duplicate(&state)?;
+        if existing(&state, &def.func)? {
+            return Ok(());
+        }
         let mut index = IndexData::default();
         for (key, entry) in &mut state.objects {
             let values = match precomputed.remove(key) {

@@ -564,7 +564,7 @@ fn start_cluster(inner: &Arc<SetInner>, entry: &Arc<ClusterEntry>) {
         return;
     }
     if let Err(e) = entry.factory.start() {
-        tracing::warn!(cluster = %entry.name, error = %e, "could not start a cluster's informers");
+        tracing::warn!(cluster = %entry.name, error = %error_chain(&e), "could not start a cluster's informers");
         return;
     }
     *task = Some(tokio::spawn(resolve_loop(
@@ -633,7 +633,7 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
                         if *resource == spec.name
                             && let Err(e) = gi.informer().add_index(index.clone(), func.clone())
                         {
-                            tracing::warn!(cluster = %cluster.name, error = %e, "adding an index");
+                            tracing::warn!(cluster = %cluster.name, error = %error_chain(&e), "adding an index");
                         }
                     }
                     for handler in &state.handlers {

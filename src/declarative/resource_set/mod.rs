@@ -32,6 +32,7 @@ use crate::factory::access::{AccessCheck, AccessTable, Allowed};
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::InformerStatus;
 use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::vocabulary::error_chain;
 use crate::vocabulary::resource::ResourceKey;
 
 /// One informer of a set: the entry of the config it comes from, the
@@ -277,7 +278,7 @@ impl ResourceSet {
             let client = factory.client().clone();
             let group = spec
                 .config()
-                .and_then(|c| ShardGroup::join(client, c).map_err(|e| e.to_string()));
+                .and_then(|c| ShardGroup::join(client, c).map_err(|e| error_chain(&e)));
             group.map(|group| (spec.clone(), group)).map_err(|message| {
                 let file = source.map_or_else(|| Path::new("<input>"), |(f, _)| f);
                 DeclarativeError::whole_file(file, format!("shardGroup: {message}"))
@@ -472,7 +473,7 @@ impl ResourceSet {
                     {
                         Ok(fresh) => member.informer = fresh,
                         Err(e) => {
-                            tracing::warn!(entry = %key.0, resource = %key.1, error = %e, "resource set: could not replace an informer");
+                            tracing::warn!(entry = %key.0, resource = %key.1, error = %error_chain(&e), "resource set: could not replace an informer");
                             continue;
                         }
                     }
@@ -587,13 +588,13 @@ fn add_indexes(member: &SetMember) -> bool {
         .filter(|(name, _)| !have.contains(name))
     {
         let result = crate::cache::index::IndexFn::jmespath(name, expr)
-            .map_err(|e| e.to_string())
+            .map_err(|e| error_chain(&e))
             .and_then(|f| {
                 member
                     .informer
                     .informer()
                     .add_index(name.clone(), f)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| error_chain(&e))
             });
         match result {
             Ok(()) => added = true,

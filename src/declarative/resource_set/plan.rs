@@ -131,7 +131,7 @@ impl ResourceSet {
             let selected = match factory.matching(&pattern.pattern).await {
                 Ok(selected) => selected,
                 Err(e) => {
-                    plan.errors.push((format!("{at}/match"), e.to_string()));
+                    plan.errors.push((format!("{at}/match"), error_chain(&e)));
                     // What the pattern selected stays until it can be
                     // evaluated again (a reload with this error is refused
                     // anyway).
@@ -232,7 +232,7 @@ impl Plan {
                 ..
             } => Some(reason.clone()),
             FactoryError::Resolve { .. } if want.options.when_not_served == WhenNotServed::Skip => {
-                Some(e.to_string())
+                Some(error_chain(&e))
             }
             _ => None,
         };
@@ -248,8 +248,8 @@ impl Plan {
             self.unserved += 1;
         }
         let (pointer, message) = match &want.target {
-            Target::Spec(_) => (error_pointer(&want.at, &e), e.to_string()),
-            Target::Key(k) => (format!("{}/match", want.at), format!("{k}: {e}")),
+            Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
+            Target::Key(k) => (format!("{}/match", want.at), format!("{k}: {}", error_chain(&e))),
         };
         self.errors.push((pointer, message));
     }

@@ -9,6 +9,7 @@ use kube_core::discovery::v2::APIGroupDiscoveryList;
 
 use super::{DiscoveryConfig, DiscoverySnapshot, UnavailableGroupVersion};
 use crate::factory::FactoryError;
+use crate::vocabulary::error_chain;
 use crate::vocabulary::resource::KnownResource;
 
 /// One discovery pass.
@@ -25,7 +26,7 @@ pub(super) async fn fetch(
                 );
             }
             Err(err) => {
-                tracing::debug!(error = %err, "aggregated discovery failed; reading each group version");
+                tracing::debug!(error = %error_chain(&err), "aggregated discovery failed; reading each group version");
             }
         }
     }

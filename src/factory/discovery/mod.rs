@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::transform::Transform;
 use crate::informer::options::{InformerOptions, setters};
 use crate::informer::{HandlerOptions, SharedInformer};
-use crate::vocabulary::VocabularyError;
+use crate::vocabulary::{VocabularyError, error_chain};
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
 
@@ -266,9 +266,9 @@ impl DiscoveryCache {
     /// the group versions that could not be discovered) or an ambiguous one
     /// (with the choices); [`FactoryError::Discovery`].
     pub async fn resolve(&self, name: &ResourceName) -> Result<KnownResource, FactoryError> {
-        let failed = |snapshot: &DiscoverySnapshot, source| FactoryError::Resolve {
+        let failed = |snapshot: &DiscoverySnapshot, problem| FactoryError::Resolve {
             unavailable: snapshot.unavailable_for(name),
-            source: Box::new(source),
+            problem: Box::new(problem),
         };
         let (snapshot, fresh) = self.loaded().await?;
         match name.resolve(snapshot.resources()) {
@@ -442,7 +442,7 @@ impl DiscoveryCache {
                 self.refresh_until_consistent(&crds, &mut crd_keys_seen, &cancel)
                     .await;
             } else if let Err(err) = self.refresh().await {
-                tracing::warn!(error = %err, "refreshing discovery failed");
+                tracing::warn!(error = %error_chain(&err), "refreshing discovery failed");
             }
         }
     }
@@ -478,10 +478,12 @@ impl DiscoveryCache {
                     }
                 }
                 Err(err) if Instant::now() >= deadline => {
-                    tracing::warn!(error = %err, "refreshing discovery failed");
+                    tracing::warn!(error = %error_chain(&err), "refreshing discovery failed");
                     return;
                 }
-                Err(err) => tracing::debug!(error = %err, "refreshing discovery failed; retrying"),
+                Err(err) => {
+                    tracing::debug!(error = %error_chain(&err), "refreshing discovery failed; retrying");
+                }
             }
             tokio::select! {
                 _ = cancel.cancelled() => return,

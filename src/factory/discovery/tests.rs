@@ -124,7 +124,7 @@ fn unavailable_groups_are_named_in_resolution_errors() {
     let name = ResourceName::parse("deployments.apps").unwrap();
     assert!(s.unavailable_for(&name).is_empty());
     let err = FactoryError::Resolve {
-        source: Box::new(VocabularyError::NotFound {
+        problem: Box::new(VocabularyError::NotFound {
             input: "podmetrics".into(),
             suggestions: vec![],
         }),

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 /// Use it as a map key; it is `Eq`, `Hash` and `Ord` over exactly these three
 /// fields. It displays as `resource.version.group` (`deployments.v1.apps`), or
 /// `resource.version` for the core group (`pods.v1`), which
-/// [`ResourceName::parse`](super::ResourceName::parse) reads back.
+/// [`ResourceName::parse`](super::ResourceName::parse) reads back. A key
+/// without a version (a resource named as `plural.group` that is not served
+/// yet, so no version is known) displays as `resource.group`, as it was
+/// named.
 ///
 /// ```
 /// use kube_dynamic_informer::vocabulary::ResourceKey;
@@ -22,6 +25,7 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(key.to_string(), "deployments.v1.apps");
 /// assert_eq!(key.api_version(), "apps/v1");
 /// assert_eq!(ResourceKey::new("", "v1", "pods").to_string(), "pods.v1");
+/// assert_eq!(ResourceKey::new("example.com", "", "widgets").to_string(), "widgets.example.com");
 ///
 /// let gvr: kube_core::GroupVersionResource = key.clone().into();
 /// assert_eq!(ResourceKey::from(gvr), key);
@@ -71,9 +75,11 @@ impl ResourceKey {
 
 impl fmt::Display for ResourceKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.resource, self.version)?;
-        if !self.group.is_empty() {
-            write!(f, ".{}", self.group)?;
+        f.write_str(&self.resource)?;
+        for part in [&self.version, &self.group] {
+            if !part.is_empty() {
+                write!(f, ".{part}")?;
+            }
         }
         Ok(())
     }

@@ -252,3 +252,41 @@ impl fmt::Display for UndecodableObject {
         write!(f, ": {}", self.reason)
     }
 }
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+    use crate::vocabulary::error_chain::assert_each_fact_once;
+
+    #[test]
+    fn every_variant_says_each_fact_of_its_chain_once() {
+        let all = [
+            ListWatchError::Status {
+                code: 410,
+                reason: "Expired".into(),
+                message: "too old resource version".into(),
+            },
+            ListWatchError::Client(kube_client::Error::LinesCodecMaxLineLengthExceeded),
+            ListWatchError::NotServed {
+                reason: "not served".into(),
+            },
+            ListWatchError::ClusterScoped(VocabularyError::ZeroCount),
+            ListWatchError::StreamingListUnsupported("an older server".into()),
+            ListWatchError::InvalidContinueToken("x".into()),
+        ];
+        // A new variant fails to compile here until it has a sample above.
+        let variant = |e: &ListWatchError| match e {
+            ListWatchError::Status { .. } => 0,
+            ListWatchError::Client(_) => 1,
+            ListWatchError::NotServed { .. } => 2,
+            ListWatchError::ClusterScoped(_) => 3,
+            ListWatchError::StreamingListUnsupported(_) => 4,
+            ListWatchError::InvalidContinueToken(_) => 5,
+        };
+        let seen: Vec<usize> = all.iter().map(variant).collect();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>(), "one sample per variant");
+        for e in &all {
+            assert_each_fact_once(e);
+        }
+    }
+}

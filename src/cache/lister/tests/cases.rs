@@ -71,14 +71,15 @@ fn selector_errors_name_the_resource_and_the_position() {
     let (_w, pods) = pods();
     let err = pods.list("app=web,,tier").unwrap_err();
     assert!(matches!(err, CacheError::Selector { .. }));
+    let said = crate::vocabulary::error_chain(&err);
     assert!(
-        err.to_string()
-            .starts_with("listing pods.v1: label selector \"app=web,,tier\""),
-        "{err}"
+        said.starts_with("listing pods.v1: label selector \"app=web,,tier\""),
+        "{said}"
     );
-    assert!(err.to_string().contains("column 9"), "{err}");
+    assert!(said.contains("column 9"), "{said}");
     let err = pods.namespace("a").unwrap().list("app in web").unwrap_err();
-    assert!(err.to_string().contains("expected '('"), "{err}");
+    let said = crate::vocabulary::error_chain(&err);
+    assert!(said.contains("expected '('"), "{said}");
 }
 
 #[test]
@@ -117,8 +118,8 @@ fn namespaces_get_and_indexes() {
         .by_index("nope", "x")
         .unwrap_err();
     assert_eq!(
-        err.to_string(),
-        "pods.v1: unknown index \"nope\"; the store has: namespace, app"
+        crate::vocabulary::error_chain(&err),
+        "querying an index of pods.v1: unknown index \"nope\"; the store has: namespace, app"
     );
 }
 

@@ -265,7 +265,10 @@ fn duplicate_and_unknown_index_errors() {
     let store = StoreWriter::with_storage(STORAGE).reader();
     assert_eq!(store.index_names(), [NAMESPACE_INDEX]);
     assert_eq!(
-        store.add_index(NAMESPACE_INDEX, IndexFn::namespace()),
+        store.add_index(
+            NAMESPACE_INDEX,
+            IndexFn::jmespath("ns", "metadata.namespace").unwrap()
+        ),
         Err(CacheError::DuplicateIndex {
             name: NAMESPACE_INDEX.to_owned()
         })
@@ -274,7 +277,39 @@ fn duplicate_and_unknown_index_errors() {
         .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
         .unwrap();
     let err = store.add_index("node", IndexFn::namespace()).unwrap_err();
-    assert_eq!(err.to_string(), r#"index "node" already exists"#);
+    assert_eq!(
+        err.to_string(),
+        r#"index "node" already exists with another definition"#
+    );
+    let other = IndexFn::jmespath("node", "spec.node").unwrap();
+    assert!(store.add_index("node", other).is_err());
+    check_invariants(&store);
+}
+
+#[test]
+fn an_index_declared_again_with_the_same_definition_is_accepted_once() {
+    let mut writer = StoreWriter::with_storage(STORAGE);
+    let store = writer.reader();
+    writer.upsert(pod("shop", "web-0", "1", "n1", json!({})));
+    store.add_index(NAMESPACE_INDEX, IndexFn::namespace()).unwrap();
+    let by_node = || IndexFn::jmespath("node", "spec.nodeName").unwrap();
+    store.add_index("node", by_node()).unwrap();
+    store.add_index("node", by_node()).unwrap();
+    let by_label_key = label_keys();
+    store.add_index("label-key", by_label_key.clone()).unwrap();
+    store.add_index("label-key", by_label_key).unwrap();
+    assert!(store.add_index("label-key", label_keys()).is_err(), "another closure");
+    assert_eq!(store.index_names(), [NAMESPACE_INDEX, "node", "label-key"]);
+    assert_eq!(store.index_keys("node", "n1").unwrap(), ["shop/web-0"]);
+    check_invariants(&store);
+}
+
+#[test]
+fn unknown_index_errors() {
+    let store = StoreWriter::with_storage(STORAGE).reader();
+    store
+        .add_index("node", IndexFn::jmespath("node", "spec.nodeName").unwrap())
+        .unwrap();
 
     let err = store.by_index("nope", "x").unwrap_err();
     assert_eq!(
