@@ -1,7 +1,8 @@
 //! The README stays true: its `main.rs` is `examples/first_program.rs`
 //! (which `cargo test` compiles), its dependency lines name the versions
-//! this crate is built with, and its other Rust blocks are the code of the
-//! modules below (compiled here).
+//! this crate is built with, its other Rust blocks are the code of the
+//! modules below (compiled here), its config file loads with the entries it
+//! shows, and what it says the loader refuses the loader refuses.
 
 use std::path::Path;
 
@@ -92,6 +93,58 @@ mod readme_not_served {
     // README: end
 }
 
+#[allow(dead_code)]
+mod readme_check {
+    // README: check
+    use kube_dynamic_informer::declarative::InformerSet;
+
+    pub fn check(path: &str) -> bool {
+        match InformerSet::load_file(path) {
+            Ok(set) => {
+                let (informers, patterns) = (set.informers.len(), set.patterns.len());
+                println!("{path}: ok ({informers} informers, {patterns} patterns)");
+                true
+            }
+            Err(e) => {
+                for problem in e.problems() {
+                    eprintln!("{problem}"); // informers.yaml:9:20: informers[0].labelSelector: ...
+                }
+                false
+            }
+        }
+    }
+    // README: end
+}
+
+#[allow(dead_code)]
+mod readme_resource_set {
+    // README: resource set
+    use std::time::Duration;
+
+    use kube_dynamic_informer::declarative::ResourceSet;
+
+    async fn run(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+        let set = ResourceSet::from_file(client, "informers.yaml").await?;
+        set.start()?;
+        let timeout = Duration::from_secs(30);
+        let report = set.factory().wait_for_cache_sync(timeout).await;
+        for (resource, why) in report.failures() {
+            eprintln!("{resource}: {why}"); // forbidden (403), not served, timed out, ...
+        }
+        for member in set.members().await {
+            let status = member.informer.status();
+            println!("{} {} {status}", member.entry, member.resource);
+        }
+        if let Some(pods) = set.members().await.into_iter().find(|m| m.entry == "pods") {
+            let on_node = pods.informer.lister().by_index("node", "node-1")?;
+            println!("{} pods on node-1", on_node.len());
+        }
+        set.shutdown().await;
+        Ok(())
+    }
+    // README: end
+}
+
 /// The lines of this file between `// README: NAME` and `// README: end`,
 /// without the module's indentation.
 fn compiled(name: &str) -> String {
@@ -116,6 +169,8 @@ fn the_readme_rust_blocks_are_code_this_file_compiles() {
     for (after, name) in [
         ("**What the factory hands out.**", "handle"),
         ("**A resource that is not served yet**", "not served"),
+        ("**Checking a file without a cluster.**", "check"),
+        ("**Running a file from Rust.**", "resource set"),
     ] {
         assert_eq!(
             block_after(&readme, after, "rust"),
@@ -123,4 +178,144 @@ fn the_readme_rust_blocks_are_code_this_file_compiles() {
             "README's block after {after:?} and `// README: {name}` in tests/readme.rs differ"
         );
     }
+}
+
+/// The config file of the README's "Config files".
+fn readme_config() -> String {
+    block_after(&read("README.md"), "## Config files", "yaml").to_owned()
+}
+
+#[test]
+fn the_readme_config_file_loads_with_the_entries_it_shows() {
+    use kube_dynamic_informer::declarative::InformerSet;
+    use kube_dynamic_informer::informer::WhenNotServed;
+    use std::time::Duration;
+
+    let set =
+        InformerSet::load_str(&readme_config(), "informers.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = set.informers.iter().map(|i| i.name()).collect();
+    assert_eq!(names, ["pods", "gold-deployments", "widgets.example.com"]);
+    let [pods, gold, widgets] = &set.informers[..] else {
+        unreachable!()
+    };
+    let ten_minutes = Duration::from_secs(600);
+    assert_eq!(set.defaults.resync, ten_minutes);
+
+    assert!(pods.indexes.contains_key("node") && pods.indexes.contains_key("labelKeys"));
+    let o = &pods.options;
+    assert_eq!(
+        o.label_selector.as_deref(),
+        Some("app in (web, api), !canary")
+    );
+    assert_eq!(o.field_selector.as_deref(), Some("status.phase=Running"));
+    assert!(o.strip_managed_fields, "inherited from defaults");
+    assert_eq!(o.resync, ten_minutes, "inherited from defaults");
+
+    assert_eq!(gold.resource, "deployments.apps");
+    assert!(gold.indexes.contains_key("image"));
+    assert!(gold.options.strip_managed_fields, "inherited from defaults");
+    assert_eq!(
+        gold.options.resync,
+        Duration::ZERO,
+        "its own, not the default"
+    );
+
+    assert_eq!(widgets.options.when_not_served, WhenNotServed::Wait);
+    assert!(widgets.indexes.contains_key("color"));
+
+    let [pattern] = &set.patterns[..] else {
+        panic!("one pattern: {:?}", set.patterns)
+    };
+    assert_eq!(pattern.name, "example-crds");
+    assert!(pattern.indexes.contains_key("owner"));
+    assert!(pattern.options.strip_managed_fields, "patterns inherit too");
+    assert_eq!(
+        pattern.options.label_selector.as_deref(),
+        Some("!kdi-ignore")
+    );
+
+    // The spellings the README gives for whenNotServed.
+    for (word, when) in [("skip", WhenNotServed::Skip), ("fail", WhenNotServed::Fail)] {
+        let text =
+            readme_config().replace("whenNotServed: wait", &format!("whenNotServed: {word}"));
+        let set = InformerSet::load_str(&text, "informers.yaml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.informers[2].options.when_not_served, when);
+    }
+}
+
+#[test]
+fn the_readme_check_function_accepts_its_config_and_refuses_a_broken_one() {
+    let dir = std::env::temp_dir().join(format!("kdi-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("informers.yaml");
+    std::fs::write(&good, readme_config()).unwrap();
+    assert!(readme_check::check(good.to_str().unwrap()));
+    let bad = dir.join("broken.yaml");
+    std::fs::write(&bad, readme_config().replace("tier=gold", "tier in (gold")).unwrap();
+    assert!(!readme_check::check(bad.to_str().unwrap()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn what_the_readme_says_the_loader_refuses_it_refuses_where_the_readme_says() {
+    use kube_dynamic_informer::declarative::{InformerSet, position_of};
+
+    let readme = read("README.md");
+    let config = readme_config();
+    let problems = |text: &str| -> Vec<String> {
+        match InformerSet::load_str(text, "informers.yaml") {
+            Ok(_) => panic!("loaded:\n{text}"),
+            Err(e) => e.problems().iter().map(ToString::to_string).collect(),
+        }
+    };
+
+    // The position in the check block's comment is that of the pods'
+    // label selector.
+    let broken = config.replace("\"app in (web, api), !canary\"", "\"app in (web\"");
+    let said = problems(&broken);
+    let prefix = "informers.yaml:9:20: informers[0].labelSelector: ";
+    assert!(said[0].starts_with(prefix), "{said:?}");
+    assert!(compiled("check").contains(prefix.trim_end()));
+
+    // And the one given for a resource the cluster refuses is where the
+    // widgets' resource stands.
+    let at = position_of(&config, "/informers/2/resource").expect("parses");
+    let located = format!(
+        "`informers.yaml:{}:{}: informers[2].resource: ...`",
+        at.line, at.column
+    );
+    assert!(readme.contains(&located), "README should say {located}");
+
+    // An anchor alone is read; an alias, or a merge key through one, is
+    // refused with the words the README quotes.
+    let anchored = config.replace("labelSelector: tier=gold", "labelSelector: &gold tier=gold");
+    InformerSet::load_str(&anchored, "informers.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let aliased = anchored.replace("labelSelector: \"!kdi-ignore\"", "labelSelector: *gold");
+    let merged = config
+        .replace(
+            "  resync: 10m\n",
+            "  resync: 10m\nshared: &shared\n  resync: 1m\n",
+        )
+        .replace("    resync: 0s ", "    <<: *shared\n    resync: 0s ");
+    for text in [aliased, merged] {
+        let said = problems(&text);
+        let words = "not valid YAML or JSON: YAML aliases are not supported in config files";
+        assert!(said.iter().any(|p| p.ends_with(words)), "{said:?}");
+        assert!(
+            readme.contains(&format!("`{words}`")),
+            "README should quote {words:?}"
+        );
+    }
+
+    // The reserved index name.
+    let said = problems(&config.replace(
+        "      node: spec.nodeName",
+        "      namespace: spec.nodeName",
+    ));
+    assert!(said[0].contains("\"namespace\" is reserved"), "{said:?}");
+
+    // Only the first document is read.
+    let two = format!("{config}---\napiVersion: nothing\n");
+    let set = InformerSet::load_str(&two, "informers.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set.informers.len(), 3);
 }
