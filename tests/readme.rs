@@ -2,7 +2,8 @@
 //! (which `cargo test` compiles), its dependency lines name the versions
 //! this crate is built with, its other Rust blocks are the code of the
 //! modules below (compiled here), its config file loads with the entries it
-//! shows, and what it says the loader refuses the loader refuses.
+//! shows, what it says the loader refuses the loader refuses, and the files
+//! it says the bundled control plane writes are the ones it writes.
 
 use std::path::Path;
 
@@ -318,4 +319,32 @@ fn what_the_readme_says_the_loader_refuses_it_refuses_where_the_readme_says() {
     let two = format!("{config}---\napiVersion: nothing\n");
     let set = InformerSet::load_str(&two, "informers.yaml").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(set.informers.len(), 3);
+}
+
+#[test]
+fn the_readme_names_the_files_testenv_writes() {
+    let readme = read("README.md");
+    let main_go = read("testenv/main.go");
+    let script = read("scripts/testenv");
+    for (source, text) in [
+        (&main_go, "\"kubeconfig-\"+u.name+\".yaml\""),
+        (&main_go, "{\"alice\", \"\"}"),
+        (&main_go, "{\"bob\", \"\"}"),
+        (&main_go, "\"ready.json\""),
+        (&main_go, "- name: %s@testenv"),
+        (&script, "run_dir=\"$out/run\""),
+        (&script, "--data-dir \"$run_dir/data\""),
+    ] {
+        assert!(source.contains(text), "testenv no longer has {text}");
+    }
+    for file in [
+        "`kubeconfig-admin.yaml`",
+        "`kubeconfig-alice.yaml`",
+        "`kubeconfig-bob.yaml`",
+        "`ready.json`",
+        "`target/testenv/run/data`",
+        "`admin@testenv`",
+    ] {
+        assert!(readme.contains(file), "README should name {file}");
+    }
 }
