@@ -71,6 +71,27 @@
 //! touching what did not change, and can leave out what the user may not
 //! watch ([`factory::AccessCheck`]) until access is granted.
 //!
+//! # For client-go users
+//!
+//! What client-go calls a dynamic shared informer factory, handing out a
+//! generic informer and lister per resource, is here under these names
+//! (searching these docs for the client-go name finds ours):
+//!
+//! | client-go | here |
+//! |---|---|
+//! | `dynamicinformer.DynamicSharedInformerFactory` | [`InformerFactory`] |
+//! | `informers.GenericInformer` (`ForResource`) | [`InformerHandle`] ([`InformerFactory::for_resource`]) |
+//! | `cache.GenericLister` | [`Lister`] (and [`cache::NamespaceLister`]) |
+//! | `cache.SharedIndexInformer` | [`informer::SharedInformer`] |
+//! | `cache.NewInformer` / `NewIndexerInformer` (one handler, no sharing) | [`informer::Informer`] |
+//! | `cache.Indexers`, `cache.IndexFunc` | [`cache::IndexFn`], added with [`informer::SharedInformer::add_index`] |
+//! | `cache.ResourceEventHandler` (`ResourceEventHandlerFuncs`) | [`informer::EventHandler`] (any `Fn(Event)`), receiving [`informer::Event`] |
+//! | `cache.WaitForCacheSync` | [`InformerFactory::wait_for_cache_sync`] (a [`factory::CacheSyncReport`]: why not, per resource), [`informer::SharedInformer::wait_for_sync`] |
+//! | `HasSynced` | [`informer::SharedInformer::has_synced`] |
+//! | `cache.Store`, `cache.Indexer` | [`cache::Store`] (read-only; the informer writes it) |
+//! | `cache.MetaNamespaceKeyFunc` | [`vocabulary::object_key`] |
+//! | `cache.DeletedFinalStateUnknown` | [`informer::Event::Delete`] with `final_state_unknown: true` |
+//!
 //! # The layers
 //!
 //! Each module is one layer of the library and imports only the ones above

@@ -15,6 +15,7 @@ use crate::vocabulary::scope::{ResourceAvailability, Scope};
 /// out. Cheap to clone; clones (and every handle the factory returns for the
 /// same resource and options) are the same informer, and compare equal.
 #[derive(Clone)]
+#[doc(alias = "GenericInformer")]
 pub struct InformerHandle {
     pub(super) id: u64,
     pub(super) resource: ResourceKey,

@@ -315,6 +315,8 @@ impl Drop for FactoryInner {
 /// [module docs](self). Cheap to clone; clones share everything. Dropping
 /// the last clone stops every informer.
 #[derive(Clone)]
+#[doc(alias = "DynamicSharedInformerFactory")]
+#[doc(alias = "SharedInformerFactory")]
 pub struct InformerFactory {
     inner: Arc<FactoryInner>,
 }
@@ -614,6 +616,7 @@ impl InformerFactory {
     /// and says for each why it did not: [`FactoryError::Forbidden`]
     /// (403), [`FactoryError::NotServed`] or [`FactoryError::Gone`],
     /// [`FactoryError::SyncTimedOut`] with the last status, and so on.
+    #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
         let informers = self.informers();
         let results = futures::future::join_all(informers.into_iter().map(|gi| async move {

@@ -11,6 +11,7 @@ use crate::cache::store::CachedObject;
 /// Objects are shared: every handler gets the same `Arc` the cache holds
 /// (with compact storage, the one decoded from the wire).
 #[derive(Clone, Debug)]
+#[doc(alias = "DeletedFinalStateUnknown")]
 pub enum Event {
     /// An object appeared in the cache.
     Add {
@@ -92,6 +93,8 @@ impl Event {
 /// }
 /// let _closure_handler = |event: Event| println!("{}", event.kind());
 /// ```
+#[doc(alias = "ResourceEventHandler")]
+#[doc(alias = "ResourceEventHandlerFuncs")]
 pub trait EventHandler: Send + Sync + 'static {
     /// Handles one event. A panic is caught, logged and counted; the handler
     /// then receives the next event.

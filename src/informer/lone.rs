@@ -5,6 +5,8 @@ use super::*;
 /// An informer with one fixed handler, called in place by the dispatch loop:
 /// no queues, no threads, no fan-out — cheaper when sharing is not needed.
 /// A slow handler here slows the cache's updates.
+#[doc(alias = "NewInformer")]
+#[doc(alias = "NewIndexerInformer")]
 pub struct Informer {
     inner: SharedInformer,
     handler: Arc<dyn EventHandler>,

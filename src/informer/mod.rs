@@ -282,6 +282,7 @@ struct Shared {
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
+#[doc(alias = "SharedIndexInformer")]
 pub struct SharedInformer {
     shared: Arc<Shared>,
 }
@@ -474,6 +475,7 @@ impl SharedInformer {
 
     /// Whether the cache holds a complete list (it stays true through later
     /// relists and backoffs).
+    #[doc(alias = "HasSynced")]
     pub fn has_synced(&self) -> bool {
         self.shared.dispatch.lock().synced
     }
@@ -521,6 +523,7 @@ impl SharedInformer {
     /// 403 or a 404 when that is what is happening),
     /// [`InformerError::Gone`] at once when the resource is no longer
     /// served, or [`InformerError::StoppedBeforeSync`].
+    #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), InformerError> {
         let resource = || self.shared.key.clone();
         let mut rx = self.shared.status.subscribe();

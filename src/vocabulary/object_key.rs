@@ -23,6 +23,7 @@ use kube_core::DynamicObject;
 /// assert_eq!(object_key(&pod).as_deref(), Some("shop/web-0"));
 /// assert_eq!(object_key(&node).as_deref(), Some("node-1"));
 /// ```
+#[doc(alias = "MetaNamespaceKeyFunc")]
 pub fn object_key(obj: &DynamicObject) -> Option<String> {
     let name = obj
         .metadata

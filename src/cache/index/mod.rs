@@ -72,6 +72,8 @@ type ClosureFn = dyn Fn(&DynamicObject) -> Result<Vec<String>, String> + Send + 
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
+#[doc(alias = "IndexFunc")]
+#[doc(alias = "Indexers")]
 pub struct IndexFn {
     kind: Kind,
 }

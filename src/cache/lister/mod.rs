@@ -65,6 +65,7 @@ enum ScopeSource {
 /// Results are handles on the cache's own objects ([`CachedObject`]: a
 /// pointer copy in either storage), in no particular order.
 #[derive(Clone)]
+#[doc(alias = "GenericLister")]
 pub struct Lister {
     store: Store,
     resource: ResourceKey,

@@ -99,6 +99,7 @@ type Key = Arc<str>;
 /// respect to writer operations. Methods returning several items return them
 /// in no particular order.
 #[derive(Clone)]
+#[doc(alias = "Indexer")]
 pub struct Store {
     shared: Arc<RwLock<State>>,
     sync: Arc<watch::Sender<SyncPoint>>,
