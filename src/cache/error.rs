@@ -192,7 +192,9 @@ mod tests {
                 watched: vec!["b".into()],
             },
             unknown(),
-            CacheError::DuplicateIndex { name: "node".into() },
+            CacheError::DuplicateIndex {
+                name: "node".into(),
+            },
             CacheError::IndexSyntax {
                 index: "i".into(),
                 expression: "spec.[".into(),

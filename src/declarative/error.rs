@@ -289,9 +289,7 @@ mod tests {
                 value: "0".into(),
                 reason: "is below 1".into(),
             },
-            DeclarativeError::ShardGroupNoRuntime {
-                group: "g".into(),
-            },
+            DeclarativeError::ShardGroupNoRuntime { group: "g".into() },
             DeclarativeError::DuplicateCluster("east".into()),
             DeclarativeError::BadClusterName("a/b".into()),
             DeclarativeError::Client {

@@ -363,8 +363,10 @@ async fn a_typed_write_is_read_back_through_the_cache() {
     let created: ConfigMap = api
         .create(
             &PostParams::default(),
-            &serde_json::from_value(json!({ "metadata": { "name": "typed" }, "data": { "a": "1" } }))
-                .unwrap(),
+            &serde_json::from_value(
+                json!({ "metadata": { "name": "typed" }, "data": { "a": "1" } }),
+            )
+            .unwrap(),
         )
         .await
         .unwrap();
@@ -390,7 +392,10 @@ async fn a_typed_write_is_read_back_through_the_cache() {
         1
     );
     let cached = maps.lister().namespace(&ns).unwrap().get("typed").unwrap();
-    assert_eq!(cached.pointer("/data/a").and_then(|v| v.as_str()), Some("2"));
+    assert_eq!(
+        cached.pointer("/data/a").and_then(|v| v.as_str()),
+        Some("2")
+    );
 
     let mut secret = Secret::default();
     secret.metadata.namespace = Some(ns.clone());

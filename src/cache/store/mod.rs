@@ -676,12 +676,12 @@ impl Store {
     ) -> Result<(), CacheError> {
         // The same definition again (two names of one shared informer
         // declaring one index) is already there; another is refused.
-        let existing = |state: &State, func: &IndexFn| match state.defs.iter().find(|d| d.name == name)
-        {
-            None => Ok(false),
-            Some(def) if def.func.same_definition(func) => Ok(true),
-            Some(_) => Err(CacheError::DuplicateIndex { name: name.clone() }),
-        };
+        let existing =
+            |state: &State, func: &IndexFn| match state.defs.iter().find(|d| d.name == name) {
+                None => Ok(false),
+                Some(def) if def.func.same_definition(func) => Ok(true),
+                Some(_) => Err(CacheError::DuplicateIndex { name: name.clone() }),
+            };
         let snapshot: Vec<(Key, CachedObject)> = {
             let state = self.shared.read();
             if existing(&state, &func)? {

@@ -249,7 +249,10 @@ impl Plan {
         }
         let (pointer, message) = match &want.target {
             Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
-            Target::Key(k) => (format!("{}/match", want.at), format!("{k}: {}", error_chain(&e))),
+            Target::Key(k) => (
+                format!("{}/match", want.at),
+                format!("{k}: {}", error_chain(&e)),
+            ),
         };
         self.errors.push((pointer, message));
     }
