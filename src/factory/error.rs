@@ -376,7 +376,10 @@ mod tests {
             when: WhenNotServed::Wait,
         };
         let text = waiting.to_string();
-        assert!(text.contains("widgetz.demo.kdi.example.com starts"), "{text}");
+        assert!(
+            text.contains("widgetz.demo.kdi.example.com starts"),
+            "{text}"
+        );
         assert!(!text.contains(".."), "{text}");
     }
 }

@@ -81,10 +81,12 @@ impl<K: Resource<DynamicType = ()>> ObjectTypes<K> for () {
 
 impl ObjectTypes<DynamicObject> for ApiResource {
     fn of(object: &DynamicObject) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
-        object
-            .types
-            .as_ref()
-            .map(|t| (Cow::from(t.api_version.as_str()), Cow::from(t.kind.as_str())))
+        object.types.as_ref().map(|t| {
+            (
+                Cow::from(t.api_version.as_str()),
+                Cow::from(t.kind.as_str()),
+            )
+        })
     }
 }
 

@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::transform::Transform;
 use crate::informer::options::{InformerOptions, setters};
 use crate::informer::{HandlerOptions, SharedInformer};
-use crate::vocabulary::{VocabularyError, error_chain};
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
+use crate::vocabulary::{VocabularyError, error_chain};
 
 mod fetch;
 mod follow;
