@@ -261,8 +261,9 @@
 //! assert!(pods.get("blog/web-0").is_some());
 //!
 //! let err = pods.list("app in (web").unwrap_err();
+//! // The error and its cause, each said once.
 //! assert_eq!(
-//!     err.to_string(),
+//!     kube_dynamic_informer::vocabulary::error_chain(&err),
 //!     r#"listing pods.v1: label selector "app in (web": expected ')' or ',' at column 12"#
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -314,13 +314,15 @@ mod tests {
             },
             DeclarativeError::Cache {
                 cluster: cluster(),
-                source: Box::new(FactoryError::Forbidden {
+                source: Box::new(FactoryError::NotSynced {
                     resource: crate::vocabulary::resource::ResourceKey::new(
                         "example.com",
                         "v1",
                         "widgets",
                     ),
-                    message: "widgets is forbidden".into(),
+                    reason: crate::informer::NotSynced::Forbidden {
+                        message: "widgets is forbidden".into(),
+                    },
                 }),
             },
             DeclarativeError::TimedOut {

@@ -126,47 +126,15 @@ pub enum FactoryError {
         reason: String,
     },
 
-    // Why a cache did not sync, from InformerFactory::wait_for_cache_sync.
-    /// The server refuses the list (403); the informer keeps retrying and
-    /// syncs by itself once access is granted.
-    #[error("{resource}: forbidden (403); it syncs once access is granted: {message}")]
-    Forbidden {
+    /// Why a cache did not sync, from
+    /// [`InformerFactory::wait_for_cache_sync`]: the informer layer's
+    /// [`NotSynced`], decided once for every layer.
+    #[error("{resource}: {reason}")]
+    NotSynced {
         /// The resource.
         resource: ResourceKey,
-        /// The server's message.
-        message: String,
-    },
-    /// The resource was served and is gone (its CRD was deleted).
-    #[error(
-        "{reason}; the informer of {resource} emptied its cache and resumes if it is served again"
-    )]
-    Gone {
-        /// The resource.
-        resource: ResourceKey,
-        /// Discovery's reason.
-        reason: String,
-    },
-    /// Not synced within the timeout, for another reason.
-    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
-    SyncTimedOut {
-        /// The resource.
-        resource: ResourceKey,
-        /// The timeout.
-        timeout: Duration,
-        /// What the informer was doing.
-        status: Box<crate::informer::InformerStatus>,
-    },
-    /// The factory was not started.
-    #[error("{resource}: the informer was not started (call InformerFactory::start)")]
-    NotStarted {
-        /// The resource.
-        resource: ResourceKey,
-    },
-    /// The informer stopped (removed, or the factory shut down).
-    #[error("{resource}: the informer stopped before its cache synced")]
-    StoppedBeforeSync {
-        /// The resource.
-        resource: ResourceKey,
+        /// Why.
+        reason: NotSynced,
     },
 
     /// [`InformerFactory::start`] was called outside a tokio runtime.
@@ -175,20 +143,25 @@ pub enum FactoryError {
 }
 
 impl FactoryError {
-    /// Why a cache did not sync, in one camelCase word in the words of
-    /// [`InformerStatus::name`](crate::informer::InformerStatus::name):
-    /// `forbidden`, `notServed`, `gone`, `timedOut`, `notStarted` or
-    /// `stopped`; `failed` for the errors that do not come from
-    /// [`InformerFactory::wait_for_cache_sync`].
+    /// Why a cache did not sync, in one camelCase word: the
+    /// [`NotSynced::reason`] of a [`NotSynced`](Self::NotSynced) error
+    /// (`forbidden`, `unauthorized`, `notServed`, `gone`, `timedOut`, ...),
+    /// `notServed` for a resource refused as not served; for discovery that
+    /// failed, the same words from its answer (`unauthorized`,
+    /// `forbidden`, `serverError`, or `unreachable` without one); `failed`
+    /// for the errors that do not say why a cache did not sync.
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
-            FactoryError::Forbidden { .. } => "forbidden",
+            FactoryError::NotSynced { reason, .. } => reason.reason(),
             FactoryError::NotServed { .. } => "notServed",
-            FactoryError::Gone { .. } => "gone",
-            FactoryError::SyncTimedOut { .. } => "timedOut",
-            FactoryError::NotStarted { .. } => "notStarted",
-            FactoryError::StoppedBeforeSync { .. } => "stopped",
+            FactoryError::Discovery { source, .. } => {
+                let code = match source {
+                    kube_client::Error::Api(status) => Some(status.code),
+                    _ => None,
+                };
+                NotSynced::from_failure(code, String::new()).reason()
+            }
             _ => "failed",
         }
     }
@@ -303,24 +276,11 @@ mod tests {
                 input: "group:".into(),
                 reason: "empty".into(),
             },
-            FactoryError::Forbidden {
+            FactoryError::NotSynced {
                 resource: resource(),
-                message: "widgets is forbidden".into(),
-            },
-            FactoryError::Gone {
-                resource: resource(),
-                reason: "its CRD was deleted".into(),
-            },
-            FactoryError::SyncTimedOut {
-                resource: resource(),
-                timeout: Duration::from_secs(1),
-                status: Box::new(crate::informer::InformerStatus::NotStarted),
-            },
-            FactoryError::NotStarted {
-                resource: resource(),
-            },
-            FactoryError::StoppedBeforeSync {
-                resource: resource(),
+                reason: NotSynced::Unauthorized {
+                    message: "Unauthorized".into(),
+                },
             },
             FactoryError::NoRuntime,
         ]
@@ -345,12 +305,8 @@ mod tests {
             FactoryError::PatternGroup { .. } => 12,
             FactoryError::PatternName { .. } => 13,
             FactoryError::PatternSyntax { .. } => 14,
-            FactoryError::Forbidden { .. } => 15,
-            FactoryError::Gone { .. } => 16,
-            FactoryError::SyncTimedOut { .. } => 17,
-            FactoryError::NotStarted { .. } => 18,
-            FactoryError::StoppedBeforeSync { .. } => 19,
-            FactoryError::NoRuntime => 20,
+            FactoryError::NotSynced { .. } => 15,
+            FactoryError::NoRuntime => 16,
         }
     }
 
@@ -358,7 +314,7 @@ mod tests {
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
         let seen: Vec<usize> = all.iter().map(variant).collect();
-        assert_eq!(seen, (0..21).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..17).collect::<Vec<_>>(), "one sample per variant");
         for e in &all {
             assert_each_fact_once(e);
         }

@@ -38,7 +38,7 @@
 //!   reports [`InformerStatus::Gone`](crate::informer::InformerStatus::Gone) and stops requesting — no endless 404
 //!   loop. When the CRD is created again, it lists again and carries on.
 //! - A resource the client may not list reports the 403 (in the status and
-//!   in [`FactoryError::Forbidden`]) and keeps retrying with backoff, so it
+//!   in the sync report, as [`NotSynced::Forbidden`](crate::informer::NotSynced::Forbidden)) and keeps retrying with backoff, so it
 //!   syncs by itself once access is granted.
 //!
 //! # Options
@@ -272,7 +272,7 @@ pub(crate) use sync::wait_one as wait_one_informer;
 
 use crate::cache::lister::Lister;
 use crate::informer::options::{InformerOptions, WhenNotServed};
-use crate::informer::{InformerError, SharedInformer, WrittenObject};
+use crate::informer::{InformerError, NotSynced, SharedInformer, SyncPolicy, WrittenObject};
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
@@ -613,14 +613,27 @@ impl InformerFactory {
     }
 
     /// Waits until every informer's cache has synced, or `timeout` passes,
-    /// and says for each why it did not: [`FactoryError::Forbidden`]
-    /// (403), [`FactoryError::NotServed`] or [`FactoryError::Gone`],
-    /// [`FactoryError::SyncTimedOut`] with the last status, and so on.
+    /// and says for each why it did not: a [`FactoryError::NotSynced`]
+    /// with the informer layer's [`NotSynced`] (forbidden, unauthorized,
+    /// not served, gone, a server error, no answer, still listing).
     #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> CacheSyncReport {
+        self.wait_for_cache_sync_with(timeout, SyncPolicy::KeepWaiting)
+            .await
+    }
+
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) under `policy`:
+    /// with [`SyncPolicy::GiveUpWhenRefused`], an informer the server
+    /// refuses (403, 401) is reported at once rather than at the timeout,
+    /// as a one-shot reader wants.
+    pub async fn wait_for_cache_sync_with(
+        &self,
+        timeout: Duration,
+        policy: SyncPolicy,
+    ) -> CacheSyncReport {
         let informers = self.informers();
         let results = futures::future::join_all(informers.into_iter().map(|gi| async move {
-            let result = sync::wait_one(&gi, timeout).await;
+            let result = sync::wait_one(&gi, timeout, policy).await;
             (gi.resource(), result)
         }))
         .await;

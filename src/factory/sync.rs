@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use super::InformerHandle;
 use crate::factory::FactoryError;
-use crate::informer::WhenNotServed;
-use crate::informer::{InformerError, InformerStatus};
+use crate::informer::{InformerError, InformerStatus, NotSynced, SyncPolicy};
 use crate::vocabulary::resource::ResourceKey;
 
 /// The outcome of [`InformerFactory::wait_for_cache_sync`](super::InformerFactory::wait_for_cache_sync): one result per
@@ -51,38 +50,27 @@ impl CacheSyncReport {
     }
 }
 
-/// Waits for one informer, and says why it did not sync.
-pub(crate) async fn wait_one(gi: &InformerHandle, timeout: Duration) -> Result<(), FactoryError> {
+/// Waits for one informer under `policy`, and says why it did not sync.
+pub(crate) async fn wait_one(
+    gi: &InformerHandle,
+    timeout: Duration,
+    policy: SyncPolicy,
+) -> Result<(), FactoryError> {
     let resource = gi.resource();
+    // An informer of a factory that was not started is started by nothing
+    // but InformerFactory::start: waiting for it is waiting in vain.
     if gi.status() == InformerStatus::NotStarted {
-        return Err(FactoryError::NotStarted { resource });
+        return Err(FactoryError::NotSynced {
+            resource,
+            reason: NotSynced::NotStarted,
+        });
     }
     gi.informer
-        .wait_for_sync(timeout)
+        .wait_for_sync_with(timeout, policy)
         .await
         .map_err(|e| match e {
-            InformerError::Gone { reason, .. } => FactoryError::Gone { resource, reason },
-            InformerError::SyncTimeout { status, .. } => match *status {
-                InformerStatus::BackingOff {
-                    code: Some(403),
-                    error,
-                    ..
-                } => FactoryError::Forbidden {
-                    resource,
-                    message: error,
-                },
-                InformerStatus::Pending { reason } => FactoryError::NotServed {
-                    resource,
-                    reason,
-                    when: WhenNotServed::Wait,
-                },
-                status => FactoryError::SyncTimedOut {
-                    resource,
-                    timeout,
-                    status: Box::new(status),
-                },
-            },
-            _ => FactoryError::StoppedBeforeSync { resource },
+            InformerError::NotSynced { reason, .. } => FactoryError::NotSynced { resource, reason },
+            other => FactoryError::Informer(other),
         })
 }
 
@@ -98,9 +86,11 @@ mod tests {
                 (key.clone(), Ok(())),
                 (
                     ResourceKey::new("", "v1", "secrets"),
-                    Err(FactoryError::Forbidden {
+                    Err(FactoryError::NotSynced {
                         resource: ResourceKey::new("", "v1", "secrets"),
-                        message: "secrets is forbidden".into(),
+                        reason: NotSynced::Forbidden {
+                            message: "secrets is forbidden".into(),
+                        },
                     }),
                 ),
             ],

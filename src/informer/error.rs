@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::status::InformerStatus;
+use super::sync::NotSynced;
 use crate::cache::CacheError;
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::ResourceKey;
@@ -34,30 +35,13 @@ pub enum InformerError {
         /// The resource.
         resource: ResourceKey,
     },
-    /// The cache did not sync in time.
-    #[error("{resource} did not sync within {timeout:?}; last status: {status}")]
-    SyncTimeout {
+    /// The cache did not sync: why, in the words every layer uses.
+    #[error("{resource}: {reason}")]
+    NotSynced {
         /// The resource.
         resource: ResourceKey,
-        /// How long was waited.
-        timeout: Duration,
-        /// What the informer was doing then (e.g. backing off after a 403).
-        status: Box<InformerStatus>,
-    },
-    /// The resource was synced and is no longer served (its CRD was
-    /// deleted), so the cache cannot sync until it is served again.
-    #[error("{resource} is gone: {reason}")]
-    Gone {
-        /// The resource.
-        resource: ResourceKey,
-        /// Why it is not served.
-        reason: String,
-    },
-    /// The informer stopped before its cache synced.
-    #[error("{resource} stopped before its cache synced")]
-    StoppedBeforeSync {
-        /// The resource.
-        resource: ResourceKey,
+        /// Why ([`NotSynced::reason`] in one word).
+        reason: NotSynced,
     },
     /// An async handler was added outside a tokio runtime.
     #[error("{resource}: async handlers run on the tokio runtime; add them from within one")]
@@ -224,17 +208,11 @@ mod tests {
             InformerError::AlreadyStarted {
                 resource: resource(),
             },
-            InformerError::SyncTimeout {
+            InformerError::NotSynced {
                 resource: resource(),
-                timeout,
-                status: Box::new(InformerStatus::NotStarted),
-            },
-            InformerError::Gone {
-                resource: resource(),
-                reason: "its CRD was deleted".into(),
-            },
-            InformerError::StoppedBeforeSync {
-                resource: resource(),
+                reason: NotSynced::Forbidden {
+                    message: "widgets is forbidden".into(),
+                },
             },
             InformerError::NoRuntime {
                 resource: resource(),
@@ -293,20 +271,18 @@ mod tests {
             InformerError::ClusterScoped(_) => 0,
             InformerError::Index { .. } => 1,
             InformerError::AlreadyStarted { .. } => 2,
-            InformerError::SyncTimeout { .. } => 3,
-            InformerError::Gone { .. } => 4,
-            InformerError::StoppedBeforeSync { .. } => 5,
-            InformerError::NoRuntime { .. } => 6,
-            InformerError::List { .. } => 7,
-            InformerError::Watch { .. } => 8,
-            InformerError::StreamingListCut { .. } => 9,
-            InformerError::Incomparable { .. } => 10,
-            InformerError::OtherResource { .. } => 11,
-            InformerError::NotCached { .. } => 12,
-            InformerError::NoResourceVersion { .. } => 13,
-            InformerError::RelistInProgress { .. } => 14,
-            InformerError::WaitTimedOut { .. } => 15,
-            InformerError::Stopped { .. } => 16,
+            InformerError::NotSynced { .. } => 3,
+            InformerError::NoRuntime { .. } => 4,
+            InformerError::List { .. } => 5,
+            InformerError::Watch { .. } => 6,
+            InformerError::StreamingListCut { .. } => 7,
+            InformerError::Incomparable { .. } => 8,
+            InformerError::OtherResource { .. } => 9,
+            InformerError::NotCached { .. } => 10,
+            InformerError::NoResourceVersion { .. } => 11,
+            InformerError::RelistInProgress { .. } => 12,
+            InformerError::WaitTimedOut { .. } => 13,
+            InformerError::Stopped { .. } => 14,
         }
     }
 
@@ -314,7 +290,7 @@ mod tests {
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
         let seen: Vec<usize> = all.iter().map(variant).collect();
-        assert_eq!(seen, (0..17).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..15).collect::<Vec<_>>(), "one sample per variant");
         for e in &all {
             assert_each_fact_once(e);
         }
@@ -323,7 +299,7 @@ mod tests {
             r#"adding an index to widgets.v1.example.com: index "owner" already exists with another definition"#
         );
         assert_eq!(
-            crate::vocabulary::error_chain(&all[7]),
+            crate::vocabulary::error_chain(&all[5]),
             "listing widgets.v1.example.com: widgets is forbidden (403 Forbidden)"
         );
     }

@@ -141,6 +141,7 @@ pub(crate) mod reflector;
 pub(crate) mod resync;
 pub(crate) mod snapshot;
 pub(crate) mod status;
+mod sync;
 pub mod telemetry;
 
 use std::fmt;
@@ -159,6 +160,7 @@ pub use backoff::BackoffConfig;
 pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::{ObjectTypes, WrittenObject};
+pub use sync::{NotSynced, SyncPolicy};
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
@@ -516,48 +518,62 @@ impl SharedInformer {
         self.shared.stats.clone()
     }
 
-    /// Waits until the cache has synced.
+    /// Waits until the cache has synced, through every failure until
+    /// `timeout` ([`SyncPolicy::KeepWaiting`]).
     ///
     /// # Errors
-    /// [`InformerError::SyncTimeout`] with the last status (which names a
-    /// 403 or a 404 when that is what is happening),
-    /// [`InformerError::Gone`] at once when the resource is no longer
-    /// served, or [`InformerError::StoppedBeforeSync`].
+    /// [`InformerError::NotSynced`] saying why ([`NotSynced`]): the
+    /// informer's last failure (a 403, a 401, another status, no answer),
+    /// not served, still listing; at once when the resource is gone or the
+    /// informer stops.
     #[doc(alias = "WaitForCacheSync")]
     pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), InformerError> {
-        let resource = || self.shared.key.clone();
+        self.wait_for_sync_with(timeout, SyncPolicy::KeepWaiting)
+            .await
+    }
+
+    /// [`wait_for_sync`](Self::wait_for_sync) under `policy`: with
+    /// [`SyncPolicy::GiveUpWhenRefused`], the wait also ends at the first
+    /// 403 or 401.
+    ///
+    /// # Errors
+    /// [`InformerError::NotSynced`], as for `wait_for_sync`.
+    pub async fn wait_for_sync_with(
+        &self,
+        timeout: Duration,
+        policy: SyncPolicy,
+    ) -> Result<(), InformerError> {
+        let not_synced = |reason| InformerError::NotSynced {
+            resource: self.shared.key.clone(),
+            reason,
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut rx = self.shared.status.subscribe();
-        let outcome = tokio::time::timeout(timeout, async {
-            loop {
-                let status = rx.borrow_and_update().clone();
-                match status {
-                    InformerStatus::Gone { reason } => {
-                        return Err(InformerError::Gone {
-                            resource: resource(),
-                            reason,
-                        });
-                    }
-                    _ if self.has_synced() => return Ok(()),
-                    InformerStatus::Stopped => break,
-                    _ => {}
-                }
-                if rx.changed().await.is_err() && !self.has_synced() {
-                    break;
+        loop {
+            let status = rx.borrow_and_update().clone();
+            let why = match NotSynced::from_status(&status, timeout) {
+                // Gone empties the cache, synced before or not.
+                Some(gone @ NotSynced::Gone { .. }) => return Err(not_synced(gone)),
+                _ if self.has_synced() => return Ok(()),
+                None => return Ok(()),
+                Some(why) => why,
+            };
+            if policy.gives_up(&why) {
+                return Err(not_synced(why));
+            }
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() {
+                    return if self.has_synced() { Ok(()) } else { Err(not_synced(NotSynced::Stopped)) };
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    let status = self.status();
+                    return match NotSynced::from_status(&status, timeout) {
+                        _ if self.has_synced() => Ok(()),
+                        None => Ok(()),
+                        Some(why) => Err(not_synced(why)),
+                    };
                 }
             }
-            Err(InformerError::StoppedBeforeSync {
-                resource: resource(),
-            })
-        })
-        .await;
-        match outcome {
-            Ok(result) => result,
-            Err(_) if self.has_synced() => Ok(()),
-            Err(_) => Err(InformerError::SyncTimeout {
-                resource: resource(),
-                timeout,
-                status: Box::new(self.status()),
-            }),
         }
     }
 

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::sync::NotSynced;
 use crate::vocabulary::shard::ShardAssignment;
 
 /// What an informer is doing.
@@ -87,9 +88,11 @@ impl InformerStatus {
 
     /// The state in one camelCase word, as programs read it (`kdi`'s JSON
     /// lines, a cluster set's sync report): `notStarted`, `syncing`,
-    /// `synced`, `relisting`, `stale`, `forbidden` (403), `unauthorized` (401),
-    /// `retrying` (any other failure), `notServed`, `waitingForShardGroup`,
-    /// `gone` or `stopped`.
+    /// `synced`, `relisting`, `stale`, `notServed`, `waitingForShardGroup`,
+    /// `gone` or `stopped`; while a failed list or watch is retried, the
+    /// failure as [`NotSynced::reason`] names it: `forbidden` (403),
+    /// `unauthorized` (401), `notServed` (404), `serverError` (another
+    /// status) or `unreachable` (no answer).
     ///
     /// ```
     /// use kube_dynamic_informer::informer::InformerStatus;
@@ -127,13 +130,17 @@ impl InformerStatus {
             InformerStatus::Synced => ("synced", "synced"),
             InformerStatus::Relisting { .. } => ("relisting", "relisting"),
             InformerStatus::Stale { .. } => ("stale", "stale"),
-            InformerStatus::BackingOff {
-                code: Some(403), ..
-            } => ("forbidden", "access denied"),
-            InformerStatus::BackingOff {
-                code: Some(401), ..
-            } => ("unauthorized", "credentials refused"),
-            InformerStatus::BackingOff { .. } => ("retrying", "retrying after an error"),
+            // The failure's name is why the cache is not synced, in the
+            // words of NotSynced: one classification of a failed request.
+            InformerStatus::BackingOff { code, .. } => {
+                match NotSynced::from_failure(*code, String::new()) {
+                    NotSynced::Forbidden { .. } => ("forbidden", "access denied"),
+                    NotSynced::Unauthorized { .. } => ("unauthorized", "credentials refused"),
+                    NotSynced::NotServed { .. } => ("notServed", "not served (404), retrying"),
+                    NotSynced::ServerError { .. } => ("serverError", "server error, retrying"),
+                    _ => ("unreachable", "no answer from the server, retrying"),
+                }
+            }
             InformerStatus::Pending { .. } => ("notServed", "not served"),
             InformerStatus::WaitingForShards { .. } => (
                 "waitingForShardGroup",
@@ -174,13 +181,7 @@ impl InformerStatus {
     /// stop waiting.
     #[must_use]
     pub fn is_refused(&self) -> bool {
-        matches!(
-            self,
-            InformerStatus::BackingOff {
-                code: Some(401 | 403),
-                ..
-            }
-        )
+        NotSynced::from_status(self, Duration::ZERO).is_some_and(|why| why.is_refused())
     }
 }
 

@@ -16,7 +16,7 @@ use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory, InformerHandle};
 use kube_dynamic_informer::informer::BackoffConfig;
 use kube_dynamic_informer::informer::InformerOptions;
-use kube_dynamic_informer::informer::{Event, InformerStatus};
+use kube_dynamic_informer::informer::{Event, InformerStatus, NotSynced};
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ResourceKey, error_chain};
 use serde_json::json;
@@ -151,7 +151,7 @@ async fn the_same_resource_and_options_give_the_same_informer() {
         .unwrap_err();
     assert!(matches!(err, FactoryError::Selector { .. }), "{err:?}");
     assert!(
-        err.to_string().starts_with("pods.v1: label selector"),
+        error_chain(&err).starts_with("pods.v1: invalid selector: label selector"),
         "{err}"
     );
     let err = factory.for_resource("tokenreviews").await.unwrap_err();
@@ -171,7 +171,10 @@ async fn start_is_idempotent_and_starts_informers_asked_for_later() {
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(matches!(
         report.get(&early.resource()),
-        Some(Err(FactoryError::NotStarted { .. }))
+        Some(Err(FactoryError::NotSynced {
+            reason: NotSynced::NotStarted,
+            ..
+        }))
     ));
 
     factory.start().unwrap();
@@ -215,9 +218,16 @@ async fn a_crd_installed_late_is_pending_then_starts_by_itself() {
         .await;
     let failure = report.into_result().unwrap_err();
     assert!(
-        matches!(failure, FactoryError::NotServed { .. }),
+        matches!(
+            failure,
+            FactoryError::NotSynced {
+                reason: NotSynced::NotServed { .. },
+                ..
+            }
+        ),
         "{failure:?}"
     );
+    assert_eq!(failure.reason(), "notServed");
     assert!(
         failure
             .to_string()
@@ -404,7 +414,10 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     assert!(
         matches!(
             report.get(&widgets.resource()),
-            Some(Err(FactoryError::Gone { .. }))
+            Some(Err(FactoryError::NotSynced {
+                reason: NotSynced::Gone { .. },
+                ..
+            }))
         ),
         "{report:?}"
     );
@@ -493,7 +506,10 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
     let report = factory.wait_for_cache_sync(Duration::from_secs(3)).await;
     let failure = report.into_result().unwrap_err();
     match &failure {
-        FactoryError::Forbidden { resource, message } => {
+        FactoryError::NotSynced {
+            resource,
+            reason: NotSynced::Forbidden { message },
+        } => {
             assert_eq!(resource, &ResourceKey::new("", "v1", "configmaps"));
             assert!(message.contains("forbidden"), "{message}");
         }

@@ -17,7 +17,9 @@ use kube_client::api::{
 };
 use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::cache::Transform;
-use kube_dynamic_informer::informer::{Event, InformerError, InformerStatus, SharedInformer};
+use kube_dynamic_informer::informer::{
+    Event, InformerError, InformerStatus, NotSynced, SharedInformer,
+};
 use kube_dynamic_informer::vocabulary::{Namespaces, Scope};
 use kube_dynamic_informer::wire::{ApiListWatch, ListPage, ListWatch, ListWatchError, WatchStream};
 use serde_json::json;
@@ -598,10 +600,15 @@ async fn streaming_lists_fall_back_to_list_then_watch_where_the_server_refuses_t
     cp.stop();
 }
 
-/// A sync timeout whose last status is a backoff after a 403.
+/// Not synced because of a 403.
 fn forbidden(err: &InformerError) -> bool {
-    matches!(err, InformerError::SyncTimeout { status, .. }
-        if matches!(**status, InformerStatus::BackingOff { code: Some(403), .. }))
+    matches!(
+        err,
+        InformerError::NotSynced {
+            reason: NotSynced::Forbidden { .. },
+            ..
+        }
+    )
 }
 
 #[tokio::test]

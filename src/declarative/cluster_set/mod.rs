@@ -41,7 +41,7 @@ use crate::cache::index::IndexFn;
 use crate::declarative::DeclarativeError;
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
-use crate::informer::{Event, HandlerOptions, InformerStatus};
+use crate::informer::{Event, HandlerOptions, InformerStatus, SyncPolicy};
 use crate::vocabulary::error_chain;
 
 /// An event of one cluster, as [`ClusterSet::add_handler`]'s handlers
@@ -479,11 +479,24 @@ impl ClusterSet {
     /// clusters are waited for together: a cluster that cannot be reached
     /// costs the timeout once, not once per cluster.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> ClusterSyncReport {
+        self.wait_for_cache_sync_with(timeout, SyncPolicy::KeepWaiting)
+            .await
+    }
+
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) under `policy`:
+    /// with [`SyncPolicy::GiveUpWhenRefused`], an informer a cluster refuses
+    /// (403, 401) is reported at once.
+    pub async fn wait_for_cache_sync_with(
+        &self,
+        timeout: Duration,
+        policy: SyncPolicy,
+    ) -> ClusterSyncReport {
         let deadline = tokio::time::Instant::now() + timeout;
         let (clusters, resources) = self.snapshot();
         let waits = clusters.iter().flat_map(|cluster| {
             resources.iter().map(move |spec| async move {
-                let result = report::wait_one(cluster, &spec.name, deadline, timeout).await;
+                let result =
+                    report::wait_one(cluster, &spec.name, deadline, timeout, policy).await;
                 ClusterSyncResult {
                     cluster: cluster.name.clone(),
                     resource: spec.name.clone(),

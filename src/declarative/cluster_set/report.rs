@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::ClusterEntry;
 use crate::declarative::DeclarativeError;
 use crate::factory::wait_one_informer;
+use crate::informer::SyncPolicy;
 
 /// One line of a [`ClusterSyncReport`].
 #[derive(Debug)]
@@ -85,6 +86,7 @@ pub(super) async fn wait_one(
     resource: &Arc<str>,
     deadline: tokio::time::Instant,
     timeout: Duration,
+    policy: SyncPolicy,
 ) -> Result<(), DeclarativeError> {
     let mut changed = cluster.changed.subscribe();
     let informer = loop {
@@ -126,7 +128,7 @@ pub(super) async fn wait_one(
         }
     };
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    wait_one_informer(&informer, left)
+    wait_one_informer(&informer, left, policy)
         .await
         .map_err(|source| DeclarativeError::Cache {
             cluster: cluster.name.clone(),

@@ -54,9 +54,11 @@ fn reasons_are_short_words() {
     };
     let key = ResourceKey::new("", "v1", "configmaps");
     assert_eq!(
-        cache(FactoryError::Forbidden {
+        cache(FactoryError::NotSynced {
             resource: key.clone(),
-            message: "no".into()
+            reason: crate::informer::NotSynced::Forbidden {
+                message: "no".into()
+            }
         })
         .reason(),
         "forbidden"

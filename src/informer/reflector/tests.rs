@@ -941,7 +941,7 @@ async fn while_watches_fail_the_status_never_says_synced_between_retries() {
         .slow_lists(Duration::from_secs(1));
     assert_eq!(
         status_names(&script, &options).await,
-        ["syncing", "synced", "retrying", "synced"]
+        ["syncing", "synced", "serverError", "synced"]
     );
 }
 

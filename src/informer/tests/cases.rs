@@ -595,14 +595,10 @@ async fn wait_for_sync_reports_what_blocks_it() {
         .await
         .unwrap_err();
     match &err {
-        InformerError::SyncTimeout { status, .. }
-            if matches!(
-                **status,
-                InformerStatus::BackingOff {
-                    code: Some(403),
-                    ..
-                }
-            ) => {}
+        InformerError::NotSynced {
+            reason: NotSynced::Forbidden { .. },
+            ..
+        } => {}
         other => panic!("unexpected {other:?}"),
     }
     let text = err.to_string();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube_dynamic_informer::informer::{InformerError, InformerStatus, SharedInformer};
+use kube_dynamic_informer::informer::{InformerError, InformerStatus, NotSynced, SharedInformer};
 use kube_dynamic_informer::vocabulary::Scope;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -88,8 +88,11 @@ async fn access_denied_granted_revoked_and_granted_again_is_reported_and_recover
         .await
         .unwrap_err();
     match &err {
-        InformerError::SyncTimeout { status, .. } if is_403(status) => {}
-        other => panic!("expected a sync timeout naming the 403, got {other:?}"),
+        InformerError::NotSynced {
+            reason: NotSynced::Forbidden { .. },
+            ..
+        } => {}
+        other => panic!("expected not synced for the 403, got {other:?}"),
     }
     let text = err.to_string();
     assert!(
