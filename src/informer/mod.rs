@@ -160,7 +160,6 @@ pub use backoff::BackoffConfig;
 pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::{ObjectTypes, WrittenObject};
-pub use sync::{NotSynced, SyncPolicy};
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
@@ -168,6 +167,7 @@ pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 pub use reflector::{Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorStats, SnapshotPage};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
+pub use sync::{NotSynced, SyncPolicy};
 
 pub use crate::informer::status::InformerStatus;
 

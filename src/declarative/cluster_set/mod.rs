@@ -495,8 +495,7 @@ impl ClusterSet {
         let (clusters, resources) = self.snapshot();
         let waits = clusters.iter().flat_map(|cluster| {
             resources.iter().map(move |spec| async move {
-                let result =
-                    report::wait_one(cluster, &spec.name, deadline, timeout, policy).await;
+                let result = report::wait_one(cluster, &spec.name, deadline, timeout, policy).await;
                 ClusterSyncResult {
                     cluster: cluster.name.clone(),
                     resource: spec.name.clone(),
