@@ -13,6 +13,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::support::{self, User};
 
+mod namespace_index;
 mod scope;
 mod shard;
 mod snapshot;
@@ -959,7 +960,7 @@ async fn contexts_and_bad_arguments() {
     assert_exit(&out, documented_exit("Invalid arguments"));
     assert!(
         stderr(&out).contains(
-            "--index-values \"nosuch\": no index is declared; declare one with --define-index"
+            "--index-values \"nosuch\": no informer has an index named \"nosuch\"; the only index is the built-in namespace; declare others with --define-index"
         ),
         "{}",
         stderr(&out)
@@ -1065,11 +1066,11 @@ async fn get_checks_its_query_before_contacting_the_cluster() {
                 "--index",
                 "byHost=a",
             ],
-            "no informer has an index named \"byHost\"; the indexes declared are byNode",
+            "no informer has an index named \"byHost\"; the indexes are namespace (built in), byNode",
         ),
         (
             &["get", "-r", "pods", "--index", "byHost=a"],
-            "no index is declared",
+            "the only index is the built-in namespace",
         ),
         (
             &["get", "-r", "pods", "--match", "tier in (gold"],

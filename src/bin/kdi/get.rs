@@ -8,14 +8,16 @@ use kube_dynamic_informer::vocabulary::{ResourceAvailability, ResourceName, Sele
 use crate::cluster::Cluster;
 use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Selection, start_and_sync, unknown_index};
+use crate::indexes::IndexNames;
+use crate::informers::{Selection, start_and_sync};
 use crate::output::{Format, print_objects, printable, written};
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// Objects with this index value: NAME=VALUE.
+    /// Objects with this index value: NAME=VALUE, NAME an index the
+    /// informers declare or `namespace`, built into every cache.
     #[arg(long, value_name = "NAME=VALUE", conflicts_with = "by_labels")]
     pub index: Option<String>,
     /// Filter the cache with this label selector (client-side; `-l` filters
@@ -56,27 +58,14 @@ impl GetArgs {
 }
 
 /// `--index` and `--match` as they are checked before the cluster is
-/// contacted: the index named by some informer of the set, the selector
-/// parsed.
+/// contacted: the index named one that some informer of the set has (the
+/// built-in `namespace` one included), the selector parsed.
 pub fn check_query(set: &InformerSet, args: &GetArgs) -> Result<(), Failure> {
     if let Some(index) = &args.index {
         let (name, _) = index
             .split_once('=')
             .ok_or_else(|| Failure::usage(format!("--index {index:?}: expected NAME=VALUE")))?;
-        let declared: std::collections::BTreeSet<&String> = set
-            .informers
-            .iter()
-            .flat_map(|i| i.indexes.keys())
-            .chain(set.patterns.iter().flat_map(|p| p.indexes.keys()))
-            .collect();
-        if !declared.iter().any(|d| d.as_str() == name) {
-            return Err(unknown_index(
-                &format!("--index {index:?}"),
-                name,
-                &declared,
-                false,
-            ));
-        }
+        IndexNames::of(set).check(&format!("--index {index:?}"), name, false)?;
     }
     if let Some(selector) = &args.by_labels {
         Selector::parse(selector)

@@ -198,6 +198,7 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
                 let (name, expr) = d.split_once('=').ok_or_else(|| {
                     Failure::usage(format!("--define-index {d:?}: expected NAME=JMESPATH"))
                 })?;
+                crate::indexes::check_definable(&format!("--define-index {d:?}"), name)?;
                 indexes.insert(name.to_string(), expr.to_string());
             }
             let scope = sel.scope.map(|s| match s {
@@ -379,26 +380,4 @@ pub async fn resource_set(
                 Failure::usage(message)
             }
         })
-}
-
-/// An index name no informer declares, as `flag` (`--index "x=a"`) gave it:
-/// the indexes there are (`or_all`: and `all`), or how to declare one.
-pub fn unknown_index(
-    flag: &str,
-    name: &str,
-    declared: &std::collections::BTreeSet<&String>,
-    or_all: bool,
-) -> Failure {
-    Failure::usage(if declared.is_empty() {
-        format!(
-            "{flag}: no index is declared; declare one with --define-index NAME=JMESPATH or in the config file"
-        )
-    } else {
-        let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
-        format!(
-            "{flag}: no informer has an index named {name:?}; the indexes declared are {}{}",
-            names.join(", "),
-            if or_all { ", or `all`" } else { "" }
-        )
-    })
 }

@@ -39,6 +39,7 @@ mod clusters;
 mod declared;
 mod exit;
 mod get;
+mod indexes;
 mod informers;
 mod metrics;
 mod output;
@@ -214,6 +215,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         // The config is read first: its problems need no cluster.
         Command::Watch(args) => {
             let set = informers::informer_set(&args.selection)?;
+            watch::check_index_values(&set, &args)?;
             if contexts.many(&set) {
                 return clusters::watch(&contexts, set, args).await;
             }

@@ -1,6 +1,6 @@
 //! `kdi watch`: events as JSON lines.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -15,9 +15,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
-use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::informers::{Selection, parse_interval_arg, start_and_sync, unknown_index};
+use crate::indexes::IndexNames;
+use crate::informers::{Selection, parse_interval_arg, start_and_sync};
 use crate::output::event_line;
 use crate::parse_duration_arg;
 use crate::progress::resource_label;
@@ -47,8 +47,10 @@ pub struct WatchArgs {
     /// Include the whole object in each line.
     #[arg(long)]
     pub object: bool,
-    /// Include each object's values for these indexes (repeatable; `all` for
-    /// every index).
+    /// Include each object's values for these indexes (repeatable): an
+    /// index the informers declare, `namespace` (built into every cache),
+    /// or `all` for every declared index (the namespace is in each line's
+    /// key already, so `all` leaves it out unless it is named too).
     #[arg(long = "index-values", value_name = "INDEX")]
     pub index_values: Vec<String>,
     /// Print the content of Secrets and of resources the config marks
@@ -92,7 +94,6 @@ pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Resu
         false,
         crate::stop::stopped(deadline),
         |_, informers| {
-            check_index_values(&args.index_values, informers)?;
             for d in informers {
                 let shown = Arc::new(RwLock::new(shown_indexes(&args, &d.indexes)));
                 let printer = add_printer(&args, &d.name, &d.informer, d.sensitive, shown, &tx);
@@ -124,14 +125,7 @@ pub fn shown_indexes(
     args: &WatchArgs,
     indexes: &BTreeMap<String, IndexFn>,
 ) -> Arc<Vec<(String, IndexFn)>> {
-    let wanted = |n: &String| args.index_values.iter().any(|w| w == "all" || w == n);
-    Arc::new(
-        indexes
-            .iter()
-            .filter(|(n, _)| wanted(n))
-            .map(|(n, f)| (n.clone(), f.clone()))
-            .collect(),
-    )
+    crate::indexes::shown(&args.index_values, indexes)
 }
 
 /// Registers the handler that sends `informer`'s events, as the entry
@@ -234,18 +228,12 @@ pub async fn print_lines(
     }
 }
 
-/// Every index named by `--index-values` exists on some informer.
-pub fn check_index_values(wanted: &[String], informers: &[Declared]) -> Result<(), Failure> {
-    let known: BTreeSet<&String> = informers.iter().flat_map(|d| d.indexes.keys()).collect();
-    for w in wanted {
-        if w != "all" && !known.contains(w) {
-            return Err(unknown_index(
-                &format!("--index-values {w:?}"),
-                w,
-                &known,
-                true,
-            ));
-        }
+/// Every index named by `--index-values` is one some informer of `set`
+/// has (or `all`); checked before the cluster is contacted.
+pub fn check_index_values(set: &InformerSet, args: &WatchArgs) -> Result<(), Failure> {
+    let names = IndexNames::of(set);
+    for w in &args.index_values {
+        names.check(&format!("--index-values {w:?}"), w, true)?;
     }
     Ok(())
 }

@@ -24,9 +24,7 @@ use crate::exit::Failure;
 use crate::informers::{adjust, resource_set, start_and_wait};
 use crate::output::say;
 use crate::progress::{Membership, Progress, resource_label};
-use crate::watch::{
-    LineWriter, Shown, WatchArgs, add_printer, check_index_values, shown_indexes, stdout_closed,
-};
+use crate::watch::{LineWriter, Shown, WatchArgs, add_printer, shown_indexes, stdout_closed};
 
 /// What prints one member's events.
 struct Printer {
@@ -263,7 +261,6 @@ pub async fn watch_set(
     let resource_set = resource_set(cluster, set, sel, access_policy(&args)).await?;
     let (members, mut events) = resource_set.subscribe().await;
     let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
-    check_index_values(&args.index_values, &declared)?;
     say_left_out(&resource_set, json, args.skip_forbidden).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let output = Output {
