@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::cluster::read_kubeconfig;
 use crate::exit::Failure;
 use crate::get::GetArgs;
-use crate::output::{Printable, event_line, print_objects, printable, say, written};
+use crate::output::{Origin, Printable, event_line, print_objects, printable, say, written};
 use crate::watch::{WatchArgs, shown_indexes};
 use kube_dynamic_informer::cache::Redaction;
 
@@ -255,7 +255,7 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
     let result = written(print_objects(
         &mut std::io::stdout().lock(),
         &rows,
-        true,
+        Origin::of(&set, true),
         args.output,
     ));
     clusters.shutdown().await;

@@ -10,7 +10,7 @@ use crate::declared::Declared;
 use crate::exit::Failure;
 use crate::indexes::IndexNames;
 use crate::informers::{Selection, start_and_sync};
-use crate::output::{Format, print_objects, printable, written};
+use crate::output::{Format, Origin, print_objects, printable, written};
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
@@ -75,6 +75,7 @@ pub fn check_query(set: &InformerSet, args: &GetArgs) -> Result<(), Failure> {
 }
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
+    let origin = Origin::of(&set, false);
     let (resource_set, informers, _progress) = start_and_sync(
         cluster,
         set,
@@ -101,7 +102,7 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
     let result = written(print_objects(
         &mut std::io::stdout().lock(),
         &objects,
-        false,
+        origin,
         args.output,
     ));
     resource_set.shutdown().await;

@@ -35,11 +35,14 @@ pub struct Selection {
     /// A resource to watch: plural, kind, short name, `plural.group`,
     /// `plural.version.group`, `group/version/plural`; or a pattern: a
     /// group glob (`'*'`, `'*.example.com'`), `category:qa`,
-    /// `custom:GROUP-GLOB` (resources of CRDs), `group:apps`. Repeatable.
-    /// With `--config`, selects informers and patterns of the file by name
-    /// or resource.
-    #[arg(short = 'r', long = "resource", value_name = "RESOURCE")]
-    pub resources: Vec<String>,
+    /// `custom:GROUP-GLOB` (resources of CRDs), `group:apps`. Repeatable,
+    /// or several separated by commas as kubectl takes them
+    /// (`configmaps,deployments.apps`); a pattern with a colon takes the
+    /// rest of the list as its own (`configmaps,category:qa,ops`). With
+    /// `--config`, selects informers and patterns of the file by name or
+    /// resource.
+    #[arg(short = 'r', long = "resource", value_name = "RESOURCE", value_parser = parse_resource_list)]
+    pub resources: Vec<ResourceList>,
     /// Only these namespaces (repeatable); default all.
     #[arg(short = 'n', long = "namespace", value_name = "NS")]
     pub namespaces: Vec<String>,
@@ -127,6 +130,44 @@ pub struct Selection {
     pub progress_interval: Duration,
 }
 
+impl Selection {
+    /// The resources (or entries of the config file) named with `-r`, in
+    /// the order given.
+    pub fn resource_names(&self) -> Vec<String> {
+        self.resources
+            .iter()
+            .flat_map(|l| l.0.iter().cloned())
+            .collect()
+    }
+}
+
+/// The names one `-r` gives: one, or several separated by commas.
+#[derive(Clone, Debug)]
+pub struct ResourceList(Vec<String>);
+
+/// Splits `-r`'s value at its commas: a resource name never holds one. A
+/// pattern with a colon (`category:qa,ops`, `group:apps,batch`) has a list
+/// of its own, so it takes the rest of the value.
+fn parse_resource_list(value: &str) -> Result<ResourceList, String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    loop {
+        let (name, after) = match rest.split_once(',') {
+            Some((name, _)) if name.contains(':') => (rest, None),
+            Some((name, after)) => (name, Some(after)),
+            None => (rest, None),
+        };
+        if name.trim().is_empty() {
+            return Err("an empty name in the list; separate names with single commas".into());
+        }
+        names.push(name.to_owned());
+        match after {
+            Some(after) => rest = after,
+            None => return Ok(ResourceList(names)),
+        }
+    }
+}
+
 /// `--storage`: the values of [`Storage`].
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum StorageArg {
@@ -188,7 +229,8 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
     let mut set = match &sel.config {
         Some(path) => InformerSet::load_file(path).map_err(|e| Failure::usage(e.to_string()))?,
         None => {
-            if sel.resources.is_empty() {
+            let names = sel.resource_names();
+            if names.is_empty() {
                 return Err(Failure::usage(
                     "name resources with -r RESOURCE or a config file with -f FILE",
                 ));
@@ -208,14 +250,15 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             // -n names the namespaces of the resources named with -r: on a
             // cluster-scoped one they are refused, as in a config file.
             let namespaces = namespaces(sel).unwrap_or_default();
-            InformerSet::from_names(&sel.resources, indexes, &namespaces, &sel.exclude, scope)
-                .map_err(|e| match e {
+            InformerSet::from_names(&names, indexes, &namespaces, &sel.exclude, scope).map_err(
+                |e| match e {
                     DeclarativeError::Pattern { .. } => Failure::usage(format!("-r {e}")),
                     DeclarativeError::FilterWithoutPattern => {
                         Failure::usage(format!("--exclude and --scope: {e}"))
                     }
                     e => Failure::usage(e),
-                })?
+                },
+            )?
         }
     };
     adjust(sel, &mut set)?;
@@ -230,8 +273,9 @@ fn namespaces(sel: &Selection) -> Option<Namespaces> {
 /// The command line's settings over a config file's: `-r` selecting
 /// entries, namespaces, selectors, storage, `--keep`, `--sensitive`, shards.
 pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
-    if sel.config.is_some() && !sel.resources.is_empty() {
-        set.select(&sel.resources).map_err(Failure::usage)?;
+    let names = sel.resource_names();
+    if sel.config.is_some() && !names.is_empty() {
+        set.select(&names).map_err(Failure::usage)?;
     }
     let projection = match sel.keep.as_slice() {
         [] => None,
@@ -380,4 +424,46 @@ pub async fn resource_set(
                 Failure::usage(message)
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_resource_list;
+
+    fn names(value: &str) -> Result<Vec<String>, String> {
+        parse_resource_list(value).map(|l| l.0)
+    }
+
+    #[test]
+    fn a_comma_separated_list_names_several_resources() {
+        assert_eq!(names("configmaps").unwrap(), ["configmaps"]);
+        assert_eq!(
+            names("configmaps,deployments.apps,apps/v1/replicasets").unwrap(),
+            ["configmaps", "deployments.apps", "apps/v1/replicasets"]
+        );
+        assert_eq!(names("*.example.com,cm").unwrap(), ["*.example.com", "cm"]);
+    }
+
+    #[test]
+    fn a_pattern_with_a_colon_keeps_the_rest_of_the_list() {
+        assert_eq!(names("category:qa,ops").unwrap(), ["category:qa,ops"]);
+        assert_eq!(
+            names("configmaps,group:apps,batch").unwrap(),
+            ["configmaps", "group:apps,batch"]
+        );
+    }
+
+    #[test]
+    fn an_empty_name_in_the_list_is_refused() {
+        for value in [
+            "",
+            ",configmaps",
+            "configmaps,",
+            "configmaps,,pods",
+            " , pods",
+        ] {
+            let refused = names(value).expect_err(value);
+            assert!(refused.contains("an empty name"), "{value:?}: {refused}");
+        }
+    }
 }

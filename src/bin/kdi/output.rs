@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use kube_dynamic_informer::cache::{CachedObject, Redaction};
 use kube_dynamic_informer::cache::{IndexFn, IndexInput};
+use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::informer::Event;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -21,8 +22,33 @@ pub enum Format {
     Json,
     /// A YAML list.
     Yaml,
-    /// `namespace/name` per line.
+    /// `namespace/name` per line; with several resources (or a pattern),
+    /// kubectl's lowercase kind and group before it:
+    /// `configmap/team-a/settings`, `deployment.apps/team-a/web`.
     Name,
+}
+
+/// Where the objects printed come from: what tells them apart besides
+/// their namespace and name.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin {
+    /// Several clusters: each row's cluster is printed.
+    pub clustered: bool,
+    /// Several resources (or a pattern, which may match several): names
+    /// say which resource each object is of.
+    pub several_resources: bool,
+}
+
+impl Origin {
+    /// The origin of the objects of `set`'s informers, in one cluster or
+    /// (`clustered`) several.
+    pub fn of(set: &InformerSet, clustered: bool) -> Self {
+        Origin {
+            clustered,
+            several_resources: set.informers.len() + set.patterns.len() > 1
+                || !set.patterns.is_empty(),
+        }
+    }
 }
 
 /// A cached object as printed: read in place when nothing is redacted,
@@ -122,6 +148,22 @@ impl Printable {
         }
     }
 
+    /// Its type as kubectl's `-o name` writes it: the kind in lowercase,
+    /// and `.group` outside the core group (`configmap`,
+    /// `deployment.apps`).
+    pub fn kubectl_type(&self) -> String {
+        let kind = self.text("/kind").to_lowercase();
+        let kind = if kind.is_empty() {
+            "<unknown>".to_owned()
+        } else {
+            kind
+        };
+        match self.text("/apiVersion").split_once('/') {
+            Some((group, _)) if !group.is_empty() => format!("{kind}.{group}"),
+            _ => kind,
+        }
+    }
+
     /// `namespace` and `name`, to sort by.
     pub fn sort_key(&self) -> (String, String) {
         (
@@ -149,15 +191,18 @@ const COLUMNS: [&str; 5] = [
     "/metadata/creationTimestamp",
 ];
 
-/// Writes objects in `format`. Objects of a cluster set (`clustered`) are
-/// printed with the cluster of each row: a column of tables, a prefix of
-/// names, a field next to the object in JSON and YAML.
+/// Writes objects in `format`. Objects of a cluster set
+/// ([`Origin::clustered`]) are printed with the cluster of each row: a
+/// column of tables, a prefix of names, a field next to the object in JSON
+/// and YAML; objects of several resources with their type before their
+/// names.
 pub fn print_objects(
     out: &mut dyn Write,
     rows: &[(String, Printable)],
-    clustered: bool,
+    origin: Origin,
     format: Format,
 ) -> io::Result<()> {
+    let clustered = origin.clustered;
     match format {
         Format::Json | Format::Yaml if clustered => {
             let items: Vec<Value> = rows
@@ -172,10 +217,14 @@ pub fn print_objects(
         }
         Format::Name => {
             for (cluster, o) in rows {
-                match namespaced_name(o) {
-                    name if clustered => writeln!(out, "{cluster}/{name}")?,
-                    name => writeln!(out, "{name}")?,
+                let mut name = namespaced_name(o);
+                if origin.several_resources {
+                    name = format!("{}/{name}", o.kubectl_type());
                 }
+                if clustered {
+                    name = format!("{cluster}/{name}");
+                }
+                writeln!(out, "{name}")?;
             }
         }
         Format::Table => {

@@ -540,13 +540,17 @@ async fn get_with_a_pattern_and_an_exclusion() {
         String::from_utf8_lossy(&out.stdout),
         format!("{example}: ok (0 informers, 2 patterns)\n")
     );
+    // A pattern may match several resources: each name says its own.
     assert_eq!(
         run(&[]).await,
-        format!("{0}/gadgets-1\n{0}/widgets-1\n", f.ns_a)
+        format!(
+            "gadget.{1}/{0}/gadgets-1\nwidget.{1}/{0}/widgets-1\n",
+            f.ns_a, f.group
+        )
     );
     assert_eq!(
         run(&["--exclude", "gadgets"]).await,
-        format!("{}/widgets-1\n", f.ns_a)
+        format!("widget.{}/{}/widgets-1\n", f.group, f.ns_a)
     );
 }
 
