@@ -19,6 +19,7 @@ mod scope;
 mod shard;
 mod snapshot;
 mod stop;
+mod terminal;
 
 /// Kubeconfig of `user` for the process (external clusters: the admin's).
 fn kubeconfig(user: User) -> PathBuf {

@@ -9,7 +9,6 @@
 //! synced and exits with the not-synced code.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use kube_dynamic_informer::cache::IndexFn;
@@ -25,6 +24,7 @@ use crate::cluster::read_kubeconfig;
 use crate::exit::Failure;
 use crate::get::GetArgs;
 use crate::output::{Origin, Printable, event_line, print_objects, printable, say, written};
+use crate::stderr::Stderr;
 use crate::watch::{WatchArgs, shown_indexes};
 use kube_dynamic_informer::cache::Redaction;
 
@@ -92,7 +92,7 @@ async fn build(
 /// Says, one line per cluster and resource, what did not sync: as JSON
 /// lines when stderr is not a terminal.
 fn report(sync: &ClusterSyncReport) -> bool {
-    let json = !std::io::stderr().is_terminal();
+    let json = Stderr::process().json();
     for r in &sync.results {
         let Err(e) = &r.result else { continue };
         if json {
@@ -112,7 +112,7 @@ fn report(sync: &ClusterSyncReport) -> bool {
 
 /// Says which clusters and resources are still not synced, and why.
 fn still_waiting(set: &ClusterSet) {
-    let json = !std::io::stderr().is_terminal();
+    let json = Stderr::process().json();
     for (cluster, resource, state) in set.status() {
         let why = match state {
             ResourceState::Informer(status) if status.is_synced() => continue,

@@ -2,7 +2,6 @@
 //! on the command line, or both; built, started and synced.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,6 +23,7 @@ use crate::exit::Failure;
 use crate::output::say;
 use crate::parse_duration_arg;
 use crate::progress::Progress;
+use crate::stderr::Stderr;
 
 /// What to watch: a config file, resources named on the command line, or
 /// both.
@@ -345,11 +345,7 @@ pub async fn start_and_sync(
         .map(Declared::from_member)
         .collect();
     informers.sort_by_key(|d| order.iter().position(|n| *n == d.name));
-    let mut progress = Progress::new(
-        &informers,
-        !std::io::stderr().is_terminal(),
-        sel.progress_interval,
-    );
+    let mut progress = Progress::new(&informers, Stderr::process().clone(), sel.progress_interval);
     let ready = || before_start(&resource_set, &informers);
     start_and_wait(&resource_set, &mut progress, sel, one_shot, ready, stop).await?;
     Ok((resource_set, informers, progress))

@@ -20,7 +20,8 @@
 //!
 //! stderr says what each informer is doing when that changes, and again at
 //! `--progress-interval` what it still waits for (see [`progress`]): as
-//! sentences on a terminal, otherwise as JSON lines
+//! sentences on a terminal, with a live bar per informer while caches sync,
+//! otherwise as JSON lines ([`stderr`] decides which)
 //! (`{"informer", "resource", "status", "reason", ...}`); a cache that did
 //! not sync ends with one such line per informer, `"synced": false`.
 //! `get` ends at the first 403; `watch` waits for access.
@@ -45,11 +46,11 @@ mod metrics;
 mod output;
 mod progress;
 mod resources;
+mod stderr;
 mod stop;
 mod watch;
 mod watch_set;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -62,6 +63,7 @@ use cluster::Cluster;
 use exit::Failure;
 use get::GetArgs;
 use resources::ResourcesArgs;
+use stderr::Stderr;
 use watch::WatchArgs;
 
 /// Informers for any Kubernetes resource, from the command line.
@@ -133,8 +135,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.verbose {
         tracing_subscriber::fmt()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(stderr::LogLine::default)
+            .with_ansi(!Stderr::process().json())
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
                     .unwrap_or_else(|_| "kube_dynamic_informer=info".into()),

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::exit::Failure;
+use crate::stderr::Stderr;
 
 /// How `get` prints objects.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -314,11 +315,9 @@ pub fn written(result: io::Result<()>) -> Result<(), Failure> {
     }
 }
 
-/// Writes a line to stderr. A stderr that cannot be written (closed, as in
-/// `kdi get 2>&1 | head -1`) is no reason to stop, nor to panic as
-/// `eprintln!` does.
+/// Writes a line to stderr, as [`Stderr::say`] does for the process's.
 pub fn say(line: impl std::fmt::Display) {
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    Stderr::process().say(line);
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! set's state is written to `--status-file` when given.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
@@ -24,6 +23,7 @@ use crate::exit::Failure;
 use crate::informers::{adjust, resource_set, start_and_wait};
 use crate::output::say;
 use crate::progress::{Membership, Progress, resource_label};
+use crate::stderr::Stderr;
 use crate::watch::{LineWriter, Shown, WatchArgs, add_printer, shown_indexes, stdout_closed};
 
 /// What prints one member's events.
@@ -257,7 +257,7 @@ pub async fn watch_set(
 ) -> Result<(), Failure> {
     let deadline = crate::stop::deadline(args.duration);
     let sel = &args.selection;
-    let json = !std::io::stderr().is_terminal();
+    let json = Stderr::process().json();
     let resource_set = resource_set(cluster, set, sel, access_policy(&args)).await?;
     let (members, mut events) = resource_set.subscribe().await;
     let declared: Vec<Declared> = members.iter().map(Declared::from_member).collect();
@@ -272,7 +272,7 @@ pub async fn watch_set(
         .iter()
         .map(|m| ((m.entry.clone(), m.resource.clone()), output.printer(m)))
         .collect();
-    let mut progress = Progress::new(&declared, json, sel.progress_interval);
+    let mut progress = Progress::new(&declared, Stderr::process().clone(), sel.progress_interval);
     let stop = crate::stop::stopped(deadline);
     start_and_wait(&resource_set, &mut progress, sel, false, || Ok(()), stop).await?;
     if let Some(path) = &args.status_file {

@@ -5,9 +5,12 @@
 //! served, gone) is said when it changes, once: a backoff that retries the
 //! same error says nothing new. What an informer is still waiting for is
 //! said again at `--progress-interval`, as are index failures when their
-//! count has grown. On a terminal the lines are for people; otherwise they
-//! are JSON objects, one per line, for programs, and the routine steps
-//! (syncing, then synced) are left out.
+//! count has grown. On a terminal the lines are for people, and while the
+//! caches sync a live bar per informer ([`bars`]) shows what the syncing
+//! lines would say, and more: how many objects it listed, how fast.
+//! Otherwise they are JSON objects, one per line, for programs, and the
+//! routine steps (syncing, then synced) are left out. Which of the two is
+//! [`Stderr`]'s decision.
 //!
 //! A one-shot command (`get`) ends at the first 403 or 401: waiting would
 //! not change the answer. `watch` keeps waiting for access, which can be
@@ -27,7 +30,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::declared::Declared;
 use crate::exit::{Failure, code};
-use crate::output::say;
+use crate::stderr::Stderr;
+
+mod bars;
+
+use bars::SyncBars;
 
 /// What was last said of an informer: its status's name and reason, and
 /// whether that was a failure it retries.
@@ -149,7 +156,7 @@ pub enum Membership {
 
 /// Reports on a set of informers; see the [module docs](self).
 pub struct Progress {
-    json: bool,
+    stderr: Stderr,
     interval: Duration,
     tracked: Vec<Tracked>,
     /// Woken at any status change (changes that come together wake once).
@@ -165,11 +172,14 @@ impl Drop for Progress {
     }
 }
 
+/// How often bars turn their spinners and redraw their rates.
+const BAR_TICK: Duration = Duration::from_millis(100);
+
 impl Progress {
-    /// Follows `informers`' statuses; `json` when stderr is not a terminal.
-    pub fn new(informers: &[Declared], json: bool, interval: Duration) -> Self {
+    /// Follows `informers`' statuses, to say them on `stderr`.
+    pub fn new(informers: &[Declared], stderr: Stderr, interval: Duration) -> Self {
         let mut progress = Progress {
-            json,
+            stderr,
             interval,
             tracked: Vec::new(),
             changes: Arc::new(Notify::new()),
@@ -179,6 +189,11 @@ impl Progress {
             progress.track(d);
         }
         progress
+    }
+
+    /// Whether lines are JSON, for programs.
+    fn json(&self) -> bool {
+        self.stderr.json()
     }
 
     /// Follows one more informer (one that joined a running set).
@@ -225,6 +240,12 @@ impl Progress {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut reminders = self.reminders();
         let changes = self.changes.clone();
+        // Dropped (so cleared) on every way out, a stopped wait included.
+        let mut bars = self
+            .stderr
+            .bars()
+            .map(|multi| SyncBars::new(multi, self.tracked.iter().map(|t| t.label.as_str())));
+        let mut ticks = tokio::time::interval(BAR_TICK);
         loop {
             if one_shot
                 && let Some(i) = self
@@ -232,10 +253,16 @@ impl Progress {
                     .iter()
                     .position(|t| t.status.borrow().is_refused())
             {
+                drop(bars);
                 return Err(self.refused(i));
             }
-            self.say_changes();
+            self.say_changes(bars.as_mut());
             if self.tracked.iter().all(|t| t.status.borrow().is_synced()) {
+                // The bars make way for the lines that stay: synced, and
+                // how big.
+                if bars.take().is_some() {
+                    self.say_changes(None);
+                }
                 self.say_index_failures();
                 return Ok(());
             }
@@ -247,8 +274,16 @@ impl Progress {
             };
             tokio::select! {
                 () = changes.notified() => {}
-                _ = reminders.tick() => self.remind(),
-                _ = expired => return Err(self.timed_out(timeout.unwrap_or_default())),
+                _ = reminders.tick() => self.remind(bars.is_some()),
+                _ = ticks.tick(), if bars.is_some() => {
+                    if let Some(bars) = &bars {
+                        bars.tick();
+                    }
+                }
+                _ = expired => {
+                    drop(bars);
+                    return Err(self.timed_out(timeout.unwrap_or_default()));
+                }
             }
         }
     }
@@ -271,11 +306,11 @@ impl Progress {
         let mut reminders = self.reminders();
         let changes = self.changes.clone();
         loop {
-            self.say_changes();
+            self.say_changes(None);
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 () = changes.notified() => {}
-                _ = reminders.tick() => self.remind(),
+                _ = reminders.tick() => self.remind(false),
                 Some(m) = joins.recv() => match m {
                     Membership::Joined(d) => self.track(&d),
                     Membership::Left(name, informer) => self.untrack(&name, &informer),
@@ -292,11 +327,11 @@ impl Progress {
                 continue;
             }
             let t = &self.tracked[i];
-            if self.json {
+            if self.json() {
                 self.print_json(i, json!({ "indexFailures": now }));
             } else {
                 for (index, n) in &now {
-                    say(format!(
+                    self.stderr.say(format!(
                         "kdi: {}: index {index:?}: the expression failed {n} time{} (each object it failed on is left out of the index)",
                         t.label,
                         if *n == 1 { "" } else { "s" },
@@ -317,10 +352,27 @@ impl Progress {
         reminders
     }
 
-    /// Says each state that changed since last said.
-    fn say_changes(&mut self) {
+    /// Says each state that changed since last said; while `bars` are
+    /// drawn, they show every state, and only failures are also said.
+    fn say_changes(&mut self, mut bars: Option<&mut SyncBars>) {
+        let json = self.json();
         for i in 0..self.tracked.len() {
             let status = self.tracked[i].state();
+            if let Some(bars) = bars.as_deref_mut() {
+                let cached = self.tracked[i].informer.informer().store().len();
+                bars.show(i, &status, cached);
+                // The routine steps stay unsaid until the bars are gone:
+                // then the state they ended in is said.
+                if matches!(
+                    status,
+                    InformerStatus::NotStarted
+                        | InformerStatus::Syncing { .. }
+                        | InformerStatus::Relisting { .. }
+                        | InformerStatus::Synced
+                ) {
+                    continue;
+                }
+            }
             let now = Said::of(&status);
             let t = &mut self.tracked[i];
             if t.said.as_ref() == Some(&now) {
@@ -342,12 +394,10 @@ impl Progress {
             // something it was told.
             let worth_saying = match status {
                 InformerStatus::NotStarted => false,
-                InformerStatus::Syncing { .. } => !self.json,
+                InformerStatus::Syncing { .. } => !json,
                 // How an informer with snapshots started is news.
                 InformerStatus::Synced => {
-                    !self.json
-                        || t.spoke
-                        || t.informer.informer().stats().snapshot_start().is_some()
+                    !json || t.spoke || t.informer.informer().stats().snapshot_start().is_some()
                 }
                 _ => true,
             };
@@ -358,10 +408,11 @@ impl Progress {
         }
     }
 
-    /// Says again what each informer not synced is waiting for, and new
-    /// index failures.
-    fn remind(&mut self) {
-        for i in 0..self.tracked.len() {
+    /// Says again what each informer not synced is waiting for (unless
+    /// bars show it), and new index failures.
+    fn remind(&mut self, bars_shown: bool) {
+        let waiting = if bars_shown { 0 } else { self.tracked.len() };
+        for i in 0..waiting {
             let status = self.tracked[i].state();
             if matches!(
                 status,
@@ -379,7 +430,7 @@ impl Progress {
         let waited = t.since.elapsed().as_secs();
         let store = t.informer.informer().store();
         let reason = status.reason().unwrap_or_default();
-        if self.json {
+        if self.json() {
             let mut line = json!({ "status": status.name() });
             match status {
                 InformerStatus::Syncing { listed } => line["listed"] = json!(listed),
@@ -430,7 +481,7 @@ impl Progress {
                 words.push_str(": ");
                 words.push_str(&reason);
             }
-            say(format!("kdi: {}: {words}", t.label));
+            self.stderr.say(format!("kdi: {}: {words}", t.label));
         }
         self.tracked[i].spoke = true;
     }
@@ -441,7 +492,7 @@ impl Progress {
         if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
             line.extend(fields);
         }
-        say(line);
+        self.stderr.say(line);
     }
 
     /// The one-shot failure at a refusal: said once, in the failure (and,
@@ -455,7 +506,7 @@ impl Progress {
         } else {
             code::NOT_SYNCED
         };
-        if self.json {
+        if self.json() {
             self.print_json(
                 i,
                 json!({ "synced": false, "status": status.name(), "reason": reason }),
@@ -491,7 +542,7 @@ impl Progress {
             let t = &self.tracked[i];
             let status = t.state();
             let now = Said::of(&status);
-            if self.json {
+            if self.json() {
                 self.print_json(
                     i,
                     json!({ "synced": false, "status": now.name, "reason": now.reason }),
@@ -509,7 +560,7 @@ impl Progress {
                 }
             }
         }
-        if self.json {
+        if self.json() {
             message.push_str("; reasons in the JSON lines above");
         }
         Failure::not_synced(message)
