@@ -358,7 +358,7 @@ impl InformerSet {
                 path: String::new(),
                 message: format!("not valid YAML or JSON: {}", e.message),
             }],
-            unserved: false,
+            reason: "failed",
         })?;
         // Nothing but whitespace and comments.
         if doc.value.is_null() {
@@ -383,7 +383,7 @@ impl InformerSet {
             errors.dedup();
             return Err(DeclarativeError::Config {
                 errors,
-                unserved: false,
+                reason: "failed",
             });
         }
         serde_json::from_value(with_defaults(doc.value.clone())).map_err(|e| {

@@ -35,10 +35,12 @@ pub enum DeclarativeError {
     Config {
         /// The problems, at least one.
         errors: Vec<ConfigProblem>,
-        /// Whether every problem is a resource not served under
-        /// `whenNotServed: fail`: the cluster's state rather than a mistake
-        /// in the config.
-        unserved: bool,
+        /// Why, in one word, when every problem is the cluster's answer
+        /// rather than a mistake in the config and they share one reason
+        /// ([`FactoryError::reason`]): `notServed` (a resource not served
+        /// under `whenNotServed: fail`), `unauthorized`, `forbidden`,
+        /// `unreachable`, ...; `failed` otherwise.
+        reason: &'static str,
     },
 
     // Names, indexes and overlays that do not make a set.
@@ -156,6 +158,11 @@ pub enum DeclarativeError {
         cluster: Arc<str>,
         /// The resource, as named.
         resource: Arc<str>,
+        /// `unresolved` when the name designates nothing there; when the
+        /// answer was an error, why in the informer layer's words
+        /// ([`NotSynced::reason`](crate::informer::NotSynced::reason)):
+        /// `unauthorized`, `forbidden`, `serverError`, ...
+        reason: &'static str,
         /// Why, as text.
         error: String,
     },
@@ -191,17 +198,22 @@ pub enum DeclarativeError {
 impl DeclarativeError {
     /// The reason in one camelCase word, for tables and JSON: the cluster's
     /// own (`unreachable`, `unresolved`, `timedOut`, `removed`) or the
-    /// informer's ([`FactoryError::reason`]: `forbidden`, `notServed`,
-    /// `gone`, `timedOut`, `notStarted`, `stopped`); `failed` for the errors
-    /// that do not say why a cache did not sync.
+    /// informer layer's ([`NotSynced::reason`](crate::informer::NotSynced::reason)
+    /// through [`FactoryError::reason`]: `forbidden`, `unauthorized`,
+    /// `notServed`, `gone`, `serverError`, `timedOut`, ...), for a cache
+    /// that did not sync, a name a cluster refused to resolve, or a config
+    /// the cluster refused; `failed` for the errors that do not say why a
+    /// cache did not sync.
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
             DeclarativeError::Unreachable { .. } => "unreachable",
-            DeclarativeError::Unresolved { .. } => "unresolved",
+            DeclarativeError::Unresolved { reason, .. } => reason,
             DeclarativeError::TimedOut { .. } => "timedOut",
             DeclarativeError::Removed { .. } => "removed",
             DeclarativeError::Cache { source, .. } => source.reason(),
+            #[cfg(feature = "config")]
+            DeclarativeError::Config { reason, .. } => reason,
             _ => "failed",
         }
     }
@@ -238,7 +250,7 @@ impl DeclarativeError {
                 path: String::new(),
                 message,
             }],
-            unserved: false,
+            reason: "failed",
         }
     }
 }
@@ -270,7 +282,7 @@ mod tests {
                     path: "informers[0].resync".into(),
                     message: "not a duration".into(),
                 }],
-                unserved: false,
+                reason: "failed",
             },
             DeclarativeError::NothingNamed,
             DeclarativeError::Index(crate::cache::CacheError::DuplicateIndex { name: "a".into() }),
@@ -310,6 +322,7 @@ mod tests {
             DeclarativeError::Unresolved {
                 cluster: cluster(),
                 resource: resource(),
+                reason: "unresolved",
                 error: "no resource matches".into(),
             },
             DeclarativeError::Cache {

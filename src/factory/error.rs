@@ -152,17 +152,31 @@ impl FactoryError {
     /// for the errors that do not say why a cache did not sync.
     #[must_use]
     pub fn reason(&self) -> &'static str {
+        self.not_synced().map_or("failed", |why| why.reason())
+    }
+
+    /// Why, in the informer layer's words, when this error is the cluster's
+    /// answer rather than a mistake in what was asked: a cache that did not
+    /// sync, a resource not served, a discovery request that failed
+    /// (classified as a failed list is: [`NotSynced::from_failure`]).
+    #[must_use]
+    pub fn not_synced(&self) -> Option<NotSynced> {
         match self {
-            FactoryError::NotSynced { reason, .. } => reason.reason(),
-            FactoryError::NotServed { .. } => "notServed",
+            FactoryError::NotSynced { reason, .. } => Some(reason.clone()),
+            FactoryError::NotServed { reason, .. } => Some(NotSynced::NotServed {
+                reason: reason.clone(),
+            }),
             FactoryError::Discovery { source, .. } => {
                 let code = match source {
                     kube_client::Error::Api(status) => Some(status.code),
                     _ => None,
                 };
-                NotSynced::from_failure(code, String::new()).reason()
+                Some(NotSynced::from_failure(
+                    code,
+                    crate::vocabulary::error_chain(self),
+                ))
             }
-            _ => "failed",
+            _ => None,
         }
     }
 }

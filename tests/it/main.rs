@@ -21,4 +21,5 @@ mod resource_set;
 mod scale;
 mod shard;
 mod snapshot;
+mod sync_reasons;
 mod testenv;

@@ -4,7 +4,7 @@
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::{AccessCheck, AccessTable};
-use kube_dynamic_informer::vocabulary::{ResourceName, Scope};
+use kube_dynamic_informer::vocabulary::{ResourceName, Scope, error_chain};
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
@@ -53,7 +53,11 @@ pub async fn check_cluster(
         }
         for pattern in &set.patterns {
             let selected = factory.matching(&pattern.pattern).await.map_err(|e| {
-                Failure::cluster(format!("{file}: pattern {:?}: {e}", pattern.name))
+                Failure::cluster(format!(
+                    "{file}: pattern {:?}: {}",
+                    pattern.name,
+                    error_chain(&e)
+                ))
             })?;
             if selected.is_empty() {
                 say(format!(

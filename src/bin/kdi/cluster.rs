@@ -75,10 +75,16 @@ impl Cluster {
     }
 
     /// A failure to read discovery, which every command does first: the
-    /// server, what was asked, and every cause (connection refused, a
+    /// server, why in the library's word (`unauthorized`, `unreachable`,
+    /// ...), what was asked, and every cause (connection refused, a
     /// certificate, a 401).
     pub fn unreachable(&self, err: &FactoryError) -> Failure {
-        Failure::cluster(format!("API server {}: {}", self.server, error_chain(err)))
+        Failure::cluster(format!(
+            "API server {}: {}: {}",
+            self.server,
+            err.reason(),
+            error_chain(err)
+        ))
     }
 }
 

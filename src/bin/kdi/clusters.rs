@@ -18,6 +18,7 @@ use kube_dynamic_informer::declarative::{
     clusters_from_contexts,
 };
 use kube_dynamic_informer::factory::InformerHandle;
+use kube_dynamic_informer::vocabulary::error_chain;
 use serde_json::{Value, json};
 
 use crate::cluster::read_kubeconfig;
@@ -101,10 +102,10 @@ fn report(sync: &ClusterSyncReport) -> bool {
                 "informer": &*r.resource,
                 "synced": false,
                 "reason": e.reason(),
-                "message": e.to_string(),
+                "message": error_chain(e),
             }));
         } else {
-            say(format!("kdi: {e}"));
+            say(format!("kdi: {}", error_chain(e)));
         }
     }
     sync.all_synced()

@@ -3,7 +3,9 @@
 use clap::Args;
 use kube_dynamic_informer::cache::{CachedObject, Lister};
 use kube_dynamic_informer::declarative::{InformerSet, ResourceSet};
-use kube_dynamic_informer::vocabulary::{ResourceAvailability, ResourceName, Selector};
+use kube_dynamic_informer::vocabulary::{
+    ResourceAvailability, ResourceName, Selector, error_chain,
+};
 
 use crate::cluster::Cluster;
 use crate::declared::Declared;
@@ -53,7 +55,7 @@ impl GetArgs {
             (None, Some(selector)) => lister.list(selector.as_str()),
             (None, None) => return Ok(lister.list_all()),
         };
-        found.map_err(|e| Failure::usage(format!("{name}: {e}")))
+        found.map_err(|e| Failure::usage(format!("{name}: {}", error_chain(&e))))
     }
 }
 

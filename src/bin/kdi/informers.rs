@@ -15,7 +15,7 @@ use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
 use kube_dynamic_informer::informer::SnapshotOptions;
 use kube_dynamic_informer::vocabulary::Namespaces;
-use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard, VocabularyError};
+use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard, VocabularyError, error_chain};
 
 use crate::cluster::Cluster;
 use crate::declared::Declared;
@@ -252,11 +252,13 @@ pub fn informer_set(sel: &Selection) -> Result<InformerSet, Failure> {
             let namespaces = namespaces(sel).unwrap_or_default();
             InformerSet::from_names(&names, indexes, &namespaces, &sel.exclude, scope).map_err(
                 |e| match e {
-                    DeclarativeError::Pattern { .. } => Failure::usage(format!("-r {e}")),
+                    DeclarativeError::Pattern { .. } => {
+                        Failure::usage(format!("-r {}", error_chain(&e)))
+                    }
                     DeclarativeError::FilterWithoutPattern => {
                         Failure::usage(format!("--exclude and --scope: {e}"))
                     }
-                    e => Failure::usage(e),
+                    e => Failure::usage(error_chain(&e)),
                 },
             )?
         }
@@ -414,10 +416,11 @@ pub async fn resource_set(
                     .collect::<Vec<_>>()
                     .join("\n"),
             };
-            if matches!(e, DeclarativeError::Config { unserved: true, .. }) {
-                Failure::not_synced(message)
-            } else {
-                Failure::usage(message)
+            // The cluster's answer, or a mistake in what was asked.
+            match e.reason() {
+                "notServed" | "forbidden" => Failure::not_synced(message),
+                "failed" => Failure::usage(message),
+                _ => Failure::cluster(message),
             }
         })
 }

@@ -39,9 +39,9 @@ pub use source::{
 
 use crate::cache::index::IndexFn;
 use crate::declarative::DeclarativeError;
-use crate::factory::{FactoryError, InformerFactory, InformerHandle};
+use crate::factory::{InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
-use crate::informer::{Event, HandlerOptions, InformerStatus, SyncPolicy};
+use crate::informer::{Event, HandlerOptions, InformerStatus, NotSynced, SyncPolicy};
 use crate::vocabulary::error_chain;
 
 /// An event of one cluster, as [`ClusterSet::add_handler`]'s handlers
@@ -87,8 +87,16 @@ struct ResourceSpec {
 /// Why a resource is not resolved in a cluster.
 #[derive(Clone, Debug)]
 struct ResolveFailure {
-    unreachable: bool,
+    /// Why, when it is the cluster's answer (or its silence) rather than a
+    /// name that designates nothing there.
+    answer: Option<NotSynced>,
     error: String,
+}
+
+impl ResolveFailure {
+    fn unreachable(&self) -> bool {
+        matches!(self.answer, Some(NotSynced::Unreachable { .. }))
+    }
 }
 
 #[derive(Default)]
@@ -440,7 +448,7 @@ impl ClusterSet {
                     None => {
                         let failure = held.failures.get(&spec.name);
                         ResourceState::Unresolved {
-                            unreachable: failure.is_some_and(|f| f.unreachable),
+                            unreachable: failure.is_some_and(|f| f.unreachable()),
                             error: failure.map(|f| f.error.clone()),
                         }
                     }
@@ -660,7 +668,7 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
                     let error = error_chain(&e);
                     tracing::debug!(cluster = %cluster.name, resource = %spec.name, %error, "resolving a resource");
                     let failure = ResolveFailure {
-                        unreachable: is_unreachable(&e),
+                        answer: e.not_synced(),
                         error,
                     };
                     let mut held = cluster.resources.lock();
@@ -675,14 +683,5 @@ async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>
             () = crate::declarative::sleep_or_never(delay) => {}
             r = resources_changed.changed() => if r.is_err() { return },
         }
-    }
-}
-
-/// Whether a factory error says the cluster could not be reached at all
-/// (as opposed to an answer refusing or not finding the resource).
-fn is_unreachable(err: &FactoryError) -> bool {
-    match err {
-        FactoryError::Discovery { source, .. } => !matches!(source, kube_client::Error::Api(_)),
-        _ => false,
     }
 }

@@ -103,13 +103,19 @@ pub(super) async fn wait_one(
             }
             held.failures.get(resource).cloned()
         };
-        let expired = tokio::select! {
-            r = changed.changed() => r.is_err(),
-            () = tokio::time::sleep_until(deadline) => true,
-        };
+        // A cluster that refuses discovery refuses the resource too.
+        let refused = failure
+            .as_ref()
+            .and_then(|f| f.answer.as_ref())
+            .is_some_and(|why| policy.gives_up(why));
+        let expired = refused
+            || tokio::select! {
+                r = changed.changed() => r.is_err(),
+                () = tokio::time::sleep_until(deadline) => true,
+            };
         if expired {
             return Err(match failure {
-                Some(f) if f.unreachable => DeclarativeError::Unreachable {
+                Some(f) if f.unreachable() => DeclarativeError::Unreachable {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     error: f.error,
@@ -117,6 +123,7 @@ pub(super) async fn wait_one(
                 Some(f) => DeclarativeError::Unresolved {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
+                    reason: f.answer.map_or("unresolved", |why| why.reason()),
                     error: f.error,
                 },
                 None => DeclarativeError::TimedOut {

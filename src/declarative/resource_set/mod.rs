@@ -177,9 +177,10 @@ struct Plan {
     created: Vec<InformerHandle>,
     /// JSON pointer → message.
     errors: Vec<(String, String)>,
-    /// How many of `errors` are resources not served under
-    /// `whenNotServed: fail`.
-    unserved: usize,
+    /// Why, for each of `errors` that is the cluster's answer (a resource
+    /// not served under `whenNotServed: fail`, a refused or failed
+    /// request): [`FactoryError::reason`].
+    cluster_reasons: Vec<&'static str>,
 }
 
 /// What one entry asks for, before an informer is had.
@@ -205,9 +206,15 @@ enum Target {
 impl Plan {
     /// The refusal of a plan with errors, each located in `source`.
     fn refusal(&self, source: Option<(&Path, &str)>) -> Option<DeclarativeError> {
+        let shared = match self.cluster_reasons.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|r| r == first) => Some(*first),
+            _ => None,
+        };
         (!self.errors.is_empty()).then(|| DeclarativeError::Config {
             errors: locate(&self.errors, source),
-            unserved: self.unserved == self.errors.len(),
+            reason: shared
+                .filter(|_| self.cluster_reasons.len() == self.errors.len())
+                .unwrap_or("failed"),
         })
     }
 }

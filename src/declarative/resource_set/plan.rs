@@ -131,6 +131,7 @@ impl ResourceSet {
             let selected = match factory.matching(&pattern.pattern).await {
                 Ok(selected) => selected,
                 Err(e) => {
+                    plan.note_cluster_reason(&e);
                     plan.errors.push((format!("{at}/match"), error_chain(&e)));
                     // What the pattern selected stays until it can be
                     // evaluated again (a reload with this error is refused
@@ -221,6 +222,15 @@ impl ResourceSet {
 }
 
 impl Plan {
+    /// Records why `e` refused an entry, when that is the cluster's answer
+    /// rather than a mistake in the config.
+    fn note_cluster_reason(&mut self, e: &FactoryError) {
+        let reason = e.reason();
+        if reason != "failed" {
+            self.cluster_reasons.push(reason);
+        }
+    }
+
     /// Records why the factory gave no informer for `want`: left out (not
     /// served under `whenNotServed: skip`), or an error that refuses the
     /// config.
@@ -244,9 +254,7 @@ impl Plan {
             });
             return;
         }
-        if matches!(e, FactoryError::NotServed { .. }) {
-            self.unserved += 1;
-        }
+        self.note_cluster_reason(&e);
         let (pointer, message) = match &want.target {
             Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
             Target::Key(k) => (

@@ -51,7 +51,7 @@ fn factory_errors_point_at_the_field_they_are_about() {
 #[test]
 fn a_refused_reload_reads_like_config_errors() {
     let err = DeclarativeError::Config {
-        unserved: false,
+        reason: "failed",
         errors: vec![
             ConfigProblem {
                 file: "a.yaml".into(),

@@ -230,6 +230,15 @@ pub async fn config(user: User) -> Config {
     }
 }
 
+/// The kubeconfig file of `user` (on an external cluster: the admin's,
+/// which impersonation turns into another user only through [`config`]).
+pub fn kubeconfig_path(user: User) -> PathBuf {
+    match env() {
+        Env::Testenv { ready, .. } => ready.kubeconfig(user.name()).to_path_buf(),
+        Env::External { kubeconfig } => kubeconfig.clone(),
+    }
+}
+
 /// Loads a client configuration from a kubeconfig file.
 pub async fn config_from_file(path: &std::path::Path) -> Config {
     let kc = Kubeconfig::read_from(path)
