@@ -83,7 +83,7 @@
 //! | `informers.GenericInformer` (`ForResource`) | [`InformerHandle`] ([`InformerFactory::for_resource`]) |
 //! | `cache.GenericLister` | [`Lister`] (and [`cache::NamespaceLister`]) |
 //! | `cache.SharedIndexInformer` | [`informer::SharedInformer`] |
-//! | `cache.NewInformer` / `NewIndexerInformer` (one handler, no sharing) | [`informer::Informer`] |
+//! | `cache.NewInformer` / `NewIndexerInformer` | [`informer::Informer`] (one handler, no sharing) |
 //! | `cache.Indexers`, `cache.IndexFunc` | [`cache::IndexFn`], added with [`informer::SharedInformer::add_index`] |
 //! | `cache.ResourceEventHandler` (`ResourceEventHandlerFuncs`) | [`informer::EventHandler`] (any `Fn(Event)`), receiving [`informer::Event`] |
 //! | `cache.WaitForCacheSync` | [`InformerFactory::wait_for_cache_sync`] (a [`factory::CacheSyncReport`]: why not, per resource), [`informer::SharedInformer::wait_for_sync`] |

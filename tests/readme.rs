@@ -348,3 +348,57 @@ fn the_readme_names_the_files_testenv_writes() {
         assert!(readme.contains(file), "README should name {file}");
     }
 }
+
+/// The README's table of client-go names and the crate docs' say the same:
+/// each client-go name, in both, maps to the same type of ours.
+#[test]
+fn the_readme_and_the_crate_docs_map_client_go_names_alike() {
+    let readme = read("README.md");
+    let lib = read("src/lib.rs");
+    let rows = |text: &str, after: &str, prefix: &str| -> Vec<(String, String)> {
+        let start = text
+            .find(after)
+            .unwrap_or_else(|| panic!("no {after:?}"));
+        text[start..]
+            .lines()
+            .map(|l| l.strip_prefix(prefix).unwrap_or(l).trim())
+            .skip_while(|l| !l.starts_with("| client-go"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.trim_matches('|').split(" | ").collect();
+                // The first type named in the right cell, without links.
+                let ours = cells[1]
+                    .split('`')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                (cells[0].trim().to_owned(), ours)
+            })
+            .collect()
+    };
+    let in_readme = rows(&readme, "### For client-go users", "");
+    let in_docs = rows(&lib, "# For client-go users", "//!");
+    assert!(in_readme.len() >= 12, "{in_readme:?}");
+    assert_eq!(in_readme, in_docs);
+    for name in [
+        "DynamicSharedInformerFactory",
+        "GenericInformer",
+        "GenericLister",
+        "SharedIndexInformer",
+        "IndexFunc",
+        "ResourceEventHandler",
+        "WaitForCacheSync",
+        "HasSynced",
+        "MetaNamespaceKeyFunc",
+        "DeletedFinalStateUnknown",
+    ] {
+        assert!(
+            in_readme.iter().any(|(theirs, _)| theirs.contains(name)),
+            "{name} in the table"
+        );
+    }
+}
