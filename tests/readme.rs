@@ -356,9 +356,7 @@ fn the_readme_and_the_crate_docs_map_client_go_names_alike() {
     let readme = read("README.md");
     let lib = read("src/lib.rs");
     let rows = |text: &str, after: &str, prefix: &str| -> Vec<(String, String)> {
-        let start = text
-            .find(after)
-            .unwrap_or_else(|| panic!("no {after:?}"));
+        let start = text.find(after).unwrap_or_else(|| panic!("no {after:?}"));
         text[start..]
             .lines()
             .map(|l| l.strip_prefix(prefix).unwrap_or(l).trim())
