@@ -38,7 +38,7 @@
 //!   reports [`InformerStatus::Gone`](crate::informer::InformerStatus::Gone) and stops requesting — no endless 404
 //!   loop. When the CRD is created again, it lists again and carries on.
 //! - A resource the client may not list reports the 403 (in the status and
-//!   in the sync report, as [`NotSynced::Forbidden`](crate::informer::NotSynced::Forbidden)) and keeps retrying with backoff, so it
+//!   in the sync report, as [`NotSynced::Forbidden`]) and keeps retrying with backoff, so it
 //!   syncs by itself once access is granted.
 //!
 //! # Options

@@ -7,7 +7,8 @@ impl Shared {
     /// Applies one delta to the store and queues its events, under the
     /// dispatch lock.
     pub(super) fn process(&self, writer: &mut StoreWriter, delta: Delta) {
-        // Objects arrive transformed (see ReflectorConfig::transform).
+        // Objects arrive transformed (InformerOptions::transform, applied by
+        // the reflector).
         self.heard_from_server();
         if let Delta::ResourceVersion(rv) = &delta {
             self.reached(writer, rv);

@@ -1,7 +1,7 @@
 //! Shared informers: one cache and one watch per resource, any number of
 //! event handlers.
 //!
-//! Data flows one way: [`Reflector`] → transform → [`StoreWriter`] (with its
+//! Data flows one way: the reflector → transform → [`StoreWriter`] (with its
 //! indexes) → dispatcher → one queue per handler → handler. Every handler
 //! receives the very `Arc<DynamicObject>` the store holds; nothing is deep
 //! cloned on fan-out.
@@ -44,7 +44,6 @@
 //!   lowers the informer's check period, after start it is raised to it;
 //!   the effective period is rounded up to a multiple of the check period.
 //!
-//! [`Reflector`]: crate::informer::Reflector
 //! [`StoreWriter`]: crate::cache::store::StoreWriter
 //!
 //! # Warm restarts
@@ -62,10 +61,10 @@
 //!
 //! The list/watch loop that keeps a cache in step with the API server.
 //!
-//! A [`Reflector`] lists a resource (in pages, or as a streaming list), hands
-//! the list on page by page ([`Delta::ListBegin`], [`Delta::ListPage`],
-//! [`Delta::ListEnd`]), then watches from the list's resourceVersion and
-//! hands on each change. It owns every recovery
+//! The reflector (internal: an informer runs it, and the reflector is of use
+//! to nothing else) lists a resource (in pages, or as a streaming list),
+//! hands the list on page by page, then watches from the list's
+//! resourceVersion and hands on each change. It owns every recovery
 //! decision so that callers never have to:
 //!
 //! - a watch that ends normally (server timeout, randomised between 5 and 10
@@ -165,7 +164,8 @@ use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
-pub use reflector::{Delta, ErrorHook, Reflector, ReflectorCounters, ReflectorStats, SnapshotPage};
+pub use reflector::{ErrorHook, ReflectorCounters, ReflectorStats};
+pub(crate) use reflector::{Delta, Reflector};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use sync::{NotSynced, SyncPolicy};
 

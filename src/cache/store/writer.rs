@@ -263,7 +263,7 @@ impl StoreWriter {
     }
 
     /// Hands over one page of a snapshot read back in compact form
-    /// ([`Delta::SnapshotPage`](crate::informer::Delta::SnapshotPage)), as
+    /// (the reflector's snapshot pages), as
     /// [`StoreWriter::list_page`] does a list's page. A cache with compact
     /// storage filling from empty takes the objects as they are, evaluating
     /// its indexes on the compact form where it can, and gives back their

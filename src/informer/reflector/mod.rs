@@ -88,13 +88,8 @@ pub struct SnapshotPage {
     pub(crate) interner: Option<crate::cache::compact::Interner>,
 }
 
+#[cfg(test)]
 impl SnapshotPage {
-    /// How many objects the page holds.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
     /// Whether the page holds no object.
     #[must_use]
     pub fn is_empty(&self) -> bool {
