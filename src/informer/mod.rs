@@ -164,8 +164,8 @@ use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
-pub use reflector::{ErrorHook, ReflectorCounters, ReflectorStats};
 pub(crate) use reflector::{Delta, Reflector};
+pub use reflector::{ErrorHook, ReflectorCounters, ReflectorStats};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use sync::{NotSynced, SyncPolicy};
 

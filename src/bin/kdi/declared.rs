@@ -24,11 +24,7 @@ impl Declared {
         Declared {
             name: m.entry.clone(),
             informer: m.informer.clone(),
-            indexes: m
-                .indexes
-                .iter()
-                .filter_map(|(n, e)| Some((n.clone(), IndexFn::jmespath(n, e).ok()?)))
-                .collect(),
+            indexes: m.indexes.clone(),
             sensitive: m.sensitive,
         }
     }

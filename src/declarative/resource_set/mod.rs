@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::index::IndexFn;
 use crate::declarative::DeclarativeError;
 pub use access::{AccessPolicy, SkippedMember};
 pub use follow::ReloadTriggers;
@@ -54,8 +55,8 @@ pub struct SetMember {
     /// [`Redaction`](crate::cache::Redaction)): a mark of the entry, not of
     /// the informer it shares.
     pub sensitive: bool,
-    /// Its indexes: name → JMESPath expression.
-    pub indexes: BTreeMap<String, String>,
+    /// Its indexes, compiled from the entry's JMESPath expressions.
+    pub indexes: BTreeMap<String, IndexFn>,
 }
 
 /// Why a member left the set.
@@ -193,7 +194,7 @@ struct Want {
     options: InformerOptions,
     /// The resource, when discovery knows it.
     known: Option<crate::vocabulary::resource::KnownResource>,
-    indexes: BTreeMap<String, String>,
+    indexes: BTreeMap<String, IndexFn>,
 }
 
 enum Target {
@@ -589,24 +590,19 @@ pub(super) struct Counts {
 fn add_indexes(member: &SetMember) -> bool {
     let have = member.informer.informer().store().index_names();
     let mut added = false;
-    for (name, expr) in member
+    for (name, func) in member
         .indexes
         .iter()
         .filter(|(name, _)| !have.contains(name))
     {
-        let result = crate::cache::index::IndexFn::jmespath(name, expr)
-            .map_err(|e| error_chain(&e))
-            .and_then(|f| {
-                member
-                    .informer
-                    .informer()
-                    .add_index(name.clone(), f)
-                    .map_err(|e| error_chain(&e))
-            });
-        match result {
+        match member
+            .informer
+            .informer()
+            .add_index(name.clone(), func.clone())
+        {
             Ok(()) => added = true,
             Err(e) => {
-                tracing::warn!(entry = %member.entry, index = %name, error = %e, "resource set: could not add an index")
+                tracing::warn!(entry = %member.entry, index = %name, error = %error_chain(&e), "resource set: could not add an index")
             }
         }
     }

@@ -53,10 +53,12 @@ impl ResourceSet {
             };
             let replace = state.members.get(&key).is_some_and(|current| {
                 current.informer == member.informer
-                    && current
-                        .indexes
-                        .iter()
-                        .any(|(name, expr)| member.indexes.get(name) != Some(expr))
+                    && current.indexes.iter().any(|(name, func)| {
+                        !member
+                            .indexes
+                            .get(name)
+                            .is_some_and(|f| f.same_definition(func))
+                    })
             });
             plan.members.insert(key, Planned { member, replace });
         }
@@ -107,8 +109,12 @@ impl ResourceSet {
             let known = crate::vocabulary::resource::ResourceName::parse(&spec.resource)
                 .ok()
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
+            let at = format!("/informers/{i}");
+            let Some(indexes) = plan.compile_indexes(&at, &spec.indexes) else {
+                continue;
+            };
             wants.push(Want {
-                at: format!("/informers/{i}"),
+                at,
                 entry: spec.name().to_string(),
                 resource: spec.resource.clone(),
                 target: Target::Spec(Box::new(spec.clone())),
@@ -123,11 +129,14 @@ impl ResourceSet {
                 }
                 .normalized(),
                 known,
-                indexes: spec.indexes.clone(),
+                indexes,
             });
         }
         for (i, pattern) in config.patterns.iter().enumerate() {
             let at = format!("/patterns/{i}");
+            let Some(indexes) = plan.compile_indexes(&at, &pattern.indexes) else {
+                continue;
+            };
             let selected = match factory.matching(&pattern.pattern).await {
                 Ok(selected) => selected,
                 Err(e) => {
@@ -148,7 +157,7 @@ impl ResourceSet {
                             target: Target::Key(current.informer.resource().clone()),
                             options: current.informer.informer().options().clone(),
                             known: None,
-                            indexes: pattern.indexes.clone(),
+                            indexes: indexes.clone(),
                         });
                     }
                     continue;
@@ -164,7 +173,7 @@ impl ResourceSet {
                         .pattern_options(&resource, pattern.options.clone())
                         .normalized(),
                     known: Some(resource),
-                    indexes: pattern.indexes.clone(),
+                    indexes: indexes.clone(),
                 });
             }
         }
@@ -222,6 +231,30 @@ impl ResourceSet {
 }
 
 impl Plan {
+    /// The indexes of the entry at `at`, compiled: the one place a declared
+    /// index becomes an index function. An expression that does not
+    /// compile (possible in a set built in code; a loaded file was
+    /// validated) is an error located at its index, and the entry is left
+    /// out.
+    fn compile_indexes(
+        &mut self,
+        at: &str,
+        indexes: &BTreeMap<String, String>,
+    ) -> Option<BTreeMap<String, IndexFn>> {
+        let mut compiled = BTreeMap::new();
+        for (name, expression) in indexes {
+            match IndexFn::jmespath(name, expression) {
+                Ok(func) => {
+                    compiled.insert(name.clone(), func);
+                }
+                Err(e) => self
+                    .errors
+                    .push((format!("{at}/indexes/{name}"), e.to_string())),
+            }
+        }
+        (compiled.len() == indexes.len()).then_some(compiled)
+    }
+
     /// Records why `e` refused an entry, when that is the cluster's answer
     /// rather than a mistake in the config.
     fn note_cluster_reason(&mut self, e: &FactoryError) {
