@@ -52,10 +52,9 @@ async fn a_set_built_in_code_compiles_its_indexes_once_and_refuses_a_bad_one() {
     );
     set.shutdown().await;
 
-    let err = ResourceSet::new(admin.clone(), set_with("metadata.labels.("))
-        .await
-        .err()
-        .expect("a bad expression refuses the set");
+    let Err(err) = ResourceSet::new(admin.clone(), set_with("metadata.labels.(")).await else {
+        panic!("a bad expression refuses the set");
+    };
     assert!(matches!(err, DeclarativeError::Config { .. }), "{err:?}");
     let problem = &err.problems()[0];
     assert_eq!(problem.path, "informers[0].indexes.team", "{err}");
