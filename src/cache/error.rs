@@ -61,6 +61,13 @@ pub enum CacheError {
         name: String,
     },
 
+    /// The name is the built-in index's, which cannot be declared.
+    #[error("index name {name:?} is reserved: every informer has it built in")]
+    ReservedIndexName {
+        /// The name.
+        name: String,
+    },
+
     // Index functions.
     /// The JMESPath expression does not parse. `line` counts from 0,
     /// `column` is the number of characters before the error on that line,
@@ -195,6 +202,9 @@ mod tests {
             CacheError::DuplicateIndex {
                 name: "node".into(),
             },
+            CacheError::ReservedIndexName {
+                name: "namespace".into(),
+            },
             CacheError::IndexSyntax {
                 index: "i".into(),
                 expression: "spec.[".into(),
@@ -240,12 +250,13 @@ mod tests {
             CacheError::NamespaceNotWatched { .. } => 3,
             CacheError::UnknownIndex { .. } => 4,
             CacheError::DuplicateIndex { .. } => 5,
-            CacheError::IndexSyntax { .. } => 6,
-            CacheError::IndexFunction { .. } => 7,
-            CacheError::IndexTooComplex { .. } => 8,
-            CacheError::IndexEvaluation { .. } => 9,
-            CacheError::Projection { .. } => 10,
-            CacheError::IncomparableResourceVersion(_) => 11,
+            CacheError::ReservedIndexName { .. } => 6,
+            CacheError::IndexSyntax { .. } => 7,
+            CacheError::IndexFunction { .. } => 8,
+            CacheError::IndexTooComplex { .. } => 9,
+            CacheError::IndexEvaluation { .. } => 10,
+            CacheError::Projection { .. } => 11,
+            CacheError::IncomparableResourceVersion(_) => 12,
         }
     }
 
@@ -253,7 +264,7 @@ mod tests {
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
         let seen: Vec<usize> = all.iter().map(variant).collect();
-        assert_eq!(seen, (0..12).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..13).collect::<Vec<_>>(), "one sample per variant");
         for e in &all {
             assert_each_fact_once(e);
         }

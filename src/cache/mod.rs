@@ -461,7 +461,10 @@ pub use compact::{
     OwnerRefView, StrMap, StrMapIter, ValueRef,
 };
 pub use error::CacheError;
-pub use index::{IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX};
+pub use index::{
+    IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX,
+    check_index_name,
+};
 pub use lister::{Lister, NamespaceLister, ToSelector};
 pub use projection::{ALWAYS_KEPT, MAX_PATH_FIELDS, Projection};
 pub use redaction::Redaction;

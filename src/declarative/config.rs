@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cache::index::{IndexFn, NAMESPACE_INDEX};
+use crate::cache::index::{IndexFn, check_index_name};
 use crate::cache::projection::Projection;
 use crate::declarative::shard_group::ShardGroupConfig;
 use crate::factory::pattern::ResourcePattern;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use kube_dynamic_informer::cache::{IndexFn, NAMESPACE_INDEX};
+use kube_dynamic_informer::cache::{IndexFn, NAMESPACE_INDEX, check_index_name};
 use kube_dynamic_informer::declarative::InformerSet;
 
 use crate::exit::Failure;
@@ -74,12 +74,7 @@ impl<'a> IndexNames<'a> {
 /// # Errors
 /// A usage failure for the built-in name.
 pub fn check_definable(flag: &str, name: &str) -> Result<(), Failure> {
-    if name == NAMESPACE_INDEX {
-        return Err(Failure::usage(format!(
-            "{flag}: index name {name:?} is reserved: every informer has it built in"
-        )));
-    }
-    Ok(())
+    check_index_name(name).map_err(|e| Failure::usage(format!("{flag}: {e}")))
 }
 
 /// The index functions of an informer that `wanted` (the names of

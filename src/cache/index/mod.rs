@@ -29,6 +29,32 @@ use values::values_of_variable;
 /// namespace. Cluster-scoped objects are not in it.
 pub const NAMESPACE_INDEX: &str = "namespace";
 
+/// Whether `name` may be declared as an index: any name but the built-in
+/// [`NAMESPACE_INDEX`], which every store has already. The rule config
+/// files, [`InformerSet::from_names`](crate::declarative::InformerSet::from_names)
+/// and `kdi --define-index` apply.
+///
+/// ```
+/// use kube_dynamic_informer::cache::check_index_name;
+///
+/// assert!(check_index_name("owner").is_ok());
+/// assert_eq!(
+///     check_index_name("namespace").unwrap_err().to_string(),
+///     r#"index name "namespace" is reserved: every informer has it built in"#
+/// );
+/// ```
+///
+/// # Errors
+/// [`CacheError::ReservedIndexName`] for the built-in name.
+pub fn check_index_name(name: &str) -> Result<(), CacheError> {
+    if name == NAMESPACE_INDEX {
+        return Err(CacheError::ReservedIndexName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// Longest JMESPath expression accepted, in bytes.
 pub const MAX_EXPRESSION_LEN: usize = 4096;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{
     API_VERSION, InformerSet, InformerSpec, KIND, MAX_INDEXES, PatternSpec, ShardGroupSpec,
 };
-use crate::cache::index::IndexFn;
+use crate::cache::index::{IndexFn, check_index_name};
 use crate::cache::projection::Projection;
 use crate::cache::store::Storage;
 use crate::declarative::DeclarativeError;
@@ -94,9 +94,20 @@ impl InformerSet {
     /// file's `defaults`.
     ///
     /// # Errors
-    /// No names, an expression that does not compile, more than
-    /// [`MAX_INDEXES`] indexes, a malformed pattern, or `exclude`/`scope`
-    /// without a pattern.
+    /// No names, an expression that does not compile, an index named as
+    /// the built-in one ([`check_index_name`]), more than [`MAX_INDEXES`]
+    /// indexes, a malformed pattern, or `exclude`/`scope` without a
+    /// pattern.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::declarative::InformerSet;
+    /// use kube_dynamic_informer::vocabulary::Namespaces;
+    ///
+    /// let indexes = [("namespace".to_owned(), "metadata.name".to_owned())].into();
+    /// let err = InformerSet::from_names(&["pods".into()], indexes, &Namespaces::All, &[], None)
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), r#"index name "namespace" is reserved: every informer has it built in"#);
+    /// ```
     pub fn from_names(
         names: &[String],
         indexes: BTreeMap<String, String>,
@@ -108,6 +119,7 @@ impl InformerSet {
             return Err(DeclarativeError::NothingNamed);
         }
         for (name, expr) in &indexes {
+            check_index_name(name)?;
             IndexFn::jmespath(name, expr)?;
         }
         if indexes.len() > MAX_INDEXES {

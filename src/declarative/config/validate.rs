@@ -229,11 +229,8 @@ impl Validation<'_> {
         {
             for (name, expr) in indexes {
                 let index_at = format!("{at}/indexes/{}", yaml::escape(name));
-                if name == NAMESPACE_INDEX {
-                    self.key_error(
-                        &index_at,
-                        format!("index name {name:?} is reserved: every informer has it built in"),
-                    );
+                if let Err(e) = check_index_name(name) {
+                    self.key_error(&index_at, e.to_string());
                 }
                 if let Some(expr) = expr.as_str()
                     && let Err(e) = IndexFn::jmespath(name, expr)
