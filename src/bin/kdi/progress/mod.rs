@@ -137,12 +137,7 @@ fn approximate_size(bytes: usize) -> String {
 /// asked for by plural and group that is not served yet is
 /// `widgets.example.com`.
 pub fn resource_label(informer: &InformerHandle) -> String {
-    let key = informer.resource();
-    if key.version.is_empty() {
-        format!("{}.{}", key.resource, key.group)
-    } else {
-        key.to_string()
-    }
+    informer.resource().to_string()
 }
 
 /// An informer joining or leaving a running set, for
