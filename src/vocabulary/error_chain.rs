@@ -79,6 +79,27 @@ pub(crate) fn assert_each_fact_once(err: &(dyn Error + 'static)) {
     }
 }
 
+/// Asserts that `all` holds one error of each of the `count` variants of
+/// its type, in declaration order (`variant` gives a variant's place, by an
+/// exhaustive match, so that a new variant fails to compile until it has a
+/// sample), and that each says each fact of its chain once.
+#[cfg(test)]
+pub(crate) fn assert_every_variant<E: Error + 'static>(
+    all: &[E],
+    variant: impl Fn(&E) -> usize,
+    count: usize,
+) {
+    let seen: Vec<usize> = all.iter().map(variant).collect();
+    assert_eq!(
+        seen,
+        (0..count).collect::<Vec<_>>(),
+        "one sample per variant, in declaration order"
+    );
+    for e in all {
+        assert_each_fact_once(e);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
