@@ -2,6 +2,37 @@
 //! its timers: resync and staleness.
 
 use super::*;
+use crate::vocabulary::shard::Settlement;
+
+/// What one delta did to the cache: the events it makes, and what the
+/// handlers learn besides.
+#[derive(Default)]
+struct Applied {
+    events: Vec<Event>,
+    /// The first complete list ended: every handler has synced.
+    first_sync: bool,
+    /// A shard hand-over the handlers confirm once they have seen it.
+    settlement: Option<Settlement>,
+    /// Objects a relist found gone, delivered with a final state unknown.
+    tombstones: u64,
+}
+
+impl Applied {
+    /// The events of a list page or a list's end (initial Adds until the
+    /// first sync).
+    fn listed(outcome: ReplaceOutcome, in_initial_list: bool, reshard: Option<&Reshard>) -> Self {
+        let mut applied = Applied::default();
+        applied.tombstones = push_outcome(&mut applied.events, outcome, in_initial_list, reshard);
+        applied
+    }
+
+    fn event(event: Event) -> Self {
+        Applied {
+            events: vec![event],
+            ..Applied::default()
+        }
+    }
+}
 
 impl Shared {
     /// Applies one delta to the store and queues its events, under the
@@ -15,50 +46,68 @@ impl Shared {
             return;
         }
         let mut d = self.dispatch.lock();
-        let mut events = Vec::new();
-        let mut first_sync = false;
-        let mut settlement = None;
-        let mut tombstones = 0;
         if !matches!(delta, Delta::SnapshotPage(_)) {
             d.hand_on_deferred(&self.key);
         }
+        let applied = self.apply(writer, &mut d, delta);
+        if applied.tombstones > 0 {
+            self.stats
+                .tombstones
+                .fetch_add(applied.tombstones, Ordering::Relaxed);
+        }
+        #[allow(clippy::cast_precision_loss)]
+        self.metrics.objects.set(self.store.len() as f64);
+        self.hand_to_listeners(&mut d, applied);
+    }
+
+    /// Changes the store as `delta` says, and says what that makes.
+    fn apply(&self, writer: &mut StoreWriter, d: &mut Dispatch, delta: Delta) -> Applied {
         match delta {
-            Delta::ResourceVersion(_) => {}
-            Delta::ListBegin => writer.begin_list(),
+            Delta::ResourceVersion(_) => Applied::default(),
+            Delta::ListBegin => {
+                writer.begin_list();
+                Applied::default()
+            }
             Delta::ListPage(objects) => {
                 let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
-                tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
+                Applied::listed(outcome, !d.synced, d.reshard.as_ref())
             }
             Delta::SnapshotPage(page) => match writer.snapshot_page(page.objects, page.interner) {
                 // A snapshot is read only before the first list, and never
                 // by a shard group's member: its objects are initial Adds,
                 // in no shard before.
-                SnapshotFill::Filled(added) => d.deferred.extend(added),
+                SnapshotFill::Filled(added) => {
+                    d.deferred.extend(added);
+                    Applied::default()
+                }
                 SnapshotFill::Listed(outcome) => {
-                    tombstones += push_outcome(&mut events, outcome, !d.synced, d.reshard.as_ref());
+                    Applied::listed(outcome, !d.synced, d.reshard.as_ref())
                 }
             },
             Delta::Reshard {
                 previous,
                 current,
-                settlement: handed_over,
+                settlement,
             } => {
-                self.leave_shard(writer, &current, &mut events);
+                let mut applied = Applied {
+                    settlement,
+                    ..Applied::default()
+                };
+                self.leave_shard(writer, &current, &mut applied.events);
                 d.reshard = Some((previous, current));
-                settlement = handed_over;
+                applied
             }
             Delta::ListEnd => {
                 let outcome = writer.end_list();
-                tombstones +=
-                    push_outcome(&mut events, outcome, !d.synced, d.reshard.take().as_ref());
-                if !d.synced {
-                    d.synced = true;
-                    first_sync = true;
-                }
+                let reshard = d.reshard.take();
+                let mut applied = Applied::listed(outcome, !d.synced, reshard.as_ref());
+                applied.first_sync = !d.synced;
+                d.synced = true;
+                applied
             }
             Delta::Upsert(object) => {
                 let new = Arc::new(object);
-                events.push(match writer.upsert(new.clone()) {
+                Applied::event(match writer.upsert(new.clone()) {
                     Some(old) => Event::Update {
                         old,
                         new,
@@ -69,44 +118,39 @@ impl Shared {
                         in_initial_list: false,
                         entered_shard: false,
                     },
-                });
+                })
             }
-            Delta::Delete(object) => {
-                if let Some(key) = object_key(&object)
-                    && writer.remove(&key)
-                {
-                    events.push(Event::Delete {
-                        object: Arc::new(object),
-                        final_state_unknown: false,
-                        left_shard: false,
-                    });
-                }
-            }
+            Delta::Delete(object) => match object_key(&object) {
+                Some(key) if writer.remove(&key) => Applied::event(Event::Delete {
+                    object: Arc::new(object),
+                    final_state_unknown: false,
+                    left_shard: false,
+                }),
+                _ => Applied::default(),
+            },
         }
-        if tombstones > 0 {
-            self.stats
-                .tombstones
-                .fetch_add(tombstones, Ordering::Relaxed);
-        }
-        #[allow(clippy::cast_precision_loss)]
-        self.metrics.objects.set(self.store.len() as f64);
+    }
+
+    /// Queues what a delta made to every listener, dropping those that
+    /// closed.
+    fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
         if d.listeners.iter().any(|l| l.mailbox().is_some()) {
-            d.retired.keep(&events, self.options.storage);
+            d.retired.keep(&applied.events, self.options.storage);
         }
         let resource = &self.key;
         d.listeners.retain_mut(|l| {
             if l.is_closed() {
                 return false;
             }
-            for e in &events {
+            for e in &applied.events {
                 if !l.push(e.clone(), resource) {
                     return false;
                 }
             }
-            if first_sync {
+            if applied.first_sync {
                 l.mark_synced();
             }
-            if let Some(settlement) = &settlement {
+            if let Some(settlement) = &applied.settlement {
                 l.push_settlement(settlement);
             }
             true
