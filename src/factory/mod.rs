@@ -296,6 +296,31 @@ struct FactoryState {
     discovery_task: Option<JoinHandle<()>>,
 }
 
+impl FactoryState {
+    /// The informer that serves a request for `map_key` (a resource and
+    /// the options that make its cache): the one asked for with that key,
+    /// the one asked for by the same `plural.group` name (`waiting_key`)
+    /// while it was not served, or one asked for by another name before
+    /// the resource was served, which serves this resource now.
+    fn shared(
+        &self,
+        map_key: &(ResourceKey, InformerOptions),
+        waiting_key: Option<ResourceKey>,
+    ) -> Option<InformerHandle> {
+        let (key, options) = map_key;
+        self.entries
+            .get(map_key)
+            .or_else(|| waiting_key.and_then(|w| self.entries.get(&(w, options.clone()))))
+            .or_else(|| {
+                self.entries
+                    .iter()
+                    .find(|((_, o), e)| o == options && e.informer.resource() == *key)
+                    .map(|(_, e)| e)
+            })
+            .map(|e| e.informer.clone())
+    }
+}
+
 struct FactoryInner {
     client: Client,
     discovery: DiscoveryCache,
@@ -502,23 +527,35 @@ impl InformerFactory {
         }
         // Requests that would build the same cache share one informer.
         let map_key = (key.clone(), options.cache_key());
-        let shared = state
-            .entries
-            .get(&map_key)
-            // The same `plural.group` name asked for while it was not served.
-            .or_else(|| waiting_key.and_then(|w| state.entries.get(&(w, map_key.1.clone()))))
-            // An informer asked for by another name before the resource was
-            // served, which serves this resource now.
-            .or_else(|| {
-                state
-                    .entries
-                    .iter()
-                    .find(|((_, o), e)| *o == map_key.1 && e.informer.resource() == key)
-                    .map(|(_, e)| e)
-            });
-        if let Some(entry) = shared {
-            return Ok(entry.informer.clone());
+        if let Some(shared) = state.shared(&map_key, waiting_key) {
+            return Ok(shared);
         }
+        let (handle, known) =
+            self.new_informer(key, known, options, availability, per_resource_namespaces);
+        let mut entry = Entry {
+            informer: handle.clone(),
+            known,
+            cancel: self.inner.cancel.child_token(),
+            handle: None,
+        };
+        if state.started {
+            start_entry(&mut entry);
+        }
+        state.entries.insert(map_key, entry);
+        Ok(handle)
+    }
+
+    /// A new informer of `key` with `options`, following `availability`,
+    /// and the resource as the factory knows it (from discovery, or from
+    /// the key while not served).
+    fn new_informer(
+        &self,
+        key: ResourceKey,
+        known: Option<KnownResource>,
+        options: InformerOptions,
+        availability: tokio::sync::watch::Receiver<ResourceAvailability>,
+        per_resource_namespaces: bool,
+    ) -> (InformerHandle, KnownResource) {
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
             .namespaces(options.namespaces.clone())
             .namespaces_inherited(!per_resource_namespaces)
@@ -546,17 +583,7 @@ impl InformerFactory {
             informer,
             availability,
         };
-        let mut entry = Entry {
-            informer: handle.clone(),
-            known,
-            cancel: self.inner.cancel.child_token(),
-            handle: None,
-        };
-        if state.started {
-            start_entry(&mut entry);
-        }
-        state.entries.insert(map_key, entry);
-        Ok(handle)
+        (handle, known)
     }
 
     /// The options of a request for `key`: the factory's, as `customize`
