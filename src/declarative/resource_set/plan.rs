@@ -101,9 +101,19 @@ impl ResourceSet {
         config: &InformerSet,
         plan: &mut Plan,
     ) -> Vec<Want> {
+        let mut wants = self.named_wants(config, plan);
+        for (i, pattern) in config.patterns.iter().enumerate() {
+            wants.extend(self.pattern_wants(state, i, pattern, plan).await);
+        }
+        self.in_shard_group(&mut wants);
+        wants
+    }
+
+    /// What the informers named one by one ask for.
+    fn named_wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
         let factory = &self.inner.factory;
-        let mut wants = Vec::new();
         let snapshot = factory.discovery().snapshot();
+        let mut wants = Vec::new();
         for (i, spec) in config.informers.iter().enumerate() {
             // What access checks need, when discovery knows the name now.
             let known = crate::vocabulary::resource::ResourceName::parse(&spec.resource)
@@ -132,39 +142,28 @@ impl ResourceSet {
                 indexes,
             });
         }
-        for (i, pattern) in config.patterns.iter().enumerate() {
-            let at = format!("/patterns/{i}");
-            let Some(indexes) = plan.compile_indexes(&at, &pattern.indexes) else {
-                continue;
-            };
-            let selected = match factory.matching(&pattern.pattern).await {
-                Ok(selected) => selected,
-                Err(e) => {
-                    plan.note_cluster_reason(&e);
-                    plan.errors.push((format!("{at}/match"), error_chain(&e)));
-                    // What the pattern selected stays until it can be
-                    // evaluated again (a reload with this error is refused
-                    // anyway).
-                    for current in state
-                        .members
-                        .values()
-                        .filter(|m| m.from_pattern && m.entry == pattern.name)
-                    {
-                        wants.push(Want {
-                            at: at.clone(),
-                            entry: current.entry.clone(),
-                            resource: current.resource.clone(),
-                            target: Target::Key(current.informer.resource().clone()),
-                            options: current.informer.informer().options().clone(),
-                            known: None,
-                            indexes: indexes.clone(),
-                        });
-                    }
-                    continue;
-                }
-            };
-            for resource in selected {
-                wants.push(Want {
+        wants
+    }
+
+    /// What the pattern at `/patterns/{i}` asks for: each resource it
+    /// selects now, or, when it cannot be evaluated (an error of the
+    /// cluster's, recorded), what it selected before.
+    async fn pattern_wants(
+        &self,
+        state: &State,
+        i: usize,
+        pattern: &crate::declarative::config::PatternSpec,
+        plan: &mut Plan,
+    ) -> Vec<Want> {
+        let at = format!("/patterns/{i}");
+        let Some(indexes) = plan.compile_indexes(&at, &pattern.indexes) else {
+            return Vec::new();
+        };
+        let factory = &self.inner.factory;
+        match factory.matching(&pattern.pattern).await {
+            Ok(selected) => selected
+                .into_iter()
+                .map(|resource| Want {
                     at: at.clone(),
                     entry: pattern.name.clone(),
                     resource: resource.key().to_string(),
@@ -174,11 +173,29 @@ impl ResourceSet {
                         .normalized(),
                     known: Some(resource),
                     indexes: indexes.clone(),
-                });
+                })
+                .collect(),
+            Err(e) => {
+                plan.note_cluster_reason(&e);
+                plan.errors.push((format!("{at}/match"), error_chain(&e)));
+                // What the pattern selected stays until it can be evaluated
+                // again (a reload with this error is refused anyway).
+                state
+                    .members
+                    .values()
+                    .filter(|m| m.from_pattern && m.entry == pattern.name)
+                    .map(|current| Want {
+                        at: at.clone(),
+                        entry: current.entry.clone(),
+                        resource: current.resource.clone(),
+                        target: Target::Key(current.informer.resource().clone()),
+                        options: current.informer.informer().options().clone(),
+                        known: None,
+                        indexes: indexes.clone(),
+                    })
+                    .collect()
             }
         }
-        self.in_shard_group(&mut wants);
-        wants
     }
 
     /// Makes the wants without a static shard keep the slots of the set's
