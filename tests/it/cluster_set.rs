@@ -1081,3 +1081,67 @@ async fn measure_one_process_against_one_per_cluster() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `kdi get` over a cluster set is one-shot as over one cluster: a cluster
+/// that refuses access is said at once (exit 3, its reason `forbidden`),
+/// not after `--timeout`, and the clusters that synced are printed.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kdi_get_over_clusters_says_a_refusal_at_once() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's ordinary users as kubeconfigs");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "kdi-fleet-403").await;
+    create_config_map(&admin, &ns, "cm-admin", "web").await;
+    let dir = tempdir("kdi-fleet-403");
+    let merged = dir.join("merged.json");
+    let (admin_file, alice_file) = (
+        support::kubeconfig_path(User::Admin),
+        support::kubeconfig_path(User::Alice),
+    );
+    std::fs::write(
+        &merged,
+        merged_kubeconfig(&[("allowed", &admin_file), ("denied", &alice_file)], None),
+    )
+    .unwrap();
+    // kdi() fails the test after 120 s: long before the 10 minutes a wait
+    // for access would take.
+    let out = kdi(&[
+        "--kubeconfig",
+        merged.to_str().unwrap(),
+        "--context",
+        "allowed",
+        "--context",
+        "denied",
+        "get",
+        "-r",
+        "configmaps",
+        "-n",
+        &ns,
+        "-o",
+        "name",
+        "--timeout",
+        "10m",
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let refused: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|l| l["cluster"] == "denied" && l["reason"] == "forbidden"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("allowed/") && stdout.contains("cm-admin"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,6 +18,7 @@ use kube_dynamic_informer::declarative::{
     clusters_from_contexts,
 };
 use kube_dynamic_informer::factory::InformerHandle;
+use kube_dynamic_informer::informer::SyncPolicy;
 use kube_dynamic_informer::vocabulary::error_chain;
 use serde_json::{Value, json};
 
@@ -231,7 +232,13 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
     } else {
         args.selection.timeout
     };
-    let synced = report(&clusters.wait_for_cache_sync(timeout).await);
+    // One-shot: a cluster that refuses (403, 401) is said at once, as for
+    // one cluster, rather than at the timeout.
+    let synced = report(
+        &clusters
+            .wait_for_cache_sync_with(timeout, SyncPolicy::GiveUpWhenRefused)
+            .await,
+    );
     let mut rows: Vec<(String, Printable)> = Vec::new();
     for (name, d) in declared.iter() {
         let lister = clusters.lister(name);
