@@ -7,7 +7,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::sync::NotSynced;
 use crate::vocabulary::shard::ShardAssignment;
 
 /// What an informer is doing.
@@ -130,17 +129,17 @@ impl InformerStatus {
             InformerStatus::Synced => ("synced", "synced"),
             InformerStatus::Relisting { .. } => ("relisting", "relisting"),
             InformerStatus::Stale { .. } => ("stale", "stale"),
-            // The failure's name is why the cache is not synced, in the
-            // words of NotSynced: one classification of a failed request.
-            InformerStatus::BackingOff { code, .. } => {
-                match NotSynced::from_failure(*code, String::new()) {
-                    NotSynced::Forbidden { .. } => ("forbidden", "access denied"),
-                    NotSynced::Unauthorized { .. } => ("unauthorized", "credentials refused"),
-                    NotSynced::NotServed { .. } => ("notServed", "not served (404), retrying"),
-                    NotSynced::ServerError { .. } => ("serverError", "server error, retrying"),
-                    _ => ("unreachable", "no answer from the server, retrying"),
+            // The failure's name is why the cache is not synced, as
+            // NotSynced says it: one classification of a failed request.
+            InformerStatus::BackingOff { code, .. } => match FailedRequest::of(*code) {
+                FailedRequest::Forbidden => ("forbidden", "access denied"),
+                FailedRequest::Unauthorized => ("unauthorized", "credentials refused"),
+                FailedRequest::NotServed => ("notServed", "not served (404), retrying"),
+                FailedRequest::ServerError(_) => ("serverError", "server error, retrying"),
+                FailedRequest::Unreachable => {
+                    ("unreachable", "no answer from the server, retrying")
                 }
-            }
+            },
             InformerStatus::Pending { .. } => ("notServed", "not served"),
             InformerStatus::WaitingForShards { .. } => (
                 "waitingForShardGroup",
@@ -181,7 +180,44 @@ impl InformerStatus {
     /// stop waiting.
     #[must_use]
     pub fn is_refused(&self) -> bool {
-        NotSynced::from_status(self, Duration::ZERO).is_some_and(|why| why.is_refused())
+        matches!(self, InformerStatus::BackingOff { code, .. } if FailedRequest::of(*code).is_refused())
+    }
+}
+
+/// What the answer to a failed request says, from its HTTP status code
+/// (`None`: no answer): the one classification that an informer's status
+/// names and [`NotSynced::from_failure`](super::NotSynced::from_failure)
+/// read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailedRequest {
+    /// 401: the credentials are refused.
+    Unauthorized,
+    /// 403: access is refused.
+    Forbidden,
+    /// 404: the resource is not served.
+    NotServed,
+    /// Another error status.
+    ServerError(u16),
+    /// No answer: connection refused, TLS, a timeout, a body that is not
+    /// what was asked for.
+    Unreachable,
+}
+
+impl FailedRequest {
+    pub(crate) fn of(code: Option<u16>) -> Self {
+        match code {
+            Some(401) => FailedRequest::Unauthorized,
+            Some(403) => FailedRequest::Forbidden,
+            Some(404) => FailedRequest::NotServed,
+            Some(code) => FailedRequest::ServerError(code),
+            None => FailedRequest::Unreachable,
+        }
+    }
+
+    /// Refused by the server: waiting will not change the answer until
+    /// access or credentials change.
+    pub(crate) fn is_refused(self) -> bool {
+        matches!(self, FailedRequest::Unauthorized | FailedRequest::Forbidden)
     }
 }
 

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::status::InformerStatus;
+use super::status::{FailedRequest, InformerStatus};
 
 /// Why an informer's cache is not synced.
 ///
@@ -121,12 +121,12 @@ impl NotSynced {
     /// request.
     #[must_use]
     pub fn from_failure(code: Option<u16>, message: String) -> NotSynced {
-        match code {
-            Some(401) => NotSynced::Unauthorized { message },
-            Some(403) => NotSynced::Forbidden { message },
-            Some(404) => NotSynced::NotServed { reason: message },
-            Some(code) => NotSynced::ServerError { code, message },
-            None => NotSynced::Unreachable { message },
+        match FailedRequest::of(code) {
+            FailedRequest::Unauthorized => NotSynced::Unauthorized { message },
+            FailedRequest::Forbidden => NotSynced::Forbidden { message },
+            FailedRequest::NotServed => NotSynced::NotServed { reason: message },
+            FailedRequest::ServerError(code) => NotSynced::ServerError { code, message },
+            FailedRequest::Unreachable => NotSynced::Unreachable { message },
         }
     }
 
