@@ -650,21 +650,15 @@ impl InformerFactory {
     }
 
     /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) under `policy`:
-    /// with [`SyncPolicy::GiveUpWhenRefused`], an informer the server
-    /// refuses (403, 401) is reported at once rather than at the timeout,
-    /// as a one-shot reader wants.
+    /// with [`SyncPolicy::GiveUpWhenRefused`], the first informer the server
+    /// refuses (403, 401) ends the wait at once rather than at the timeout,
+    /// as a one-shot reader wants: the others are reported as they are then.
     pub async fn wait_for_cache_sync_with(
         &self,
         timeout: Duration,
         policy: SyncPolicy,
     ) -> CacheSyncReport {
-        let informers = self.informers();
-        let results = futures::future::join_all(informers.into_iter().map(|gi| async move {
-            let result = sync::wait_one(&gi, timeout, policy).await;
-            (gi.resource(), result)
-        }))
-        .await;
-        CacheSyncReport { results }
+        sync::wait_all(self.informers(), timeout, policy).await
     }
 
     /// Stops the informers of `resource` (all option sets) and waits until

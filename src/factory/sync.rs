@@ -74,6 +74,51 @@ pub(crate) async fn wait_one(
         })
 }
 
+/// Waits for every informer of `informers` under `policy`. Under
+/// [`SyncPolicy::GiveUpWhenRefused`] the first refusal ends every wait: the
+/// others answer with where they are then (synced, or why not), as a
+/// one-shot reader wants.
+pub(crate) async fn wait_all(
+    informers: Vec<InformerHandle>,
+    timeout: Duration,
+    policy: SyncPolicy,
+) -> CacheSyncReport {
+    let refused = tokio_util::sync::CancellationToken::new();
+    let waits = informers.into_iter().map(|gi| {
+        let refused = refused.clone();
+        async move {
+            let result = tokio::select! {
+                result = wait_one(&gi, timeout, policy) => {
+                    let is_refused = matches!(&result, Err(e) if e.not_synced().is_some_and(|w| w.is_refused()));
+                    if is_refused && policy == SyncPolicy::GiveUpWhenRefused {
+                        refused.cancel();
+                    }
+                    result
+                }
+                () = refused.cancelled() => where_it_is(&gi, timeout),
+            };
+            (gi.resource(), result)
+        }
+    });
+    CacheSyncReport {
+        results: futures::future::join_all(waits).await,
+    }
+}
+
+/// Whether `gi` is synced now, and if not, why.
+fn where_it_is(gi: &InformerHandle, timeout: Duration) -> Result<(), FactoryError> {
+    if gi.has_synced() {
+        return Ok(());
+    }
+    match NotSynced::from_status(&gi.status(), timeout) {
+        None => Ok(()),
+        Some(reason) => Err(FactoryError::NotSynced {
+            resource: gi.resource(),
+            reason,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

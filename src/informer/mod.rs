@@ -547,7 +547,8 @@ impl SharedInformer {
             resource: self.shared.key.clone(),
             reason,
         };
-        let deadline = tokio::time::Instant::now() + timeout;
+        // A timeout too long to add to now (Duration::MAX) is no deadline.
+        let deadline = tokio::time::Instant::now().checked_add(timeout);
         let mut rx = self.shared.status.subscribe();
         loop {
             let status = rx.borrow_and_update().clone();
@@ -565,7 +566,7 @@ impl SharedInformer {
                 changed = rx.changed() => if changed.is_err() {
                     return if self.has_synced() { Ok(()) } else { Err(not_synced(NotSynced::Stopped)) };
                 },
-                () = tokio::time::sleep_until(deadline) => {
+                () = sync::deadline_passed(deadline) => {
                     let status = self.status();
                     return match NotSynced::from_status(&status, timeout) {
                         _ if self.has_synced() => Ok(()),

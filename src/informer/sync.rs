@@ -219,6 +219,14 @@ impl SyncPolicy {
     }
 }
 
+/// Resolves when `deadline` passes; never without one.
+pub(super) async fn deadline_passed(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

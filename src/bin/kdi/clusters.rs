@@ -228,7 +228,7 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
     let (clusters, declared) = build(contexts, &set).await?;
     clusters.start().map_err(Failure::cluster)?;
     let timeout = if args.selection.timeout.is_zero() {
-        std::time::Duration::MAX / 4
+        std::time::Duration::MAX
     } else {
         args.selection.timeout
     };

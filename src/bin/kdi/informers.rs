@@ -13,7 +13,7 @@ use kube_dynamic_informer::declarative::{
 };
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
-use kube_dynamic_informer::informer::SnapshotOptions;
+use kube_dynamic_informer::informer::{SnapshotOptions, SyncPolicy};
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard, VocabularyError, error_chain};
 
@@ -368,7 +368,16 @@ pub async fn start_and_wait(
         ready()?;
         resource_set.start().map_err(Failure::cluster)?;
         let timeout = (!sel.timeout.is_zero()).then_some(sel.timeout);
-        progress.wait_for_sync(timeout, one_shot).await
+        let policy = if one_shot {
+            SyncPolicy::GiveUpWhenRefused
+        } else {
+            SyncPolicy::KeepWaiting
+        };
+        // The library decides; kdi says what happens meanwhile.
+        let verdict = resource_set
+            .factory()
+            .wait_for_cache_sync_with(timeout.unwrap_or(Duration::MAX), policy);
+        progress.wait_for_sync(verdict, timeout).await
     };
     let outcome = tokio::select! {
         outcome = synced => outcome,

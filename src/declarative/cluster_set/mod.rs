@@ -499,7 +499,10 @@ impl ClusterSet {
         timeout: Duration,
         policy: SyncPolicy,
     ) -> ClusterSyncReport {
-        let deadline = tokio::time::Instant::now() + timeout;
+        // A century stands for a timeout too long to add to now
+        // (Duration::MAX).
+        let forever = Duration::from_secs(100 * 365 * 24 * 3600);
+        let deadline = tokio::time::Instant::now() + timeout.min(forever);
         let (clusters, resources) = self.snapshot();
         let waits = clusters.iter().flat_map(|cluster| {
             resources.iter().map(move |spec| async move {

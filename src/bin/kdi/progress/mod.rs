@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_dynamic_informer::factory::InformerHandle;
+use kube_dynamic_informer::factory::{CacheSyncReport, InformerHandle};
 use kube_dynamic_informer::informer::InformerStatus;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
@@ -220,19 +220,21 @@ impl Progress {
             .retain(|t| !(t.label == name && t.informer == *informer));
     }
 
-    /// Waits until every cache has synced, saying what happens. `timeout`
-    /// `None` waits for ever. A one-shot command fails at the first refusal
-    /// (403, 401); otherwise access is waited for.
+    /// Says what happens while the library decides whether the caches
+    /// synced: `verdict` is its wait (the factory's
+    /// `wait_for_cache_sync_with`, under the command's policy: a one-shot
+    /// command gives up at the first refusal, others wait for access), and
+    /// `timeout` what it was given (`None`: for ever), for the message.
     ///
     /// # Errors
-    /// A refusal (one-shot), or the caches not synced within `timeout`, as
+    /// A refusal, or the caches not synced within `timeout`, as
     /// [`code::NOT_SYNCED`] ([`code::CLUSTER`] for refused credentials).
     pub async fn wait_for_sync(
         &mut self,
+        verdict: impl std::future::Future<Output = CacheSyncReport>,
         timeout: Option<Duration>,
-        one_shot: bool,
     ) -> Result<(), Failure> {
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut verdict = std::pin::pin!(verdict);
         let mut reminders = self.reminders();
         let changes = self.changes.clone();
         // Dropped (so cleared) on every way out, a stopped wait included.
@@ -242,31 +244,7 @@ impl Progress {
             .map(|multi| SyncBars::new(multi, self.tracked.iter().map(|t| t.label.as_str())));
         let mut ticks = tokio::time::interval(BAR_TICK);
         loop {
-            if one_shot
-                && let Some(i) = self
-                    .tracked
-                    .iter()
-                    .position(|t| t.status.borrow().is_refused())
-            {
-                drop(bars);
-                return Err(self.refused(i));
-            }
             self.say_changes(bars.as_mut());
-            if self.tracked.iter().all(|t| t.status.borrow().is_synced()) {
-                // The bars make way for the lines that stay: synced, and
-                // how big.
-                if bars.take().is_some() {
-                    self.say_changes(None);
-                }
-                self.say_index_failures();
-                return Ok(());
-            }
-            let expired = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => futures::future::pending().await,
-                }
-            };
             tokio::select! {
                 () = changes.notified() => {}
                 _ = reminders.tick() => self.remind(bars.is_some()),
@@ -275,12 +253,42 @@ impl Progress {
                         bars.tick();
                     }
                 }
-                _ = expired => {
-                    drop(bars);
-                    return Err(self.timed_out(timeout.unwrap_or_default()));
+                report = &mut verdict => {
+                    // The bars make way for the lines that stay.
+                    if bars.take().is_some() {
+                        self.say_changes(None);
+                    }
+                    return self.said_verdict(&report, timeout);
                 }
             }
         }
+    }
+
+    /// What the library's verdict means for the command: synced (with the
+    /// index failures said), a refusal, or caches not synced in time.
+    fn said_verdict(
+        &mut self,
+        report: &CacheSyncReport,
+        timeout: Option<Duration>,
+    ) -> Result<(), Failure> {
+        let refused = report.failures().find_map(|(resource, e)| {
+            let why = e.not_synced()?;
+            why.is_refused().then_some(resource)
+        });
+        if let Some(resource) = refused
+            && let Some(i) = self
+                .tracked
+                .iter()
+                .position(|t| t.informer.resource() == *resource)
+        {
+            return Err(self.refused(i));
+        }
+        if report.all_synced() {
+            self.say_changes(None);
+            self.say_index_failures();
+            return Ok(());
+        }
+        Err(self.timed_out(timeout.unwrap_or_default()))
     }
 
     /// After sync: says every change, and at the interval what is still
