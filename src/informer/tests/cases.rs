@@ -1204,3 +1204,17 @@ async fn a_snapshot_reaches_every_handler_once_whenever_it_registers() {
     task.await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_without_end_is_no_deadline() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    // Duration::MAX cannot be added to now: it means no deadline.
+    inf.wait_for_sync(Duration::MAX).await.unwrap();
+    inf.wait_for_sync_with(Duration::MAX, SyncPolicy::GiveUpWhenRefused)
+        .await
+        .unwrap();
+    cancel.cancel();
+}
