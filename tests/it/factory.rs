@@ -16,7 +16,7 @@ use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory, InformerHandle};
 use kube_dynamic_informer::informer::BackoffConfig;
 use kube_dynamic_informer::informer::InformerOptions;
-use kube_dynamic_informer::informer::{Event, InformerStatus, NotSynced};
+use kube_dynamic_informer::informer::{Event, InformerStatus, NotSynced, SyncPolicy};
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ResourceKey, error_chain};
 use serde_json::json;
@@ -1001,5 +1001,46 @@ async fn an_index_declared_through_two_names_of_one_resource_is_one_index() {
         error_chain(&err),
         r#"adding an index to configmaps.v1: index "team" already exists with another definition"#
     );
+    factory.shutdown().await;
+}
+
+/// A one-shot reader's wait ends at the first refusal for every informer:
+/// the refused one reads `forbidden`, one still waiting for its CRD reads
+/// `notServed`, without waiting out the timeout for it.
+#[tokio::test]
+async fn the_first_refusal_ends_a_one_shot_wait_for_every_informer() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs testenv's ordinary users");
+        return;
+    }
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "fac-give-up").await;
+    let factory = InformerFactory::with_options(
+        support::client(User::Alice).await,
+        InformerOptions {
+            backoff: quick_backoff(),
+            ..support::options()
+        }
+        .namespace(&ns),
+    );
+    let refused = factory.for_resource("configmaps").await.unwrap();
+    let waiting = factory
+        .for_resource(format!("widgets.{}", support::unique_group()))
+        .await
+        .unwrap();
+    factory.start().unwrap();
+    // Ten minutes asked; the guard fails the test long before that.
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        factory.wait_for_cache_sync_with(Duration::from_secs(600), SyncPolicy::GiveUpWhenRefused),
+    )
+    .await
+    .expect("the refusal ends the wait");
+    let reason = |h: &InformerHandle| match report.get(&h.resource()) {
+        Some(Err(e)) => e.reason(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(reason(&refused), "forbidden");
+    assert_eq!(reason(&waiting), "notServed");
     factory.shutdown().await;
 }
