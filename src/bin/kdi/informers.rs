@@ -377,7 +377,7 @@ pub async fn start_and_wait(
         let verdict = resource_set
             .factory()
             .wait_for_cache_sync_with(timeout.unwrap_or(Duration::MAX), policy);
-        progress.wait_for_sync(verdict, timeout).await
+        progress.wait_for_sync(verdict, timeout, one_shot).await
     };
     let outcome = tokio::select! {
         outcome = synced => outcome,

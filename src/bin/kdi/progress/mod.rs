@@ -157,6 +157,9 @@ pub struct Progress {
     /// Woken at any status change (changes that come together wake once).
     changes: Arc<Notify>,
     forwarders: Vec<JoinHandle<()>>,
+    /// A one-shot wait is under way: a refusal ends it and is said then,
+    /// once, not as a change before.
+    refusal_ends_wait: bool,
 }
 
 impl Drop for Progress {
@@ -179,6 +182,7 @@ impl Progress {
             tracked: Vec::new(),
             changes: Arc::new(Notify::new()),
             forwarders: Vec::new(),
+            refusal_ends_wait: false,
         };
         for d in informers {
             progress.track(d);
@@ -225,11 +229,25 @@ impl Progress {
     /// `wait_for_cache_sync_with`, under the command's policy: a one-shot
     /// command gives up at the first refusal, others wait for access), and
     /// `timeout` what it was given (`None`: for ever), for the message.
+    /// `one_shot`: the verdict ends at a refusal, which is then said once.
     ///
     /// # Errors
     /// A refusal, or the caches not synced within `timeout`, as
     /// [`code::NOT_SYNCED`] ([`code::CLUSTER`] for refused credentials).
     pub async fn wait_for_sync(
+        &mut self,
+        verdict: impl std::future::Future<Output = CacheSyncReport>,
+        timeout: Option<Duration>,
+        one_shot: bool,
+    ) -> Result<(), Failure> {
+        self.refusal_ends_wait = one_shot;
+        let result = self.say_until(verdict, timeout).await;
+        self.refusal_ends_wait = false;
+        result
+    }
+
+    /// Says what happens until `verdict`, then what it means.
+    async fn say_until(
         &mut self,
         verdict: impl std::future::Future<Output = CacheSyncReport>,
         timeout: Option<Duration>,
@@ -375,6 +393,9 @@ impl Progress {
                 ) {
                     continue;
                 }
+            }
+            if self.refusal_ends_wait && status.is_refused() {
+                continue;
             }
             let now = Said::of(&status);
             let t = &mut self.tracked[i];
