@@ -84,6 +84,7 @@ pub(crate) async fn wait_all(
     policy: SyncPolicy,
 ) -> CacheSyncReport {
     let refused = tokio_util::sync::CancellationToken::new();
+    let started = tokio::time::Instant::now();
     let waits = informers.into_iter().map(|gi| {
         let refused = refused.clone();
         async move {
@@ -95,7 +96,8 @@ pub(crate) async fn wait_all(
                     }
                     result
                 }
-                () = refused.cancelled() => where_it_is(&gi, timeout),
+                // Said with how long was waited, not the timeout asked.
+                () = refused.cancelled() => where_it_is(&gi, started.elapsed()),
             };
             (gi.resource(), result)
         }
@@ -105,12 +107,13 @@ pub(crate) async fn wait_all(
     }
 }
 
-/// Whether `gi` is synced now, and if not, why.
-fn where_it_is(gi: &InformerHandle, timeout: Duration) -> Result<(), FactoryError> {
+/// Whether `gi` is synced now, and if not, why (`waited`: how long it was
+/// waited for).
+fn where_it_is(gi: &InformerHandle, waited: Duration) -> Result<(), FactoryError> {
     if gi.has_synced() {
         return Ok(());
     }
-    match NotSynced::from_status(&gi.status(), timeout) {
+    match NotSynced::from_status(&gi.status(), waited) {
         None => Ok(()),
         Some(reason) => Err(FactoryError::NotSynced {
             resource: gi.resource(),
