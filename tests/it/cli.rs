@@ -39,7 +39,7 @@ async fn kdi(user: User, args: &[&str]) -> Output {
 
 /// Runs `kdi` with `args` and this kubeconfig, to its end; fails the test
 /// if that takes longer than [`DEADLINE`].
-async fn kdi_with(kubeconfig: PathBuf, args: &[&str]) -> Output {
+pub(crate) async fn kdi_with(kubeconfig: PathBuf, args: &[&str]) -> Output {
     let run = command(&kubeconfig, args).output();
     match tokio::time::timeout(DEADLINE, run).await {
         Ok(out) => out.expect("running kdi"),
@@ -1051,12 +1051,29 @@ async fn names_that_designate_nothing_get_fitting_help() {
     assert_exit(&out, documented_exit("not served"));
 }
 
+/// Runs each of `cases` (arguments, and what stderr says) with a
+/// kubeconfig of a cluster that cannot be reached: each is a usage error
+/// said before the cluster is contacted.
+async fn refused_before_contacting_the_cluster(name: &str, cases: &[(&[&str], &str)]) {
+    let (kubeconfig, _) = support::unreachable_kubeconfig(name);
+    for (args, says) in cases {
+        let out = kdi_with(kubeconfig.clone(), args).await;
+        assert_exit(&out, documented_exit("Invalid arguments"));
+        let err = stderr(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            !err.contains("127.0.0.1"),
+            "{args:?}: nothing was asked of the cluster: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(kubeconfig.parent().unwrap());
+}
+
 /// Arguments are checked before the cluster is contacted: an index no
 /// informer declares and a selector that does not parse are usage errors,
 /// said in the words typed, even with a cluster that cannot be reached.
 #[tokio::test]
 async fn get_checks_its_query_before_contacting_the_cluster() {
-    let (kubeconfig, _) = support::unreachable_kubeconfig("early");
     let cases: [(&[&str], &str); 3] = [
         (
             &[
@@ -1079,17 +1096,7 @@ async fn get_checks_its_query_before_contacting_the_cluster() {
             "--match \"tier in (gold\"",
         ),
     ];
-    for (args, says) in cases {
-        let out = kdi_with(kubeconfig.clone(), args).await;
-        assert_exit(&out, documented_exit("Invalid arguments"));
-        let err = stderr(&out);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(
-            !err.contains("127.0.0.1"),
-            "{args:?}: nothing was asked of the cluster: {err}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(kubeconfig.parent().unwrap());
+    refused_before_contacting_the_cluster("early", &cases).await;
 }
 
 #[tokio::test]

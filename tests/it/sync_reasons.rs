@@ -152,19 +152,8 @@ async fn through_a_cluster_set(f: &Failure) -> String {
 /// when it failed before any informer ran, its message).
 #[cfg(feature = "cli")]
 async fn through_kdi_get(f: &Failure) -> (i32, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kdi"))
-        .arg("--kubeconfig")
-        .arg(&f.kubeconfig)
-        .args(["get", "-r", &f.name, "-n", &f.namespace, "--timeout", "4s"])
-        .env_remove("KUBECONFIG")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), out)
-        .await
-        .expect("kdi get ends")
-        .expect("running kdi");
+    let args = ["get", "-r", &f.name, "-n", &f.namespace, "--timeout", "4s"];
+    let out = crate::cli::kdi_with(f.kubeconfig.clone(), &args).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let said = stderr
         .lines()

@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use super::{assert_exit, config_map, documented_exit, kdi, kdi_with, stderr, stdout};
+use super::{
+    assert_exit, config_map, documented_exit, kdi, refused_before_contacting_the_cluster, stdout,
+};
 use crate::support::{self, User};
 
 #[tokio::test]
@@ -85,7 +87,6 @@ async fn the_built_in_namespace_index_is_named_like_a_declared_one() {
 /// Checked before the cluster is contacted, as every index named is.
 #[tokio::test]
 async fn an_unknown_index_is_answered_with_the_built_in_one_among_those_there_are() {
-    let (kubeconfig, _) = support::unreachable_kubeconfig("ns-index");
     let cases: [(&[&str], &str); 4] = [
         (
             &["get", "-r", "pods", "--index", "byHost=a"],
@@ -126,15 +127,5 @@ async fn an_unknown_index_is_answered_with_the_built_in_one_among_those_there_ar
             "--define-index \"namespace=metadata.name\": index name \"namespace\" is reserved: every informer has it built in",
         ),
     ];
-    for (args, says) in cases {
-        let out = kdi_with(kubeconfig.clone(), args).await;
-        assert_exit(&out, documented_exit("Invalid arguments"));
-        let err = stderr(&out);
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(
-            !err.contains("127.0.0.1"),
-            "{args:?}: nothing was asked of the cluster: {err}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(kubeconfig.parent().unwrap());
+    refused_before_contacting_the_cluster("ns-index", &cases).await;
 }

@@ -157,9 +157,6 @@ pub struct Progress {
     /// Woken at any status change (changes that come together wake once).
     changes: Arc<Notify>,
     forwarders: Vec<JoinHandle<()>>,
-    /// A one-shot wait is under way: a refusal ends it and is said then,
-    /// once, not as a change before.
-    refusal_ends_wait: bool,
 }
 
 impl Drop for Progress {
@@ -182,7 +179,6 @@ impl Progress {
             tracked: Vec::new(),
             changes: Arc::new(Notify::new()),
             forwarders: Vec::new(),
-            refusal_ends_wait: false,
         };
         for d in informers {
             progress.track(d);
@@ -240,18 +236,6 @@ impl Progress {
         timeout: Option<Duration>,
         one_shot: bool,
     ) -> Result<(), Failure> {
-        self.refusal_ends_wait = one_shot;
-        let result = self.say_until(verdict, timeout).await;
-        self.refusal_ends_wait = false;
-        result
-    }
-
-    /// Says what happens until `verdict`, then what it means.
-    async fn say_until(
-        &mut self,
-        verdict: impl std::future::Future<Output = CacheSyncReport>,
-        timeout: Option<Duration>,
-    ) -> Result<(), Failure> {
         let mut verdict = std::pin::pin!(verdict);
         let mut reminders = self.reminders();
         let changes = self.changes.clone();
@@ -262,7 +246,7 @@ impl Progress {
             .map(|multi| SyncBars::new(multi, self.tracked.iter().map(|t| t.label.as_str())));
         let mut ticks = tokio::time::interval(BAR_TICK);
         loop {
-            self.say_changes(bars.as_mut());
+            self.say_changes(bars.as_mut(), one_shot);
             tokio::select! {
                 () = changes.notified() => {}
                 _ = reminders.tick() => self.remind(bars.is_some()),
@@ -273,22 +257,23 @@ impl Progress {
                 }
                 report = &mut verdict => {
                     // The bars make way for the lines that stay.
-                    if bars.take().is_some() {
-                        self.say_changes(None);
-                    }
-                    return self.said_verdict(&report, timeout);
+                    drop(bars.take());
+                    return self.said_verdict(&report, timeout, one_shot);
                 }
             }
         }
     }
 
     /// What the library's verdict means for the command: synced (with the
-    /// index failures said), a refusal, or caches not synced in time.
+    /// index failures said), a refusal, or caches not synced in time; the
+    /// changes not said yet are said first.
     fn said_verdict(
         &mut self,
         report: &CacheSyncReport,
         timeout: Option<Duration>,
+        one_shot: bool,
     ) -> Result<(), Failure> {
+        self.say_changes(None, one_shot);
         let refused = report.failures().find_map(|(resource, e)| {
             let why = e.not_synced()?;
             why.is_refused().then_some(resource)
@@ -302,7 +287,6 @@ impl Progress {
             return Err(self.refused(i));
         }
         if report.all_synced() {
-            self.say_changes(None);
             self.say_index_failures();
             return Ok(());
         }
@@ -327,7 +311,7 @@ impl Progress {
         let mut reminders = self.reminders();
         let changes = self.changes.clone();
         loop {
-            self.say_changes(None);
+            self.say_changes(None, false);
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 () = changes.notified() => {}
@@ -375,7 +359,10 @@ impl Progress {
 
     /// Says each state that changed since last said; while `bars` are
     /// drawn, they show every state, and only failures are also said.
-    fn say_changes(&mut self, mut bars: Option<&mut SyncBars>) {
+    ///
+    /// `refusal_ends_wait`: a one-shot wait is under way, which a refusal
+    /// ends and which says it then, once: not as a change before.
+    fn say_changes(&mut self, mut bars: Option<&mut SyncBars>, refusal_ends_wait: bool) {
         let json = self.json();
         for i in 0..self.tracked.len() {
             let status = self.tracked[i].state();
@@ -394,7 +381,7 @@ impl Progress {
                     continue;
                 }
             }
-            if self.refusal_ends_wait && status.is_refused() {
+            if refusal_ends_wait && status.is_refused() {
                 continue;
             }
             let now = Said::of(&status);
