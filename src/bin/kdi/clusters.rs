@@ -56,7 +56,7 @@ async fn build(
     contexts: &Contexts<'_>,
     set: &InformerSet,
 ) -> Result<(ClusterSet, BTreeMap<String, Declared>), Failure> {
-    let clusters_set = set.cluster_set().map_err(Failure::usage)?;
+    let clusters_set = set.cluster_set();
     let mut clusters = set.clusters.clusters().await.map_err(Failure::usage)?;
     if contexts.all || !contexts.contexts.is_empty() {
         let kubeconfig = read_kubeconfig(contexts.kubeconfig)?;

@@ -220,7 +220,7 @@ async fn the_clusters_section_names_contexts_files_and_a_directory() {
     assert!(err.contains("\"nope\""), "{err}");
     assert!(!err.contains("secret-of"), "{err}");
 
-    let set = file.cluster_set().unwrap();
+    let set = file.cluster_set();
     assert_eq!(set.resources(), vec![Arc::<str>::from("web-pods")]);
 
     let bad = text.replace("  contexts:", "  contxts:");

@@ -9,12 +9,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::InformerSet;
-use crate::cache::CacheError;
-use crate::declarative::DeclarativeError;
 use crate::declarative::cluster_set::{
-    ClusterSet, cluster_from_file, clusters_from_all_contexts, clusters_from_contexts,
+    ClusterSet, RetryDelays, cluster_from_file, clusters_from_all_contexts, clusters_from_contexts,
     clusters_from_dir, read_kubeconfig,
 };
+use crate::declarative::{AccessPolicy, DeclarativeError};
 
 /// The `clusters:` section of a config file: the clusters a
 /// [`ClusterSet`] watches the file's informers in, named after their
@@ -113,22 +112,15 @@ impl ClustersConfig {
 
 impl InformerSet {
     /// A cluster set (not started, with no cluster yet) watching this file's
-    /// informers, each under its name in the file, with its options and
-    /// indexes. Add the clusters of [`ClustersConfig::clusters`] or others.
-    ///
-    /// # Errors
-    /// An index expression that does not compile (loading the file checks
-    /// them, so only a set built by hand fails here).
-    pub fn cluster_set(&self) -> Result<ClusterSet, CacheError> {
-        let set = ClusterSet::new(self.defaults.clone());
-        for spec in &self.informers {
-            let name = spec.name().to_string();
-            set.add_named_resource(name.clone(), spec.resource.clone(), spec.options.clone());
-            for (index, func) in spec.index_functions()? {
-                // No cluster yet: nothing can clash.
-                let _ = set.add_index(&name, index, func);
-            }
-        }
-        Ok(set)
+    /// informers and patterns, each informer under its name in the file,
+    /// with its options and indexes. Add the clusters of
+    /// [`ClustersConfig::clusters`] or others.
+    #[must_use]
+    pub fn cluster_set(&self) -> ClusterSet {
+        ClusterSet::from_config(
+            self.clone(),
+            AccessPolicy::default(),
+            RetryDelays::default(),
+        )
     }
 }

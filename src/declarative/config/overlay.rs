@@ -81,6 +81,21 @@ impl Overlay {
 }
 
 impl InformerSet {
+    /// An empty set (no informer, no pattern) whose entries inherit
+    /// `defaults`.
+    #[must_use]
+    pub fn new(defaults: InformerOptions) -> Self {
+        InformerSet {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            defaults,
+            informers: Vec::new(),
+            patterns: Vec::new(),
+            shard_group: None,
+            clusters: Default::default(),
+        }
+    }
+
     /// A set of the resources and patterns `names` designate, each with
     /// the indexes `indexes` (index name → JMESPath expression) and the
     /// namespaces `namespaces`. A name in a pattern form
@@ -127,15 +142,7 @@ impl InformerSet {
                 count: indexes.len(),
             });
         }
-        let mut set = InformerSet {
-            api_version: API_VERSION.into(),
-            kind: KIND.into(),
-            defaults: InformerOptions::default(),
-            informers: Vec::new(),
-            patterns: Vec::new(),
-            shard_group: None,
-            clusters: Default::default(),
-        };
+        let mut set = InformerSet::new(InformerOptions::default());
         for name in names {
             let pattern_error = |source| DeclarativeError::Pattern {
                 name: name.clone(),

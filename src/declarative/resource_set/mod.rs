@@ -31,8 +31,8 @@ use crate::declarative::config::{
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
-use crate::informer::InformerStatus;
 use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::informer::{InformerStatus, NotSynced};
 use crate::vocabulary::error_chain;
 use crate::vocabulary::resource::ResourceKey;
 
@@ -176,12 +176,34 @@ struct Plan {
     /// Informers the factory created while planning, which no current
     /// member holds: stopped again if the plan is refused.
     created: Vec<InformerHandle>,
-    /// JSON pointer → message.
-    errors: Vec<(String, String)>,
-    /// Why, for each of `errors` that is the cluster's answer (a resource
-    /// not served under `whenNotServed: fail`, a refused or failed
-    /// request): [`FactoryError::reason`].
-    cluster_reasons: Vec<&'static str>,
+    errors: Vec<PlanError>,
+}
+
+/// Why an entry (or the whole config) could not be planned.
+struct PlanError {
+    /// Where in the config: a JSON pointer.
+    pointer: String,
+    message: String,
+    /// The entry's name; `None` for an error of the whole config.
+    entry: Option<String>,
+    /// Why, when it is the cluster's answer (a resource not served under
+    /// `whenNotServed: fail`, a refused or failed request) rather than a
+    /// mistake in the config.
+    answer: Option<NotSynced>,
+}
+
+/// Why an entry of a set has no informer in a cluster right now, as
+/// [`ResourceSet::converge`] reports it.
+#[derive(Clone, Debug)]
+pub(crate) struct EntryFailure {
+    /// What went wrong, as text.
+    pub(crate) error: String,
+    /// Why, when it is the cluster's answer.
+    pub(crate) answer: Option<NotSynced>,
+    /// Whether the entry was skipped (not served under `whenNotServed:
+    /// skip`, or forbidden under [`AccessPolicy::Skip`]): the set rechecks
+    /// it by itself.
+    pub(crate) skipped: bool,
 }
 
 /// What one entry asks for, before an informer is had.
@@ -207,16 +229,36 @@ enum Target {
 impl Plan {
     /// The refusal of a plan with errors, each located in `source`.
     fn refusal(&self, source: Option<(&Path, &str)>) -> Option<DeclarativeError> {
-        let shared = match self.cluster_reasons.as_slice() {
-            [first, rest @ ..] if rest.iter().all(|r| r == first) => Some(*first),
-            _ => None,
+        let reasons: Option<Vec<&'static str>> = self
+            .errors
+            .iter()
+            .map(|e| e.answer.as_ref().map(NotSynced::reason))
+            .collect();
+        let shared = match reasons.as_deref() {
+            Some([first, rest @ ..]) if rest.iter().all(|r| r == first) => *first,
+            _ => "failed",
         };
         (!self.errors.is_empty()).then(|| DeclarativeError::Config {
             errors: locate(&self.errors, source),
-            reason: shared
-                .filter(|_| self.cluster_reasons.len() == self.errors.len())
-                .unwrap_or("failed"),
+            reason: shared,
         })
+    }
+
+    /// The errors of entries, by entry name (the first of each).
+    fn failures(&self) -> BTreeMap<String, EntryFailure> {
+        let mut failures = BTreeMap::new();
+        for e in &self.errors {
+            if let Some(entry) = &e.entry {
+                failures
+                    .entry(entry.clone())
+                    .or_insert_with(|| EntryFailure {
+                        error: e.message.clone(),
+                        answer: e.answer.clone(),
+                        skipped: false,
+                    });
+            }
+        }
+        failures
     }
 }
 
@@ -436,12 +478,35 @@ impl ResourceSet {
     async fn reconcile(&self) {
         let mut state = self.inner.state.lock().await;
         let config = state.config.clone();
-        let plan = self.plan(&state, &config).await;
-        for (at, message) in &plan.errors {
-            tracing::warn!(entry = %pointer_path(at), error = %message, "resource set: left out");
-        }
-        self.commit(&mut state, plan, Removal::NoLongerSelected)
+        self.converge_locked(&mut state, config, Removal::NoLongerSelected)
             .await;
+    }
+
+    /// Makes `config` the set's as far as the cluster allows: unlike
+    /// [`apply`](Self::apply), which refuses a config with any error, the
+    /// entries that can be had now run, and those that cannot are left out
+    /// (members they had stay) and returned, by entry name, to be tried
+    /// again.
+    pub(crate) async fn converge(&self, config: InformerSet) -> BTreeMap<String, EntryFailure> {
+        let mut state = self.inner.state.lock().await;
+        self.converge_locked(&mut state, config, Removal::Reloaded)
+            .await
+    }
+
+    async fn converge_locked(
+        &self,
+        state: &mut State,
+        config: InformerSet,
+        reason: Removal,
+    ) -> BTreeMap<String, EntryFailure> {
+        let plan = self.plan(state, &config).await;
+        for e in &plan.errors {
+            tracing::warn!(entry = %pointer_path(&e.pointer), error = %e.message, "resource set: left out");
+        }
+        let failures = plan.failures();
+        state.config = config;
+        self.commit(state, plan, reason).await;
+        failures
     }
 
     /// Stops the informers a refused plan created.
@@ -625,14 +690,14 @@ fn error_pointer(at: &str, e: &FactoryError) -> String {
 }
 
 /// Planning errors as config errors, with positions when the text is known.
-fn locate(errors: &[(String, String)], source: Option<(&Path, &str)>) -> Vec<ConfigProblem> {
+fn locate(errors: &[PlanError], source: Option<(&Path, &str)>) -> Vec<ConfigProblem> {
     errors
         .iter()
-        .map(|(pointer, message)| ConfigProblem {
+        .map(|e| ConfigProblem {
             file: source.map_or_else(|| "<config>".into(), |(p, _)| p.to_path_buf()),
-            position: source.and_then(|(_, text)| position_of(text, pointer)),
-            path: pointer_path(pointer),
-            message: message.clone(),
+            position: source.and_then(|(_, text)| position_of(text, &e.pointer)),
+            path: pointer_path(&e.pointer),
+            message: e.message.clone(),
         })
         .collect()
 }

@@ -12,10 +12,13 @@ impl ResourceSet {
         let mut plan = Plan::default();
         let joined = self.inner.shard_group.as_ref().map(|(spec, _)| spec);
         if config.shard_group.as_ref() != joined {
-            plan.errors.push((
-                "/shardGroup".to_owned(),
-                "the shard group cannot change while the set runs; restart to change it".to_owned(),
-            ));
+            plan.errors.push(PlanError {
+                pointer: "/shardGroup".to_owned(),
+                message: "the shard group cannot change while the set runs; restart to change it"
+                    .to_owned(),
+                entry: None,
+                answer: None,
+            });
         }
         let mut wants = self.wants(state, config, &mut plan).await;
         if let AccessPolicy::Skip { .. } = self.inner.policy {
@@ -120,7 +123,7 @@ impl ResourceSet {
                 .ok()
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
             let at = format!("/informers/{i}");
-            let Some(indexes) = plan.compile_indexes(&at, &spec.indexes) else {
+            let Some(indexes) = plan.compile_indexes(&at, spec.name(), &spec.indexes) else {
                 continue;
             };
             wants.push(Want {
@@ -156,7 +159,7 @@ impl ResourceSet {
         plan: &mut Plan,
     ) -> Vec<Want> {
         let at = format!("/patterns/{i}");
-        let Some(indexes) = plan.compile_indexes(&at, &pattern.indexes) else {
+        let Some(indexes) = plan.compile_indexes(&at, &pattern.name, &pattern.indexes) else {
             return Vec::new();
         };
         let factory = &self.inner.factory;
@@ -176,8 +179,12 @@ impl ResourceSet {
                 })
                 .collect(),
             Err(e) => {
-                plan.note_cluster_reason(&e);
-                plan.errors.push((format!("{at}/match"), error_chain(&e)));
+                plan.errors.push(PlanError {
+                    pointer: format!("{at}/match"),
+                    message: error_chain(&e),
+                    entry: Some(pattern.name.clone()),
+                    answer: e.not_synced(),
+                });
                 // What the pattern selected stays until it can be evaluated
                 // again (a reload with this error is refused anyway).
                 state
@@ -240,6 +247,7 @@ impl ResourceSet {
                     entry: want.entry,
                     resource: want.resource,
                     reason,
+                    denied: true,
                 }),
             }
         }
@@ -256,6 +264,7 @@ impl Plan {
     fn compile_indexes(
         &mut self,
         at: &str,
+        entry: &str,
         indexes: &BTreeMap<String, String>,
     ) -> Option<BTreeMap<String, IndexFn>> {
         let mut compiled = BTreeMap::new();
@@ -264,21 +273,15 @@ impl Plan {
                 Ok(func) => {
                     compiled.insert(name.clone(), func);
                 }
-                Err(e) => self
-                    .errors
-                    .push((format!("{at}/indexes/{name}"), e.to_string())),
+                Err(e) => self.errors.push(PlanError {
+                    pointer: format!("{at}/indexes/{name}"),
+                    message: e.to_string(),
+                    entry: Some(entry.to_owned()),
+                    answer: None,
+                }),
             }
         }
         (compiled.len() == indexes.len()).then_some(compiled)
-    }
-
-    /// Records why `e` refused an entry, when that is the cluster's answer
-    /// rather than a mistake in the config.
-    fn note_cluster_reason(&mut self, e: &FactoryError) {
-        let reason = e.reason();
-        if reason != "failed" {
-            self.cluster_reasons.push(reason);
-        }
     }
 
     /// Records why the factory gave no informer for `want`: left out (not
@@ -301,10 +304,10 @@ impl Plan {
                 entry: key.0,
                 resource: key.1,
                 reason,
+                denied: false,
             });
             return;
         }
-        self.note_cluster_reason(&e);
         let (pointer, message) = match &want.target {
             Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
             Target::Key(k) => (
@@ -312,6 +315,11 @@ impl Plan {
                 format!("{k}: {}", error_chain(&e)),
             ),
         };
-        self.errors.push((pointer, message));
+        self.errors.push(PlanError {
+            pointer,
+            message,
+            entry: Some(key.0),
+            answer: e.not_synced(),
+        });
     }
 }
