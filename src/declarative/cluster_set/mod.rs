@@ -128,8 +128,9 @@ impl ClusterEntry {
     }
 
     /// The names of the members and failed entries to report, in order:
-    /// the informers named one by one, then what patterns selected, then
-    /// the patterns that could not be evaluated.
+    /// the informers named one by one, then (sorted) what patterns
+    /// selected or left out there and the patterns that could not be
+    /// evaluated.
     fn names(&self, config: &InformerSet) -> Vec<Arc<str>> {
         let held = self.held.lock();
         let mut names: Vec<Arc<str>> = config
@@ -137,14 +138,14 @@ impl ClusterEntry {
             .iter()
             .map(|spec| spec.name().into())
             .collect();
-        let selected = held.members.iter().filter(|(_, m)| m.member.from_pattern);
-        names.extend(selected.map(|(name, _)| name.clone()));
-        let failed = config.patterns.iter().map(|p| p.name.as_str());
-        names.extend(
-            failed
-                .filter(|p| held.failures.contains_key(*p))
-                .map(Arc::from),
-        );
+        let others: std::collections::BTreeSet<Arc<str>> = held
+            .members
+            .keys()
+            .chain(held.failures.keys())
+            .filter(|name| !names.contains(name))
+            .cloned()
+            .collect();
+        names.extend(others);
         names
     }
 }
