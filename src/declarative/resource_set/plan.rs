@@ -33,7 +33,7 @@ impl ResourceSet {
             });
             let informer = match current {
                 Some(current) => current.informer.clone(),
-                None => match self.informer_for(config, &want).await {
+                None => match self.informer_for(&want).await {
                     Ok(informer) => {
                         if !held(&informer) {
                             plan.created.push(informer.clone());
@@ -69,31 +69,17 @@ impl ResourceSet {
     }
 
     /// The informer a want asks for, from the factory, with the want's
-    /// options. A namespace restriction an entry named one by one inherits
-    /// from the config's defaults does not apply to a cluster-scoped
-    /// resource, as in a factory's own defaults.
-    async fn informer_for(
-        &self,
-        config: &InformerSet,
-        want: &Want,
-    ) -> Result<InformerHandle, FactoryError> {
-        let factory = &self.inner.factory;
-        let (resource, inherits_namespaces): (ResourceRef, bool) = match &want.target {
-            Target::Spec(spec) => (
-                spec.resource.as_str().into(),
-                spec.options.namespaces == config.defaults.namespaces,
-            ),
-            Target::Key(k) => (k.into(), false),
+    /// options.
+    async fn informer_for(&self, want: &Want) -> Result<InformerHandle, FactoryError> {
+        let resource: ResourceRef = match &want.target {
+            Target::Spec(spec) => spec.resource.as_str().into(),
+            Target::Key(k) => k.into(),
         };
-        let first = want.options.clone();
-        match factory.for_resource_with(resource.clone(), |_| first).await {
-            Err(FactoryError::ClusterScoped(_)) if inherits_namespaces => {
-                let mut options = want.options.clone();
-                options.namespaces = factory.options().namespaces.clone();
-                factory.for_resource_with(resource, |_| options).await
-            }
-            other => other,
-        }
+        let options = want.options.clone();
+        self.inner
+            .factory
+            .for_resource_with(resource, |_| options)
+            .await
     }
 
     /// What each entry of `config` asks for: informers named one by one,
@@ -104,7 +90,7 @@ impl ResourceSet {
         config: &InformerSet,
         plan: &mut Plan,
     ) -> Vec<Want> {
-        let mut wants = self.named_wants(config, plan);
+        let mut wants = self.named_wants(config, plan).await;
         for (i, pattern) in config.patterns.iter().enumerate() {
             wants.extend(self.pattern_wants(state, i, pattern, plan).await);
         }
@@ -112,10 +98,17 @@ impl ResourceSet {
         wants
     }
 
-    /// What the informers named one by one ask for.
-    fn named_wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
+    /// What the informers named one by one ask for. A namespace
+    /// restriction an entry inherits from the config's defaults does not
+    /// apply to a cluster-scoped resource, as in a factory's own defaults.
+    async fn named_wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
         let factory = &self.inner.factory;
-        let snapshot = factory.discovery().snapshot();
+        let mut snapshot = factory.discovery().snapshot();
+        if !snapshot.is_loaded() {
+            // Unloaded, nothing is known; a discovery error is the
+            // factory's to report for each entry.
+            snapshot = factory.discovery().refresh().await.unwrap_or(snapshot);
+        }
         let mut wants = Vec::new();
         for (i, spec) in config.informers.iter().enumerate() {
             // What access checks need, when discovery knows the name now.
