@@ -102,7 +102,11 @@ pub struct InformerSet {
 ///       color: spec.color      # objects without spec.color are in no color entry
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+// Unknown fields are refused by the schema (`additionalProperties`), which
+// the loaders check first: serde cannot refuse them through the flattened
+// options, which are made of flattened parts.
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct PatternSpec {
     /// A name for this pattern, unique among the file's informers and
     /// patterns.
@@ -213,7 +217,11 @@ impl ShardGroupSpec {
 
 /// One informer of the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+// Unknown fields are refused by the schema (`additionalProperties`), which
+// the loaders check first: serde cannot refuse them through the flattened
+// options, which are made of flattened parts.
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct InformerSpec {
     /// A name for this informer, unique in the file; defaults to `resource`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

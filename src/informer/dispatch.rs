@@ -135,7 +135,7 @@ impl Shared {
     /// closed.
     fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
         if d.listeners.iter().any(|l| l.mailbox().is_some()) {
-            d.retired.keep(&applied.events, self.options.storage);
+            d.retired.keep(&applied.events, self.options.cache.storage);
         }
         let resource = &self.key;
         d.listeners.retain_mut(|l| {
@@ -271,7 +271,7 @@ impl Shared {
                 _ = tokio::time::sleep(FORGET_EVERY) => {}
             }
             self.dispatch.lock().retired.release_all();
-            if self.options.storage == Storage::Compact {
+            if self.options.cache.storage == Storage::Compact {
                 self.store.forget_dropped();
             }
         }
@@ -280,7 +280,7 @@ impl Shared {
     /// Reports the informer stale while it is synced and nothing has arrived
     /// for `stale_after`.
     pub(super) async fn staleness_loop(&self, cancel: CancellationToken) {
-        let limit = self.options.stale_after;
+        let limit = self.options.watch.stale_after;
         if limit.is_zero() {
             return cancel.cancelled().await;
         }

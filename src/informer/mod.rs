@@ -300,11 +300,8 @@ impl SharedInformer {
         scope: Scope,
         options: InformerOptions,
     ) -> Result<Self, InformerError> {
-        scope.check(ResourceKey::from(&resource), &options.namespaces)?;
-        let lw = ApiListWatch::new(client, resource.clone(), scope)
-            .namespaces(options.namespaces.clone())
-            .metadata_only(options.metadata_only)
-            .decode_lists_apart(options.storage == Storage::Compact);
+        scope.check(ResourceKey::from(&resource), &options.watch.namespaces)?;
+        let lw = options.list_watch(ApiListWatch::new(client, resource.clone(), scope));
         Ok(Self::with_list_watch(lw, resource, options))
     }
 
@@ -319,7 +316,7 @@ impl SharedInformer {
     ) -> Self {
         let options = options.normalized();
         let availability = lw.availability();
-        let writer = StoreWriter::with_storage(options.storage);
+        let writer = StoreWriter::with_storage(options.cache.storage);
         let store = writer.reader();
         let status = watch::Sender::new(InformerStatus::NotStarted);
         let error_hook = Arc::new(Mutex::new(None));
@@ -336,7 +333,7 @@ impl SharedInformer {
                 resource,
                 availability,
                 dispatch: Mutex::new(Dispatch {
-                    clock: ResyncClock::new(options.resync),
+                    clock: ResyncClock::new(options.cache.resync),
                     next_id: 1,
                     ..Dispatch::default()
                 }),

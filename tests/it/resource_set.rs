@@ -76,9 +76,9 @@ async fn an_inherited_namespace_restriction_does_not_apply_to_a_cluster_scoped_r
     let names = ["configmaps".to_owned(), "clusterroles".to_owned()];
     let only = Namespaces::only([ns.clone()]);
     let mut config = InformerSet::from_names(&names, Default::default(), &only, &[], None).unwrap();
-    config.defaults.namespaces = only.clone();
+    config.defaults.watch.namespaces = only.clone();
     for informer in &mut config.informers {
-        informer.options.storage = crate::support::options().storage;
+        informer.options.cache.storage = crate::support::options().cache.storage;
     }
     // A factory of its own, watching all namespaces by default.
     let factory = InformerFactory::new(admin.clone());
@@ -88,14 +88,14 @@ async fn an_inherited_namespace_restriction_does_not_apply_to_a_cluster_scoped_r
     let members = set.members().await;
     let namespaces = |resource: &str| {
         let member = members.iter().find(|m| m.resource == resource).unwrap();
-        member.informer.options().namespaces.clone()
+        member.informer.options().watch.namespaces.clone()
     };
     assert_eq!(namespaces("configmaps"), only);
     assert_eq!(namespaces("clusterroles"), Namespaces::All);
     set.shutdown().await;
 
     // Set by the entry itself: refused, at the entry's namespaces.
-    config.defaults.namespaces = Namespaces::All;
+    config.defaults.watch.namespaces = Namespaces::All;
     let Err(err) = ResourceSet::new(admin.clone(), config).await else {
         panic!("a namespace restriction on clusterroles refuses the set");
     };

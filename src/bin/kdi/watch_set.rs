@@ -190,7 +190,7 @@ async fn write_status(set: &ResourceSet, path: &Path) {
                 "synced": m.informer.has_synced(),
                 "objects": m.informer.lister().list_all().len(),
                 "indexes": m.indexes.keys().collect::<Vec<_>>(),
-                "namespaces": m.informer.informer().options().namespaces.to_string(),
+                "namespaces": m.informer.informer().options().watch.namespaces.to_string(),
             })
         })
         .collect();

@@ -5,9 +5,6 @@
 
 mod lister;
 mod report;
-mod source;
-#[cfg(feature = "config")]
-pub(crate) use source::{cluster_from_file, read_kubeconfig};
 /// `options` for cluster `cluster`: snapshots in a directory of its own
 /// (`DIR/cluster-NAME`), as one directory holds one cluster's.
 fn in_cluster_dir(mut options: InformerOptions, cluster: &str) -> InformerOptions {
@@ -33,9 +30,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use lister::{ClusterLister, ClusterObject};
 pub use report::{ClusterSyncReport, ClusterSyncResult};
-pub use source::{
-    all_contexts, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
-};
 
 use crate::cache::index::IndexFn;
 use crate::declarative::config::{InformerSet, InformerSpec};
@@ -189,6 +183,22 @@ impl SetInner {
 impl Drop for SetInner {
     fn drop(&mut self) {
         self.cancel.cancel();
+    }
+}
+
+impl InformerSet {
+    /// A cluster set (not started, with no cluster yet) watching this file's
+    /// informers and patterns, each informer under its name in the file,
+    /// with its options and indexes. Add the clusters of
+    /// [`ClustersConfig::clusters`](crate::declarative::ClustersConfig::clusters)
+    /// or others.
+    #[must_use]
+    pub fn cluster_set(&self) -> ClusterSet {
+        ClusterSet::from_config(
+            self.clone(),
+            AccessPolicy::default(),
+            RetryDelays::default(),
+        )
     }
 }
 

@@ -5,9 +5,9 @@ use std::time::Duration;
 use kube_client::Config;
 use kube_core::{DynamicObject, ObjectMeta};
 
-use super::source::cluster_name_of;
 use super::*;
 use crate::cache::StoreWriter;
+use crate::declarative::sources::cluster_name_of;
 use crate::factory::FactoryError;
 use crate::informer::WhenNotServed;
 use crate::vocabulary::resource::ResourceKey;

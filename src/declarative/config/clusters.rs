@@ -1,5 +1,4 @@
-//! The `clusters:` section of a config file ([`ClustersConfig`]), and a
-//! config file's informers as a [`ClusterSet`].
+//! The `clusters:` section of a config file ([`ClustersConfig`]).
 
 use std::path::PathBuf;
 
@@ -8,15 +7,14 @@ use kube_client::config::Kubeconfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::InformerSet;
-use crate::declarative::cluster_set::{
-    ClusterSet, RetryDelays, cluster_from_file, clusters_from_all_contexts, clusters_from_contexts,
-    clusters_from_dir, read_kubeconfig,
+use crate::declarative::DeclarativeError;
+use crate::declarative::sources::{
+    cluster_from_file, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
+    read_kubeconfig,
 };
-use crate::declarative::{AccessPolicy, DeclarativeError};
 
 /// The `clusters:` section of a config file: the clusters a
-/// [`ClusterSet`] watches the file's informers in, named after their
+/// [`ClusterSet`](crate::declarative::ClusterSet) watches the file's informers in, named after their
 /// context, or after their kubeconfig file's name without its extension
 /// (`north.yaml` → `north`).
 ///
@@ -107,20 +105,5 @@ impl ClustersConfig {
             out.extend(clusters_from_dir(dir).await?);
         }
         Ok(out)
-    }
-}
-
-impl InformerSet {
-    /// A cluster set (not started, with no cluster yet) watching this file's
-    /// informers and patterns, each informer under its name in the file,
-    /// with its options and indexes. Add the clusters of
-    /// [`ClustersConfig::clusters`] or others.
-    #[must_use]
-    pub fn cluster_set(&self) -> ClusterSet {
-        ClusterSet::from_config(
-            self.clone(),
-            AccessPolicy::default(),
-            RetryDelays::default(),
-        )
     }
 }

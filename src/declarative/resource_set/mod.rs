@@ -420,7 +420,7 @@ impl ResourceSet {
             let check = AccessCheck::new(
                 ResourceKey::from(&served),
                 scope == crate::vocabulary::scope::Scope::Namespaced,
-                m.informer.options().namespaces.clone(),
+                m.informer.options().watch.namespaces.clone(),
             );
             if !checks.contains(&check) {
                 checks.push(check);
@@ -521,7 +521,6 @@ impl ResourceSet {
     /// Makes `plan` the set: stops what left, replaces what must be, adds
     /// indexes, and tells subscribers.
     async fn commit(&self, state: &mut State, plan: Plan, reason: Removal) -> Counts {
-        let factory = &self.inner.factory;
         let mut counts = Counts::default();
         let mut events = Vec::new();
         let mut next: BTreeMap<MemberKey, SetMember> = BTreeMap::new();
@@ -530,28 +529,16 @@ impl ResourceSet {
         for (key, planned) in plan.members {
             let (mut member, replace) = (planned.member, planned.replace);
             let current = state.members.get(&key).cloned();
-            if replace {
-                if let Some(current) = &current
-                    && !next.values().any(|m| m.informer == current.informer)
-                    && !state
+            if replace && let Some(current) = &current {
+                let shared = next.values().any(|m| m.informer == current.informer)
+                    || state
                         .members
                         .iter()
-                        .any(|(k, m)| *k != key && m.informer == current.informer)
-                {
-                    factory.remove_informer(&current.informer).await;
-                    let options = current.informer.informer().options().clone();
-                    match factory
-                        .for_resource_with(current.informer.resource().clone(), |_| options)
-                        .await
-                    {
-                        Ok(fresh) => member.informer = fresh,
-                        Err(e) => {
-                            tracing::warn!(entry = %key.0, resource = %key.1, error = %error_chain(&e), "resource set: could not replace an informer");
-                            continue;
-                        }
-                    }
-                } else {
-                    tracing::warn!(entry = %key.0, resource = %key.1, "resource set: an index was removed or changed on an informer another entry shares; it stays until neither needs it");
+                        .any(|(k, m)| *k != key && m.informer == current.informer);
+                match self.replace(&key, current, shared).await {
+                    Some(fresh) => member.informer = fresh,
+                    None if shared => {}
+                    None => continue,
                 }
             }
             let added_indexes = add_indexes(&member);
@@ -600,6 +587,32 @@ impl ResourceSet {
             send(state, event);
         }
         counts
+    }
+
+    /// A new informer for `current`, whose index was removed or changed;
+    /// none while another member shares it (it stays until neither needs
+    /// it), or when the factory refuses the new one (logged).
+    async fn replace(
+        &self,
+        key: &MemberKey,
+        current: &SetMember,
+        shared: bool,
+    ) -> Option<InformerHandle> {
+        if shared {
+            tracing::warn!(entry = %key.0, resource = %key.1, "resource set: an index was removed or changed on an informer another entry shares; it stays until neither needs it");
+            return None;
+        }
+        let factory = &self.inner.factory;
+        factory.remove_informer(&current.informer).await;
+        let options = current.informer.informer().options().clone();
+        let resource = current.informer.resource().clone();
+        match factory.for_resource_with(resource, |_| options).await {
+            Ok(fresh) => Some(fresh),
+            Err(e) => {
+                tracing::warn!(entry = %key.0, resource = %key.1, error = %error_chain(&e), "resource set: could not replace an informer");
+                None
+            }
+        }
     }
 
     /// Removes the members the plan no longer has, stopping their informers

@@ -29,7 +29,7 @@ impl ResourceSet {
         for want in wants {
             let key = (want.entry.clone(), want.resource.clone());
             let current = state.members.get(&key).filter(|c| {
-                c.informer.informer().options().cache_key() == want.options.cache_key()
+                c.informer.informer().options().sharing_key() == want.options.sharing_key()
             });
             let informer = match current {
                 Some(current) => current.informer.clone(),
@@ -127,7 +127,8 @@ impl ResourceSet {
                 options: match &known {
                     Some(k)
                         if !k.namespaced
-                            && spec.options.namespaces == config.defaults.namespaces =>
+                            && spec.options.watch.namespaces
+                                == config.defaults.watch.namespaces =>
                     {
                         factory.pattern_options(k, spec.options.clone())
                     }
@@ -204,8 +205,8 @@ impl ResourceSet {
         let Some((_, group)) = &self.inner.shard_group else {
             return;
         };
-        for want in wants.iter_mut().filter(|w| w.options.shard.is_none()) {
-            want.options.shard_group = Some(group.into());
+        for want in wants.iter_mut().filter(|w| w.options.cache.shard.is_none()) {
+            want.options.cache.shard_group = Some(group.into());
         }
     }
 
@@ -215,9 +216,9 @@ impl ResourceSet {
         let checks: Vec<Option<AccessCheck>> = wants
             .iter()
             .map(|w| {
-                w.known
-                    .as_ref()
-                    .map(|k| AccessCheck::new(k.key(), k.namespaced, w.options.namespaces.clone()))
+                w.known.as_ref().map(|k| {
+                    AccessCheck::new(k.key(), k.namespaced, w.options.watch.namespaces.clone())
+                })
             })
             .collect();
         let asked: Vec<AccessCheck> = checks.iter().flatten().cloned().collect();
@@ -233,7 +234,8 @@ impl ResourceSet {
             match table.allowed(&check) {
                 Allowed::All => kept.push(want),
                 Allowed::Namespaces(allowed) => {
-                    want.options.namespaces = crate::vocabulary::scope::Namespaces::only(allowed);
+                    want.options.watch.namespaces =
+                        crate::vocabulary::scope::Namespaces::only(allowed);
                     kept.push(want);
                 }
                 Allowed::Nothing(reason) => plan.skipped.push(SkippedMember {

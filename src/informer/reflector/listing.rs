@@ -20,9 +20,9 @@ impl Reflector {
 
     pub(super) fn list_params(&self) -> ListParams {
         ListParams {
-            label_selector: self.options.label_selector.clone(),
-            field_selector: self.options.field_selector.clone(),
-            limit: (self.options.page_size > 0).then_some(self.options.page_size),
+            label_selector: self.options.watch.label_selector.clone(),
+            field_selector: self.options.watch.field_selector.clone(),
+            limit: (self.options.watch.page_size > 0).then_some(self.options.watch.page_size),
             ..ListParams::default()
         }
     }
@@ -173,7 +173,7 @@ impl Reflector {
         // Keyed so that a Modified or Deleted during the initial events (not
         // expected, but allowed) leaves the right final set.
         let mut page: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
-        let page_size = match self.options.page_size {
+        let page_size = match self.options.watch.page_size {
             0 => 500,
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };

@@ -56,7 +56,7 @@ impl Reflector {
         // at once. The file was checked whole before the first page. The
         // next page is read while the cache takes the current one; for a
         // cache of decoded objects, decoded there too.
-        let decode = self.options.storage == Storage::Objects;
+        let decode = self.options.cache.storage == Storage::Objects;
         let read = move |mut opened: Opened| {
             tokio::task::spawn_blocking(move || {
                 let page = opened.page(SNAPSHOT_PAGE).map(|page| {
@@ -118,7 +118,7 @@ impl Reflector {
         if (secrets || self.options.sensitive) && !options.include_sensitive {
             return Err(SnapshotRefusal::Sensitive);
         }
-        if self.options.shard_group.is_some() && self.options.shard.is_none() {
+        if self.options.cache.shard_group.is_some() && self.options.cache.shard.is_none() {
             return Err(SnapshotRefusal::ShardGroup);
         }
         let cluster = match &options.cluster {

@@ -99,7 +99,7 @@ impl Tracked {
 /// `shard 1/4 by uid, filtered server-side`.
 fn shard_words(informer: &InformerHandle) -> Option<String> {
     let options = informer.options();
-    let which = match (options.shard, &options.shard_group) {
+    let which = match (options.cache.shard, &options.cache.shard_group) {
         (Some(shard), _) => format!("shard {shard}"),
         (None, Some(group)) => format!("the slots of {}", group.describe()),
         (None, None) => return None,
@@ -113,7 +113,7 @@ fn shard_words(informer: &InformerHandle) -> Option<String> {
         .map_or_else(String::new, |f| format!(", filtered {f}"));
     Some(format!(
         "{which} by {}{share}{filtering}",
-        options.shard_key
+        options.cache.shard_key
     ))
 }
 
