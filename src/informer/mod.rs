@@ -162,7 +162,7 @@ pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
 pub use lone::Informer;
-pub use options::{InformerOptions, WhenNotServed};
+pub use options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 pub(crate) use reflector::{Delta, Reflector};
 pub use reflector::{ErrorHook, ReflectorCounters, ReflectorStats};

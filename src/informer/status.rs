@@ -89,7 +89,7 @@ impl InformerStatus {
     /// lines, a cluster set's sync report): `notStarted`, `syncing`,
     /// `synced`, `relisting`, `stale`, `notServed`, `waitingForShardGroup`,
     /// `gone` or `stopped`; while a failed list or watch is retried, the
-    /// failure as [`NotSynced::reason`] names it: `forbidden` (403),
+    /// failure as [`NotSynced::reason`](crate::informer::NotSynced::reason) names it: `forbidden` (403),
     /// `unauthorized` (401), `notServed` (404), `serverError` (another
     /// status) or `unreachable` (no answer).
     ///

@@ -14,7 +14,7 @@ use crate::declarative::sources::{
 };
 
 /// The `clusters:` section of a config file: the clusters a
-/// [`ClusterSet`](crate::declarative::ClusterSet) watches the file's informers in, named after their
+/// cluster set watches the file's informers in, named after their
 /// context, or after their kubeconfig file's name without its extension
 /// (`north.yaml` → `north`).
 ///
