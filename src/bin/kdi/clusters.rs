@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::declarative::{
     ClusterEvent, ClusterSet, ClusterSyncReport, ResourceState, clusters_from_all_contexts,
@@ -20,14 +19,14 @@ use kube_dynamic_informer::declarative::{
 use kube_dynamic_informer::factory::InformerHandle;
 use kube_dynamic_informer::informer::SyncPolicy;
 use kube_dynamic_informer::vocabulary::error_chain;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::read_kubeconfig;
 use crate::exit::Failure;
 use crate::get::GetArgs;
 use crate::output::{Origin, Printable, event_line, print_objects, printable, say, written};
 use crate::stderr::Stderr;
-use crate::watch::{WatchArgs, shown_indexes};
+use crate::watch::WatchArgs;
 use kube_dynamic_informer::cache::Redaction;
 
 /// Which clusters the command line names.
@@ -44,18 +43,9 @@ impl Contexts<'_> {
     }
 }
 
-/// One informer of the set as kdi prints it.
-struct Declared {
-    indexes: BTreeMap<String, IndexFn>,
-    sensitive: bool,
-}
-
 /// The cluster set of `set` over the clusters the command line and the
 /// file's `clusters:` section name, not started.
-async fn build(
-    contexts: &Contexts<'_>,
-    set: &InformerSet,
-) -> Result<(ClusterSet, BTreeMap<String, Declared>), Failure> {
+async fn build(contexts: &Contexts<'_>, set: &InformerSet) -> Result<ClusterSet, Failure> {
     let clusters_set = set.cluster_set().map_err(Failure::usage)?;
     let mut clusters = set.clusters.clusters().await.map_err(Failure::usage)?;
     if contexts.all || !contexts.contexts.is_empty() {
@@ -77,18 +67,7 @@ async fn build(
             .add_cluster(name, config)
             .map_err(Failure::usage)?;
     }
-    let declared = set
-        .informers
-        .iter()
-        .map(|spec| {
-            let declared = Declared {
-                indexes: spec.index_functions().unwrap_or_default(),
-                sensitive: spec.options.sensitive,
-            };
-            (spec.name().to_string(), declared)
-        })
-        .collect();
-    Ok((clusters_set, declared))
+    Ok(clusters_set)
 }
 
 /// Says, one line per cluster and resource, what did not sync: as JSON
@@ -154,10 +133,10 @@ fn redaction(informer: Option<&InformerHandle>, sensitive: bool, show: bool) -> 
 
 /// `{"cluster": ..., ...}`: the cluster as the first field of a JSON line.
 fn with_cluster(cluster: &str, line: &str) -> String {
-    let cluster = Value::String(cluster.to_string());
+    let cluster = json!({ "cluster": cluster }).to_string();
     match line.strip_prefix('{') {
-        Some(rest) if rest.starts_with('}') => format!("{{\"cluster\":{cluster}}}"),
-        Some(rest) => format!("{{\"cluster\":{cluster},{rest}"),
+        Some("}") => cluster,
+        Some(fields) => format!("{},{fields}", &cluster[..cluster.len() - 1]),
         None => line.to_string(),
     }
 }
@@ -171,11 +150,16 @@ pub async fn watch(
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr)?;
     }
-    let (clusters, declared) = build(contexts, &set).await?;
+    let clusters = build(contexts, &set).await?;
     // Per resource: the indexes `--index-values` shows, and sensitivity.
-    let shown: BTreeMap<String, _> = declared
-        .into_iter()
-        .map(|(name, d)| (name, (shown_indexes(&args, &d.indexes), d.sensitive)))
+    let shown: BTreeMap<String, _> = set
+        .informers
+        .iter()
+        .map(|spec| {
+            let indexes = spec.index_functions().unwrap_or_default();
+            let shown = crate::indexes::shown(&args.index_values, &indexes);
+            (spec.name().to_owned(), (shown, spec.options.sensitive))
+        })
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     {
@@ -225,7 +209,7 @@ pub async fn watch(
 
 /// `kdi get` over a cluster set.
 pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
-    let (clusters, declared) = build(contexts, &set).await?;
+    let clusters = build(contexts, &set).await?;
     clusters.start().map_err(Failure::cluster)?;
     let timeout = if args.selection.timeout.is_zero() {
         std::time::Duration::MAX
@@ -240,7 +224,8 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             .await,
     );
     let mut rows: Vec<(String, Printable)> = Vec::new();
-    for (name, d) in declared.iter() {
+    for spec in &set.informers {
+        let name = spec.name();
         let lister = clusters.lister(name);
         for cluster in clusters.clusters() {
             let Some(one) = lister.cluster(&cluster) else {
@@ -249,7 +234,7 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             let found = args.query(name, &one)?;
             let redaction = redaction(
                 clusters.informer(&cluster, name).as_ref(),
-                d.sensitive,
+                spec.options.sensitive,
                 args.show_secrets,
             );
             rows.extend(
