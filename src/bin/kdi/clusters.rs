@@ -136,6 +136,7 @@ fn with_cluster(cluster: &str, line: &str) -> String {
     let cluster = json!({ "cluster": cluster }).to_string();
     match line.strip_prefix('{') {
         Some("}") => cluster,
+        // The cluster's object without its closing brace, then the line's.
         Some(fields) => format!("{},{fields}", &cluster[..cluster.len() - 1]),
         None => line.to_string(),
     }
