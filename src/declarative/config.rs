@@ -138,23 +138,6 @@ impl PatternSpec {
             indexes: BTreeMap::new(),
         }
     }
-
-    /// The indexes, compiled.
-    ///
-    /// # Errors
-    /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-        compile_indexes(&self.indexes)
-    }
-}
-
-fn compile_indexes(
-    indexes: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-    indexes
-        .iter()
-        .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
-        .collect()
 }
 
 /// A shard group to join, in a config file.
@@ -262,14 +245,6 @@ impl InformerSpec {
     /// The informer's name: `name`, or else `resource`.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.resource)
-    }
-
-    /// The indexes, compiled.
-    ///
-    /// # Errors
-    /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-        compile_indexes(&self.indexes)
     }
 }
 

@@ -534,6 +534,15 @@ impl ClusterSet {
             .map(|h| h.member.informer.clone())
     }
 
+    /// The member named `resource` in `cluster`, once resolved there: its
+    /// informer, its compiled indexes, whether its entry is sensitive.
+    #[must_use]
+    pub fn member(&self, cluster: &str, resource: &str) -> Option<SetMember> {
+        let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
+        let held = entry.held.lock();
+        held.members.get(resource).map(|h| h.member.clone())
+    }
+
     /// A view of `resource` (as it was named) across every cluster.
     #[must_use]
     pub fn lister(&self, resource: &str) -> ClusterLister {

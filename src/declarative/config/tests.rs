@@ -66,7 +66,7 @@ informers:
     assert_eq!(resolved[1].options.when_not_served, WhenNotServed::Wait);
     assert_eq!(resolved[1].name(), "widgets-meta");
     assert_eq!(resolved[0].name(), "pods");
-    assert_eq!(resolved[0].index_functions().unwrap().len(), 2);
+    assert_eq!(resolved[0].indexes.len(), 2);
 }
 
 #[test]
@@ -476,7 +476,7 @@ patterns:
         p.pattern.scope,
         Some(crate::factory::pattern::ScopeFilter::Namespaced)
     );
-    assert_eq!(p.index_functions().unwrap().len(), 1);
+    assert_eq!(p.indexes.len(), 1);
 
     let found = errors(
         r#"informers:
