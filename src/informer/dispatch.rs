@@ -47,7 +47,7 @@ impl Shared {
         }
         let mut d = self.dispatch.lock();
         if !matches!(delta, Delta::SnapshotPage(_)) {
-            d.hand_on_deferred(&self.key);
+            d.hand_on_deferred();
         }
         let applied = self.apply(writer, &mut d, delta);
         if applied.tombstones > 0 {
@@ -134,16 +134,15 @@ impl Shared {
     /// Queues what a delta made to every listener, dropping those that
     /// closed.
     fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
-        if d.listeners.iter().any(|l| l.mailbox().is_some()) {
+        if d.listeners.iter().any(|l| l.mailbox.runs_elsewhere()) {
             d.retired.keep(&applied.events, self.options.storage);
         }
-        let resource = &self.key;
         d.listeners.retain_mut(|l| {
             if l.is_closed() {
                 return false;
             }
             for e in &applied.events {
-                if !l.push(e.clone(), resource) {
+                if !l.push(e.clone()) {
                     return false;
                 }
             }
@@ -247,7 +246,7 @@ impl Shared {
         for i in due {
             let l = &mut d.listeners[i];
             for o in &objects {
-                l.push(Queued::Resync(o.clone()), &self.key);
+                l.push(Queued::Resync(o.clone()));
             }
             l.next_resync = Some(now + l.resync);
         }
@@ -317,16 +316,7 @@ impl Shared {
     pub(super) async fn stop_listeners(&self) {
         let mailboxes: Vec<Arc<Mailbox>> = {
             let mut d = self.dispatch.lock();
-            let mailboxes = d
-                .listeners
-                .iter()
-                .filter_map(|l| l.mailbox().cloned())
-                .collect();
-            for l in &d.listeners {
-                l.state.mark_removed();
-            }
-            d.listeners.clear();
-            mailboxes
+            d.listeners.drain(..).map(|l| l.mailbox).collect()
         };
         for m in &mailboxes {
             m.close();

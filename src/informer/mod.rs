@@ -160,7 +160,7 @@ pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
-use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
+use listener::{Listener, ListenerState, Mailbox, Queued, Target};
 pub use lone::Informer;
 pub use options::{InformerOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
@@ -212,11 +212,11 @@ impl Dispatch {
     /// Hands the deferred objects of a snapshot to every handler, as
     /// initial Adds decoded only when the handler is about to run. A closed
     /// handler's queue refuses them; the next delta's dispatch drops it.
-    fn hand_on_deferred(&mut self, resource: &ResourceKey) {
+    fn hand_on_deferred(&mut self) {
         let deferred = std::mem::take(&mut self.deferred);
         for l in &mut self.listeners {
             for object in &deferred {
-                l.push(Queued::Replay(object.clone()), resource);
+                l.push(Queued::Replay(object.clone()));
             }
         }
     }
