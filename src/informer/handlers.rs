@@ -78,7 +78,7 @@ impl SharedInformer {
         let mailbox = self.register(&options, Target::Task(tokio::sync::Notify::new()));
         let registration = self.registration(&mailbox);
         let task = runtime.spawn(listener::drain_async(mailbox, handler));
-        self.shared.tasks.lock().push(task);
+        self.shared.dispatch.lock().tasks.push(task);
         Ok(registration)
     }
 
@@ -113,8 +113,8 @@ impl SharedInformer {
     /// with the cache replayed first.
     pub(super) fn register(&self, options: &HandlerOptions, target: Target) -> Arc<Mailbox> {
         let mut d = self.shared.dispatch.lock();
-        let id = d.next_id;
         d.next_id += 1;
+        let id = d.next_id;
         let name = options
             .name
             .clone()
@@ -185,7 +185,7 @@ impl SharedInformer {
             for l in &mut d.listeners {
                 l.resync = clock.effective(l.requested_resync.unwrap_or(default));
             }
-            self.shared.resync_changed.notify_one();
+            self.shared.dispatch.resync_changed.notify_one();
         }
         r.period
     }

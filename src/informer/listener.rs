@@ -261,11 +261,6 @@ impl Mailbox {
         self.state.publish_backlog();
     }
 
-    /// The synced marker was reached.
-    pub(super) fn handed_synced(&self) {
-        self.state.mark_synced();
-    }
-
     pub(super) fn resource(&self) -> &ResourceKey {
         &self.resource
     }
@@ -295,7 +290,7 @@ impl Runnable for Mailbox {
                     );
                     self.handed_event();
                 }
-                Item::Synced => self.handed_synced(),
+                Item::Synced => self.state.mark_synced(),
                 Item::Settlement(_) => {}
             }
         }
@@ -333,12 +328,8 @@ impl Listener {
             .push_marker(|queue| queue.push_settlement(settlement));
     }
 
-    pub(super) fn state(&self) -> &ListenerState {
-        &self.mailbox.state
-    }
-
     pub(super) fn is_closed(&self) -> bool {
-        self.state().removed.load(Ordering::Acquire)
+        self.mailbox.state.removed.load(Ordering::Acquire)
     }
 }
 
@@ -433,7 +424,7 @@ impl Registration {
         let d = shared.dispatch.lock();
         d.listeners
             .iter()
-            .find(|l| l.state().id == self.state.id)
+            .find(|l| l.mailbox.state.id == self.state.id)
             .map_or(Duration::ZERO, |l| l.resync)
     }
 
@@ -466,7 +457,11 @@ fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
     state.mark_removed();
     if let Some(shared) = informer.upgrade() {
         let mut d = shared.dispatch.lock();
-        if let Some(i) = d.listeners.iter().position(|l| l.state().id == state.id) {
+        if let Some(i) = d
+            .listeners
+            .iter()
+            .position(|l| l.mailbox.state.id == state.id)
+        {
             d.listeners.swap_remove(i).mailbox.close();
         }
     }
@@ -521,7 +516,7 @@ impl Stream for EventStream {
                     return Poll::Ready(Some(event));
                 }
                 Some(Item::Synced) => {
-                    self.mailbox.handed_synced();
+                    self.mailbox.state.mark_synced();
                     continue;
                 }
                 Some(Item::Settlement(_)) => continue,
@@ -590,7 +585,7 @@ where
             let event = match item {
                 Item::Event(queued) => queued.into_event(),
                 Item::Synced => {
-                    mailbox.handed_synced();
+                    mailbox.state.mark_synced();
                     continue;
                 }
                 Item::Settlement(_) => continue,

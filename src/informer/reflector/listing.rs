@@ -170,10 +170,13 @@ impl Reflector {
             Ok(stream) => stream,
             Err(outcome) => return outcome,
         };
-        let mut initial = InitialEvents::new(match self.options.page_size {
-            0 => 500,
-            n => usize::try_from(n).unwrap_or(usize::MAX),
-        });
+        let mut initial = InitialEvents {
+            page_size: match self.options.page_size {
+                0 => 500,
+                n => usize::try_from(n).unwrap_or(usize::MAX),
+            },
+            ..InitialEvents::default()
+        };
         sink(Delta::ListBegin);
         loop {
             let next = tokio::select! {
@@ -224,6 +227,7 @@ impl Reflector {
 /// The initial events of a streaming list, gathered into pages. Keyed so
 /// that a Modified or Deleted during the initial events (not expected, but
 /// allowed) leaves the right final set.
+#[derive(Default)]
 struct InitialEvents {
     page: indexmap::IndexMap<String, DynamicObject>,
     page_size: usize,
@@ -235,16 +239,6 @@ struct InitialEvents {
 }
 
 impl InitialEvents {
-    fn new(page_size: usize) -> Self {
-        Self {
-            page: indexmap::IndexMap::new(),
-            page_size,
-            listed: 0,
-            handed_on: std::collections::HashSet::new(),
-            deleted: indexmap::IndexMap::new(),
-        }
-    }
-
     /// Adds or replaces `object`; the page to hand on once it is full.
     fn put(&mut self, object: DynamicObject) -> Option<Vec<DynamicObject>> {
         if let Some(key) = object_key(&object) {

@@ -121,11 +121,11 @@ impl Reflector {
         &mut self,
         next: Option<Result<WatchEvent, ListWatchError>>,
     ) -> Result<WatchEvent, WatchEnd> {
+        if !matches!(&next, Some(Err(e)) if e.is_gone()) {
+            self.snapshot_unconfirmed = false;
+        }
         match next {
-            None => {
-                self.snapshot_unconfirmed = false;
-                Err(WatchEnd::Resume)
-            }
+            None => Err(WatchEnd::Resume),
             Some(Err(e)) if e.is_gone() => {
                 tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
                 if std::mem::take(&mut self.snapshot_unconfirmed) {
@@ -137,17 +137,11 @@ impl Reflector {
                 }
                 Err(WatchEnd::Relist)
             }
-            Some(Err(source)) => {
-                self.snapshot_unconfirmed = false;
-                Err(WatchEnd::Failed(InformerError::Watch {
-                    resource: self.key.clone(),
-                    source: Box::new(source),
-                }))
-            }
-            Some(Ok(event)) => {
-                self.snapshot_unconfirmed = false;
-                Ok(event)
-            }
+            Some(Err(source)) => Err(WatchEnd::Failed(InformerError::Watch {
+                resource: self.key.clone(),
+                source: Box::new(source),
+            })),
+            Some(Ok(event)) => Ok(event),
         }
     }
 

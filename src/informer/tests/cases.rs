@@ -555,7 +555,7 @@ async fn stopping_closes_every_handler() {
     cancel.cancel();
     task.await.unwrap();
     assert!(inf.shared.dispatch.lock().listeners.is_empty(), "listeners closed");
-    assert!(inf.shared.tasks.lock().is_empty(), "tasks awaited");
+    assert!(inf.shared.dispatch.lock().tasks.is_empty(), "tasks awaited");
     assert!(
         inf.start(CancellationToken::new()).is_err(),
         "an informer runs once"
@@ -937,7 +937,7 @@ async fn async_handlers_run_in_order_and_survive_panics() {
     assert!(reg.has_synced());
     cancel.cancel();
     task.await.unwrap();
-    assert!(inf.shared.tasks.lock().is_empty(), "the task was awaited");
+    assert!(inf.shared.dispatch.lock().tasks.is_empty(), "the task was awaited");
 }
 
 #[test]
