@@ -9,7 +9,9 @@ use super::*;
 /// no thread, no task, no queue that grows. It receives the cache's objects
 /// as initial Adds, then every event in order (and resyncs, if configured),
 /// and what it reads from [`store`](Self::store) is the state its event
-/// left. It runs under the informer's dispatch lock: a slow handler slows
+/// left (for the events of a relist, the relisted state as a whole, see
+/// [atomic relists](crate::informer#guarantees)). It runs under the
+/// informer's dispatch lock: a slow handler slows
 /// the cache's updates, and a handler must not call this informer's
 /// [`has_synced`](Self::has_synced), which takes that lock.
 #[doc(alias = "NewInformer")]
