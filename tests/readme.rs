@@ -200,23 +200,29 @@ fn the_readme_config_file_loads_with_the_entries_it_shows() {
         unreachable!()
     };
     let ten_minutes = Duration::from_secs(600);
-    assert_eq!(set.defaults.resync, ten_minutes);
+    assert_eq!(set.defaults.cache.resync, ten_minutes);
 
     assert!(pods.indexes.contains_key("node") && pods.indexes.contains_key("labelKeys"));
     let o = &pods.options;
     assert_eq!(
-        o.label_selector.as_deref(),
+        o.watch.label_selector.as_deref(),
         Some("app in (web, api), !canary")
     );
-    assert_eq!(o.field_selector.as_deref(), Some("status.phase=Running"));
-    assert!(o.strip_managed_fields, "inherited from defaults");
-    assert_eq!(o.resync, ten_minutes, "inherited from defaults");
+    assert_eq!(
+        o.watch.field_selector.as_deref(),
+        Some("status.phase=Running")
+    );
+    assert!(o.cache.strip_managed_fields, "inherited from defaults");
+    assert_eq!(o.cache.resync, ten_minutes, "inherited from defaults");
 
     assert_eq!(gold.resource, "deployments.apps");
     assert!(gold.indexes.contains_key("image"));
-    assert!(gold.options.strip_managed_fields, "inherited from defaults");
+    assert!(
+        gold.options.cache.strip_managed_fields,
+        "inherited from defaults"
+    );
     assert_eq!(
-        gold.options.resync,
+        gold.options.cache.resync,
         Duration::ZERO,
         "its own, not the default"
     );
@@ -229,9 +235,12 @@ fn the_readme_config_file_loads_with_the_entries_it_shows() {
     };
     assert_eq!(pattern.name, "example-crds");
     assert!(pattern.indexes.contains_key("owner"));
-    assert!(pattern.options.strip_managed_fields, "patterns inherit too");
+    assert!(
+        pattern.options.cache.strip_managed_fields,
+        "patterns inherit too"
+    );
     assert_eq!(
-        pattern.options.label_selector.as_deref(),
+        pattern.options.watch.label_selector.as_deref(),
         Some("!kdi-ignore")
     );
 

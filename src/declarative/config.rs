@@ -102,7 +102,11 @@ pub struct InformerSet {
 ///       color: spec.color      # objects without spec.color are in no color entry
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+// Unknown fields are refused by the schema (`additionalProperties`), which
+// the loaders check first: serde cannot refuse them through the flattened
+// options, which are made of flattened parts.
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct PatternSpec {
     /// A name for this pattern, unique among the file's informers and
     /// patterns.
@@ -134,23 +138,6 @@ impl PatternSpec {
             indexes: BTreeMap::new(),
         }
     }
-
-    /// The indexes, compiled.
-    ///
-    /// # Errors
-    /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-        compile_indexes(&self.indexes)
-    }
-}
-
-fn compile_indexes(
-    indexes: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-    indexes
-        .iter()
-        .map(|(name, expr)| Ok((name.clone(), IndexFn::jmespath(name, expr)?)))
-        .collect()
 }
 
 /// A shard group to join, in a config file.
@@ -213,7 +200,11 @@ impl ShardGroupSpec {
 
 /// One informer of the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+// Unknown fields are refused by the schema (`additionalProperties`), which
+// the loaders check first: serde cannot refuse them through the flattened
+// options, which are made of flattened parts.
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct InformerSpec {
     /// A name for this informer, unique in the file; defaults to `resource`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,14 +245,6 @@ impl InformerSpec {
     /// The informer's name: `name`, or else `resource`.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.resource)
-    }
-
-    /// The indexes, compiled.
-    ///
-    /// # Errors
-    /// An expression that does not compile (a loaded file never has one).
-    pub fn index_functions(&self) -> Result<BTreeMap<String, IndexFn>, crate::cache::CacheError> {
-        compile_indexes(&self.indexes)
     }
 }
 

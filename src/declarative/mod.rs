@@ -270,6 +270,7 @@
 //! on the server), objects of a slot it takes as adds with
 //! `entered_shard = true` (see [`Event`](crate::informer::Event)).
 
+#[cfg(feature = "config")]
 pub(crate) mod cluster_set;
 #[cfg(feature = "config")]
 pub(crate) mod config;
@@ -277,8 +278,10 @@ pub(crate) mod error;
 #[cfg(feature = "config")]
 pub(crate) mod resource_set;
 pub(crate) mod shard_group;
+pub(crate) mod sources;
 
 /// Sleeps for `wait`, or forever without one.
+#[cfg(feature = "config")]
 async fn sleep_or_never(wait: Option<std::time::Duration>) {
     match wait {
         Some(wait) => tokio::time::sleep(wait).await,
@@ -286,10 +289,10 @@ async fn sleep_or_never(wait: Option<std::time::Duration>) {
     }
 }
 
+#[cfg(feature = "config")]
 pub use cluster_set::{
     ClusterEvent, ClusterLister, ClusterObject, ClusterSet, ClusterSyncReport, ClusterSyncResult,
-    ResourceState, RetryDelays, all_contexts, clusters_from_all_contexts, clusters_from_contexts,
-    clusters_from_dir,
+    ResourceState, RetryDelays,
 };
 #[cfg(feature = "config")]
 pub use config::{
@@ -305,4 +308,7 @@ pub use resource_set::{
 pub use shard_group::{
     MAX_SLOTS, MemberStatus, SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardGroup, ShardGroupConfig,
     rbac_role, rendezvous,
+};
+pub use sources::{
+    all_contexts, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
 };

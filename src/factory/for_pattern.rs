@@ -77,7 +77,7 @@ impl InformerFactory {
         mut options: InformerOptions,
     ) -> InformerOptions {
         if !resource.namespaced {
-            options.namespaces = self.options().namespaces.clone();
+            options.watch.namespaces = self.options().watch.namespaces.clone();
         }
         options
     }

@@ -52,7 +52,7 @@ impl InformerFactory {
     pub async fn shutdown_within(&self, timeout: Duration) -> bool {
         let mut sources: Vec<crate::vocabulary::shard::ShardAssignment> = Vec::new();
         for informer in self.informers() {
-            if let Some(source) = &informer.options().shard_group
+            if let Some(source) = &informer.options().cache.shard_group
                 && !sources.contains(source)
             {
                 sources.push(source.clone());

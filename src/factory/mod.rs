@@ -268,10 +268,11 @@ pub use resolve::Resolution;
 use resolve::Resolved;
 pub use resource_ref::ResourceRef;
 pub use sync::CacheSyncReport;
+#[cfg(feature = "config")]
 pub(crate) use sync::wait_one as wait_one_informer;
 
 use crate::cache::lister::Lister;
-use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::informer::options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};
 use crate::informer::{InformerError, NotSynced, SharedInformer, SyncPolicy, WrittenObject};
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
@@ -288,11 +289,14 @@ struct Entry {
     handle: Option<JoinHandle<()>>,
 }
 
+/// What requests for one resource must agree on to share an informer.
+type SharingKey = (WatchOptions, CacheOptions);
+
 #[derive(Default)]
 struct FactoryState {
     started: bool,
     shut_down: bool,
-    entries: HashMap<(ResourceKey, InformerOptions), Entry>,
+    entries: HashMap<(ResourceKey, SharingKey), Entry>,
     discovery_task: Option<JoinHandle<()>>,
 }
 
@@ -304,7 +308,7 @@ impl FactoryState {
     /// the resource was served, which serves this resource now.
     fn shared(
         &self,
-        map_key: &(ResourceKey, InformerOptions),
+        map_key: &(ResourceKey, SharingKey),
         waiting_key: Option<ResourceKey>,
     ) -> Option<InformerHandle> {
         let (key, options) = map_key;
@@ -526,7 +530,7 @@ impl InformerFactory {
             return Err(FactoryError::ShutDown);
         }
         // Requests that would build the same cache share one informer.
-        let map_key = (key.clone(), options.cache_key());
+        let map_key = (key.clone(), options.sharing_key());
         if let Some(shared) = state.shared(&map_key, waiting_key) {
             return Ok(shared);
         }
@@ -557,10 +561,8 @@ impl InformerFactory {
         per_resource_namespaces: bool,
     ) -> (InformerHandle, KnownResource) {
         let lw = ApiListWatch::with_availability(self.inner.client.clone(), availability.clone())
-            .namespaces(options.namespaces.clone())
-            .namespaces_inherited(!per_resource_namespaces)
-            .metadata_only(options.metadata_only)
-            .decode_lists_apart(options.storage == crate::cache::Storage::Compact);
+            .namespaces_inherited(!per_resource_namespaces);
+        let lw = options.list_watch(lw);
         let known = known.unwrap_or_else(|| KnownResource {
             group: key.group.clone(),
             version: key.version.clone(),
@@ -572,7 +574,7 @@ impl InformerFactory {
             .borrow()
             .served()
             .map_or_else(|| known.api_resource(), |(resource, _)| resource.clone());
-        let watched = options.namespaces.clone();
+        let watched = options.watch.namespaces.clone();
         let informer = SharedInformer::with_list_watch(lw, api_resource, options);
         let lister = Lister::discovered(informer.store(), key.clone(), availability.clone())
             .watching(watched);
@@ -598,7 +600,8 @@ impl InformerFactory {
         customize: impl FnOnce(InformerOptions) -> InformerOptions,
     ) -> Result<(InformerOptions, bool), FactoryError> {
         let mut options = customize(self.inner.defaults.clone()).normalized();
-        let per_resource_namespaces = options.namespaces != self.inner.defaults.namespaces;
+        let per_resource_namespaces =
+            options.watch.namespaces != self.inner.defaults.watch.namespaces;
         if let Some(known) = known {
             let scope = if known.namespaced {
                 Scope::Namespaced
@@ -607,20 +610,20 @@ impl InformerFactory {
             };
             if per_resource_namespaces {
                 scope
-                    .check(key, &options.namespaces)
+                    .check(key, &options.watch.namespaces)
                     .map_err(FactoryError::ClusterScoped)?;
             } else if scope == Scope::Cluster {
-                options.namespaces = Namespaces::All;
+                options.watch.namespaces = Namespaces::All;
             }
         }
         let selector_error = |source| FactoryError::Selector {
             resource: key.clone(),
             source: Box::new(source),
         };
-        if let Some(s) = &options.label_selector {
+        if let Some(s) = &options.watch.label_selector {
             Selector::parse(s).map_err(selector_error)?;
         }
-        if let Some(s) = &options.field_selector {
+        if let Some(s) = &options.watch.field_selector {
             validate_field_selector(s).map_err(selector_error)?;
         }
         Ok((options, per_resource_namespaces))
@@ -726,7 +729,7 @@ impl InformerFactory {
             .into_iter()
             .filter(|gi| {
                 let resource = gi.informer().resource();
-                let watched = match (&gi.options().namespaces, &namespace) {
+                let watched = match (&gi.options().watch.namespaces, &namespace) {
                     (Namespaces::All, _) | (_, None) => true,
                     (Namespaces::Only(set), Some(ns)) => set.contains(ns),
                 };

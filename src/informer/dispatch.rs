@@ -215,7 +215,7 @@ impl Shared {
     /// closed.
     fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
         if d.listeners.iter().any(|l| l.mailbox.runs_elsewhere()) {
-            d.retired.keep(&applied.events, self.options.storage);
+            d.retired.keep(&applied.events, self.options.cache.storage);
         }
         d.listeners.retain_mut(|l| {
             if l.is_closed() || !applied.events.iter().all(|e| l.push(e.clone())) {
@@ -340,7 +340,7 @@ impl Shared {
                 _ = tokio::time::sleep(FORGET_EVERY) => {}
             }
             self.dispatch.lock().retired.release_all();
-            if self.options.storage == Storage::Compact {
+            if self.options.cache.storage == Storage::Compact {
                 self.store.forget_dropped();
             }
         }
@@ -349,7 +349,7 @@ impl Shared {
     /// Reports the informer stale while it is synced and nothing has arrived
     /// for `stale_after`.
     pub(super) async fn staleness_loop(&self, cancel: CancellationToken) {
-        let limit = self.options.stale_after;
+        let limit = self.options.watch.stale_after;
         if limit.is_zero() {
             return cancel.cancelled().await;
         }

@@ -159,10 +159,10 @@ impl SharedInformer {
         handler: &str,
     ) -> Duration {
         let started = d.started;
-        let requested = requested_resync.unwrap_or(self.shared.options.resync);
+        let requested = requested_resync.unwrap_or(self.shared.options.cache.resync);
         let r = d.clock.add_handler(requested, started);
         if r.period != requested && !requested.is_zero() {
-            let why = if self.shared.options.resync.is_zero() && requested_resync.is_some() {
+            let why = if self.shared.options.cache.resync.is_zero() && requested_resync.is_some() {
                 "the informer's resync period is 0, which turns resync off for every handler"
             } else if requested < Duration::from_secs(1) {
                 "periods under 1s are raised to 1s"
@@ -181,7 +181,7 @@ impl SharedInformer {
         }
         if r.check_period_lowered {
             let clock = d.clock;
-            let default = self.shared.options.resync;
+            let default = self.shared.options.cache.resync;
             for l in &mut d.listeners {
                 l.resync = clock.effective(l.requested_resync.unwrap_or(default));
             }

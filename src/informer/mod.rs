@@ -163,7 +163,7 @@ pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
 use listener::{Listener, ListenerState, Mailbox, Queued, Target};
 pub use lone::Informer;
-pub use options::{InformerOptions, WhenNotServed};
+pub use options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 use reflector::ErrorHook;
 pub(crate) use reflector::{Delta, Reflector};
@@ -256,11 +256,8 @@ impl SharedInformer {
         scope: Scope,
         options: InformerOptions,
     ) -> Result<Self, InformerError> {
-        scope.check(ResourceKey::from(&resource), &options.namespaces)?;
-        let lw = ApiListWatch::new(client, resource.clone(), scope)
-            .namespaces(options.namespaces.clone())
-            .metadata_only(options.metadata_only)
-            .decode_lists_apart(options.storage == Storage::Compact);
+        scope.check(ResourceKey::from(&resource), &options.watch.namespaces)?;
+        let lw = options.list_watch(ApiListWatch::new(client, resource.clone(), scope));
         Ok(Self::with_list_watch(lw, resource, options))
     }
 
@@ -275,12 +272,12 @@ impl SharedInformer {
     ) -> Self {
         let options = options.normalized();
         let availability = lw.availability();
-        let writer = StoreWriter::with_storage(options.storage);
+        let writer = StoreWriter::with_storage(options.cache.storage);
         let store = writer.reader();
         let status = watch::Sender::new(InformerStatus::NotStarted);
         let error_hook = Arc::new(Mutex::new(None));
         let dispatch = Dispatcher::default();
-        dispatch.lock().clock = ResyncClock::new(options.resync);
+        dispatch.lock().clock = ResyncClock::new(options.cache.resync);
         let reflector = Reflector::new(
             Arc::new(lw),
             resource.clone(),

@@ -18,6 +18,7 @@ use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::shard::{
     HandoverFollower, ShardAssignment, ShardKey, ShardRange, StaticShard,
 };
+use crate::wire::list_watch::ApiListWatch;
 
 /// Writes `#[must_use]` builder methods that each set one field:
 /// `name(arg: Type) => value;` sets field `name` to `value`.
@@ -27,6 +28,14 @@ macro_rules! setters {
         #[must_use]
         pub fn $name(mut self, $arg: $ty) -> Self {
             self.$name = $value;
+            self
+        }
+    )*};
+    (in $part:ident: $($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
+        $(#[$attr])*
+        #[must_use]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$part.$name = $value;
             self
         }
     )*};
@@ -65,6 +74,10 @@ pub enum WhenNotServed {
 }
 
 /// How an informer lists, watches and caches; see the [module docs](crate::informer).
+/// Made of what the wire needs ([`WatchOptions`]), what the cache needs
+/// ([`CacheOptions`]), and, beside them, the snapshots, what a factory does
+/// for a resource not served, and how the objects may be shown. In a
+/// config file they are one flat map.
 ///
 /// Build with the `#[must_use]` methods, or set the public fields:
 ///
@@ -77,12 +90,40 @@ pub enum WhenNotServed {
 ///     .label_selector("app in (web, api)")
 ///     .strip_managed_fields()
 ///     .resync(Duration::from_secs(600));
-/// assert_eq!(options.page_size, 500);
+/// assert_eq!(options.watch.page_size, 500);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(default, rename_all = "camelCase")]
 pub struct InformerOptions {
+    /// What the list and watch requests ask of the server.
+    #[serde(flatten)]
+    pub watch: WatchOptions,
+    /// What the cache keeps, and how.
+    #[serde(flatten)]
+    pub cache: CacheOptions,
+    /// What a factory does when the resource is not served.
+    pub when_not_served: WhenNotServed,
+    /// The objects hold secrets: tools that print them (`kdi`) show only
+    /// their `apiVersion`, `kind` and `metadata`, without the
+    /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
+    /// redact index values. Core Secrets are always treated so.
+    pub sensitive: bool,
+    /// Write the cache to a file in this directory (when the informer stops
+    /// and periodically), and resume from it at the next start: the
+    /// informer serves the file's objects as its initial list and watches
+    /// from its resourceVersion instead of listing (see [`SnapshotOptions`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotOptions>,
+}
+
+/// What an informer's list and watch requests ask of the server, and how
+/// they are retried: the part of [`InformerOptions`] the wire needs. Two
+/// informers share a cache only if these are equal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase")]
+pub struct WatchOptions {
     /// Watch only these namespaces; all namespaces when absent or empty.
     /// Several namespaces are listed at one resourceVersion and watched into
     /// one cache (no cluster-wide permission needed). A restriction on a
@@ -98,33 +139,6 @@ pub struct InformerOptions {
     /// `status.phase=Running`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field_selector: Option<String>,
-    /// Default resync period of handlers, e.g. `30s`, `10m`; `0` (the
-    /// default, as client-go's `NewSharedIndexInformer(..., 0, ...)`)
-    /// disables resync. Resync re-delivers the cache from memory; it never
-    /// contacts the server.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
-    pub resync: Duration,
-    /// Remove `metadata.managedFields` before caching (often the largest
-    /// part of an object, rarely read).
-    pub strip_managed_fields: bool,
-    /// Keep only these fields of each object, as a list of paths
-    /// (`[spec.nodeName, metadata.labels]`), applied after
-    /// `stripManagedFields`; `apiVersion`, `kind` and the metadata that
-    /// identifies an object (name, namespace, uid, resourceVersion,
-    /// deletionTimestamp) are always kept, other metadata only when listed.
-    /// Indexes, listers and handlers see the projected object. An empty
-    /// list keeps only the fields always kept; without a list, objects are
-    /// cached whole. See [`Projection`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub projection: Option<Projection>,
-    /// A transform applied to each object before caching, after
-    /// `stripManagedFields` and `projection`. Not available in config files.
-    #[serde(skip)]
-    pub transform: Option<Transform>,
     /// Ask for and cache metadata only (`PartialObjectMetadata`): cuts both
     /// traffic and memory for objects whose weight is in their spec or data.
     pub metadata_only: bool,
@@ -161,13 +175,42 @@ pub struct InformerOptions {
     pub stale_after: Duration,
     /// Retry backoff after list and watch errors.
     pub backoff: BackoffConfig,
-    /// What a factory does when the resource is not served.
-    pub when_not_served: WhenNotServed,
-    /// The objects hold secrets: tools that print them (`kdi`) show only
-    /// their `apiVersion`, `kind` and `metadata`, without the
-    /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
-    /// redact index values. Core Secrets are always treated so.
-    pub sensitive: bool,
+}
+
+/// What an informer's cache keeps, and how it holds and re-delivers it:
+/// the part of [`InformerOptions`] the cache needs. Two informers share a
+/// cache only if these are equal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
+#[serde(default, rename_all = "camelCase")]
+pub struct CacheOptions {
+    /// Default resync period of handlers, e.g. `30s`, `10m`; `0` (the
+    /// default, as client-go's `NewSharedIndexInformer(..., 0, ...)`)
+    /// disables resync. Resync re-delivers the cache from memory; it never
+    /// contacts the server.
+    #[serde(with = "crate::vocabulary::duration::go")]
+    #[cfg_attr(
+        feature = "config",
+        schemars(schema_with = "crate::vocabulary::duration::go::schema")
+    )]
+    pub resync: Duration,
+    /// Remove `metadata.managedFields` before caching (often the largest
+    /// part of an object, rarely read).
+    pub strip_managed_fields: bool,
+    /// Keep only these fields of each object, as a list of paths
+    /// (`[spec.nodeName, metadata.labels]`), applied after
+    /// `stripManagedFields`; `apiVersion`, `kind` and the metadata that
+    /// identifies an object (name, namespace, uid, resourceVersion,
+    /// deletionTimestamp) are always kept, other metadata only when listed.
+    /// Indexes, listers and handlers see the projected object. An empty
+    /// list keeps only the fields always kept; without a list, objects are
+    /// cached whole. See [`Projection`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<Projection>,
+    /// A transform applied to each object before caching, after
+    /// `stripManagedFields` and `projection`. Not available in config files.
+    #[serde(skip)]
+    pub transform: Option<Transform>,
     /// How the cache holds its objects: `compact` (the default: a fraction
     /// of the memory) or `objects` (decoded: less CPU an update, every
     /// `object()` a pointer copy).
@@ -189,44 +232,57 @@ pub struct InformerOptions {
     /// (`shardGroup`).
     #[serde(skip)]
     pub shard_group: Option<ShardAssignment>,
-    /// Write the cache to a file in this directory (when the informer stops
-    /// and periodically), and resume from it at the next start: the
-    /// informer serves the file's objects as its initial list and watches
-    /// from its resourceVersion instead of listing (see [`SnapshotOptions`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<SnapshotOptions>,
 }
 
 fn is_default_key(key: &ShardKey) -> bool {
     *key == ShardKey::default()
 }
 
-impl Default for InformerOptions {
-    /// As client-go's informers: all namespaces, no selectors, no transform,
-    /// no resync, pages of 500, list-then-watch, watch timeouts of 5–10
-    /// minutes, client-go's backoff (with half its jitter), full objects;
-    /// wait for resources that are not served.
+impl Default for WatchOptions {
+    /// As client-go's informers: all namespaces, no selectors, pages of 500,
+    /// list-then-watch, watch timeouts of 5–10 minutes, client-go's backoff
+    /// (with half its jitter), full objects.
     fn default() -> Self {
         Self {
             namespaces: Namespaces::All,
             label_selector: None,
             field_selector: None,
-            resync: Duration::ZERO,
-            strip_managed_fields: false,
-            projection: None,
-            transform: None,
             metadata_only: false,
             streaming_list: false,
             page_size: 500,
             min_watch_timeout: Duration::from_secs(300),
             stale_after: Duration::from_secs(180),
             backoff: BackoffConfig::default(),
-            when_not_served: WhenNotServed::Wait,
-            sensitive: false,
+        }
+    }
+}
+
+impl Default for CacheOptions {
+    /// As client-go's informers: no transform, no resync, whole objects;
+    /// the compact storage.
+    fn default() -> Self {
+        Self {
+            resync: Duration::ZERO,
+            strip_managed_fields: false,
+            projection: None,
+            transform: None,
             storage: Storage::default(),
             shard: None,
             shard_key: ShardKey::Uid,
             shard_group: None,
+        }
+    }
+}
+
+impl Default for InformerOptions {
+    /// The defaults of [`WatchOptions`] and [`CacheOptions`]; no snapshot;
+    /// wait for resources that are not served.
+    fn default() -> Self {
+        Self {
+            watch: WatchOptions::default(),
+            cache: CacheOptions::default(),
+            when_not_served: WhenNotServed::Wait,
+            sensitive: false,
             snapshot: None,
         }
     }
@@ -238,6 +294,15 @@ impl InformerOptions {
         /// [`SnapshotOptions`]).
         snapshot(snapshot: SnapshotOptions) => Some(snapshot);
 
+        /// Sets what a factory does when the resource is not served.
+        when_not_served(when: WhenNotServed) => when;
+
+        /// Marks the objects as holding secrets (see the field).
+        sensitive(sensitive: bool) => sensitive;
+    }
+
+    setters! {
+        in watch:
         /// Sets the namespaces to watch.
         namespaces(namespaces: Namespaces) => namespaces;
 
@@ -246,26 +311,6 @@ impl InformerOptions {
 
         /// Sets the field selector (`""`: everything).
         field_selector(selector: impl Into<String>) => Some(selector.into());
-
-        /// Sets the default resync period (zero disables resync).
-        resync(period: Duration) => period;
-
-        /// Keeps only the fields `projection` names (after managedFields
-        /// stripping, before the transform).
-        ///
-        /// ```
-        /// use kube_dynamic_informer::informer::InformerOptions;
-        /// use kube_dynamic_informer::cache::Projection;
-        ///
-        /// let options = InformerOptions::default()
-        ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
-        /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
-        /// ```
-        projection(projection: Projection) => Some(projection);
-
-        /// Sets the transform applied before caching (after managedFields
-        /// stripping and the projection, when they are on).
-        transform(transform: Transform) => Some(transform);
 
         /// Turns metadata-only mode on or off.
         metadata_only(enabled: bool) => enabled;
@@ -287,12 +332,29 @@ impl InformerOptions {
 
         /// Sets the retry backoff.
         backoff(backoff: BackoffConfig) => backoff;
+    }
 
-        /// Sets what a factory does when the resource is not served.
-        when_not_served(when: WhenNotServed) => when;
+    setters! {
+        in cache:
+        /// Sets the default resync period (zero disables resync).
+        resync(period: Duration) => period;
 
-        /// Marks the objects as holding secrets (see the field).
-        sensitive(sensitive: bool) => sensitive;
+        /// Keeps only the fields `projection` names (after managedFields
+        /// stripping, before the transform).
+        ///
+        /// ```
+        /// use kube_dynamic_informer::informer::InformerOptions;
+        /// use kube_dynamic_informer::cache::Projection;
+        ///
+        /// let options = InformerOptions::default()
+        ///     .projection(Projection::new(["spec.nodeName", "metadata.labels"])?);
+        /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+        /// ```
+        projection(projection: Projection) => Some(projection);
+
+        /// Sets the transform applied before caching (after managedFields
+        /// stripping and the projection, when they are on).
+        transform(transform: Transform) => Some(transform);
 
         /// Sets how the cache holds its objects.
         storage(storage: Storage) => storage;
@@ -315,6 +377,7 @@ impl InformerOptions {
 
         /// Keeps only the slots this member of `group` holds (see the field).
         shard_group(group: impl Into<ShardAssignment>) => Some(group.into());
+
     }
 
     /// Watches only this namespace.
@@ -332,7 +395,7 @@ impl InformerOptions {
     /// Strips `metadata.managedFields` before caching.
     #[must_use]
     pub fn strip_managed_fields(mut self) -> Self {
-        self.strip_managed_fields = true;
+        self.cache.strip_managed_fields = true;
         self
     }
 
@@ -340,12 +403,44 @@ impl InformerOptions {
     /// stripping off: whole objects are cached.
     #[must_use]
     pub fn no_transform(mut self) -> Self {
-        self.transform = None;
-        self.projection = None;
-        self.strip_managed_fields = false;
+        self.cache.transform = None;
+        self.cache.projection = None;
+        self.cache.strip_managed_fields = false;
         self
     }
 
+    /// These options with empty selectors as none and selectors trimmed, so
+    /// that equal requests compare equal.
+    #[must_use]
+    pub(crate) fn normalized(mut self) -> Self {
+        let clean = |s: Option<String>| {
+            s.map(|s| s.trim().to_owned())
+                .filter(|s: &String| !s.is_empty())
+        };
+        self.watch.label_selector = clean(self.watch.label_selector);
+        self.watch.field_selector = clean(self.watch.field_selector);
+        self
+    }
+
+    /// `lw` asking the server for what these options ask: the one place a
+    /// list-watch of the API server is set up from options.
+    pub(crate) fn list_watch(&self, lw: ApiListWatch) -> ApiListWatch {
+        lw.namespaces(self.watch.namespaces.clone())
+            .metadata_only(self.watch.metadata_only)
+            .decode_lists_apart(self.cache.storage == Storage::Compact)
+    }
+
+    /// What a factory shares informers by: the wire's and the cache's
+    /// options. Requests that differ only in what a factory does when the
+    /// resource is not served, how the objects may be shown, or where
+    /// snapshots go get one informer.
+    #[must_use]
+    pub(crate) fn sharing_key(&self) -> (WatchOptions, CacheOptions) {
+        (self.watch.clone(), self.cache.clone())
+    }
+}
+
+impl CacheOptions {
     /// Where this informer's shard ranges come from, when it is sharded: a
     /// static shard, else a shard group.
     pub(crate) fn shard_ranges(&self) -> Option<ShardFeed> {
@@ -365,33 +460,6 @@ impl InformerOptions {
             assignment: Some(group.clone()),
             follower: group.handover().map(|h| Arc::new(h.follow())),
         })
-    }
-
-    /// These options with empty selectors as none and selectors trimmed, so
-    /// that equal requests compare equal.
-    #[must_use]
-    pub(crate) fn normalized(mut self) -> Self {
-        let clean = |s: Option<String>| {
-            s.map(|s| s.trim().to_owned())
-                .filter(|s: &String| !s.is_empty())
-        };
-        self.label_selector = clean(self.label_selector);
-        self.field_selector = clean(self.field_selector);
-        self
-    }
-
-    /// These options with what does not shape the cache left out: the
-    /// `sensitive` mark (how objects may be shown) and `when_not_served`
-    /// (what the factory does for one request). A factory shares one
-    /// informer between requests whose cache keys are equal.
-    #[must_use]
-    pub(crate) fn cache_key(&self) -> Self {
-        Self {
-            sensitive: false,
-            when_not_served: WhenNotServed::Wait,
-            snapshot: None,
-            ..self.clone()
-        }
     }
 
     /// The transform steps these options ask for, as one function.
@@ -414,8 +482,8 @@ mod tests {
             "shard": "1/4", "shardKey": "namespace",
         }))
         .unwrap();
-        assert_eq!(o.shard, Some(StaticShard::new(1, 4).unwrap()));
-        assert_eq!(o.shard_key, ShardKey::Namespace);
+        assert_eq!(o.cache.shard, Some(StaticShard::new(1, 4).unwrap()));
+        assert_eq!(o.cache.shard_key, ShardKey::Namespace);
         let back = serde_json::to_value(&o).unwrap();
         assert_eq!(back["shard"], "1/4");
         let err = serde_json::from_value::<InformerOptions>(serde_json::json!({ "shard": "4/4" }))
@@ -483,7 +551,7 @@ mod tests {
             "projection": ["spec.nodeName", "metadata.labels['app.kubernetes.io/name']"],
         }))
         .unwrap();
-        let paths = o.projection.as_ref().unwrap().paths();
+        let paths = o.cache.projection.as_ref().unwrap().paths();
         assert_eq!(
             paths,
             [
@@ -520,14 +588,17 @@ mod tests {
             "whenNotServed": "skip",
         }))
         .unwrap();
-        assert_eq!(o.namespaces, Namespaces::only(["a", "b"]));
-        assert_eq!(o.resync, Duration::from_secs(90));
-        assert!(o.strip_managed_fields);
-        assert_eq!(o.min_watch_timeout, Duration::from_secs(2));
-        assert_eq!(o.backoff.initial, Duration::from_millis(100));
-        assert_eq!(o.backoff.reset_after, BackoffConfig::default().reset_after);
+        assert_eq!(o.watch.namespaces, Namespaces::only(["a", "b"]));
+        assert_eq!(o.cache.resync, Duration::from_secs(90));
+        assert!(o.cache.strip_managed_fields);
+        assert_eq!(o.watch.min_watch_timeout, Duration::from_secs(2));
+        assert_eq!(o.watch.backoff.initial, Duration::from_millis(100));
+        assert_eq!(
+            o.watch.backoff.reset_after,
+            BackoffConfig::default().reset_after
+        );
         assert_eq!(o.when_not_served, WhenNotServed::Skip);
-        assert_eq!(o.page_size, 500);
+        assert_eq!(o.watch.page_size, 500);
         let back: InformerOptions =
             serde_json::from_value(serde_json::to_value(&o).unwrap()).unwrap();
         assert_eq!(back, o);

@@ -83,6 +83,7 @@ tokio::task_local! {
 
 /// Runs `create` so that the informers it creates label their series with
 /// `cluster`.
+#[cfg(feature = "config")]
 pub(crate) async fn in_cluster<F: std::future::Future>(
     cluster: std::sync::Arc<str>,
     create: F,

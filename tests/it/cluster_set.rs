@@ -11,8 +11,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::{Client, Config};
 use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::declarative::{ClusterEvent, ClusterSet, ResourceState, RetryDelays};
+use kube_dynamic_informer::declarative::{
+    AccessPolicy, ClusterEvent, ClusterSet, InformerSet, ResourceState, RetryDelays,
+};
 use kube_dynamic_informer::informer::InformerStatus;
+use kube_dynamic_informer::vocabulary::Namespaces;
 use serde_json::json;
 
 use crate::reliability::{quick_backoff, tempdir};
@@ -393,6 +396,133 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     assert_eq!(report.failures().count(), 1);
     alice.shutdown().await;
 
+    for cp in cps {
+        tokio::task::spawn_blocking(move || cp.kill())
+            .await
+            .unwrap();
+    }
+}
+
+/// A cluster set made from a config runs it in every cluster as a
+/// resource set: a pattern follows each cluster's own CRDs, access is
+/// checked per cluster (a resource forbidden in one is skipped there, and
+/// starts once access is granted), and a reload reaches every cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patterns_access_checks_and_reloads_work_in_every_cluster() {
+    if !support::is_testenv() {
+        eprintln!("skipped: needs local testenv control planes");
+        return;
+    }
+    let cps = start_many(2).await;
+    let admins: Vec<Client> = futures::future::join_all(
+        cps.iter()
+            .map(|cp| async { Client::try_from(config_of(cp, User::Admin).await).unwrap() }),
+    )
+    .await;
+    let ns = format!("fleet-{}", support::suffix());
+    let group = support::unique_group();
+    let crd = support::widget_crd(&group);
+    for (i, admin) in admins.iter().enumerate() {
+        create_namespace(admin, &ns).await;
+        create_config_map(admin, &ns, &format!("web-{i}"), "web").await;
+        support::grant_configmap_read(admin, &ns, User::Alice).await;
+    }
+    // b serves widgets from the start; a not yet.
+    support::install_crd(&admins[1], &crd).await;
+    create_widget(&admins[1], &group, &ns, "w1").await;
+
+    let names = ["configmaps".to_owned(), format!("group:{group}")];
+    let namespaces = Namespaces::only([ns.clone()]);
+    let mut config =
+        InformerSet::from_names(&names, Default::default(), &namespaces, &[], None).unwrap();
+    config.defaults = support::options().backoff(quick_backoff());
+    let retry = RetryDelays {
+        initial: Duration::from_millis(100),
+        max: Duration::from_secs(1),
+    };
+    let policy = AccessPolicy::Skip {
+        recheck: Duration::from_secs(1),
+    };
+    let set = ClusterSet::from_config(config.clone(), policy, retry);
+    let seen = Seen::default();
+    set.add_handler(seen.handler());
+    // Cluster a as its admin; cluster b as alice, who may read configmaps
+    // there and nothing else.
+    set.add_cluster("a", config_of(&cps[0], User::Admin).await)
+        .unwrap();
+    set.add_cluster("b", config_of(&cps[1], User::Alice).await)
+        .unwrap();
+    set.start().unwrap();
+
+    // In b the pattern selects widgets, and access, checked there as
+    // alice, leaves them out; a has none yet.
+    let widgets = wait_for("b's widgets skipped", Duration::from_secs(30), || async {
+        let skipped = set.status().into_iter().find(|(c, r, state)| {
+            &**c == "b"
+                && r.contains(&group)
+                && matches!(state, ResourceState::Unresolved { error: Some(_), .. })
+        });
+        skipped
+            .map(|s| s.1)
+            .ok_or_else(|| format!("{:?}", set.status()))
+    })
+    .await;
+    let report = set.wait_for_cache_sync(Duration::from_secs(20)).await;
+    for r in &report.results {
+        eprintln!("{r}");
+    }
+    let refused = report.get("b", &widgets).unwrap().as_ref().unwrap_err();
+    assert_eq!(refused.reason(), "forbidden", "{refused}");
+    assert_eq!(report.failures().count(), 1, "{:?}", report.results);
+    assert_eq!(report.cluster("a").count(), 1, "{:?}", report.results);
+    let skipped = set.resource_set("b").unwrap().status().await.skipped;
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0].denied, "{skipped:?}");
+
+    // The CRD installed in a: a's pattern follows a's discovery.
+    support::install_crd(&admins[0], &crd).await;
+    create_widget(&admins[0], &group, &ns, "w0").await;
+    seen.wait("a", "w0").await;
+
+    // Access granted: b's widgets start at the next check.
+    support::grant_read(
+        &admins[1],
+        &ns,
+        User::Alice,
+        &group,
+        "widgets",
+        "read-widgets",
+    )
+    .await;
+    seen.wait("b", "w1").await;
+    let lister = set.lister(&widgets);
+    assert_eq!(
+        keys(&lister.list_all()),
+        vec![format!("a/{ns}/w0"), format!("b/{ns}/w1")]
+    );
+
+    // A reload: an index on configmaps, in both clusters.
+    config.informers[0]
+        .indexes
+        .insert("app".into(), "metadata.labels.app".into());
+    set.apply(config);
+    let cms = set.lister("configmaps");
+    wait_for(
+        "the index in both clusters",
+        Duration::from_secs(30),
+        || async {
+            match cms.by_index("app", "web") {
+                Ok(found) if found.len() == 2 => Ok(keys(&found)),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        keys(&cms.by_index("app", "web").unwrap()),
+        vec![format!("a/{ns}/web-0"), format!("b/{ns}/web-1")]
+    );
+    set.shutdown().await;
     for cp in cps {
         tokio::task::spawn_blocking(move || cp.kill())
             .await

@@ -15,7 +15,6 @@ use kube_client::api::{
 use kube_dynamic_informer::cache::{CacheError, CachedObject};
 use kube_dynamic_informer::factory::{FactoryError, InformerFactory, InformerHandle};
 use kube_dynamic_informer::informer::BackoffConfig;
-use kube_dynamic_informer::informer::InformerOptions;
 use kube_dynamic_informer::informer::{Event, InformerStatus, NotSynced, SyncPolicy};
 use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ResourceKey, error_chain};
@@ -369,10 +368,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     }
     let factory = InformerFactory::with_options(
         client.clone(),
-        InformerOptions {
-            backoff: quick_backoff(),
-            ..crate::support::options()
-        },
+        crate::support::options().backoff(quick_backoff()),
     );
     let widgets = factory.for_resource(format!("wdg.{group}")).await.unwrap();
     let recorder = Recorder::default();
@@ -493,10 +489,7 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
     config_map(&admin, &ns, "one", json!({})).await;
     let factory = InformerFactory::with_options(
         support::client(User::Alice).await,
-        InformerOptions {
-            backoff: quick_backoff(),
-            ..crate::support::options()
-        },
+        crate::support::options().backoff(quick_backoff()),
     );
     let cms = factory
         .for_resource_with("cm", |o| o.namespace(&ns))
@@ -658,7 +651,7 @@ async fn namespaces_restrict_what_is_cached_and_cluster_scoped_resources_ignore_
     let admin_factory =
         InformerFactory::with_options(admin.clone(), crate::support::options().namespace(&a));
     let namespaces = admin_factory.for_resource("ns").await.unwrap();
-    assert_eq!(namespaces.options().namespaces, Namespaces::All);
+    assert_eq!(namespaces.options().watch.namespaces, Namespaces::All);
     let err = admin_factory
         .for_resource_with("ns", |o| o.namespace(&b))
         .await
@@ -1017,11 +1010,7 @@ async fn the_first_refusal_ends_a_one_shot_wait_for_every_informer() {
     let ns = support::namespace(&admin, "fac-give-up").await;
     let factory = InformerFactory::with_options(
         support::client(User::Alice).await,
-        InformerOptions {
-            backoff: quick_backoff(),
-            ..support::options()
-        }
-        .namespace(&ns),
+        support::options().backoff(quick_backoff()).namespace(&ns),
     );
     let refused = factory.for_resource("configmaps").await.unwrap();
     let waiting = factory

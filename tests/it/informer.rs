@@ -632,7 +632,7 @@ async fn a_forbidden_resource_reports_403_then_syncs_once_access_is_granted() {
     };
     let mut options = crate::support::options().namespace(&ns);
     // Retry quickly so the test does not wait out a long backoff.
-    options.backoff.max = Duration::from_secs(2);
+    options.watch.backoff.max = Duration::from_secs(2);
     let informer = SharedInformer::new(alice, configmaps, Scope::Namespaced, options).unwrap();
     let cancel = CancellationToken::new();
     informer.start(cancel.clone()).unwrap();

@@ -44,7 +44,7 @@ async fn a_projected_cache_holds_only_the_kept_fields_and_equal_projections_shar
 
     let factory = InformerFactory::with_options(client.clone(), support::options().namespace(&ns));
     // The storage mode the suite does not run in, so that both are tried.
-    let other_storage = match support::options().storage {
+    let other_storage = match support::options().cache.storage {
         Storage::Objects => Storage::Compact,
         Storage::Compact => Storage::Objects,
     };

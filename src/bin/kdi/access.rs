@@ -32,8 +32,8 @@ pub async fn check_cluster(
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
             if let Some(known) = &found
                 && !known.namespaced
-                && spec.options.namespaces != set.defaults.namespaces
-                && let Err(e) = Scope::Cluster.check(known.key(), &spec.options.namespaces)
+                && spec.options.watch.namespaces != set.defaults.watch.namespaces
+                && let Err(e) = Scope::Cluster.check(known.key(), &spec.options.watch.namespaces)
             {
                 refused.push(format!("{file}: {}: {e}", spec.name()));
                 continue;
@@ -42,7 +42,7 @@ pub async fn check_cluster(
                 Some(known) => checks.push(AccessCheck::new(
                     known.key(),
                     known.namespaced,
-                    spec.options.namespaces.clone(),
+                    spec.options.watch.namespaces.clone(),
                 )),
                 None => say(format!(
                     "kdi: {file}: {}: {} is not served; its access cannot be checked",
@@ -69,7 +69,7 @@ pub async fn check_cluster(
                 checks.push(AccessCheck::new(
                     known.key(),
                     known.namespaced,
-                    pattern.options.namespaces.clone(),
+                    pattern.options.watch.namespaces.clone(),
                 ));
             }
         }

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::declarative::{
     ClusterEvent, ClusterSet, ClusterSyncReport, ResourceState, clusters_from_all_contexts,
@@ -20,14 +19,14 @@ use kube_dynamic_informer::declarative::{
 use kube_dynamic_informer::factory::InformerHandle;
 use kube_dynamic_informer::informer::SyncPolicy;
 use kube_dynamic_informer::vocabulary::error_chain;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::read_kubeconfig;
 use crate::exit::Failure;
 use crate::get::GetArgs;
 use crate::output::{Origin, Printable, event_line, print_objects, printable, say, written};
 use crate::stderr::Stderr;
-use crate::watch::{WatchArgs, shown_indexes};
+use crate::watch::WatchArgs;
 use kube_dynamic_informer::cache::Redaction;
 
 /// Which clusters the command line names.
@@ -44,19 +43,10 @@ impl Contexts<'_> {
     }
 }
 
-/// One informer of the set as kdi prints it.
-struct Declared {
-    indexes: BTreeMap<String, IndexFn>,
-    sensitive: bool,
-}
-
 /// The cluster set of `set` over the clusters the command line and the
 /// file's `clusters:` section name, not started.
-async fn build(
-    contexts: &Contexts<'_>,
-    set: &InformerSet,
-) -> Result<(ClusterSet, BTreeMap<String, Declared>), Failure> {
-    let clusters_set = set.cluster_set().map_err(Failure::usage)?;
+async fn build(contexts: &Contexts<'_>, set: &InformerSet) -> Result<ClusterSet, Failure> {
+    let clusters_set = set.cluster_set();
     let mut clusters = set.clusters.clusters().await.map_err(Failure::usage)?;
     if contexts.all || !contexts.contexts.is_empty() {
         let kubeconfig = read_kubeconfig(contexts.kubeconfig)?;
@@ -77,18 +67,7 @@ async fn build(
             .add_cluster(name, config)
             .map_err(Failure::usage)?;
     }
-    let declared = set
-        .informers
-        .iter()
-        .map(|spec| {
-            let declared = Declared {
-                indexes: spec.index_functions().unwrap_or_default(),
-                sensitive: spec.options.sensitive,
-            };
-            (spec.name().to_string(), declared)
-        })
-        .collect();
-    Ok((clusters_set, declared))
+    Ok(clusters_set)
 }
 
 /// Says, one line per cluster and resource, what did not sync: as JSON
@@ -154,10 +133,11 @@ fn redaction(informer: Option<&InformerHandle>, sensitive: bool, show: bool) -> 
 
 /// `{"cluster": ..., ...}`: the cluster as the first field of a JSON line.
 fn with_cluster(cluster: &str, line: &str) -> String {
-    let cluster = Value::String(cluster.to_string());
+    let cluster = json!({ "cluster": cluster }).to_string();
     match line.strip_prefix('{') {
-        Some(rest) if rest.starts_with('}') => format!("{{\"cluster\":{cluster}}}"),
-        Some(rest) => format!("{{\"cluster\":{cluster},{rest}"),
+        Some("}") => cluster,
+        // The cluster's object without its closing brace, then the line's.
+        Some(fields) => format!("{},{fields}", &cluster[..cluster.len() - 1]),
         None => line.to_string(),
     }
 }
@@ -171,30 +151,32 @@ pub async fn watch(
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr)?;
     }
-    let (clusters, declared) = build(contexts, &set).await?;
-    // Per resource: the indexes `--index-values` shows, and sensitivity.
-    let shown: BTreeMap<String, _> = declared
-        .into_iter()
-        .map(|(name, d)| (name, (shown_indexes(&args, &d.indexes), d.sensitive)))
-        .collect();
+    let clusters = build(contexts, &set).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     {
         let set_for_handler = clusters.clone();
         let (object, skip_initial, show) = (args.object, args.skip_initial, args.show_secrets);
+        let wanted = args.index_values.clone();
+        // Per cluster and resource: the indexes `--index-values` shows
+        // (compiled by the cluster's resource set), and the redaction.
+        let shown = parking_lot::Mutex::new(BTreeMap::new());
         clusters.add_handler(move |e: ClusterEvent| {
             if crate::watch::skipped_as_initial(&e.event, skip_initial) {
                 return;
             }
-            let Some((indexes, sensitive)) = shown.get(&*e.resource) else {
-                return;
-            };
-            let gi = set_for_handler.informer(&e.cluster, &e.resource);
-            let resource = gi
-                .as_ref()
-                .map(|g| g.resource().to_string())
-                .unwrap_or_default();
-            let redaction = redaction(gi.as_ref(), *sensitive, show);
-            let line = event_line(&e.resource, &resource, &e.event, object, redaction, indexes);
+            let mut shown = shown.lock();
+            let key = (e.cluster.clone(), e.resource.clone());
+            if !shown.contains_key(&key) {
+                let Some(m) = set_for_handler.member(&e.cluster, &e.resource) else {
+                    return;
+                };
+                let label = m.informer.resource().to_string();
+                let redaction = redaction(Some(&m.informer), m.sensitive, show);
+                let indexes = crate::indexes::shown(&wanted, &m.indexes);
+                shown.insert(key.clone(), (label, redaction, indexes));
+            }
+            let (resource, redaction, indexes) = &shown[&key];
+            let line = event_line(&e.resource, resource, &e.event, object, *redaction, indexes);
             let _ = tx.send(with_cluster(&e.cluster, &line));
         });
     }
@@ -225,7 +207,7 @@ pub async fn watch(
 
 /// `kdi get` over a cluster set.
 pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
-    let (clusters, declared) = build(contexts, &set).await?;
+    let clusters = build(contexts, &set).await?;
     clusters.start().map_err(Failure::cluster)?;
     let timeout = if args.selection.timeout.is_zero() {
         std::time::Duration::MAX
@@ -240,16 +222,18 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             .await,
     );
     let mut rows: Vec<(String, Printable)> = Vec::new();
-    for (name, d) in declared.iter() {
+    for spec in &set.informers {
+        let name = spec.name();
         let lister = clusters.lister(name);
         for cluster in clusters.clusters() {
             let Some(one) = lister.cluster(&cluster) else {
                 continue;
             };
             let found = args.query(name, &one)?;
+            let member = clusters.member(&cluster, name);
             let redaction = redaction(
-                clusters.informer(&cluster, name).as_ref(),
-                d.sensitive,
+                member.as_ref().map(|m| &m.informer),
+                member.as_ref().is_some_and(|m| m.sensitive),
                 args.show_secrets,
             );
             rows.extend(

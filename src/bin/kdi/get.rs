@@ -1,18 +1,18 @@
 //! `kdi get`: the objects of a synced cache, by index value or selector.
 
 use clap::Args;
+use kube_dynamic_informer::cache::Redaction;
 use kube_dynamic_informer::cache::{CachedObject, Lister};
-use kube_dynamic_informer::declarative::{InformerSet, ResourceSet};
+use kube_dynamic_informer::declarative::{AccessPolicy, InformerSet, ResourceSet, SetMember};
 use kube_dynamic_informer::vocabulary::{
     ResourceAvailability, ResourceName, Selector, error_chain,
 };
 
 use crate::cluster::Cluster;
-use crate::declared::Declared;
 use crate::exit::Failure;
 use crate::indexes::IndexNames;
-use crate::informers::{Selection, start_and_sync};
-use crate::output::{Format, Origin, print_objects, printable, written};
+use crate::informers::{Selection, open, start_and_wait};
+use crate::output::{Format, Origin, print_objects, printable, say, written};
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
@@ -78,20 +78,26 @@ pub fn check_query(set: &InformerSet, args: &GetArgs) -> Result<(), Failure> {
 
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
     let origin = Origin::of(&set, false);
-    let (resource_set, informers, _progress) = start_and_sync(
-        cluster,
-        set,
-        &args.selection,
+    let sel = &args.selection;
+    let (resource_set, members) = open(cluster, set, sel, AccessPolicy::Watch).await?;
+    for s in resource_set.status().await.skipped {
+        say(format!("kdi: skipping {}: {}", s.entry, s.reason));
+    }
+    let ready = || refuse_near_misses(&resource_set, &members, args.wait_for_crd);
+    start_and_wait(
+        &resource_set,
+        &members,
+        sel,
         true,
+        ready,
         std::future::pending(),
-        |set, informers| refuse_near_misses(set, informers, args.wait_for_crd),
     )
     .await?;
     let mut objects = Vec::new();
-    for declared in &informers {
-        let (name, lister) = (&declared.name, declared.informer.lister());
-        let redaction = declared.redaction(args.show_secrets);
-        let found = args.query(name, &lister)?;
+    for m in &members {
+        let redaction =
+            Redaction::for_resource(&m.informer.resource(), m.sensitive, args.show_secrets);
+        let found = args.query(&m.entry, &m.informer.lister())?;
         // Printed from the cache as it is held: with compact storage,
         // nothing is decoded.
         objects.extend(
@@ -117,15 +123,15 @@ pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(
 /// asked to wait for a CRD to appear (`--wait-for-crd`).
 fn refuse_near_misses(
     set: &ResourceSet,
-    informers: &[Declared],
+    members: &[SetMember],
     wait_for_crd: bool,
 ) -> Result<(), Failure> {
     if wait_for_crd {
         return Ok(());
     }
     let snapshot = set.factory().discovery().snapshot();
-    for declared in informers {
-        let key = declared.informer.resource();
+    for m in members {
+        let key = m.informer.resource();
         let named = if key.group.is_empty() {
             key.resource.clone()
         } else {
@@ -140,7 +146,7 @@ fn refuse_near_misses(
         if let ResourceAvailability::NotServed { reason } = snapshot.availability_of_name(&name) {
             return Err(Failure::usage(format!(
                 "{}: {reason} (--wait-for-crd waits for it to be installed)",
-                declared.name
+                m.entry
             )));
         }
     }

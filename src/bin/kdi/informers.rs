@@ -9,7 +9,7 @@ use clap::Args;
 use kube_dynamic_informer::cache::Projection;
 use kube_dynamic_informer::cache::Storage;
 use kube_dynamic_informer::declarative::{
-    AccessPolicy, DeclarativeError, InformerSet, Overlay, ResourceSet, ShardGroupSpec,
+    AccessPolicy, DeclarativeError, InformerSet, Overlay, ResourceSet, SetMember, ShardGroupSpec,
 };
 use kube_dynamic_informer::factory::InformerFactory;
 use kube_dynamic_informer::factory::ScopeFilter;
@@ -18,9 +18,7 @@ use kube_dynamic_informer::vocabulary::Namespaces;
 use kube_dynamic_informer::vocabulary::{ShardKey, StaticShard, VocabularyError, error_chain};
 
 use crate::cluster::Cluster;
-use crate::declared::Declared;
 use crate::exit::Failure;
-use crate::output::say;
 use crate::parse_duration_arg;
 use crate::progress::Progress;
 use crate::stderr::Stderr;
@@ -316,54 +314,42 @@ pub fn adjust(sel: &Selection, set: &mut InformerSet) -> Result<(), Failure> {
     set.overlay(&overlay).map_err(Failure::usage)
 }
 
-/// Builds the informers of `set`, lets `before_start` see them (to add
-/// handlers), starts them and waits for their caches, saying how it goes
-/// on stderr (see [`Progress`]). A `one_shot` command fails at the first
-/// 403; others wait for access. `stop` ends the wait (a watch's
-/// `--duration`, SIGINT, SIGTERM).
-pub async fn start_and_sync(
+/// The resource set of `set` (see [`resource_set`]), not started, and its
+/// members in the order they were named (the set keeps them by entry and
+/// resource).
+pub async fn open(
     cluster: &Cluster,
     set: InformerSet,
     sel: &Selection,
-    one_shot: bool,
-    stop: impl std::future::Future<Output = ()>,
-    before_start: impl FnOnce(&ResourceSet, &[Declared]) -> Result<(), Failure>,
-) -> Result<(ResourceSet, Vec<Declared>, Progress), Failure> {
-    // Informers in the order they were named (the set keeps them by name).
+    policy: AccessPolicy,
+) -> Result<(ResourceSet, Vec<SetMember>), Failure> {
     let order: Vec<String> = set
         .informers
         .iter()
         .map(|i| i.name().to_owned())
         .chain(set.patterns.iter().map(|p| p.name.clone()))
         .collect();
-    let resource_set = resource_set(cluster, set, sel, AccessPolicy::Watch).await?;
-    for s in resource_set.status().await.skipped {
-        say(format!("kdi: skipping {}: {}", s.entry, s.reason));
-    }
-    let mut informers: Vec<Declared> = resource_set
-        .members()
-        .await
-        .iter()
-        .map(Declared::from_member)
-        .collect();
-    informers.sort_by_key(|d| order.iter().position(|n| *n == d.name));
-    let mut progress = Progress::new(&informers, Stderr::process().clone(), sel.progress_interval);
-    let ready = || before_start(&resource_set, &informers);
-    start_and_wait(&resource_set, &mut progress, sel, one_shot, ready, stop).await?;
-    Ok((resource_set, informers, progress))
+    let resource_set = resource_set(cluster, set, sel, policy).await?;
+    let mut members = resource_set.members().await;
+    members.sort_by_key(|m| order.iter().position(|n| *n == m.entry));
+    Ok((resource_set, members))
 }
 
-/// Starts `resource_set` once `ready` says so, and waits for its caches
-/// (see [`Progress::wait_for_sync`]) until `stop`. A set that did not sync
-/// is shut down.
+/// Starts `resource_set` once `ready` says so, and waits for the caches of
+/// its `members` until `stop` (a watch's `--duration`, SIGINT, SIGTERM),
+/// saying how it goes on stderr (see [`Progress::wait_for_sync`]); the
+/// report goes on with the progress returned. A `one_shot` command fails
+/// at the first 403; others wait for access. A set that did not sync is
+/// shut down.
 pub async fn start_and_wait(
     resource_set: &ResourceSet,
-    progress: &mut Progress,
+    members: &[SetMember],
     sel: &Selection,
     one_shot: bool,
     ready: impl FnOnce() -> Result<(), Failure>,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(), Failure> {
+) -> Result<Progress, Failure> {
+    let mut progress = Progress::new(members, Stderr::process().clone(), sel.progress_interval);
     let synced = async {
         ready()?;
         resource_set.start().map_err(Failure::cluster)?;
@@ -386,7 +372,7 @@ pub async fn start_and_wait(
     if outcome.is_err() {
         resource_set.shutdown().await;
     }
-    outcome
+    outcome.map(|()| progress)
 }
 
 /// The resource set of `set` (not started): discovery is read first, so

@@ -37,7 +37,6 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod access;
 mod cluster;
 mod clusters;
-mod declared;
 mod exit;
 mod get;
 mod indexes;
@@ -46,10 +45,10 @@ mod metrics;
 mod output;
 mod progress;
 mod resources;
+mod set_changes;
 mod stderr;
 mod stop;
 mod watch;
-mod watch_set;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -224,12 +223,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if let Some(addr) = args.metrics_addr {
                 metrics::serve(addr)?;
             }
-            let cluster = connect().await?;
-            if watch::follows(&set, &args) {
-                watch_set::watch_set(&cluster, set, args).await
-            } else {
-                watch::watch(&cluster, set, args).await
-            }
+            watch::watch(&connect().await?, set, args).await
         }
         Command::Get(args) => {
             let set = informers::informer_set(&args.selection)?;

@@ -1,4 +1,6 @@
-//! `kdi watch`: events as JSON lines.
+//! `kdi watch`: events as JSON lines, over one cluster. The set watched
+//! follows discovery (patterns), a config file (reloaded) and access as
+//! they change; resources named with -r are watched as named.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -6,21 +8,24 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::cache::IndexFn;
-use kube_dynamic_informer::cache::Redaction;
-use kube_dynamic_informer::declarative::InformerSet;
-use kube_dynamic_informer::factory::InformerHandle;
+use kube_dynamic_informer::cache::{IndexFn, Redaction};
+use kube_dynamic_informer::declarative::{
+    AccessPolicy, InformerSet, ReloadTriggers, ResourceSet, SetEvent, SetMember,
+};
 use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::indexes::IndexNames;
-use crate::informers::{Selection, parse_interval_arg, start_and_sync};
+use crate::informers::{Selection, adjust, open, parse_interval_arg, start_and_wait};
 use crate::output::event_line;
 use crate::parse_duration_arg;
-use crate::progress::resource_label;
+use crate::progress::{Membership, resource_label};
+use crate::set_changes::{say_event, say_left_out, write_status};
+use crate::stderr::Stderr;
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -73,74 +78,97 @@ pub struct WatchArgs {
     pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
-/// Whether a watch follows its set as it changes (a config file reloaded,
-/// patterns over discovery, access checks, a status file): that is
-/// `watch_set`'s; plain resources named with -r need none of that.
-pub fn follows(set: &InformerSet, args: &WatchArgs) -> bool {
+/// Whether a watch follows a set that may change (a config file reloaded,
+/// patterns over discovery, access checks, a status file): it then says
+/// before starting what is left out or denied. Plain resources named with
+/// -r have nothing left out, and an informer says its own 403.
+fn follows(set: &InformerSet, args: &WatchArgs) -> bool {
     args.selection.config.is_some()
         || !set.patterns.is_empty()
         || args.skip_forbidden
         || args.status_file.is_some()
 }
 
+/// Forbidden resources are left out with `--skip-forbidden` (and checked
+/// again at its interval), else watched until allowed.
+fn access_policy(args: &WatchArgs) -> AccessPolicy {
+    if args.skip_forbidden {
+        AccessPolicy::Skip {
+            recheck: args.access_recheck,
+        }
+    } else {
+        AccessPolicy::Watch
+    }
+}
+
+/// `kdi watch` over one cluster: the members of the set, and those that
+/// join it as it changes, printed until `--duration`, `--max-events`, a
+/// stop signal or the output closed.
 pub async fn watch(cluster: &Cluster, set: InformerSet, args: WatchArgs) -> Result<(), Failure> {
     let deadline = crate::stop::deadline(args.duration);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let registrations = std::sync::Mutex::new(Vec::new());
-    let (resource_set, _informers, progress) = start_and_sync(
-        cluster,
-        set,
-        &args.selection,
-        false,
-        crate::stop::stopped(deadline),
-        |_, informers| {
-            for d in informers {
-                let shown = Arc::new(RwLock::new(shown_indexes(&args, &d.indexes)));
-                let printer = add_printer(&args, &d.name, &d.informer, d.sensitive, shown, &tx);
-                registrations
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(printer);
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    drop(tx);
-    let stop_reporting = CancellationToken::new();
-    let reporting = tokio::spawn(progress.follow(stop_reporting.clone()));
-    let result = print_lines(&mut rx, deadline, args.max_events).await;
-    stop_reporting.cancel();
+    let sel = &args.selection;
+    let says_left_out = follows(&set, &args);
+    let (resource_set, members) = open(cluster, set, sel, access_policy(&args)).await?;
+    let (_, events) = resource_set.subscribe().await;
+    if says_left_out {
+        say_left_out(&resource_set, args.skip_forbidden).await;
+    }
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let (joins, joined) = tokio::sync::mpsc::unbounded_channel();
+    let followed = Members::new(&resource_set, &members, &args, tx, joins);
+    let stop = crate::stop::stopped(deadline);
+    let progress = start_and_wait(&resource_set, &members, sel, false, || Ok(()), stop).await?;
+    followed.write_status().await;
+    let stop_following = CancellationToken::new();
+    let reporting = tokio::spawn(progress.follow(stop_following.clone(), joined));
+    let reloading = reload(&resource_set, &args, &stop_following);
+    let result = tokio::select! {
+        result = print_lines(&mut lines, deadline, args.max_events) => result,
+        () = followed.follow(events) => Ok(()),
+    };
+    stop_following.cancel();
+    if let Some(reloading) = reloading {
+        let _ = reloading.await;
+    }
     let _ = reporting.await;
     resource_set.shutdown().await;
     result
 }
 
-/// Index functions a printer's lines show; replaced when a reload adds
-/// indexes.
-pub type Shown = Arc<RwLock<Arc<Vec<(String, IndexFn)>>>>;
-
-/// The indexes of `indexes` whose values `--index-values` asks to show.
-pub fn shown_indexes(
+/// Reloads the config file, if any, when it changes or at SIGHUP, until
+/// `stop`; each outcome comes back as a `Reloaded` event of the set.
+fn reload(
+    resource_set: &ResourceSet,
     args: &WatchArgs,
-    indexes: &BTreeMap<String, IndexFn>,
-) -> Arc<Vec<(String, IndexFn)>> {
-    crate::indexes::shown(&args.index_values, indexes)
+    stop: &CancellationToken,
+) -> Option<JoinHandle<()>> {
+    let path = args.selection.config.clone()?;
+    let sel = args.selection.clone();
+    let triggers = ReloadTriggers {
+        check_every: Some(args.reload_check),
+        on_sighup: true,
+    };
+    let adjust = move |set: &mut InformerSet| adjust(&sel, set).map_err(|e| e.message);
+    Some(resource_set.follow_file(path, triggers, adjust, stop.clone()))
 }
 
-/// Registers the handler that sends `informer`'s events, as the entry
-/// `name`, as lines to `tx`, with the indexes `shown` holds at each event.
-pub fn add_printer(
+/// Index functions a printer's lines show; replaced when a reload adds
+/// indexes.
+type Shown = Arc<RwLock<Arc<Vec<(String, IndexFn)>>>>;
+
+/// Registers the handler that sends `member`'s events as lines to `tx`,
+/// with the indexes `shown` holds at each event.
+fn add_printer(
     args: &WatchArgs,
-    name: &str,
-    informer: &InformerHandle,
-    sensitive: bool,
+    member: &SetMember,
     shown: Shown,
     tx: &UnboundedSender<String>,
 ) -> Registration {
-    let redaction = Redaction::for_resource(&informer.resource(), sensitive, args.show_secrets);
+    let informer = &member.informer;
+    let redaction =
+        Redaction::for_resource(&informer.resource(), member.sensitive, args.show_secrets);
     let (object, skip_initial) = (args.object, args.skip_initial);
-    let (name, served, tx) = (name.to_owned(), informer.clone(), tx.clone());
+    let (name, served, tx) = (member.entry.clone(), informer.clone(), tx.clone());
     // Known now, unless it was asked for without a version and is not
     // served yet: then looked up at each event.
     let known = (!informer.resource().version.is_empty()).then(|| resource_label(informer));
@@ -164,6 +192,116 @@ pub fn add_printer(
     )
 }
 
+/// A member's identity in its set: entry and resource.
+fn key(m: &SetMember) -> (String, String) {
+    (m.entry.clone(), m.resource.clone())
+}
+
+/// What prints one member's events.
+struct Printer {
+    registration: Registration,
+    shown: Shown,
+}
+
+/// The members of a watched set, each with its printer, followed as they
+/// come and go.
+struct Members<'a> {
+    set: &'a ResourceSet,
+    args: &'a WatchArgs,
+    /// Where printers send their lines.
+    tx: UnboundedSender<String>,
+    /// Tells the progress report who joins and leaves.
+    joins: UnboundedSender<Membership>,
+    printers: BTreeMap<(String, String), Printer>,
+}
+
+impl<'a> Members<'a> {
+    /// `members` of `set`, printing to `tx`.
+    fn new(
+        set: &'a ResourceSet,
+        members: &[SetMember],
+        args: &'a WatchArgs,
+        tx: UnboundedSender<String>,
+        joins: UnboundedSender<Membership>,
+    ) -> Self {
+        let mut followed = Members {
+            set,
+            args,
+            tx,
+            joins,
+            printers: BTreeMap::new(),
+        };
+        for m in members {
+            followed.print(m);
+        }
+        followed
+    }
+
+    fn indexes(&self, member: &SetMember) -> Arc<Vec<(String, IndexFn)>> {
+        crate::indexes::shown(&self.args.index_values, &member.indexes)
+    }
+
+    /// Prints `m`'s events, in place of what printed them before.
+    fn print(&mut self, m: &SetMember) {
+        let shown: Shown = Arc::new(RwLock::new(self.indexes(m)));
+        let registration = add_printer(self.args, m, shown.clone(), &self.tx);
+        let printer = Printer {
+            registration,
+            shown,
+        };
+        if let Some(old) = self.printers.insert(key(m), printer) {
+            old.registration.remove();
+        }
+    }
+
+    /// Follows the set's `events` until they end: each is said once acted
+    /// on (printers, progress, status file), so that what follows the line
+    /// sees the change.
+    async fn follow(mut self, mut events: UnboundedReceiver<SetEvent>) {
+        let json = Stderr::process().json();
+        while let Some(event) = events.recv().await {
+            self.apply(&event);
+            self.write_status().await;
+            say_event(&event, json);
+        }
+    }
+
+    /// A member joining, changing or leaving: its printer, and the progress
+    /// report.
+    fn apply(&mut self, event: &SetEvent) {
+        match event {
+            SetEvent::Added(m) => {
+                self.print(m);
+                let _ = self.joins.send(Membership::Joined(m.clone()));
+            }
+            SetEvent::Updated(m) => {
+                if let Some(p) = self.printers.get(&key(m))
+                    && let Ok(mut shown) = p.shown.write()
+                {
+                    *shown = self.indexes(m);
+                }
+            }
+            SetEvent::Removed { member, .. } => {
+                if let Some(old) = self.printers.remove(&key(member)) {
+                    old.registration.remove();
+                }
+                let _ = self.joins.send(Membership::Left(
+                    member.entry.clone(),
+                    member.informer.clone(),
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the set's state to `--status-file`, when given.
+    async fn write_status(&self) {
+        if let Some(path) = &self.args.status_file {
+            write_status(self.set, path).await;
+        }
+    }
+}
+
 /// Whether `--skip-initial` leaves `event` out: an Add of the first list.
 pub fn skipped_as_initial(event: &Event, skip_initial: bool) -> bool {
     skip_initial
@@ -176,37 +314,11 @@ pub fn skipped_as_initial(event: &Event, skip_initial: bool) -> bool {
         )
 }
 
-/// Writes event lines to stdout, counting them against `--max-events`.
-pub struct LineWriter {
-    count: u64,
-    max: Option<u64>,
-}
-
-impl LineWriter {
-    pub fn new(max: Option<u64>) -> Self {
-        Self { count: 0, max }
-    }
-
-    /// Writes `line`; `Ok(true)` when the watch ends here: the output was
-    /// closed (piped into `head`: quietly) or `--max-events` is reached.
-    pub fn write(&mut self, line: &str) -> Result<bool, Failure> {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(true);
-            }
-            return Err(Failure::output(e));
-        }
-        self.count += 1;
-        Ok(self.max.is_some_and(|m| self.count >= m))
-    }
-}
-
 /// Prints the lines of `rx` until it ends, `duration` passes, Ctrl-C, the
-/// output is closed, or `max_events` lines were printed.
+/// output is closed (piped into `head`: quietly), or `max_events` lines
+/// were printed.
 pub async fn print_lines(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    rx: &mut UnboundedReceiver<String>,
     deadline: Option<tokio::time::Instant>,
     max_events: Option<u64>,
 ) -> Result<(), Failure> {
@@ -214,7 +326,7 @@ pub async fn print_lines(
     tokio::pin!(expired);
     let closed = stdout_closed();
     tokio::pin!(closed);
-    let mut writer = LineWriter::new(max_events);
+    let mut count = 0;
     loop {
         let next = tokio::select! {
             line = rx.recv() => line,
@@ -222,7 +334,13 @@ pub async fn print_lines(
             () = &mut closed => return Ok(()),
         };
         let Some(line) = next else { return Ok(()) };
-        if writer.write(&line)? {
+        let mut out = std::io::stdout().lock();
+        match writeln!(out, "{line}").and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(Failure::output(e)),
+            Ok(()) => count += 1,
+        }
+        if max_events.is_some_and(|m| count >= m) {
             return Ok(());
         }
     }

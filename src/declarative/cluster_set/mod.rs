@@ -5,9 +5,6 @@
 
 mod lister;
 mod report;
-mod source;
-#[cfg(feature = "config")]
-pub(crate) use source::{cluster_from_file, read_kubeconfig};
 /// `options` for cluster `cluster`: snapshots in a directory of its own
 /// (`DIR/cluster-NAME`), as one directory holds one cluster's.
 fn in_cluster_dir(mut options: InformerOptions, cluster: &str) -> InformerOptions {
@@ -33,12 +30,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use lister::{ClusterLister, ClusterObject};
 pub use report::{ClusterSyncReport, ClusterSyncResult};
-pub use source::{
-    all_contexts, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
-};
 
 use crate::cache::index::IndexFn;
-use crate::declarative::DeclarativeError;
+use crate::declarative::config::{InformerSet, InformerSpec};
+use crate::declarative::resource_set::EntryFailure;
+use crate::declarative::{AccessPolicy, DeclarativeError, ResourceSet, SetEvent, SetMember};
 use crate::factory::{InformerFactory, InformerHandle};
 use crate::informer::options::InformerOptions;
 use crate::informer::{Event, HandlerOptions, InformerStatus, NotSynced, SyncPolicy};
@@ -75,42 +71,47 @@ pub enum ResourceState {
 
 type SetHandler = Arc<dyn Fn(ClusterEvent) + Send + Sync>;
 
+/// One member of a cluster's resource set, under the name the cluster set
+/// gives it.
 #[derive(Clone)]
-struct ResourceSpec {
-    /// What the set calls it: the resource as written, or a name of its own.
-    name: Arc<str>,
-    /// The resource, as the factory takes it.
-    resource: Arc<str>,
-    options: Option<InformerOptions>,
+struct HeldMember {
+    member: SetMember,
+    /// Cancelled when the member leaves, so that the handlers attached to
+    /// its informer (which another member may keep running) stop.
+    left: CancellationToken,
 }
 
-/// Why a resource is not resolved in a cluster.
-#[derive(Clone, Debug)]
-struct ResolveFailure {
-    /// Why, when it is the cluster's answer (or its silence) rather than a
-    /// name that designates nothing there.
-    answer: Option<NotSynced>,
-    error: String,
+/// What one cluster's resource set holds, by the names the cluster set
+/// gives its members: an informer's name, or the resource a pattern
+/// selected.
+#[derive(Default)]
+struct Held {
+    members: BTreeMap<Arc<str>, HeldMember>,
+    /// Why an entry has no informer there (yet), by entry name.
+    failures: BTreeMap<Arc<str>, EntryFailure>,
 }
 
-impl ResolveFailure {
-    fn unreachable(&self) -> bool {
-        matches!(self.answer, Some(NotSynced::Unreachable { .. }))
+/// The name the cluster set gives a member.
+fn member_name(member: &SetMember) -> Arc<str> {
+    if member.from_pattern {
+        member.resource.as_str().into()
+    } else {
+        member.entry.as_str().into()
     }
 }
 
-#[derive(Default)]
-struct ClusterResources {
-    informers: BTreeMap<Arc<str>, InformerHandle>,
-    failures: BTreeMap<Arc<str>, ResolveFailure>,
+fn unreachable(failure: &EntryFailure) -> bool {
+    matches!(failure.answer, Some(NotSynced::Unreachable { .. }))
 }
 
 struct ClusterEntry {
     name: Arc<str>,
     factory: InformerFactory,
     cancel: CancellationToken,
-    resources: Mutex<ClusterResources>,
-    /// Bumped whenever `resources` changes, for waiters.
+    held: Mutex<Held>,
+    /// The cluster's resource set, once made.
+    set: Mutex<Option<ResourceSet>>,
+    /// Bumped whenever `held` changes, for waiters.
     changed: watch::Sender<u64>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -119,30 +120,85 @@ impl ClusterEntry {
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
     }
+
+    /// The names of the members and failed entries to report, in order:
+    /// the informers named one by one, then (sorted) what patterns
+    /// selected or left out there and the patterns that could not be
+    /// evaluated.
+    fn names(&self, config: &InformerSet) -> Vec<Arc<str>> {
+        let held = self.held.lock();
+        let mut names: Vec<Arc<str>> = config
+            .informers
+            .iter()
+            .map(|spec| spec.name().into())
+            .collect();
+        let others: std::collections::BTreeSet<Arc<str>> = held
+            .members
+            .keys()
+            .chain(held.failures.keys())
+            .filter(|name| !names.contains(name))
+            .cloned()
+            .collect();
+        names.extend(others);
+        names
+    }
 }
 
-#[derive(Default)]
 struct SetState {
     started: bool,
     shut_down: bool,
     clusters: BTreeMap<Arc<str>, Arc<ClusterEntry>>,
-    resources: Vec<ResourceSpec>,
+    config: InformerSet,
     handlers: Vec<SetHandler>,
     indexes: Vec<(Arc<str>, String, IndexFn)>,
 }
 
 struct SetInner {
-    defaults: InformerOptions,
+    policy: AccessPolicy,
     retry: RetryDelays,
     state: Mutex<SetState>,
-    /// Bumped whenever a resource is added, so clusters resolve it.
-    resources_changed: watch::Sender<u64>,
+    /// Bumped whenever the config changes, so clusters apply it.
+    config_changed: watch::Sender<u64>,
     cancel: CancellationToken,
+}
+
+impl SetInner {
+    /// The config as cluster `cluster` runs it: snapshots in a directory
+    /// of its own (`DIR/cluster-NAME`), as one directory holds one
+    /// cluster's.
+    fn config_for(&self, cluster: &str) -> InformerSet {
+        let mut config = self.state.lock().config.clone();
+        config.shard_group = None;
+        config.clusters = Default::default();
+        let options = std::iter::once(&mut config.defaults)
+            .chain(config.informers.iter_mut().map(|i| &mut i.options))
+            .chain(config.patterns.iter_mut().map(|p| &mut p.options));
+        for options in options {
+            *options = in_cluster_dir(std::mem::take(options), cluster);
+        }
+        config
+    }
 }
 
 impl Drop for SetInner {
     fn drop(&mut self) {
         self.cancel.cancel();
+    }
+}
+
+impl InformerSet {
+    /// A cluster set (not started, with no cluster yet) watching this file's
+    /// informers and patterns, each informer under its name in the file,
+    /// with its options and indexes. Add the clusters of
+    /// [`ClustersConfig::clusters`](crate::declarative::ClustersConfig::clusters)
+    /// or others.
+    #[must_use]
+    pub fn cluster_set(&self) -> ClusterSet {
+        ClusterSet::from_config(
+            self.clone(),
+            AccessPolicy::default(),
+            RetryDelays::default(),
+        )
     }
 }
 
@@ -166,8 +222,11 @@ impl Default for RetryDelays {
     }
 }
 
-/// Named clusters watched together; see the [module docs](crate::declarative). Cheap to
-/// clone; clones share everything. Dropping the last clone stops every
+/// Named clusters watched together; see the [module docs](crate::declarative). Each
+/// cluster runs a [`ResourceSet`] of the set's config: informers named one
+/// by one, patterns (which follow each cluster's discovery), reloads
+/// ([`apply`](Self::apply)) and access checks work in every cluster. Cheap
+/// to clone; clones share everything. Dropping the last clone stops every
 /// informer.
 #[derive(Clone)]
 pub struct ClusterSet {
@@ -179,10 +238,7 @@ impl fmt::Debug for ClusterSet {
         let state = self.inner.state.lock();
         f.debug_struct("ClusterSet")
             .field("clusters", &state.clusters.keys().collect::<Vec<_>>())
-            .field(
-                "resources",
-                &state.resources.iter().map(|r| &r.name).collect::<Vec<_>>(),
-            )
+            .field("config", &state.config)
             .field("started", &state.started)
             .finish_non_exhaustive()
     }
@@ -200,15 +256,48 @@ impl ClusterSet {
     /// resources in a cluster that cannot be reached.
     #[must_use]
     pub fn with_retry(options: InformerOptions, retry: RetryDelays) -> Self {
+        Self::from_config(InformerSet::new(options), AccessPolicy::default(), retry)
+    }
+
+    /// A set (with no cluster yet) watching `config`'s informers and
+    /// patterns in every cluster, each cluster under `policy`: the one way a
+    /// config file, or [`add_resource`](Self::add_resource), becomes
+    /// informers. The config's `clusters` section is for the caller to read
+    /// ([`ClustersConfig::clusters`](crate::declarative::ClustersConfig::clusters));
+    /// its `shardGroup` is not joined.
+    #[must_use]
+    pub fn from_config(config: InformerSet, policy: AccessPolicy, retry: RetryDelays) -> Self {
         Self {
             inner: Arc::new(SetInner {
-                defaults: options,
+                policy,
                 retry,
-                state: Mutex::new(SetState::default()),
-                resources_changed: watch::Sender::new(0),
+                state: Mutex::new(SetState {
+                    started: false,
+                    shut_down: false,
+                    clusters: BTreeMap::new(),
+                    config,
+                    handlers: Vec::new(),
+                    indexes: Vec::new(),
+                }),
+                config_changed: watch::Sender::new(0),
                 cancel: CancellationToken::new(),
             }),
         }
+    }
+
+    /// Makes `config` every cluster's: entries added start, entries removed
+    /// stop, entries changed are replaced, as a [`ResourceSet`] reload does.
+    /// A cluster where an entry cannot be had runs the others and tries it
+    /// again with backoff ([`status`](Self::status) says why).
+    pub fn apply(&self, config: InformerSet) {
+        self.inner.state.lock().config = config;
+        self.inner.config_changed.send_modify(|n| *n += 1);
+    }
+
+    /// The config every cluster runs.
+    #[must_use]
+    pub fn config(&self) -> InformerSet {
+        self.inner.state.lock().config.clone()
     }
 
     /// Watches `resource` in every cluster, present and future, with the
@@ -217,14 +306,12 @@ impl ClusterSet {
     /// CRD that may be missing somewhere as `plural.group`). Adding the same
     /// name again does nothing.
     pub fn add_resource(&self, resource: impl Into<String>) {
-        let resource = resource.into();
-        self.push_resource(resource.clone(), resource, None);
+        self.push_resource(InformerSpec::new(resource), None);
     }
 
     /// As [`add_resource`](Self::add_resource), with options of its own.
     pub fn add_resource_with(&self, resource: impl Into<String>, options: InformerOptions) {
-        let resource = resource.into();
-        self.push_resource(resource.clone(), resource, Some(options));
+        self.push_resource(InformerSpec::new(resource), Some(options));
     }
 
     /// As [`add_resource_with`](Self::add_resource_with), under a name of
@@ -246,29 +333,46 @@ impl ClusterSet {
         resource: impl Into<String>,
         options: InformerOptions,
     ) {
-        self.push_resource(name.into(), resource.into(), Some(options));
+        let mut spec = InformerSpec::new(resource);
+        spec.name = Some(name.into());
+        self.push_resource(spec, Some(options));
     }
 
-    fn push_resource(&self, name: String, resource: String, options: Option<InformerOptions>) {
+    fn push_resource(&self, mut spec: InformerSpec, options: Option<InformerOptions>) {
         {
             let mut state = self.inner.state.lock();
-            if state.resources.iter().any(|r| *r.name == *name) {
+            if state
+                .config
+                .informers
+                .iter()
+                .any(|r| r.name() == spec.name())
+            {
                 return;
             }
-            state.resources.push(ResourceSpec {
-                name: name.into(),
-                resource: resource.into(),
-                options,
-            });
+            spec.options = options.unwrap_or_else(|| state.config.defaults.clone());
+            state.config.informers.push(spec);
         }
-        self.inner.resources_changed.send_modify(|n| *n += 1);
+        self.inner.config_changed.send_modify(|n| *n += 1);
     }
 
-    /// The resources, as they were named.
+    /// The resources: the informers as they were named, then the resources
+    /// the config's patterns selected in any cluster (sorted).
     #[must_use]
     pub fn resources(&self) -> Vec<Arc<str>> {
-        let state = self.inner.state.lock();
-        state.resources.iter().map(|r| r.name.clone()).collect()
+        let (clusters, config) = self.snapshot();
+        let mut names: Vec<Arc<str>> = config
+            .informers
+            .iter()
+            .map(|spec| spec.name().into())
+            .collect();
+        let mut selected = std::collections::BTreeSet::new();
+        for cluster in clusters {
+            let held = cluster.held.lock();
+            let from_patterns = held.members.iter().filter(|(_, m)| m.member.from_pattern);
+            selected.extend(from_patterns.map(|(name, _)| name.clone()));
+        }
+        names.extend(selected);
+        names
     }
 
     /// Adds the index `index` to `resource` in every cluster, present and
@@ -288,8 +392,12 @@ impl ClusterSet {
         let mut first_error = None;
         let mut state = self.inner.state.lock();
         for cluster in state.clusters.values() {
-            if let Some(gi) = cluster.resources.lock().informers.get(resource)
-                && let Err(e) = gi.informer().add_index(index.clone(), func.clone())
+            if let Some(held) = cluster.held.lock().members.get(resource)
+                && let Err(e) = held
+                    .member
+                    .informer
+                    .informer()
+                    .add_index(index.clone(), func.clone())
                 && first_error.is_none()
             {
                 first_error = Some(e);
@@ -307,9 +415,8 @@ impl ClusterSet {
         let handler: SetHandler = Arc::new(handler);
         let mut state = self.inner.state.lock();
         for cluster in state.clusters.values() {
-            let resources = cluster.resources.lock();
-            for (resource, gi) in &resources.informers {
-                attach_handler(cluster, resource, gi, handler.clone());
+            for (name, held) in &cluster.held.lock().members {
+                attach_handler(&cluster.name, name, held, handler.clone());
             }
         }
         state.handlers.push(handler);
@@ -357,14 +464,13 @@ impl ClusterSet {
             return Err(DeclarativeError::DuplicateCluster(name));
         }
         let name: Arc<str> = name.into();
+        let defaults = in_cluster_dir(state.config.defaults.clone(), &name);
         let entry = Arc::new(ClusterEntry {
             name: name.clone(),
-            factory: InformerFactory::with_options(
-                client,
-                in_cluster_dir(self.inner.defaults.clone(), &name),
-            ),
+            factory: InformerFactory::with_options(client, defaults),
             cancel: self.inner.cancel.child_token(),
-            resources: Mutex::new(ClusterResources::default()),
+            held: Mutex::new(Held::default()),
+            set: Mutex::new(None),
             changed: watch::Sender::new(0),
             task: Mutex::new(None),
         });
@@ -409,12 +515,32 @@ impl ClusterSet {
         state.clusters.get(cluster).map(|c| c.factory.clone())
     }
 
+    /// The resource set of one cluster, once the cluster has started (its
+    /// members, skipped entries, [`check_access`](ResourceSet::check_access)).
+    #[must_use]
+    pub fn resource_set(&self, cluster: &str) -> Option<ResourceSet> {
+        let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
+        entry.set.lock().clone()
+    }
+
     /// The informer of `resource` (as it was named) in `cluster`, once
     /// resolved there.
     #[must_use]
     pub fn informer(&self, cluster: &str, resource: &str) -> Option<InformerHandle> {
         let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
-        entry.resources.lock().informers.get(resource).cloned()
+        let held = entry.held.lock();
+        held.members
+            .get(resource)
+            .map(|h| h.member.informer.clone())
+    }
+
+    /// The member named `resource` in `cluster`, once resolved there: its
+    /// informer, its compiled indexes, whether its entry is sensitive.
+    #[must_use]
+    pub fn member(&self, cluster: &str, resource: &str) -> Option<SetMember> {
+        let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
+        let held = entry.held.lock();
+        held.members.get(resource).map(|h| h.member.clone())
     }
 
     /// A view of `resource` (as it was named) across every cluster.
@@ -423,8 +549,9 @@ impl ClusterSet {
         ClusterLister::new(self.clone(), resource.into())
     }
 
-    /// Where every resource stands in every cluster, sorted by cluster then
-    /// resource in the order they were added.
+    /// Where every resource stands in every cluster, sorted by cluster,
+    /// then the informers in the order they were added, then what patterns
+    /// selected there.
     ///
     /// ```no_run
     /// # fn demo(set: kube_dynamic_informer::declarative::ClusterSet) {
@@ -438,22 +565,23 @@ impl ClusterSet {
     /// ```
     #[must_use]
     pub fn status(&self) -> Vec<(Arc<str>, Arc<str>, ResourceState)> {
-        let (clusters, resources) = self.snapshot();
+        let (clusters, config) = self.snapshot();
         let mut out = Vec::new();
         for cluster in clusters {
-            let held = cluster.resources.lock();
-            for spec in &resources {
-                let state = match held.informers.get(&spec.name) {
-                    Some(gi) => ResourceState::Informer(gi.status()),
+            let names = cluster.names(&config);
+            let held = cluster.held.lock();
+            for name in names {
+                let state = match held.members.get(&name) {
+                    Some(h) => ResourceState::Informer(h.member.informer.status()),
                     None => {
-                        let failure = held.failures.get(&spec.name);
+                        let failure = held.failures.get(&name);
                         ResourceState::Unresolved {
-                            unreachable: failure.is_some_and(|f| f.unreachable()),
+                            unreachable: failure.is_some_and(unreachable),
                             error: failure.map(|f| f.error.clone()),
                         }
                     }
                 };
-                out.push((cluster.name.clone(), spec.name.clone(), state));
+                out.push((cluster.name.clone(), name, state));
             }
         }
         out
@@ -503,16 +631,19 @@ impl ClusterSet {
         // (Duration::MAX).
         let forever = Duration::from_secs(100 * 365 * 24 * 3600);
         let deadline = tokio::time::Instant::now() + timeout.min(forever);
-        let (clusters, resources) = self.snapshot();
+        let (clusters, config) = self.snapshot();
         let waits = clusters.iter().flat_map(|cluster| {
-            resources.iter().map(move |spec| async move {
-                let result = report::wait_one(cluster, &spec.name, deadline, timeout, policy).await;
-                ClusterSyncResult {
-                    cluster: cluster.name.clone(),
-                    resource: spec.name.clone(),
-                    result,
-                }
-            })
+            cluster
+                .names(&config)
+                .into_iter()
+                .map(move |name| async move {
+                    let result = report::wait_one(cluster, &name, deadline, timeout, policy).await;
+                    ClusterSyncResult {
+                        cluster: cluster.name.clone(),
+                        resource: name,
+                        result,
+                    }
+                })
         });
         let results = futures::future::join_all(waits).await;
         ClusterSyncReport { results }
@@ -530,11 +661,11 @@ impl ClusterSet {
         futures::future::join_all(clusters.iter().map(|c| stop_cluster(c))).await;
     }
 
-    fn snapshot(&self) -> (Vec<Arc<ClusterEntry>>, Vec<ResourceSpec>) {
+    fn snapshot(&self) -> (Vec<Arc<ClusterEntry>>, InformerSet) {
         let state = self.inner.state.lock();
         (
             state.clusters.values().cloned().collect(),
-            state.resources.clone(),
+            state.config.clone(),
         )
     }
 
@@ -544,31 +675,26 @@ impl ClusterSet {
         clusters
             .iter()
             .filter_map(|c| {
-                let held = c.resources.lock();
-                held.informers
+                let held = c.held.lock();
+                held.members
                     .get(resource)
-                    .map(|gi| (c.name.clone(), gi.clone()))
+                    .map(|h| (c.name.clone(), h.member.informer.clone()))
             })
             .collect()
     }
 }
 
-fn attach_handler(
-    cluster: &ClusterEntry,
-    resource: &Arc<str>,
-    gi: &InformerHandle,
-    handler: SetHandler,
-) {
-    let cluster_name = cluster.name.clone();
-    let resource = resource.clone();
-    let removed = cluster.cancel.clone();
+fn attach_handler(cluster: &Arc<str>, name: &Arc<str>, held: &HeldMember, handler: SetHandler) {
+    let cluster_name = cluster.clone();
+    let resource = name.clone();
+    let left = held.left.clone();
     let options = HandlerOptions::default().name(format!("cluster-set {cluster_name} {resource}"));
     // The registration lives as long as the informer, which stops when the
     // cluster is removed; the token keeps calls already queued from reaching
-    // the handler afterwards.
-    let _registration = gi.informer().add_handler_with(
+    // the handler afterwards, and after the member left.
+    let _registration = held.member.informer.informer().add_handler_with(
         move |event: Event| {
-            if removed.is_cancelled() {
+            if left.is_cancelled() {
                 return;
             }
             handler(ClusterEvent {
@@ -583,17 +709,11 @@ fn attach_handler(
 
 fn start_cluster(inner: &Arc<SetInner>, entry: &Arc<ClusterEntry>) {
     let mut task = entry.task.lock();
-    if task.is_some() {
-        return;
+    if task.is_none() {
+        let run = run_cluster(Arc::downgrade(inner), entry.clone());
+        let run = crate::informer::telemetry::in_cluster(entry.name.clone(), run);
+        *task = Some(tokio::spawn(run));
     }
-    if let Err(e) = entry.factory.start() {
-        tracing::warn!(cluster = %entry.name, error = %error_chain(&e), "could not start a cluster's informers");
-        return;
-    }
-    *task = Some(tokio::spawn(resolve_loop(
-        Arc::downgrade(inner),
-        entry.clone(),
-    )));
 }
 
 async fn stop_cluster(entry: &ClusterEntry) {
@@ -602,89 +722,153 @@ async fn stop_cluster(entry: &ClusterEntry) {
     if let Some(task) = task {
         let _ = task.await;
     }
+    let set = entry.set.lock().take();
+    if let Some(set) = set {
+        set.shutdown().await;
+    }
     entry.factory.shutdown().await;
-    *entry.resources.lock() = ClusterResources::default();
+    *entry.held.lock() = Held::default();
     entry.bump();
 }
 
-/// Resolves the set's resources in one cluster, again after failures (with
-/// backoff) and whenever a resource is added, until the cluster is removed.
-async fn resolve_loop(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>) {
-    let Some(mut resources_changed) = set.upgrade().map(|s| s.resources_changed.subscribe()) else {
-        return;
+/// Runs the set's config in one cluster through a resource set of its
+/// own: applies the config, again after failures (with backoff) and
+/// whenever it changes, and follows the set's members, until the cluster
+/// is removed.
+async fn run_cluster(set: std::sync::Weak<SetInner>, cluster: Arc<ClusterEntry>) {
+    let Some(inner) = set.upgrade() else { return };
+    let mut config_changed = inner.config_changed.subscribe();
+    let (retry, policy) = (inner.retry, inner.policy.clone());
+    // Nothing in an empty config can be refused.
+    let empty = InformerSet::new(inner.config_for(&cluster.name).defaults);
+    drop(inner);
+    let members = ResourceSet::in_factory(cluster.factory.clone(), empty, policy, None).await;
+    let resources = match members {
+        Ok(resources) => resources,
+        Err(e) => {
+            tracing::warn!(cluster = %cluster.name, error = %error_chain(&e), "could not run a cluster's resource set");
+            return;
+        }
     };
+    let (_, mut events) = resources.subscribe().await;
+    if let Err(e) = resources.start() {
+        tracing::warn!(cluster = %cluster.name, error = %error_chain(&e), "could not start a cluster's informers");
+        return;
+    }
+    *cluster.set.lock() = Some(resources.clone());
     let mut delay = None;
     loop {
-        let Some(inner) = set.upgrade() else { return };
-        let retry = inner.retry;
-        let wanted: Vec<ResourceSpec> = {
-            let state = inner.state.lock();
-            let held = cluster.resources.lock();
-            state
-                .resources
-                .iter()
-                .filter(|r| !held.informers.contains_key(&r.name))
-                .cloned()
-                .collect()
+        let Some(config) = set.upgrade().map(|inner| inner.config_for(&cluster.name)) else {
+            return;
         };
-        let defaults = inner.defaults.clone();
-        drop(inner);
-        resources_changed.mark_unchanged();
-        let mut failed = false;
-        for spec in wanted {
-            let options = in_cluster_dir(
-                spec.options.clone().unwrap_or_else(|| defaults.clone()),
-                &cluster.name,
-            );
-            let resolved = tokio::select! {
-                () = cluster.cancel.cancelled() => return,
-                r = crate::informer::telemetry::in_cluster(
-                    cluster.name.clone(),
-                    cluster.factory.for_resource_with(&*spec.resource, |_| options),
-                ) => r,
-            };
-            match resolved {
-                Ok(gi) => {
-                    let Some(inner) = set.upgrade() else { return };
-                    // Under the set's lock, so that a handler or index added
-                    // meanwhile is attached exactly once.
-                    let state = inner.state.lock();
-                    if cluster.cancel.is_cancelled() {
-                        return;
-                    }
-                    for (resource, index, func) in &state.indexes {
-                        if *resource == spec.name
-                            && let Err(e) = gi.informer().add_index(index.clone(), func.clone())
-                        {
-                            tracing::warn!(cluster = %cluster.name, error = %error_chain(&e), "adding an index");
-                        }
-                    }
-                    for handler in &state.handlers {
-                        attach_handler(&cluster, &spec.name, &gi, handler.clone());
-                    }
-                    let mut held = cluster.resources.lock();
-                    held.failures.remove(&spec.name);
-                    held.informers.insert(spec.name.clone(), gi);
-                }
-                Err(e) => {
-                    failed = true;
-                    let error = error_chain(&e);
-                    tracing::debug!(cluster = %cluster.name, resource = %spec.name, %error, "resolving a resource");
-                    let failure = ResolveFailure {
-                        answer: e.not_synced(),
-                        error,
-                    };
-                    let mut held = cluster.resources.lock();
-                    held.failures.insert(spec.name.clone(), failure);
-                }
-            }
-            cluster.bump();
-        }
-        delay = failed.then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
-        tokio::select! {
+        config_changed.mark_unchanged();
+        let failures = tokio::select! {
             () = cluster.cancel.cancelled() => return,
-            () = crate::declarative::sleep_or_never(delay) => {}
-            r = resources_changed.changed() => if r.is_err() { return },
+            failures = resources.converge(config) => failures,
+        };
+        while let Ok(event) = events.try_recv() {
+            follow_member(&set, &cluster, event);
+        }
+        delay = (!failures.is_empty())
+            .then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
+        record_failures(&cluster, failures);
+        let wake = crate::declarative::sleep_or_never(delay);
+        tokio::pin!(wake);
+        loop {
+            tokio::select! {
+                () = cluster.cancel.cancelled() => return,
+                () = &mut wake => break,
+                r = config_changed.changed() => if r.is_err() { return } else { break },
+                Some(event) = events.recv() => follow_member(&set, &cluster, event),
+            }
         }
     }
+}
+
+/// Records why entries have no informer in `cluster` (keeping the entries
+/// skipped, which their resource set rechecks by itself).
+fn record_failures(cluster: &ClusterEntry, failures: BTreeMap<String, EntryFailure>) {
+    {
+        let mut held = cluster.held.lock();
+        held.failures.retain(|_, f| f.skipped);
+        for (entry, failure) in failures {
+            held.failures.insert(entry.into(), failure);
+        }
+    }
+    cluster.bump();
+}
+
+/// Follows a change of a cluster's resource set: a member that joins gets
+/// the set's handlers and indexes; one that leaves stops reaching them.
+fn follow_member(set: &std::sync::Weak<SetInner>, cluster: &ClusterEntry, event: SetEvent) {
+    let Some(inner) = set.upgrade() else { return };
+    // Under the set's lock, so that a handler or index added meanwhile is
+    // attached exactly once.
+    let state = inner.state.lock();
+    let mut held = cluster.held.lock();
+    match event {
+        SetEvent::Added(member) | SetEvent::Updated(member) => {
+            let name = member_name(&member);
+            held.failures.remove(&name);
+            let same = held
+                .members
+                .get(&name)
+                .is_some_and(|h| h.member.informer == member.informer);
+            if same {
+                return;
+            }
+            let joined = HeldMember {
+                member,
+                left: cluster.cancel.child_token(),
+            };
+            for (_, index, func) in state.indexes.iter().filter(|(r, _, _)| *r == name) {
+                if let Err(e) = joined
+                    .member
+                    .informer
+                    .informer()
+                    .add_index(index.clone(), func.clone())
+                {
+                    tracing::warn!(cluster = %cluster.name, error = %error_chain(&e), "adding an index");
+                }
+            }
+            for handler in &state.handlers {
+                attach_handler(&cluster.name, &name, &joined, handler.clone());
+            }
+            if let Some(before) = held.members.insert(name, joined) {
+                before.left.cancel();
+            }
+        }
+        SetEvent::Removed { member, .. } => {
+            let name = member_name(&member);
+            if held
+                .members
+                .get(&name)
+                .is_some_and(|h| h.member.informer == member.informer)
+                && let Some(before) = held.members.remove(&name)
+            {
+                before.left.cancel();
+            }
+        }
+        SetEvent::Skipped(skipped) => {
+            let name = if state
+                .config
+                .informers
+                .iter()
+                .any(|i| i.name() == skipped.entry)
+            {
+                skipped.entry.as_str().into()
+            } else {
+                skipped.resource.as_str().into()
+            };
+            let failure = EntryFailure {
+                error: skipped.reason.clone(),
+                answer: Some(skipped.not_synced()),
+                skipped: true,
+            };
+            held.failures.insert(name, failure);
+        }
+        SetEvent::Reloaded(_) => return,
+    }
+    drop(held);
+    cluster.bump();
 }

@@ -97,9 +97,9 @@ pub(super) async fn wait_one(
             });
         }
         let failure = {
-            let held = cluster.resources.lock();
-            if let Some(informer) = held.informers.get(resource) {
-                break informer.clone();
+            let held = cluster.held.lock();
+            if let Some(held) = held.members.get(resource) {
+                break held.member.informer.clone();
             }
             held.failures.get(resource).cloned()
         };
@@ -115,7 +115,7 @@ pub(super) async fn wait_one(
             };
         if expired {
             return Err(match failure {
-                Some(f) if f.unreachable() => DeclarativeError::Unreachable {
+                Some(f) if super::unreachable(&f) => DeclarativeError::Unreachable {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     error: f.error,

@@ -5,9 +5,9 @@ use std::time::Duration;
 use kube_client::Config;
 use kube_core::{DynamicObject, ObjectMeta};
 
-use super::source::cluster_name_of;
 use super::*;
 use crate::cache::StoreWriter;
+use crate::declarative::sources::cluster_name_of;
 use crate::factory::FactoryError;
 use crate::informer::WhenNotServed;
 use crate::vocabulary::resource::ResourceKey;
@@ -220,7 +220,7 @@ async fn the_clusters_section_names_contexts_files_and_a_directory() {
     assert!(err.contains("\"nope\""), "{err}");
     assert!(!err.contains("secret-of"), "{err}");
 
-    let set = file.cluster_set().unwrap();
+    let set = file.cluster_set();
     assert_eq!(set.resources(), vec![Arc::<str>::from("web-pods")]);
 
     let bad = text.replace("  contexts:", "  contxts:");

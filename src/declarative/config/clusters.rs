@@ -1,5 +1,4 @@
-//! The `clusters:` section of a config file ([`ClustersConfig`]), and a
-//! config file's informers as a [`ClusterSet`].
+//! The `clusters:` section of a config file ([`ClustersConfig`]).
 
 use std::path::PathBuf;
 
@@ -8,16 +7,14 @@ use kube_client::config::Kubeconfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::InformerSet;
-use crate::cache::CacheError;
 use crate::declarative::DeclarativeError;
-use crate::declarative::cluster_set::{
-    ClusterSet, cluster_from_file, clusters_from_all_contexts, clusters_from_contexts,
-    clusters_from_dir, read_kubeconfig,
+use crate::declarative::sources::{
+    cluster_from_file, clusters_from_all_contexts, clusters_from_contexts, clusters_from_dir,
+    read_kubeconfig,
 };
 
 /// The `clusters:` section of a config file: the clusters a
-/// [`ClusterSet`] watches the file's informers in, named after their
+/// cluster set watches the file's informers in, named after their
 /// context, or after their kubeconfig file's name without its extension
 /// (`north.yaml` → `north`).
 ///
@@ -108,27 +105,5 @@ impl ClustersConfig {
             out.extend(clusters_from_dir(dir).await?);
         }
         Ok(out)
-    }
-}
-
-impl InformerSet {
-    /// A cluster set (not started, with no cluster yet) watching this file's
-    /// informers, each under its name in the file, with its options and
-    /// indexes. Add the clusters of [`ClustersConfig::clusters`] or others.
-    ///
-    /// # Errors
-    /// An index expression that does not compile (loading the file checks
-    /// them, so only a set built by hand fails here).
-    pub fn cluster_set(&self) -> Result<ClusterSet, CacheError> {
-        let set = ClusterSet::new(self.defaults.clone());
-        for spec in &self.informers {
-            let name = spec.name().to_string();
-            set.add_named_resource(name.clone(), spec.resource.clone(), spec.options.clone());
-            for (index, func) in spec.index_functions()? {
-                // No cluster yet: nothing can clash.
-                let _ = set.add_index(&name, index, func);
-            }
-        }
-        Ok(set)
     }
 }

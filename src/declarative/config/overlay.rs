@@ -31,7 +31,7 @@ use crate::vocabulary::shard::{ShardKey, StaticShard};
 ///     label_selector: Some("app=web".into()),
 ///     ..Overlay::default()
 /// })?;
-/// assert_eq!(set.informers[0].options.label_selector.as_deref(), Some("app=web"));
+/// assert_eq!(set.informers[0].options.watch.label_selector.as_deref(), Some("app=web"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -66,21 +66,42 @@ impl Overlay {
     /// Lays the overlay over one informer's options.
     pub fn apply(&self, o: &mut InformerOptions) {
         if let Some(namespaces) = &self.namespaces {
-            o.namespaces = namespaces.clone();
+            o.watch.namespaces = namespaces.clone();
         }
-        o.label_selector = self.label_selector.clone().or(o.label_selector.take());
-        o.field_selector = self.field_selector.clone().or(o.field_selector.take());
-        o.metadata_only |= self.metadata_only;
-        o.storage = self.storage.unwrap_or(o.storage);
-        o.projection = self.projection.clone().or(o.projection.take());
+        o.watch.label_selector = self
+            .label_selector
+            .clone()
+            .or(o.watch.label_selector.take());
+        o.watch.field_selector = self
+            .field_selector
+            .clone()
+            .or(o.watch.field_selector.take());
+        o.watch.metadata_only |= self.metadata_only;
+        o.cache.storage = self.storage.unwrap_or(o.cache.storage);
+        o.cache.projection = self.projection.clone().or(o.cache.projection.take());
         o.sensitive |= self.sensitive;
-        o.shard = self.shard.or(o.shard);
-        o.shard_key = self.shard_key.unwrap_or(o.shard_key);
+        o.cache.shard = self.shard.or(o.cache.shard);
+        o.cache.shard_key = self.shard_key.unwrap_or(o.cache.shard_key);
         o.snapshot = self.snapshot.clone().or(o.snapshot.take());
     }
 }
 
 impl InformerSet {
+    /// An empty set (no informer, no pattern) whose entries inherit
+    /// `defaults`.
+    #[must_use]
+    pub fn new(defaults: InformerOptions) -> Self {
+        InformerSet {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            defaults,
+            informers: Vec::new(),
+            patterns: Vec::new(),
+            shard_group: None,
+            clusters: Default::default(),
+        }
+    }
+
     /// A set of the resources and patterns `names` designate, each with
     /// the indexes `indexes` (index name → JMESPath expression) and the
     /// namespaces `namespaces`. A name in a pattern form
@@ -127,15 +148,7 @@ impl InformerSet {
                 count: indexes.len(),
             });
         }
-        let mut set = InformerSet {
-            api_version: API_VERSION.into(),
-            kind: KIND.into(),
-            defaults: InformerOptions::default(),
-            informers: Vec::new(),
-            patterns: Vec::new(),
-            shard_group: None,
-            clusters: Default::default(),
-        };
+        let mut set = InformerSet::new(InformerOptions::default());
         for name in names {
             let pattern_error = |source| DeclarativeError::Pattern {
                 name: name.clone(),
@@ -150,7 +163,7 @@ impl InformerSet {
                         indexes: indexes.clone(),
                         ..PatternSpec::new(name.clone(), pattern)
                     };
-                    spec.options.namespaces = namespaces.clone();
+                    spec.options.watch.namespaces = namespaces.clone();
                     set.patterns.push(spec);
                 }
                 None => {
@@ -158,7 +171,7 @@ impl InformerSet {
                         indexes: indexes.clone(),
                         ..InformerSpec::new(name.clone())
                     };
-                    spec.options.namespaces = namespaces.clone();
+                    spec.options.watch.namespaces = namespaces.clone();
                     set.informers.push(spec);
                 }
             }

@@ -52,21 +52,21 @@ informers:
     .unwrap();
     assert_eq!(set.informers.len(), 2);
     let resolved = &set.informers;
-    assert!(resolved[0].options.strip_managed_fields);
-    assert_eq!(resolved[0].options.resync, Duration::from_secs(600));
+    assert!(resolved[0].options.cache.strip_managed_fields);
+    assert_eq!(resolved[0].options.cache.resync, Duration::from_secs(600));
     assert_eq!(resolved[0].options.when_not_served, WhenNotServed::Skip);
     assert_eq!(
-        resolved[0].options.namespaces,
+        resolved[0].options.watch.namespaces,
         crate::vocabulary::scope::Namespaces::only(["ops", "shop"])
     );
-    assert_eq!(resolved[1].options.resync, Duration::ZERO);
-    assert!(resolved[1].options.strip_managed_fields, "inherited");
-    assert!(resolved[1].options.metadata_only && resolved[1].options.streaming_list);
-    assert_eq!(resolved[1].options.page_size, 100);
+    assert_eq!(resolved[1].options.cache.resync, Duration::ZERO);
+    assert!(resolved[1].options.cache.strip_managed_fields, "inherited");
+    assert!(resolved[1].options.watch.metadata_only && resolved[1].options.watch.streaming_list);
+    assert_eq!(resolved[1].options.watch.page_size, 100);
     assert_eq!(resolved[1].options.when_not_served, WhenNotServed::Wait);
     assert_eq!(resolved[1].name(), "widgets-meta");
     assert_eq!(resolved[0].name(), "pods");
-    assert_eq!(resolved[0].index_functions().unwrap().len(), 2);
+    assert_eq!(resolved[0].indexes.len(), 2);
 }
 
 #[test]
@@ -91,7 +91,7 @@ informers:
     let paths: Vec<Option<Vec<String>>> = set
         .informers
         .iter()
-        .map(|i| i.options.projection.as_ref().map(Projection::paths))
+        .map(|i| i.options.cache.projection.as_ref().map(Projection::paths))
         .collect();
     assert_eq!(
         paths,
@@ -106,9 +106,12 @@ informers:
             Some(vec![]),
         ]
     );
-    assert_eq!(set.defaults.projection, set.informers[0].options.projection);
+    assert_eq!(
+        set.defaults.cache.projection,
+        set.informers[0].options.cache.projection
+    );
     let none = load("informers:\n  - resource: pods\n").unwrap();
-    assert_eq!(none.informers[0].options.projection, None);
+    assert_eq!(none.informers[0].options.cache.projection, None);
 }
 
 #[test]
@@ -467,13 +470,13 @@ patterns:
     assert!(set.informers.is_empty());
     let p = &set.patterns[0];
     assert_eq!(p.name, "example-crds");
-    assert!(p.options.strip_managed_fields, "inherited");
+    assert!(p.options.cache.strip_managed_fields, "inherited");
     assert_eq!(p.pattern.groups, ["*.example.com"]);
     assert_eq!(
         p.pattern.scope,
         Some(crate::factory::pattern::ScopeFilter::Namespaced)
     );
-    assert_eq!(p.index_functions().unwrap().len(), 1);
+    assert_eq!(p.indexes.len(), 1);
 
     let found = errors(
         r#"informers:

@@ -52,4 +52,21 @@ pub struct SkippedMember {
     pub resource: String,
     /// Why: not served (`whenNotServed: skip`), or the access denied.
     pub reason: String,
+    /// Whether access was denied ([`AccessPolicy::Skip`]); otherwise the
+    /// resource is not served.
+    pub denied: bool,
+}
+
+impl SkippedMember {
+    /// Why, in the informer layer's words: forbidden or not served.
+    #[must_use]
+    pub fn not_synced(&self) -> crate::informer::NotSynced {
+        use crate::informer::NotSynced;
+        let why = self.reason.clone();
+        if self.denied {
+            NotSynced::Forbidden { message: why }
+        } else {
+            NotSynced::NotServed { reason: why }
+        }
+    }
 }

@@ -31,8 +31,8 @@ use crate::declarative::config::{
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
-use crate::informer::InformerStatus;
 use crate::informer::options::{InformerOptions, WhenNotServed};
+use crate::informer::{InformerStatus, NotSynced};
 use crate::vocabulary::error_chain;
 use crate::vocabulary::resource::ResourceKey;
 
@@ -176,12 +176,34 @@ struct Plan {
     /// Informers the factory created while planning, which no current
     /// member holds: stopped again if the plan is refused.
     created: Vec<InformerHandle>,
-    /// JSON pointer → message.
-    errors: Vec<(String, String)>,
-    /// Why, for each of `errors` that is the cluster's answer (a resource
-    /// not served under `whenNotServed: fail`, a refused or failed
-    /// request): [`FactoryError::reason`].
-    cluster_reasons: Vec<&'static str>,
+    errors: Vec<PlanError>,
+}
+
+/// Why an entry (or the whole config) could not be planned.
+struct PlanError {
+    /// Where in the config: a JSON pointer.
+    pointer: String,
+    message: String,
+    /// The entry's name; `None` for an error of the whole config.
+    entry: Option<String>,
+    /// Why, when it is the cluster's answer (a resource not served under
+    /// `whenNotServed: fail`, a refused or failed request) rather than a
+    /// mistake in the config.
+    answer: Option<NotSynced>,
+}
+
+/// Why an entry of a set has no informer in a cluster right now, as
+/// [`ResourceSet::converge`] reports it.
+#[derive(Clone, Debug)]
+pub(crate) struct EntryFailure {
+    /// What went wrong, as text.
+    pub(crate) error: String,
+    /// Why, when it is the cluster's answer.
+    pub(crate) answer: Option<NotSynced>,
+    /// Whether the entry was skipped (not served under `whenNotServed:
+    /// skip`, or forbidden under [`AccessPolicy::Skip`]): the set rechecks
+    /// it by itself.
+    pub(crate) skipped: bool,
 }
 
 /// What one entry asks for, before an informer is had.
@@ -207,16 +229,36 @@ enum Target {
 impl Plan {
     /// The refusal of a plan with errors, each located in `source`.
     fn refusal(&self, source: Option<(&Path, &str)>) -> Option<DeclarativeError> {
-        let shared = match self.cluster_reasons.as_slice() {
-            [first, rest @ ..] if rest.iter().all(|r| r == first) => Some(*first),
-            _ => None,
+        let reasons: Option<Vec<&'static str>> = self
+            .errors
+            .iter()
+            .map(|e| e.answer.as_ref().map(NotSynced::reason))
+            .collect();
+        let shared = match reasons.as_deref() {
+            Some([first, rest @ ..]) if rest.iter().all(|r| r == first) => *first,
+            _ => "failed",
         };
         (!self.errors.is_empty()).then(|| DeclarativeError::Config {
             errors: locate(&self.errors, source),
-            reason: shared
-                .filter(|_| self.cluster_reasons.len() == self.errors.len())
-                .unwrap_or("failed"),
+            reason: shared,
         })
+    }
+
+    /// The errors of entries, by entry name (the first of each).
+    fn failures(&self) -> BTreeMap<String, EntryFailure> {
+        let mut failures = BTreeMap::new();
+        for e in &self.errors {
+            if let Some(entry) = &e.entry {
+                failures
+                    .entry(entry.clone())
+                    .or_insert_with(|| EntryFailure {
+                        error: e.message.clone(),
+                        answer: e.answer.clone(),
+                        skipped: false,
+                    });
+            }
+        }
+        failures
     }
 }
 
@@ -378,7 +420,7 @@ impl ResourceSet {
             let check = AccessCheck::new(
                 ResourceKey::from(&served),
                 scope == crate::vocabulary::scope::Scope::Namespaced,
-                m.informer.options().namespaces.clone(),
+                m.informer.options().watch.namespaces.clone(),
             );
             if !checks.contains(&check) {
                 checks.push(check);
@@ -436,12 +478,35 @@ impl ResourceSet {
     async fn reconcile(&self) {
         let mut state = self.inner.state.lock().await;
         let config = state.config.clone();
-        let plan = self.plan(&state, &config).await;
-        for (at, message) in &plan.errors {
-            tracing::warn!(entry = %pointer_path(at), error = %message, "resource set: left out");
-        }
-        self.commit(&mut state, plan, Removal::NoLongerSelected)
+        self.converge_locked(&mut state, config, Removal::NoLongerSelected)
             .await;
+    }
+
+    /// Makes `config` the set's as far as the cluster allows: unlike
+    /// [`apply`](Self::apply), which refuses a config with any error, the
+    /// entries that can be had now run, and those that cannot are left out
+    /// (members they had stay) and returned, by entry name, to be tried
+    /// again.
+    pub(crate) async fn converge(&self, config: InformerSet) -> BTreeMap<String, EntryFailure> {
+        let mut state = self.inner.state.lock().await;
+        self.converge_locked(&mut state, config, Removal::Reloaded)
+            .await
+    }
+
+    async fn converge_locked(
+        &self,
+        state: &mut State,
+        config: InformerSet,
+        reason: Removal,
+    ) -> BTreeMap<String, EntryFailure> {
+        let plan = self.plan(state, &config).await;
+        for e in &plan.errors {
+            tracing::warn!(entry = %pointer_path(&e.pointer), error = %e.message, "resource set: left out");
+        }
+        let failures = plan.failures();
+        state.config = config;
+        self.commit(state, plan, reason).await;
+        failures
     }
 
     /// Stops the informers a refused plan created.
@@ -456,7 +521,6 @@ impl ResourceSet {
     /// Makes `plan` the set: stops what left, replaces what must be, adds
     /// indexes, and tells subscribers.
     async fn commit(&self, state: &mut State, plan: Plan, reason: Removal) -> Counts {
-        let factory = &self.inner.factory;
         let mut counts = Counts::default();
         let mut events = Vec::new();
         let mut next: BTreeMap<MemberKey, SetMember> = BTreeMap::new();
@@ -465,28 +529,16 @@ impl ResourceSet {
         for (key, planned) in plan.members {
             let (mut member, replace) = (planned.member, planned.replace);
             let current = state.members.get(&key).cloned();
-            if replace {
-                if let Some(current) = &current
-                    && !next.values().any(|m| m.informer == current.informer)
-                    && !state
+            if replace && let Some(current) = &current {
+                let shared = next.values().any(|m| m.informer == current.informer)
+                    || state
                         .members
                         .iter()
-                        .any(|(k, m)| *k != key && m.informer == current.informer)
-                {
-                    factory.remove_informer(&current.informer).await;
-                    let options = current.informer.informer().options().clone();
-                    match factory
-                        .for_resource_with(current.informer.resource().clone(), |_| options)
-                        .await
-                    {
-                        Ok(fresh) => member.informer = fresh,
-                        Err(e) => {
-                            tracing::warn!(entry = %key.0, resource = %key.1, error = %error_chain(&e), "resource set: could not replace an informer");
-                            continue;
-                        }
-                    }
-                } else {
-                    tracing::warn!(entry = %key.0, resource = %key.1, "resource set: an index was removed or changed on an informer another entry shares; it stays until neither needs it");
+                        .any(|(k, m)| *k != key && m.informer == current.informer);
+                match self.replace(&key, current, shared).await {
+                    Some(fresh) => member.informer = fresh,
+                    None if shared => {}
+                    None => continue,
                 }
             }
             let added_indexes = add_indexes(&member);
@@ -535,6 +587,32 @@ impl ResourceSet {
             send(state, event);
         }
         counts
+    }
+
+    /// A new informer for `current`, whose index was removed or changed;
+    /// none while another member shares it (it stays until neither needs
+    /// it), or when the factory refuses the new one (logged).
+    async fn replace(
+        &self,
+        key: &MemberKey,
+        current: &SetMember,
+        shared: bool,
+    ) -> Option<InformerHandle> {
+        if shared {
+            tracing::warn!(entry = %key.0, resource = %key.1, "resource set: an index was removed or changed on an informer another entry shares; it stays until neither needs it");
+            return None;
+        }
+        let factory = &self.inner.factory;
+        factory.remove_informer(&current.informer).await;
+        let options = current.informer.informer().options().clone();
+        let resource = current.informer.resource().clone();
+        match factory.for_resource_with(resource, |_| options).await {
+            Ok(fresh) => Some(fresh),
+            Err(e) => {
+                tracing::warn!(entry = %key.0, resource = %key.1, error = %error_chain(&e), "resource set: could not replace an informer");
+                None
+            }
+        }
     }
 
     /// Removes the members the plan no longer has, stopping their informers
@@ -625,14 +703,14 @@ fn error_pointer(at: &str, e: &FactoryError) -> String {
 }
 
 /// Planning errors as config errors, with positions when the text is known.
-fn locate(errors: &[(String, String)], source: Option<(&Path, &str)>) -> Vec<ConfigProblem> {
+fn locate(errors: &[PlanError], source: Option<(&Path, &str)>) -> Vec<ConfigProblem> {
     errors
         .iter()
-        .map(|(pointer, message)| ConfigProblem {
+        .map(|e| ConfigProblem {
             file: source.map_or_else(|| "<config>".into(), |(p, _)| p.to_path_buf()),
-            position: source.and_then(|(_, text)| position_of(text, pointer)),
-            path: pointer_path(pointer),
-            message: message.clone(),
+            position: source.and_then(|(_, text)| position_of(text, &e.pointer)),
+            path: pointer_path(&e.pointer),
+            message: e.message.clone(),
         })
         .collect()
 }

@@ -12,10 +12,13 @@ impl ResourceSet {
         let mut plan = Plan::default();
         let joined = self.inner.shard_group.as_ref().map(|(spec, _)| spec);
         if config.shard_group.as_ref() != joined {
-            plan.errors.push((
-                "/shardGroup".to_owned(),
-                "the shard group cannot change while the set runs; restart to change it".to_owned(),
-            ));
+            plan.errors.push(PlanError {
+                pointer: "/shardGroup".to_owned(),
+                message: "the shard group cannot change while the set runs; restart to change it"
+                    .to_owned(),
+                entry: None,
+                answer: None,
+            });
         }
         let mut wants = self.wants(state, config, &mut plan).await;
         if let AccessPolicy::Skip { .. } = self.inner.policy {
@@ -26,11 +29,11 @@ impl ResourceSet {
         for want in wants {
             let key = (want.entry.clone(), want.resource.clone());
             let current = state.members.get(&key).filter(|c| {
-                c.informer.informer().options().cache_key() == want.options.cache_key()
+                c.informer.informer().options().sharing_key() == want.options.sharing_key()
             });
             let informer = match current {
                 Some(current) => current.informer.clone(),
-                None => match self.informer_for(config, &want).await {
+                None => match self.informer_for(&want).await {
                     Ok(informer) => {
                         if !held(&informer) {
                             plan.created.push(informer.clone());
@@ -66,31 +69,17 @@ impl ResourceSet {
     }
 
     /// The informer a want asks for, from the factory, with the want's
-    /// options. A namespace restriction an entry named one by one inherits
-    /// from the config's defaults does not apply to a cluster-scoped
-    /// resource, as in a factory's own defaults.
-    async fn informer_for(
-        &self,
-        config: &InformerSet,
-        want: &Want,
-    ) -> Result<InformerHandle, FactoryError> {
-        let factory = &self.inner.factory;
-        let (resource, inherits_namespaces): (ResourceRef, bool) = match &want.target {
-            Target::Spec(spec) => (
-                spec.resource.as_str().into(),
-                spec.options.namespaces == config.defaults.namespaces,
-            ),
-            Target::Key(k) => (k.into(), false),
+    /// options.
+    async fn informer_for(&self, want: &Want) -> Result<InformerHandle, FactoryError> {
+        let resource: ResourceRef = match &want.target {
+            Target::Spec(spec) => spec.resource.as_str().into(),
+            Target::Key(k) => k.into(),
         };
-        let first = want.options.clone();
-        match factory.for_resource_with(resource.clone(), |_| first).await {
-            Err(FactoryError::ClusterScoped(_)) if inherits_namespaces => {
-                let mut options = want.options.clone();
-                options.namespaces = factory.options().namespaces.clone();
-                factory.for_resource_with(resource, |_| options).await
-            }
-            other => other,
-        }
+        let options = want.options.clone();
+        self.inner
+            .factory
+            .for_resource_with(resource, |_| options)
+            .await
     }
 
     /// What each entry of `config` asks for: informers named one by one,
@@ -101,7 +90,7 @@ impl ResourceSet {
         config: &InformerSet,
         plan: &mut Plan,
     ) -> Vec<Want> {
-        let mut wants = self.named_wants(config, plan);
+        let mut wants = self.named_wants(config, plan).await;
         for (i, pattern) in config.patterns.iter().enumerate() {
             wants.extend(self.pattern_wants(state, i, pattern, plan).await);
         }
@@ -109,10 +98,17 @@ impl ResourceSet {
         wants
     }
 
-    /// What the informers named one by one ask for.
-    fn named_wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
+    /// What the informers named one by one ask for. A namespace
+    /// restriction an entry inherits from the config's defaults does not
+    /// apply to a cluster-scoped resource, as in a factory's own defaults.
+    async fn named_wants(&self, config: &InformerSet, plan: &mut Plan) -> Vec<Want> {
         let factory = &self.inner.factory;
-        let snapshot = factory.discovery().snapshot();
+        let mut snapshot = factory.discovery().snapshot();
+        if !snapshot.is_loaded() {
+            // Unloaded, nothing is known; a discovery error is the
+            // factory's to report for each entry.
+            snapshot = factory.discovery().refresh().await.unwrap_or(snapshot);
+        }
         let mut wants = Vec::new();
         for (i, spec) in config.informers.iter().enumerate() {
             // What access checks need, when discovery knows the name now.
@@ -120,7 +116,7 @@ impl ResourceSet {
                 .ok()
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
             let at = format!("/informers/{i}");
-            let Some(indexes) = plan.compile_indexes(&at, &spec.indexes) else {
+            let Some(indexes) = plan.compile_indexes(&at, spec.name(), &spec.indexes) else {
                 continue;
             };
             wants.push(Want {
@@ -131,7 +127,8 @@ impl ResourceSet {
                 options: match &known {
                     Some(k)
                         if !k.namespaced
-                            && spec.options.namespaces == config.defaults.namespaces =>
+                            && spec.options.watch.namespaces
+                                == config.defaults.watch.namespaces =>
                     {
                         factory.pattern_options(k, spec.options.clone())
                     }
@@ -156,7 +153,7 @@ impl ResourceSet {
         plan: &mut Plan,
     ) -> Vec<Want> {
         let at = format!("/patterns/{i}");
-        let Some(indexes) = plan.compile_indexes(&at, &pattern.indexes) else {
+        let Some(indexes) = plan.compile_indexes(&at, &pattern.name, &pattern.indexes) else {
             return Vec::new();
         };
         let factory = &self.inner.factory;
@@ -176,8 +173,12 @@ impl ResourceSet {
                 })
                 .collect(),
             Err(e) => {
-                plan.note_cluster_reason(&e);
-                plan.errors.push((format!("{at}/match"), error_chain(&e)));
+                plan.errors.push(PlanError {
+                    pointer: format!("{at}/match"),
+                    message: error_chain(&e),
+                    entry: Some(pattern.name.clone()),
+                    answer: e.not_synced(),
+                });
                 // What the pattern selected stays until it can be evaluated
                 // again (a reload with this error is refused anyway).
                 state
@@ -204,8 +205,8 @@ impl ResourceSet {
         let Some((_, group)) = &self.inner.shard_group else {
             return;
         };
-        for want in wants.iter_mut().filter(|w| w.options.shard.is_none()) {
-            want.options.shard_group = Some(group.into());
+        for want in wants.iter_mut().filter(|w| w.options.cache.shard.is_none()) {
+            want.options.cache.shard_group = Some(group.into());
         }
     }
 
@@ -215,9 +216,9 @@ impl ResourceSet {
         let checks: Vec<Option<AccessCheck>> = wants
             .iter()
             .map(|w| {
-                w.known
-                    .as_ref()
-                    .map(|k| AccessCheck::new(k.key(), k.namespaced, w.options.namespaces.clone()))
+                w.known.as_ref().map(|k| {
+                    AccessCheck::new(k.key(), k.namespaced, w.options.watch.namespaces.clone())
+                })
             })
             .collect();
         let asked: Vec<AccessCheck> = checks.iter().flatten().cloned().collect();
@@ -233,13 +234,15 @@ impl ResourceSet {
             match table.allowed(&check) {
                 Allowed::All => kept.push(want),
                 Allowed::Namespaces(allowed) => {
-                    want.options.namespaces = crate::vocabulary::scope::Namespaces::only(allowed);
+                    want.options.watch.namespaces =
+                        crate::vocabulary::scope::Namespaces::only(allowed);
                     kept.push(want);
                 }
                 Allowed::Nothing(reason) => plan.skipped.push(SkippedMember {
                     entry: want.entry,
                     resource: want.resource,
                     reason,
+                    denied: true,
                 }),
             }
         }
@@ -256,6 +259,7 @@ impl Plan {
     fn compile_indexes(
         &mut self,
         at: &str,
+        entry: &str,
         indexes: &BTreeMap<String, String>,
     ) -> Option<BTreeMap<String, IndexFn>> {
         let mut compiled = BTreeMap::new();
@@ -264,21 +268,15 @@ impl Plan {
                 Ok(func) => {
                     compiled.insert(name.clone(), func);
                 }
-                Err(e) => self
-                    .errors
-                    .push((format!("{at}/indexes/{name}"), e.to_string())),
+                Err(e) => self.errors.push(PlanError {
+                    pointer: format!("{at}/indexes/{name}"),
+                    message: e.to_string(),
+                    entry: Some(entry.to_owned()),
+                    answer: None,
+                }),
             }
         }
         (compiled.len() == indexes.len()).then_some(compiled)
-    }
-
-    /// Records why `e` refused an entry, when that is the cluster's answer
-    /// rather than a mistake in the config.
-    fn note_cluster_reason(&mut self, e: &FactoryError) {
-        let reason = e.reason();
-        if reason != "failed" {
-            self.cluster_reasons.push(reason);
-        }
     }
 
     /// Records why the factory gave no informer for `want`: left out (not
@@ -301,10 +299,10 @@ impl Plan {
                 entry: key.0,
                 resource: key.1,
                 reason,
+                denied: false,
             });
             return;
         }
-        self.note_cluster_reason(&e);
         let (pointer, message) = match &want.target {
             Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
             Target::Key(k) => (
@@ -312,6 +310,11 @@ impl Plan {
                 format!("{k}: {}", error_chain(&e)),
             ),
         };
-        self.errors.push((pointer, message));
+        self.errors.push(PlanError {
+            pointer,
+            message,
+            entry: Some(key.0),
+            answer: e.not_synced(),
+        });
     }
 }

@@ -14,8 +14,14 @@ fn content_hashes_are_fnv1a_64() {
 #[test]
 fn planning_errors_are_located_in_the_text() {
     let text = "apiVersion: v\nkind: k\ninformers:\n  - resource: pods\n  - resource: nosuch.example.com\n";
+    let error = |pointer: &str, message: &str| PlanError {
+        pointer: pointer.into(),
+        message: message.into(),
+        entry: None,
+        answer: None,
+    };
     let errors = locate(
-        &[("/informers/1/resource".into(), "not served".into())],
+        &[error("/informers/1/resource", "not served")],
         Some((Path::new("set.yaml"), text)),
     );
     assert_eq!(errors.len(), 1);
@@ -24,7 +30,7 @@ fn planning_errors_are_located_in_the_text() {
         "set.yaml:5:15: informers[1].resource: not served"
     );
     // Without the text: the place in the document still.
-    let errors = locate(&[("/patterns/0/match".into(), "boom".into())], None);
+    let errors = locate(&[error("/patterns/0/match", "boom")], None);
     assert_eq!(errors[0].to_string(), "<config>: patterns[0].match: boom");
 }
 

@@ -20,9 +20,9 @@ impl Reflector {
 
     pub(super) fn list_params(&self) -> ListParams {
         ListParams {
-            label_selector: self.options.label_selector.clone(),
-            field_selector: self.options.field_selector.clone(),
-            limit: (self.options.page_size > 0).then_some(self.options.page_size),
+            label_selector: self.options.watch.label_selector.clone(),
+            field_selector: self.options.watch.field_selector.clone(),
+            limit: (self.options.watch.page_size > 0).then_some(self.options.watch.page_size),
             ..ListParams::default()
         }
     }
@@ -171,7 +171,7 @@ impl Reflector {
             Err(outcome) => return outcome,
         };
         let mut initial = InitialEvents {
-            page_size: match self.options.page_size {
+            page_size: match self.options.watch.page_size {
                 0 => 500,
                 n => usize::try_from(n).unwrap_or(usize::MAX),
             },

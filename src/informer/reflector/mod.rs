@@ -355,7 +355,7 @@ impl Reflector {
     ) -> Self {
         let metrics = InformerMetrics::new(
             &ResourceKey::from(&resource),
-            &match &options.namespaces {
+            &match &options.watch.namespaces {
                 Namespaces::All => String::new(),
                 Namespaces::Only(set) => set.iter().cloned().collect::<Vec<_>>().join(","),
             },
@@ -364,14 +364,14 @@ impl Reflector {
             lw,
             key: ResourceKey::from(&resource),
             resource,
-            transform: options.transform_fn(),
+            transform: options.cache.transform_fn(),
             options: options.clone(),
             status,
             stats: Arc::new(ReflectorStats::default()),
             metrics,
             error_hook,
             streaming_unsupported: false,
-            shard: options.shard_ranges(),
+            shard: options.cache.shard_ranges(),
             active_shard: None,
             snapshot_tried: false,
             snapshot_pending: None,
@@ -404,7 +404,7 @@ impl Reflector {
     /// Runs until `cancel` fires, handing every change to `sink` in order.
     pub async fn run(mut self, cancel: CancellationToken, mut sink: impl FnMut(Delta) + Send) {
         let mut progress = Progress {
-            backoff: Backoff::new(self.options.backoff.clone()),
+            backoff: Backoff::new(self.options.watch.backoff.clone()),
             resume_rv: None,
             listed: false,
             next_list: ListReason::First,
@@ -567,7 +567,7 @@ impl Reflector {
         sink: &mut (impl FnMut(Delta) + Send),
         progress: &mut Progress,
     ) -> Listed {
-        let streaming = self.options.streaming_list
+        let streaming = self.options.watch.streaming_list
             && self.lw.capabilities().streaming_list
             && !self.streaming_unsupported;
         let list_started = std::time::Instant::now();

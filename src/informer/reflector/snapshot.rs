@@ -67,7 +67,7 @@ impl Reflector {
         });
         let resource_version = opened.resource_version.clone();
         sink(Delta::ListBegin);
-        let decode = self.options.storage == Storage::Objects;
+        let decode = self.options.cache.storage == Storage::Objects;
         let read = move |mut opened: Opened| {
             tokio::task::spawn_blocking(move || {
                 let page = opened.page(SNAPSHOT_PAGE).map(|page| {
@@ -113,7 +113,7 @@ impl Reflector {
         if (secrets || self.options.sensitive) && !options.include_sensitive {
             return Err(SnapshotRefusal::Sensitive);
         }
-        if self.options.shard_group.is_some() && self.options.shard.is_none() {
+        if self.options.cache.shard_group.is_some() && self.options.cache.shard.is_none() {
             return Err(SnapshotRefusal::ShardGroup);
         }
         let cluster = match &options.cluster {

@@ -29,11 +29,11 @@ impl Reflector {
     }
 
     pub(super) fn watch_params(&self) -> WatchParams {
-        let min = self.options.min_watch_timeout.as_secs().max(1);
+        let min = self.options.watch.min_watch_timeout.as_secs().max(1);
         let timeout = min + rand::random_range(0..=min);
         WatchParams {
-            label_selector: self.options.label_selector.clone(),
-            field_selector: self.options.field_selector.clone(),
+            label_selector: self.options.watch.label_selector.clone(),
+            field_selector: self.options.watch.field_selector.clone(),
             timeout: Some(u32::try_from(timeout).unwrap_or(u32::MAX)),
             bookmarks: true,
             send_initial_events: false,

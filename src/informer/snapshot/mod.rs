@@ -718,15 +718,15 @@ fn owner_only() -> std::fs::OpenOptions {
 /// What of `options` shapes the cache, as one hash.
 fn shape(options: &InformerOptions) -> String {
     let shaping = serde_json::json!({
-        "namespaces": options.namespaces,
-        "labelSelector": options.label_selector,
-        "fieldSelector": options.field_selector,
-        "stripManagedFields": options.strip_managed_fields,
-        "projection": options.projection,
-        "transform": options.transform.as_ref().map(|t| t.name().to_owned()),
-        "metadataOnly": options.metadata_only,
-        "shard": options.shard,
-        "shardKey": options.shard_key,
+        "namespaces": options.watch.namespaces,
+        "labelSelector": options.watch.label_selector,
+        "fieldSelector": options.watch.field_selector,
+        "stripManagedFields": options.cache.strip_managed_fields,
+        "projection": options.cache.projection,
+        "transform": options.cache.transform.as_ref().map(|t| t.name().to_owned()),
+        "metadataOnly": options.watch.metadata_only,
+        "shard": options.cache.shard,
+        "shardKey": options.cache.shard_key,
     });
     format!("{:016x}", fnv1a_64(shaping.to_string().as_bytes()))
 }

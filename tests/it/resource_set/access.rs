@@ -104,7 +104,7 @@ async fn skipping_forbidden_resources_watches_exactly_what_is_allowed_then_more(
     let widgets = &members[0];
     assert_eq!(widgets.resource, widgets_key);
     assert_eq!(
-        widgets.informer.informer().options().namespaces,
+        widgets.informer.informer().options().watch.namespaces,
         Namespaces::only([f.ns_a.clone()])
     );
     let skipped = set.status().await.skipped;
@@ -147,12 +147,12 @@ async fn skipping_forbidden_resources_watches_exactly_what_is_allowed_then_more(
     }
     let widened = &now_watched[&widgets_key];
     assert_eq!(
-        widened.informer.informer().options().namespaces,
+        widened.informer.informer().options().watch.namespaces,
         Namespaces::only([f.ns_a.clone(), f.ns_b.clone()])
     );
     let gadgets = &now_watched[&gadgets_key];
     assert_eq!(
-        gadgets.informer.informer().options().namespaces,
+        gadgets.informer.informer().options().watch.namespaces,
         Namespaces::only([f.ns_a.clone()])
     );
     wait_for("both caches right", Duration::from_secs(30), || async {

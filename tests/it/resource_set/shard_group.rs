@@ -38,7 +38,7 @@ async fn a_config_with_a_shard_group_shards_its_informers_and_leaves_the_group_a
     assert_eq!(members.len(), 1);
     let informer = members[0].informer.clone();
     assert!(
-        informer.options().shard_group.is_some(),
+        informer.options().cache.shard_group.is_some(),
         "the informer keeps the member's slots"
     );
     set.start().unwrap();

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube_dynamic_informer::declarative::SetMember;
 use kube_dynamic_informer::factory::{CacheSyncReport, InformerHandle};
 use kube_dynamic_informer::informer::InformerStatus;
 use serde_json::{Value, json};
@@ -28,7 +29,6 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::declared::Declared;
 use crate::exit::{Failure, code};
 use crate::stderr::Stderr;
 
@@ -99,7 +99,7 @@ impl Tracked {
 /// `shard 1/4 by uid, filtered server-side`.
 fn shard_words(informer: &InformerHandle) -> Option<String> {
     let options = informer.options();
-    let which = match (options.shard, &options.shard_group) {
+    let which = match (options.cache.shard, &options.cache.shard_group) {
         (Some(shard), _) => format!("shard {shard}"),
         (None, Some(group)) => format!("the slots of {}", group.describe()),
         (None, None) => return None,
@@ -113,7 +113,7 @@ fn shard_words(informer: &InformerHandle) -> Option<String> {
         .map_or_else(String::new, |f| format!(", filtered {f}"));
     Some(format!(
         "{which} by {}{share}{filtering}",
-        options.shard_key
+        options.cache.shard_key
     ))
 }
 
@@ -141,10 +141,10 @@ pub fn resource_label(informer: &InformerHandle) -> String {
 }
 
 /// An informer joining or leaving a running set, for
-/// [`Progress::follow_set`].
+/// [`Progress::follow`].
 pub enum Membership {
-    /// Joined, as declared.
-    Joined(Declared),
+    /// Joined.
+    Joined(SetMember),
     /// Left: its name and informer.
     Left(String, InformerHandle),
 }
@@ -172,7 +172,7 @@ const BAR_TICK: Duration = Duration::from_millis(100);
 
 impl Progress {
     /// Follows `informers`' statuses, to say them on `stderr`.
-    pub fn new(informers: &[Declared], stderr: Stderr, interval: Duration) -> Self {
+    pub fn new(informers: &[SetMember], stderr: Stderr, interval: Duration) -> Self {
         let mut progress = Progress {
             stderr,
             interval,
@@ -192,7 +192,7 @@ impl Progress {
     }
 
     /// Follows one more informer (one that joined a running set).
-    pub fn track(&mut self, d: &Declared) {
+    pub fn track(&mut self, d: &SetMember) {
         let status = d.informer.informer().watch_status();
         let mut forward = status.clone();
         let changed = self.changes.clone();
@@ -202,7 +202,7 @@ impl Progress {
             }
         }));
         self.tracked.push(Tracked {
-            label: d.name.clone(),
+            label: d.entry.clone(),
             informer: d.informer.clone(),
             indexes: d.indexes.keys().cloned().collect(),
             status,
@@ -294,16 +294,9 @@ impl Progress {
     }
 
     /// After sync: says every change, and at the interval what is still
-    /// waited for and new index failures, until `cancel`.
-    pub async fn follow(self, cancel: CancellationToken) {
-        // No informer joins or leaves: a channel that is closed at once.
-        let (_, joins) = tokio::sync::mpsc::unbounded_channel();
-        self.follow_set(cancel, joins).await;
-    }
-
-    /// As [`follow`](Self::follow), for a set whose informers come and go
-    /// as `joins` says.
-    pub async fn follow_set(
+    /// waited for and new index failures, until `cancel`; informers join
+    /// and leave as `joins` says.
+    pub async fn follow(
         mut self,
         cancel: CancellationToken,
         mut joins: tokio::sync::mpsc::UnboundedReceiver<Membership>,

@@ -6,7 +6,7 @@ use std::path::Path;
 use kube_client::Config;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
-use super::DeclarativeError;
+use crate::declarative::DeclarativeError;
 
 /// The names of every context of a kubeconfig, in file order.
 #[must_use]
@@ -109,7 +109,7 @@ pub(crate) async fn cluster_from_file(path: &Path) -> Result<(String, Config), D
 }
 
 /// A file's name without its extension (`east.yaml` → `east`).
-pub(super) fn cluster_name_of(path: &Path) -> String {
+pub(crate) fn cluster_name_of(path: &Path) -> String {
     path.file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
