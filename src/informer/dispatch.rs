@@ -1,8 +1,88 @@
-//! What the informer does with each delta (store, indexes, handlers), and
-//! its timers: resync and staleness.
+//! The dispatcher, which owns the listeners: what the informer does with
+//! each delta (store, indexes, handlers), and its timers: resync and
+//! staleness.
+
+use std::sync::atomic::AtomicBool;
 
 use super::*;
 use crate::vocabulary::shard::Settlement;
+
+/// Everything guarded by the dispatch lock.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    pub(super) listeners: Vec<Listener>,
+    pub(super) clock: ResyncClock,
+    pub(super) started: bool,
+    pub(super) synced: bool,
+    /// The id of the last registration.
+    pub(super) next_id: u64,
+    /// The shard ranges before and after a change, until the end of the
+    /// list that follows it.
+    pub(super) reshard: Option<Reshard>,
+    /// The objects of the events handed to handlers, kept until the
+    /// handlers are done with them (see [`Retired`]).
+    pub(super) retired: Retired,
+    /// A snapshot's objects, in the cache and not yet handed to the
+    /// handlers: they are, as initial Adds, at the next other delta (the
+    /// end of the snapshot) or registration, so that the handlers' decoding
+    /// does not hold back the cache's filling.
+    pub(super) deferred: Vec<CachedObject>,
+    /// Async handlers' tasks, awaited on stop.
+    pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Dispatch {
+    /// Hands the deferred objects of a snapshot to every handler, as
+    /// initial Adds decoded only when the handler is about to run. A closed
+    /// handler's queue refuses them; the next delta's dispatch drops it.
+    pub(super) fn hand_on_deferred(&mut self) {
+        let deferred = std::mem::take(&mut self.deferred);
+        for l in &mut self.listeners {
+            for object in &deferred {
+                l.push(Queued::Replay(object.clone()));
+            }
+        }
+    }
+}
+
+/// A shard's selector before (none before the first list) and after a
+/// change of its ranges.
+pub(super) type Reshard = (Option<ShardSelector>, ShardSelector);
+
+/// The dispatcher: the listeners and what they are owed, behind one lock.
+#[derive(Default)]
+pub(super) struct Dispatcher {
+    state: Mutex<Dispatch>,
+    /// Resync ticks wake up when the check period changes.
+    pub(super) resync_changed: tokio::sync::Notify,
+}
+
+impl Dispatcher {
+    pub(super) fn lock(&self) -> parking_lot::MutexGuard<'_, Dispatch> {
+        self.state.lock()
+    }
+}
+
+/// When something last arrived from the server, for staleness.
+#[derive(Default)]
+pub(super) struct LastHeard {
+    at: Mutex<Option<Instant>>,
+    /// The status was set to stale (cleared by the next delta).
+    stale: AtomicBool,
+}
+
+impl LastHeard {
+    /// Something arrived now; true when the status was stale.
+    fn now(&self) -> bool {
+        *self.at.lock() = Some(Instant::now());
+        self.stale.swap(false, Ordering::Relaxed)
+    }
+
+    /// The time since something last arrived; `None` before anything did.
+    pub(super) fn silent_for(&self) -> Option<Duration> {
+        self.at.lock().map(|at| at.elapsed())
+    }
+}
 
 /// What one delta did to the cache: the events it makes, and what the
 /// handlers learn besides.
@@ -47,7 +127,7 @@ impl Shared {
         }
         let mut d = self.dispatch.lock();
         if !matches!(delta, Delta::SnapshotPage(_)) {
-            d.hand_on_deferred(&self.key);
+            d.hand_on_deferred();
         }
         let applied = self.apply(writer, &mut d, delta);
         if applied.tombstones > 0 {
@@ -134,18 +214,12 @@ impl Shared {
     /// Queues what a delta made to every listener, dropping those that
     /// closed.
     fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
-        if d.listeners.iter().any(|l| l.mailbox().is_some()) {
+        if d.listeners.iter().any(|l| l.mailbox.runs_elsewhere()) {
             d.retired.keep(&applied.events, self.options.cache.storage);
         }
-        let resource = &self.key;
         d.listeners.retain_mut(|l| {
-            if l.is_closed() {
+            if l.is_closed() || !applied.events.iter().all(|e| l.push(e.clone())) {
                 return false;
-            }
-            for e in &applied.events {
-                if !l.push(e.clone(), resource) {
-                    return false;
-                }
             }
             if applied.first_sync {
                 l.mark_synced();
@@ -159,8 +233,7 @@ impl Shared {
 
     /// Something arrived: the cache is current again, not stale.
     fn heard_from_server(&self) {
-        self.last_delta.store(self.elapsed_ms(), Ordering::Relaxed);
-        if self.stale.swap(false, Ordering::Relaxed) {
+        if self.heard.now() {
             self.status.send_if_modified(|status| {
                 if matches!(status, InformerStatus::Stale { .. }) {
                     *status = InformerStatus::Synced;
@@ -216,12 +289,12 @@ impl Shared {
             if check.is_zero() {
                 tokio::select! {
                     _ = cancel.cancelled() => return,
-                    _ = self.resync_changed.notified() => continue,
+                    _ = self.dispatch.resync_changed.notified() => continue,
                 }
             }
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = self.resync_changed.notified() => continue,
+                _ = self.dispatch.resync_changed.notified() => continue,
                 _ = tokio::time::sleep(check) => {}
             }
             self.resync_due(Instant::now());
@@ -247,14 +320,10 @@ impl Shared {
         for i in due {
             let l = &mut d.listeners[i];
             for o in &objects {
-                l.push(Queued::Resync(o.clone()), &self.key);
+                l.push(Queued::Resync(o.clone()));
             }
             l.next_resync = Some(now + l.resync);
         }
-    }
-
-    pub(super) fn elapsed_ms(&self) -> u64 {
-        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// With compact storage, frees every few seconds what the objects
@@ -290,10 +359,7 @@ impl Shared {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(check) => {}
             }
-            let silent = Duration::from_millis(
-                self.elapsed_ms()
-                    .saturating_sub(self.last_delta.load(Ordering::Relaxed)),
-            );
+            let silent = self.heard.silent_for().unwrap_or_default();
             if silent < limit {
                 continue;
             }
@@ -305,7 +371,7 @@ impl Shared {
                 _ => false,
             });
             if became_stale {
-                self.stale.store(true, Ordering::Relaxed);
+                self.heard.stale.store(true, Ordering::Relaxed);
                 self.metrics.stale.set(1.0);
                 tracing::warn!(resource = %self.key, silent_for = ?silent, "nothing received from the watch for longer than staleAfter; the cache may be behind the server");
             }
@@ -315,34 +381,21 @@ impl Shared {
     /// Closes every queue, waits (up to 5 s) for handlers in a call to
     /// return and for async handlers' tasks to end.
     pub(super) async fn stop_listeners(&self) {
-        let mailboxes: Vec<Arc<Mailbox>> = {
+        let (mailboxes, tasks) = {
             let mut d = self.dispatch.lock();
-            let mailboxes = d
-                .listeners
-                .iter()
-                .filter_map(|l| l.mailbox().cloned())
-                .collect();
-            for l in &d.listeners {
-                l.state.mark_removed();
-            }
-            d.listeners.clear();
-            mailboxes
+            let mailboxes: Vec<Arc<Mailbox>> = d.listeners.drain(..).map(|l| l.mailbox).collect();
+            (mailboxes, std::mem::take(&mut d.tasks))
         };
         for m in &mailboxes {
             m.close();
         }
-        let tasks = std::mem::take(&mut *self.tasks.lock());
         let deadline = Instant::now() + Duration::from_secs(5);
-        let finished = |m: &Arc<Mailbox>| !m.is_running();
-        while Instant::now() < deadline
-            && (!mailboxes.iter().all(finished)
-                || !tasks.iter().all(tokio::task::JoinHandle::is_finished))
-        {
+        let busy =
+            || mailboxes.iter().any(|m| m.is_running()) || !tasks.iter().all(|t| t.is_finished());
+        while Instant::now() < deadline && busy() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        if !mailboxes.iter().all(finished)
-            || !tasks.iter().all(tokio::task::JoinHandle::is_finished)
-        {
+        if busy() {
             tracing::warn!(resource = %self.key, "an event handler is still running after stop; it is left to finish");
         }
         for task in tasks {

@@ -26,8 +26,8 @@ impl SharedInformer {
         handler: impl EventHandler,
         options: HandlerOptions,
     ) -> Registration {
-        let (state, _) = self.register_mailbox(&options, Target::Pool(Box::new(handler)));
-        self.registration(state)
+        let mailbox = self.register(&options, Target::Pool(Box::new(handler)));
+        self.registration(&mailbox)
     }
 
     /// Adds an async handler with the informer's default resync period. See
@@ -75,17 +75,17 @@ impl SharedInformer {
             tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
                 resource: self.shared.key.clone(),
             })?;
-        let (state, mailbox) =
-            self.register_mailbox(&options, Target::Task(tokio::sync::Notify::new()));
+        let mailbox = self.register(&options, Target::Task(tokio::sync::Notify::new()));
+        let registration = self.registration(&mailbox);
         let task = runtime.spawn(listener::drain_async(mailbox, handler));
-        self.shared.tasks.lock().push(task);
-        Ok(self.registration(state))
+        self.shared.dispatch.lock().tasks.push(task);
+        Ok(registration)
     }
 
-    /// The handle of the registration whose counters are `state`.
-    fn registration(&self, state: Arc<ListenerState>) -> Registration {
+    /// The handle of the registration that `mailbox` serves.
+    fn registration(&self, mailbox: &Mailbox) -> Registration {
         Registration {
-            state,
+            state: mailbox.state.clone(),
             informer: Arc::downgrade(&self.shared),
         }
     }
@@ -100,8 +100,7 @@ impl SharedInformer {
     /// [`events`](Self::events) with handler options (its own resync period,
     /// coalescing).
     pub fn events_with(&self, options: HandlerOptions) -> EventStream {
-        let (_, mailbox) =
-            self.register_mailbox(&options, Target::Stream(futures::task::AtomicWaker::new()));
+        let mailbox = self.register(&options, Target::Stream(futures::task::AtomicWaker::new()));
         EventStream {
             mailbox,
             buffer: std::collections::VecDeque::new(),
@@ -110,56 +109,55 @@ impl SharedInformer {
     }
 
     /// Registers a listener whose events go through a mailbox to `target`
-    /// (the handler pool, a task or a stream), with the cache replayed
-    /// first; its counters and its mailbox.
-    fn register_mailbox(
-        &self,
-        options: &HandlerOptions,
-        target: Target,
-    ) -> (Arc<ListenerState>, Arc<Mailbox>) {
-        let state = self.new_listener_state(options);
-        let mailbox = Mailbox::new(
-            state.clone(),
-            options.coalesce,
-            target,
-            self.shared.key.clone(),
-        );
-        self.register(
-            state.clone(),
-            Sink::Mailbox(mailbox.clone()),
-            options.resync,
-        );
-        (state, mailbox)
-    }
-
-    /// The shared counters of a new registration, with its id and metric
-    /// series.
-    pub(super) fn new_listener_state(&self, options: &HandlerOptions) -> Arc<ListenerState> {
-        let id = {
-            let mut d = self.shared.dispatch.lock();
-            let id = d.next_id;
-            d.next_id += 1;
-            id
-        };
+    /// (the handler pool, a task, a stream, or a handler called in place),
+    /// with the cache replayed first.
+    pub(super) fn register(&self, options: &HandlerOptions, target: Target) -> Arc<Mailbox> {
+        let mut d = self.shared.dispatch.lock();
+        d.next_id += 1;
+        let id = d.next_id;
         let name = options
             .name
             .clone()
             .unwrap_or_else(|| format!("handler-{id}"));
-        Arc::new(ListenerState {
+        let state = Arc::new(ListenerState {
             id,
             metrics: self.shared.metrics.handler(&name),
             name,
             ..ListenerState::default()
-        })
+        });
+        let mailbox = Mailbox::new(state, options.coalesce, target, self.shared.key.clone());
+        let resync = self.admit_resync(&mut d, options.resync, &mailbox.state.name);
+        let mut listener = Listener {
+            mailbox: mailbox.clone(),
+            requested_resync: options.resync,
+            resync,
+            next_resync: (!resync.is_zero()).then(|| Instant::now() + resync),
+            sync_marked: false,
+        };
+        // A snapshot's objects the others have not had yet go to them
+        // first: the new one has them in its replay.
+        d.hand_on_deferred();
+        // Replay under the dispatch lock: no event can slip between the
+        // snapshot and the registration.
+        for object in self.shared.store.list_all() {
+            listener.push(Queued::Replay(object));
+        }
+        if d.synced {
+            listener.mark_synced();
+        }
+        d.listeners.push(listener);
+        mailbox
     }
 
-    pub(super) fn register(
+    /// The resync period a new handler gets for what it asked
+    /// (`requested_resync`), with a warning when it differs; a lowered
+    /// check period changes every other handler's period too.
+    fn admit_resync(
         &self,
-        state: Arc<ListenerState>,
-        sink: Sink,
+        d: &mut Dispatch,
         requested_resync: Option<Duration>,
-    ) {
-        let mut d = self.shared.dispatch.lock();
+        handler: &str,
+    ) -> Duration {
         let started = d.started;
         let requested = requested_resync.unwrap_or(self.shared.options.cache.resync);
         let r = d.clock.add_handler(requested, started);
@@ -175,7 +173,7 @@ impl SharedInformer {
             };
             tracing::warn!(
                 resource = %self.shared.key,
-                handler = %state.name,
+                handler = %handler,
                 asked = ?requested,
                 effective = ?r.period,
                 "resync period adjusted: {why}"
@@ -187,27 +185,8 @@ impl SharedInformer {
             for l in &mut d.listeners {
                 l.resync = clock.effective(l.requested_resync.unwrap_or(default));
             }
-            self.shared.resync_changed.notify_one();
+            self.shared.dispatch.resync_changed.notify_one();
         }
-        let mut listener = Listener {
-            state,
-            sink,
-            requested_resync,
-            resync: r.period,
-            next_resync: (!r.period.is_zero()).then(|| Instant::now() + r.period),
-            sync_marked: false,
-        };
-        // A snapshot's objects the others have not had yet go to them
-        // first: the new one has them in its replay.
-        d.hand_on_deferred(&self.shared.key);
-        // Replay under the dispatch lock: no event can slip between the
-        // snapshot and the registration.
-        for object in self.shared.store.list_all() {
-            listener.push(Queued::Replay(object), &self.shared.key);
-        }
-        if d.synced {
-            listener.mark_synced();
-        }
-        d.listeners.push(listener);
+        r.period
     }
 }

@@ -109,6 +109,9 @@ impl ListenerState {
 pub(super) enum Target {
     /// A handler run on the process's handler pool.
     Pool(Box<dyn EventHandler>),
+    /// A handler called in place, by whoever queued the event (the
+    /// non-shared informer's dispatch, under its lock).
+    InPlace(Box<dyn EventHandler>),
     /// A task on the tokio runtime (async handlers), woken by the notify.
     Task(tokio::sync::Notify),
     /// An [`EventStream`]'s consumer.
@@ -194,9 +197,16 @@ impl Mailbox {
     fn wake(self: &Arc<Self>) {
         match &self.target {
             Target::Pool(_) => HandlerPool::global().schedule(self.clone()),
+            Target::InPlace(_) => while self.run_turn() {},
             Target::Task(notify) => notify.notify_one(),
             Target::Stream(waker) => waker.wake(),
         }
+    }
+
+    /// Whether the handler runs on another thread or task than the
+    /// dispatch.
+    pub(super) fn runs_elsewhere(&self) -> bool {
+        !matches!(self.target, Target::InPlace(_))
     }
 
     /// Takes the next turn's items; an empty turn clears `scheduled`, so the
@@ -238,7 +248,7 @@ impl Mailbox {
             self.state.backlog.store(0, Ordering::Relaxed);
         }
         match &self.target {
-            Target::Pool(_) => {}
+            Target::Pool(_) | Target::InPlace(_) => {}
             Target::Task(notify) => notify.notify_one(),
             Target::Stream(waker) => waker.wake(),
         }
@@ -251,11 +261,6 @@ impl Mailbox {
         self.state.publish_backlog();
     }
 
-    /// The synced marker was reached.
-    pub(super) fn handed_synced(&self) {
-        self.state.mark_synced();
-    }
-
     pub(super) fn resource(&self) -> &ResourceKey {
         &self.resource
     }
@@ -263,7 +268,7 @@ impl Mailbox {
 
 impl Runnable for Mailbox {
     fn run_turn(&self) -> bool {
-        let Target::Pool(handler) = &self.target else {
+        let (Target::Pool(handler) | Target::InPlace(handler)) = &self.target else {
             return false;
         };
         let mut items = Vec::with_capacity(TURN);
@@ -285,7 +290,7 @@ impl Runnable for Mailbox {
                     );
                     self.handed_event();
                 }
-                Item::Synced => self.handed_synced(),
+                Item::Synced => self.state.mark_synced(),
                 Item::Settlement(_) => {}
             }
         }
@@ -293,17 +298,8 @@ impl Runnable for Mailbox {
     }
 }
 
-/// Where a listener's events go.
-pub(super) enum Sink {
-    /// A queue drained by the handler pool, a task or an event stream.
-    Mailbox(Arc<Mailbox>),
-    /// Called in place (non-shared informer).
-    Inline(Arc<dyn EventHandler>),
-}
-
 pub(super) struct Listener {
-    pub(super) state: Arc<ListenerState>,
-    pub(super) sink: Sink,
+    pub(super) mailbox: Arc<Mailbox>,
     /// Requested resync period (`None`: informer default).
     pub(super) requested_resync: Option<Duration>,
     /// Effective resync period; zero = never.
@@ -315,46 +311,25 @@ pub(super) struct Listener {
 
 impl Listener {
     /// Queues an event; false when the consumer is gone.
-    pub(super) fn push(&self, event: impl Into<Queued>, resource: &ResourceKey) -> bool {
-        let event = event.into();
-        match &self.sink {
-            Sink::Mailbox(mailbox) => mailbox.push(event),
-            Sink::Inline(handler) => {
-                deliver(handler.as_ref(), event.into_event(), &self.state, resource);
-                true
-            }
-        }
+    pub(super) fn push(&self, event: impl Into<Queued>) -> bool {
+        self.mailbox.push(event.into())
     }
 
     pub(super) fn mark_synced(&mut self) {
-        if self.sync_marked {
-            return;
-        }
-        self.sync_marked = true;
-        match &self.sink {
-            Sink::Mailbox(mailbox) => mailbox.push_synced(),
-            Sink::Inline(_) => self.state.mark_synced(),
+        if !std::mem::replace(&mut self.sync_marked, true) {
+            self.mailbox.push_synced();
         }
     }
 
-    /// Queues a hand-over's settlement behind the events queued so far; a
-    /// handler called in place has had them all already.
+    /// Queues a hand-over's settlement behind the events queued so far.
     pub(super) fn push_settlement(&self, settlement: &Settlement) {
-        if let Sink::Mailbox(mailbox) = &self.sink {
-            let settlement = settlement.clone();
-            mailbox.push_marker(|queue| queue.push_settlement(settlement));
-        }
+        let settlement = settlement.clone();
+        self.mailbox
+            .push_marker(|queue| queue.push_settlement(settlement));
     }
 
     pub(super) fn is_closed(&self) -> bool {
-        self.state.removed.load(Ordering::Acquire)
-    }
-
-    pub(super) fn mailbox(&self) -> Option<&Arc<Mailbox>> {
-        match &self.sink {
-            Sink::Mailbox(m) => Some(m),
-            Sink::Inline(_) => None,
-        }
+        self.mailbox.state.removed.load(Ordering::Acquire)
     }
 }
 
@@ -449,7 +424,7 @@ impl Registration {
         let d = shared.dispatch.lock();
         d.listeners
             .iter()
-            .find(|l| l.state.id == self.state.id)
+            .find(|l| l.mailbox.state.id == self.state.id)
             .map_or(Duration::ZERO, |l| l.resync)
     }
 
@@ -482,11 +457,12 @@ fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
     state.mark_removed();
     if let Some(shared) = informer.upgrade() {
         let mut d = shared.dispatch.lock();
-        if let Some(i) = d.listeners.iter().position(|l| l.state.id == state.id) {
-            let listener = d.listeners.swap_remove(i);
-            if let Some(mailbox) = listener.mailbox() {
-                mailbox.close();
-            }
+        if let Some(i) = d
+            .listeners
+            .iter()
+            .position(|l| l.mailbox.state.id == state.id)
+        {
+            d.listeners.swap_remove(i).mailbox.close();
         }
     }
 }
@@ -540,7 +516,7 @@ impl Stream for EventStream {
                     return Poll::Ready(Some(event));
                 }
                 Some(Item::Synced) => {
-                    self.mailbox.handed_synced();
+                    self.mailbox.state.mark_synced();
                     continue;
                 }
                 Some(Item::Settlement(_)) => continue,
@@ -609,7 +585,7 @@ where
             let event = match item {
                 Item::Event(queued) => queued.into_event(),
                 Item::Synced => {
-                    mailbox.handed_synced();
+                    mailbox.state.mark_synced();
                     continue;
                 }
                 Item::Settlement(_) => continue,

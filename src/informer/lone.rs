@@ -2,14 +2,22 @@
 
 use super::*;
 
-/// An informer with one fixed handler, called in place by the dispatch loop:
-/// no queues, no threads, no fan-out — cheaper when sharing is not needed.
-/// A slow handler here slows the cache's updates.
+/// An informer with one fixed handler and its own cache, as client-go's
+/// `NewInformer`: no other handler can be added, and nothing is shared.
+///
+/// The handler is called in place, as each change is applied to the cache:
+/// no thread, no task, no queue that grows. It receives the cache's objects
+/// as initial Adds, then every event in order (and resyncs, if configured),
+/// and what it reads from [`store`](Self::store) is the state its event
+/// left (for the events of a relist, the relisted state as a whole, see
+/// [atomic relists](crate::informer#guarantees)). It runs under the
+/// informer's dispatch lock: a slow handler slows
+/// the cache's updates, and a handler must not call this informer's
+/// [`has_synced`](Self::has_synced), which takes that lock.
 #[doc(alias = "NewInformer")]
 #[doc(alias = "NewIndexerInformer")]
 pub struct Informer {
     inner: SharedInformer,
-    handler: Arc<dyn EventHandler>,
 }
 
 impl Informer {
@@ -24,10 +32,10 @@ impl Informer {
         options: InformerOptions,
         handler: impl EventHandler,
     ) -> Result<Self, InformerError> {
-        Ok(Self {
-            inner: SharedInformer::new(client, resource, scope, options)?,
-            handler: Arc::new(handler),
-        })
+        Ok(Self::around(
+            SharedInformer::new(client, resource, scope, options)?,
+            handler,
+        ))
     }
 
     /// A non-shared informer over any [`ListWatch`].
@@ -38,10 +46,19 @@ impl Informer {
         options: InformerOptions,
         handler: impl EventHandler,
     ) -> Self {
-        Self {
-            inner: SharedInformer::with_list_watch(lw, resource, options),
-            handler: Arc::new(handler),
-        }
+        Self::around(
+            SharedInformer::with_list_watch(lw, resource, options),
+            handler,
+        )
+    }
+
+    /// `inner` with `handler` as its one listener, called in place.
+    fn around(inner: SharedInformer, handler: impl EventHandler) -> Self {
+        inner.register(
+            &HandlerOptions::default(),
+            Target::InPlace(Box::new(handler)),
+        );
+        Self { inner }
     }
 
     /// Adds an index; see [`SharedInformer::add_index`].
@@ -72,13 +89,7 @@ impl Informer {
     /// # Errors
     /// [`InformerError::AlreadyStarted`].
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
-        // Claim the run first, so that a second `run` adds no second handler.
-        let run = self.inner.prepare()?;
-        let state = self.inner.new_listener_state(&HandlerOptions::default());
-        self.inner
-            .register(state, Sink::Inline(self.handler.clone()), None);
-        self.inner.run_prepared(run, cancel).await;
-        Ok(())
+        self.inner.run(cancel).await
     }
 }
 

@@ -77,7 +77,8 @@
 //!   one full, unpaged list;
 //! - any other error backs off (800 ms doubling to 30 s, with jitter, see
 //!   [`BackoffConfig`]) and is reported in the
-//!   informer's [`InformerStatus`] and to the optional [`ErrorHook`], so a
+//!   informer's [`InformerStatus`] and to the optional hook
+//!   ([`SharedInformer::on_error`]), so a
 //!   403 or a 404 is visible at once instead of as a silent wait.
 //!
 //! When its [`ListWatch`] follows discovery
@@ -126,7 +127,7 @@
 
 pub(crate) mod backoff;
 mod dispatch;
-use dispatch::Retired;
+use dispatch::{Dispatch, Dispatcher, LastHeard};
 mod error;
 mod event;
 mod freshness;
@@ -160,12 +161,13 @@ pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
-use listener::{Listener, ListenerState, Mailbox, Queued, Sink, Target};
+use listener::{Listener, ListenerState, Mailbox, Queued, Target};
 pub use lone::Informer;
 pub use options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
+use reflector::ErrorHook;
 pub(crate) use reflector::{Delta, Reflector};
-pub use reflector::{ErrorHook, ReflectorCounters, ReflectorStats};
+pub use reflector::{ReflectorCounters, ReflectorStats};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use sync::{NotSynced, SyncPolicy};
 
@@ -187,45 +189,6 @@ use crate::wire::list_watch::{ApiListWatch, ListWatch};
 /// objects keep in its cache.
 const FORGET_EVERY: Duration = Duration::from_secs(5);
 
-/// Everything guarded by the dispatch lock.
-#[derive(Default)]
-struct Dispatch {
-    listeners: Vec<Listener>,
-    clock: ResyncClock,
-    started: bool,
-    synced: bool,
-    next_id: u64,
-    /// The shard ranges before and after a change, until the end of the
-    /// list that follows it.
-    reshard: Option<Reshard>,
-    /// The objects of the events handed to handlers, kept until the
-    /// handlers are done with them (see [`Retired`]).
-    retired: Retired,
-    /// A snapshot's objects, in the cache and not yet handed to the
-    /// handlers: they are, as initial Adds, at the next other delta (the
-    /// end of the snapshot) or registration, so that the handlers' decoding
-    /// does not hold back the cache's filling.
-    deferred: Vec<CachedObject>,
-}
-
-impl Dispatch {
-    /// Hands the deferred objects of a snapshot to every handler, as
-    /// initial Adds decoded only when the handler is about to run. A closed
-    /// handler's queue refuses them; the next delta's dispatch drops it.
-    fn hand_on_deferred(&mut self, resource: &ResourceKey) {
-        let deferred = std::mem::take(&mut self.deferred);
-        for l in &mut self.listeners {
-            for object in &deferred {
-                l.push(Queued::Replay(object.clone()), resource);
-            }
-        }
-    }
-}
-
-/// A shard's selector before (none before the first list) and after a
-/// change of its ranges.
-type Reshard = (Option<ShardSelector>, ShardSelector);
-
 struct Shared {
     /// The resource as given; [`SharedInformer::resource`] prefers what
     /// `availability` says once the resource is served.
@@ -242,18 +205,11 @@ struct Shared {
     store: Store,
     /// Snapshots written (with [`InformerOptions::snapshot`]).
     snapshots: snapshot::Writes,
-    dispatch: Mutex<Dispatch>,
+    dispatch: Dispatcher,
     status: watch::Sender<InformerStatus>,
-    /// Async handlers' tasks, awaited on stop.
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// Resync ticks wake up when the check period changes.
-    resync_changed: tokio::sync::Notify,
     metrics: InformerMetrics,
-    /// When the last delta arrived (ms since `clock`), for staleness.
-    last_delta: std::sync::atomic::AtomicU64,
-    clock: Instant,
-    /// The status was set to stale (cleared by the next delta).
-    stale: std::sync::atomic::AtomicBool,
+    /// When something last arrived from the server, for staleness.
+    heard: LastHeard,
 }
 
 /// One cache and one watch for a resource, shared by any number of handlers.
@@ -320,6 +276,8 @@ impl SharedInformer {
         let store = writer.reader();
         let status = watch::Sender::new(InformerStatus::NotStarted);
         let error_hook = Arc::new(Mutex::new(None));
+        let dispatch = Dispatcher::default();
+        dispatch.lock().clock = ResyncClock::new(options.cache.resync);
         let reflector = Reflector::new(
             Arc::new(lw),
             resource.clone(),
@@ -332,11 +290,7 @@ impl SharedInformer {
                 key: ResourceKey::from(&resource),
                 resource,
                 availability,
-                dispatch: Mutex::new(Dispatch {
-                    clock: ResyncClock::new(options.cache.resync),
-                    next_id: 1,
-                    ..Dispatch::default()
-                }),
+                dispatch,
                 options,
                 stats: reflector.stats(),
                 metrics: reflector.metrics(),
@@ -345,11 +299,7 @@ impl SharedInformer {
                 store,
                 snapshots: snapshot::Writes::default(),
                 status,
-                tasks: Mutex::new(Vec::new()),
-                resync_changed: tokio::sync::Notify::new(),
-                last_delta: std::sync::atomic::AtomicU64::new(0),
-                clock: Instant::now(),
-                stale: std::sync::atomic::AtomicBool::new(false),
+                heard: LastHeard::default(),
             }),
         }
     }
@@ -490,13 +440,7 @@ impl SharedInformer {
     /// application tolerates.
     #[must_use]
     pub fn time_since_current(&self) -> Option<Duration> {
-        let last = self.shared.last_delta.load(Ordering::Relaxed);
-        if last == 0 && !self.has_synced() {
-            return None;
-        }
-        Some(Duration::from_millis(
-            self.shared.elapsed_ms().saturating_sub(last),
-        ))
+        self.shared.heard.silent_for()
     }
 
     /// The current status.

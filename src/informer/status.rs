@@ -89,9 +89,9 @@ impl InformerStatus {
     /// lines, a cluster set's sync report): `notStarted`, `syncing`,
     /// `synced`, `relisting`, `stale`, `notServed`, `waitingForShardGroup`,
     /// `gone` or `stopped`; while a failed list or watch is retried, the
-    /// failure as [`NotSynced::reason`](crate::informer::NotSynced::reason) names it: `forbidden` (403),
-    /// `unauthorized` (401), `notServed` (404), `serverError` (another
-    /// status) or `unreachable` (no answer).
+    /// failure as [`NotSynced::reason`](crate::informer::NotSynced::reason)
+    /// names it: `forbidden` (403), `unauthorized` (401), `notServed`
+    /// (404), `serverError` (another status) or `unreachable` (no answer).
     ///
     /// ```
     /// use kube_dynamic_informer::informer::InformerStatus;

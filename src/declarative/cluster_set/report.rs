@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ClusterEntry;
+use super::cluster::{ClusterEntry, unreachable};
 use crate::declarative::DeclarativeError;
 use crate::factory::wait_one_informer;
 use crate::informer::SyncPolicy;
@@ -115,7 +115,7 @@ pub(super) async fn wait_one(
             };
         if expired {
             return Err(match failure {
-                Some(f) if super::unreachable(&f) => DeclarativeError::Unreachable {
+                Some(f) if unreachable(&f) => DeclarativeError::Unreachable {
                     cluster: cluster.name.clone(),
                     resource: resource.clone(),
                     error: f.error,

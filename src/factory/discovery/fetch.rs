@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList, APIVersions};
 use kube_client::Client;
 use kube_core::discovery::v2::APIGroupDiscoveryList;
 
@@ -94,11 +95,7 @@ pub(super) fn add_aggregated(snapshot: &mut DiscoverySnapshot, list: APIGroupDis
                     // Versions come in order of preference.
                     preferred_version: position == 0,
                 };
-                if !r.categories.is_empty() {
-                    snapshot.categories.insert(known.key(), r.categories);
-                }
-                snapshot.verbs.insert(known.key(), r.verbs);
-                snapshot.resources.push(known);
+                snapshot.add(known, r.categories, r.verbs);
             }
         }
     }
@@ -119,79 +116,108 @@ pub(super) async fn fetch_per_group(
         .list_api_groups()
         .await
         .map_err(request_error("/apis"))?;
-    // (group, version, preferred)
-    let mut targets: Vec<(String, String, bool)> = Vec::new();
-    for (i, v) in core.versions.iter().enumerate() {
-        targets.push((String::new(), v.clone(), i == 0));
-    }
-    for g in &groups.groups {
-        let preferred = g.preferred_version.as_ref().map(|p| p.version.as_str());
-        for v in &g.versions {
-            targets.push((
-                g.name.clone(),
-                v.version.clone(),
-                preferred == Some(v.version.as_str()),
-            ));
-        }
-    }
-    let results: Vec<_> = futures::stream::iter(targets.into_iter().map(
-        |(group, version, preferred)| async move {
-            let request = async {
-                if group.is_empty() {
-                    client.list_core_api_resources(&version).await
-                } else {
-                    client
-                        .list_api_group_resources(&format!("{group}/{version}"))
-                        .await
-                }
-            };
-            let list = match tokio::time::timeout(timeout, request).await {
-                Ok(Ok(list)) => Ok(list),
-                Ok(Err(err)) => Err(err.to_string()),
-                Err(_) => Err(format!(
-                    "no answer within {timeout:?} (an aggregated API server that is down answers 503, which the client retries)"
-                )),
-            };
-            (group, version, preferred, list)
+    let results: Vec<_> = futures::stream::iter(group_versions(&core, &groups).into_iter().map(
+        |gv| async move {
+            let list = fetch_group_version(client, &gv, timeout).await;
+            (gv, list)
         },
     ))
     .buffered(concurrency)
     .collect()
     .await;
-
     let mut snapshot = DiscoverySnapshot::default();
-    for (group, version, preferred, list) in results {
-        let list = match list {
-            Ok(list) => list,
-            Err(reason) => {
-                snapshot.unavailable.push(UnavailableGroupVersion {
-                    group,
-                    version,
-                    reason,
-                });
-                continue;
-            }
-        };
-        for r in list.resources {
-            if r.name.is_empty() || r.name.contains('/') {
-                continue;
-            }
-            let known = KnownResource {
-                group: group.clone(),
-                version: version.clone(),
-                plural: r.name,
-                singular: r.singular_name,
-                kind: r.kind,
-                short_names: r.short_names.unwrap_or_default(),
-                namespaced: r.namespaced,
-                preferred_version: preferred,
-            };
-            if let Some(categories) = r.categories.filter(|c| !c.is_empty()) {
-                snapshot.categories.insert(known.key(), categories);
-            }
-            snapshot.verbs.insert(known.key(), r.verbs);
-            snapshot.resources.push(known);
+    for (gv, list) in results {
+        match list {
+            Ok(list) => add_group_version(&mut snapshot, &gv, list),
+            Err(reason) => snapshot.unavailable.push(UnavailableGroupVersion {
+                group: gv.group,
+                version: gv.version,
+                reason,
+            }),
         }
     }
     Ok(snapshot)
+}
+
+/// A group version the server lists in `/api` or `/apis`.
+struct GroupVersion {
+    /// Empty for the core group.
+    group: String,
+    version: String,
+    /// The group's preferred version.
+    preferred: bool,
+}
+
+/// Every group version of `/api` (the first preferred) and `/apis`.
+fn group_versions(core: &APIVersions, groups: &APIGroupList) -> Vec<GroupVersion> {
+    let core = core.versions.iter().enumerate().map(|(i, v)| GroupVersion {
+        group: String::new(),
+        version: v.clone(),
+        preferred: i == 0,
+    });
+    let groups = groups.groups.iter().flat_map(|g| {
+        let preferred = g.preferred_version.as_ref().map(|p| p.version.as_str());
+        g.versions.iter().map(move |v| GroupVersion {
+            group: g.name.clone(),
+            version: v.version.clone(),
+            preferred: preferred == Some(v.version.as_str()),
+        })
+    });
+    core.chain(groups).collect()
+}
+
+/// The resources of one group version, or why there are none.
+async fn fetch_group_version(
+    client: &Client,
+    gv: &GroupVersion,
+    timeout: Duration,
+) -> Result<APIResourceList, String> {
+    let request = async {
+        if gv.group.is_empty() {
+            client.list_core_api_resources(&gv.version).await
+        } else {
+            client
+                .list_api_group_resources(&format!("{}/{}", gv.group, gv.version))
+                .await
+        }
+    };
+    match tokio::time::timeout(timeout, request).await {
+        Ok(Ok(list)) => Ok(list),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {timeout:?} (an aggregated API server that is down answers 503, which the client retries)"
+        )),
+    }
+}
+
+/// Adds the resources of one group version's document (not its
+/// subresources).
+fn add_group_version(snapshot: &mut DiscoverySnapshot, gv: &GroupVersion, list: APIResourceList) {
+    for r in list.resources {
+        if r.name.is_empty() || r.name.contains('/') {
+            continue;
+        }
+        let known = KnownResource {
+            group: gv.group.clone(),
+            version: gv.version.clone(),
+            plural: r.name,
+            singular: r.singular_name,
+            kind: r.kind,
+            short_names: r.short_names.unwrap_or_default(),
+            namespaced: r.namespaced,
+            preferred_version: gv.preferred,
+        };
+        snapshot.add(known, r.categories.unwrap_or_default(), r.verbs);
+    }
+}
+
+impl DiscoverySnapshot {
+    /// Adds a resource, with its categories (if any) and verbs.
+    fn add(&mut self, known: KnownResource, categories: Vec<String>, verbs: Vec<String>) {
+        if !categories.is_empty() {
+            self.categories.insert(known.key(), categories);
+        }
+        self.verbs.insert(known.key(), verbs);
+        self.resources.push(known);
+    }
 }

@@ -170,17 +170,13 @@ impl Reflector {
             Ok(stream) => stream,
             Err(outcome) => return outcome,
         };
-        // Keyed so that a Modified or Deleted during the initial events (not
-        // expected, but allowed) leaves the right final set.
-        let mut page: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
-        let page_size = match self.options.watch.page_size {
-            0 => 500,
-            n => usize::try_from(n).unwrap_or(usize::MAX),
+        let mut initial = InitialEvents {
+            page_size: match self.options.watch.page_size {
+                0 => 500,
+                n => usize::try_from(n).unwrap_or(usize::MAX),
+            },
+            ..InitialEvents::default()
         };
-        let mut listed = 0;
-        // Keys of the pages handed on, and deletions of them to hand on.
-        let mut handed_on: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut deleted: indexmap::IndexMap<String, DynamicObject> = indexmap::IndexMap::new();
         sink(Delta::ListBegin);
         loop {
             let next = tokio::select! {
@@ -198,57 +194,72 @@ impl Reflector {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
-            // An object deleted during the initial events (not expected, but
-            // allowed): out of the page, and deleted after the end if its
-            // page was handed on already.
-            let gone = match event {
+            match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(o) = self.admit(o)
-                        && let Some(key) = object_key(&o)
-                    {
-                        deleted.shift_remove(&key);
-                        page.insert(key, o);
+                    if let Some(page) = self.admit(o).and_then(|o| initial.put(o)) {
+                        sink(Delta::ListPage(page));
+                        self.listing(initial.listed, listed_before);
                     }
-                    if page.len() >= page_size {
-                        listed += page.len();
-                        handed_on.extend(page.keys().cloned());
-                        sink(Delta::ListPage(
-                            std::mem::take(&mut page).into_values().collect(),
-                        ));
-                        self.listing(listed, listed_before);
-                    }
-                    None
                 }
-                WatchEvent::Deleted(o) => Some(o),
-                WatchEvent::Skipped {
-                    object,
-                    deleted: was_deleted,
-                } => {
+                WatchEvent::Deleted(o) => initial.remove(o),
+                WatchEvent::Skipped { object, deleted } => {
                     self.note_skipped(&object);
-                    if was_deleted {
-                        self.stub(&object)
-                    } else {
-                        None
+                    if deleted && let Some(stub) = self.stub(&object) {
+                        initial.remove(stub);
                     }
                 }
                 WatchEvent::Bookmark {
                     resource_version,
                     initial_events_end: true,
                 } => {
-                    if !page.is_empty() {
-                        sink(Delta::ListPage(page.into_values().collect()));
+                    if !initial.page.is_empty() {
+                        sink(Delta::ListPage(initial.page.into_values().collect()));
                     }
-                    return ListOutcome::Listed(resource_version, deleted.into_values().collect());
+                    let deleted = initial.deleted.into_values().collect();
+                    return ListOutcome::Listed(resource_version, deleted);
                 }
-                WatchEvent::Bookmark { .. } => None,
-            };
-            if let Some(o) = gone
-                && let Some(key) = object_key(&o)
-            {
-                page.shift_remove(&key);
-                if handed_on.contains(&key) {
-                    deleted.insert(key, o);
-                }
+                WatchEvent::Bookmark { .. } => {}
+            }
+        }
+    }
+}
+
+/// The initial events of a streaming list, gathered into pages. Keyed so
+/// that a Modified or Deleted during the initial events (not expected, but
+/// allowed) leaves the right final set.
+#[derive(Default)]
+struct InitialEvents {
+    page: indexmap::IndexMap<String, DynamicObject>,
+    page_size: usize,
+    /// Objects in the pages handed on.
+    listed: usize,
+    /// Keys of the pages handed on, and deletions of them to hand on.
+    handed_on: std::collections::HashSet<String>,
+    deleted: indexmap::IndexMap<String, DynamicObject>,
+}
+
+impl InitialEvents {
+    /// Adds or replaces `object`; the page to hand on once it is full.
+    fn put(&mut self, object: DynamicObject) -> Option<Vec<DynamicObject>> {
+        if let Some(key) = object_key(&object) {
+            self.deleted.shift_remove(&key);
+            self.page.insert(key, object);
+        }
+        if self.page.len() < self.page_size {
+            return None;
+        }
+        self.listed += self.page.len();
+        self.handed_on.extend(self.page.keys().cloned());
+        Some(std::mem::take(&mut self.page).into_values().collect())
+    }
+
+    /// An object deleted during the initial events: out of the page, and
+    /// deleted after the list's end if its page was handed on already.
+    fn remove(&mut self, object: DynamicObject) {
+        if let Some(key) = object_key(&object) {
+            self.page.shift_remove(&key);
+            if self.handed_on.contains(&key) {
+                self.deleted.insert(key, object);
             }
         }
     }

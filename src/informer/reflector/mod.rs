@@ -255,7 +255,7 @@ pub struct ReflectorCounters {
 
 /// A callback for list and watch errors; see
 /// [`SharedInformer::on_error`](crate::informer::SharedInformer::on_error).
-pub type ErrorHook = Arc<dyn Fn(&InformerError) + Send + Sync>;
+pub(crate) type ErrorHook = Arc<dyn Fn(&InformerError) + Send + Sync>;
 
 /// The list/watch loop for one resource.
 pub struct Reflector {

@@ -22,29 +22,44 @@ impl Reflector {
             return None;
         }
         let options = self.options.snapshot.clone()?;
-        let target = match self.snapshot_target(&options).await {
-            Ok(target) => target,
-            Err(reason) => {
-                self.record_snapshot_start(SnapshotStart::Listed { reason });
-                return None;
-            }
+        let served = match self.open_snapshot(&options).await {
+            Ok(opened) => self.serve_snapshot(opened, &options.dir, sink).await,
+            Err(reason) => Err(reason),
         };
+        match served {
+            Ok(resource_version) => Some(resource_version),
+            Err(reason) => {
+                self.snapshot_pending = None;
+                self.record_snapshot_start(SnapshotStart::Listed { reason });
+                None
+            }
+        }
+    }
+
+    /// This informer's snapshot, checked whole and ready to be read page
+    /// by page, or why it cannot be used.
+    async fn open_snapshot(
+        &self,
+        options: &crate::informer::snapshot::SnapshotOptions,
+    ) -> Result<Opened, SnapshotRefusal> {
+        let target = self.snapshot_target(options).await?;
         *self.stats.snapshot_target.lock() = Some(target.clone());
-        let path = options.dir.clone();
-        let failed = move |e: tokio::task::JoinError| SnapshotRefusal::Corrupt {
-            path: path.clone(),
-            why: format!("reading it failed: {e}"),
-        };
-        let opened = tokio::task::spawn_blocking(move || target.open())
+        tokio::task::spawn_blocking(move || target.open())
             .await
-            .unwrap_or_else(|e| Err(failed(e)));
-        let opened = match opened {
-            Ok(opened) => opened,
-            Err(reason) => {
-                self.record_snapshot_start(SnapshotStart::Listed { reason });
-                return None;
-            }
-        };
+            .unwrap_or_else(|e| Err(read_failed(&options.dir, &e)))
+    }
+
+    /// Hands on `opened` as the start of the first list, page by page as a
+    /// list arrives: the objects are never all read at once. The next page
+    /// is read while the cache takes the current one; for a cache of
+    /// decoded objects, decoded there too. Returns the resourceVersion to
+    /// watch from.
+    async fn serve_snapshot(
+        &mut self,
+        opened: Opened,
+        dir: &std::path::Path,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) -> Result<String, SnapshotRefusal> {
         self.snapshot_pending = Some(SnapshotStart::Resumed {
             age: opened.age,
             objects: opened.objects,
@@ -52,10 +67,6 @@ impl Reflector {
         });
         let resource_version = opened.resource_version.clone();
         sink(Delta::ListBegin);
-        // Page by page, as a list arrives: the objects are never all read
-        // at once. The file was checked whole before the first page. The
-        // next page is read while the cache takes the current one; for a
-        // cache of decoded objects, decoded there too.
         let decode = self.options.cache.storage == Storage::Objects;
         let read = move |mut opened: Opened| {
             tokio::task::spawn_blocking(move || {
@@ -76,36 +87,20 @@ impl Reflector {
         };
         let mut next = read(opened);
         loop {
-            let (opened, page) = match next.await {
-                Ok(read) => read,
-                Err(e) => {
-                    self.snapshot_pending = None;
-                    self.record_snapshot_start(SnapshotStart::Listed { reason: failed(e) });
-                    return None;
+            let (opened, page) = next.await.map_err(|e| read_failed(dir, &e))?;
+            // An error here: only a file changed in place since it was
+            // checked; the list that follows reconciles what was served.
+            let Some(page) = page? else {
+                if !decode {
+                    sink(Delta::SnapshotPage(SnapshotPage {
+                        objects: Vec::new(),
+                        interner: Some(opened.into_interner()),
+                    }));
                 }
+                return Ok(resource_version);
             };
-            match page {
-                Ok(Some(page)) => {
-                    next = read(opened);
-                    sink(page);
-                }
-                Ok(None) => {
-                    if !decode {
-                        sink(Delta::SnapshotPage(SnapshotPage {
-                            objects: Vec::new(),
-                            interner: Some(opened.into_interner()),
-                        }));
-                    }
-                    return Some(resource_version);
-                }
-                // Only a file changed in place since it was checked: the
-                // list that follows reconciles what was served of it.
-                Err(reason) => {
-                    self.snapshot_pending = None;
-                    self.record_snapshot_start(SnapshotStart::Listed { reason });
-                    return None;
-                }
-            }
+            next = read(opened);
+            sink(page);
         }
     }
 
@@ -163,5 +158,13 @@ impl Reflector {
             }
         }
         *self.stats.snapshot_start.lock() = Some(start);
+    }
+}
+
+/// A snapshot whose reading task failed.
+fn read_failed(dir: &std::path::Path, e: &tokio::task::JoinError) -> SnapshotRefusal {
+    SnapshotRefusal::Corrupt {
+        path: dir.to_path_buf(),
+        why: format!("reading it failed: {e}"),
     }
 }

@@ -48,26 +48,10 @@ impl Reflector {
         cancel: &CancellationToken,
         sink: &mut (impl FnMut(Delta) + Send),
     ) -> WatchEnd {
-        ReflectorStats::inc(&self.stats.watch_requests);
-        self.metrics.watch_starts.increment(1);
-        let params = self.watch_params();
         let opening = std::time::Instant::now();
-        let stream = tokio::select! {
-            _ = cancel.cancelled() => return WatchEnd::Cancelled,
-            s = self.start_watch(&params, from) => s,
-        };
-        let mut stream = match stream {
-            Ok(s) => s,
-            Err(e) if e.is_gone() => {
-                tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
-                return WatchEnd::Relist;
-            }
-            Err(source) => {
-                return WatchEnd::Failed(InformerError::Watch {
-                    resource: self.key.clone(),
-                    source: Box::new(source),
-                });
-            }
+        let mut stream = match self.open_watch(from, cancel).await {
+            Ok(stream) => stream,
+            Err(end) => return end,
         };
         let mut first = match self
             .accept_snapshot(&mut stream, from, opening, cancel, sink)
@@ -96,32 +80,68 @@ impl Reflector {
                     n = stream.next() => n,
                 }
             };
-            if !matches!(&next, Some(Err(e)) if e.is_gone()) {
-                self.snapshot_unconfirmed = false;
+            match self.watch_event(next) {
+                Ok(event) => self.apply_event(event, last_rv, sink),
+                Err(end) => return end,
             }
-            let event = match next {
-                None => return WatchEnd::Resume,
-                Some(Err(e)) if e.is_gone() => {
-                    tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
-                    if std::mem::take(&mut self.snapshot_unconfirmed) {
-                        // Later than the grace: the snapshot was too old
-                        // after all, and the relist reconciles it.
-                        self.record_snapshot_start(SnapshotStart::Listed {
-                            reason: crate::informer::snapshot::SnapshotRefusal::TooOld,
-                        });
-                    }
-                    return WatchEnd::Relist;
-                }
-                Some(Err(source)) => {
-                    return WatchEnd::Failed(InformerError::Watch {
-                        resource: self.key.clone(),
-                        source: Box::new(source),
+            sink(Delta::ResourceVersion(last_rv.clone()));
+        }
+    }
+
+    /// Opens a watch from `from`; how the watching ends instead when it
+    /// cannot be opened.
+    async fn open_watch(
+        &mut self,
+        from: &str,
+        cancel: &CancellationToken,
+    ) -> Result<crate::wire::list_watch::WatchStream, WatchEnd> {
+        ReflectorStats::inc(&self.stats.watch_requests);
+        self.metrics.watch_starts.increment(1);
+        let params = self.watch_params();
+        let stream = tokio::select! {
+            _ = cancel.cancelled() => return Err(WatchEnd::Cancelled),
+            s = self.start_watch(&params, from) => s,
+        };
+        stream.map_err(|e| {
+            if e.is_gone() {
+                tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
+                WatchEnd::Relist
+            } else {
+                WatchEnd::Failed(InformerError::Watch {
+                    resource: self.key.clone(),
+                    source: Box::new(e),
+                })
+            }
+        })
+    }
+
+    /// The event of an item of the watch stream, or how the watch ends:
+    /// resumed at the end of the stream, a relist at a 410.
+    fn watch_event(
+        &mut self,
+        next: Option<Result<WatchEvent, ListWatchError>>,
+    ) -> Result<WatchEvent, WatchEnd> {
+        if !matches!(&next, Some(Err(e)) if e.is_gone()) {
+            self.snapshot_unconfirmed = false;
+        }
+        match next {
+            None => Err(WatchEnd::Resume),
+            Some(Err(e)) if e.is_gone() => {
+                tracing::info!(resource = %self.key, error = %e, "watch expired; listing again");
+                if std::mem::take(&mut self.snapshot_unconfirmed) {
+                    // Later than the grace: the snapshot was too old after
+                    // all, and the relist reconciles it.
+                    self.record_snapshot_start(SnapshotStart::Listed {
+                        reason: crate::informer::snapshot::SnapshotRefusal::TooOld,
                     });
                 }
-                Some(Ok(e)) => e,
-            };
-            self.apply_event(event, last_rv, sink);
-            sink(Delta::ResourceVersion(last_rv.clone()));
+                Err(WatchEnd::Relist)
+            }
+            Some(Err(source)) => Err(WatchEnd::Failed(InformerError::Watch {
+                resource: self.key.clone(),
+                source: Box::new(source),
+            })),
+            Some(Ok(event)) => Ok(event),
         }
     }
 

@@ -555,7 +555,7 @@ async fn stopping_closes_every_handler() {
     cancel.cancel();
     task.await.unwrap();
     assert!(inf.shared.dispatch.lock().listeners.is_empty(), "listeners closed");
-    assert!(inf.shared.tasks.lock().is_empty(), "tasks awaited");
+    assert!(inf.shared.dispatch.lock().tasks.is_empty(), "tasks awaited");
     assert!(
         inf.start(CancellationToken::new()).is_err(),
         "an informer runs once"
@@ -719,6 +719,143 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
     task.await.unwrap().unwrap();
 }
 
+/// A non-shared informer over `server` whose handler records its events,
+/// and the task that runs it.
+fn run_lone(
+    server: &FakeServer,
+    options: InformerOptions,
+    handler: impl EventHandler,
+    cancel: &CancellationToken,
+) -> (Arc<Informer>, tokio::task::JoinHandle<Result<(), InformerError>>) {
+    let inf = Arc::new(Informer::with_list_watch(
+        server.clone(),
+        resource(),
+        options,
+        handler,
+    ));
+    let task = tokio::spawn({
+        let (inf, cancel) = (inf.clone(), cancel.clone());
+        async move { inf.run(cancel).await }
+    });
+    (inf, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_shared_informer_hands_its_handler_the_list_then_every_change_in_order() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let rec = Recorder::default();
+    let cancel = CancellationToken::new();
+    let (inf, task) = run_lone(&server, options(), rec.handler(), &cancel);
+    eventually("watch open", || server.watches() == 1).await;
+    assert!(inf.has_synced());
+    server.send(WatchEvent::Added(obj("c", 3)));
+    server.send(WatchEvent::Modified(obj("a", 4)));
+    server.send(WatchEvent::Deleted(obj("b", 5)));
+    server.send(WatchEvent::Modified(obj("c", 6)));
+    eventually("6 events", || rec.len() >= 6).await;
+    assert_eq!(
+        rec.take(),
+        [
+            "add a (initial)",
+            "add b (initial)",
+            "add c",
+            "update a 1->4",
+            "delete b",
+            "update c 3->6",
+        ]
+    );
+    assert_eq!(inf.store().len(), 2);
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+    assert_eq!(inf.status(), InformerStatus::Stopped);
+    assert!(rec.take().is_empty(), "nothing after stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_shared_informer_handler_reads_the_cache_as_its_event_left_it() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let store = Arc::new(std::sync::OnceLock::<Store>::new());
+    // For each event: the version it carries and the one the cache holds.
+    let seen = Arc::new(StdMutex::new(Vec::<(String, String)>::new()));
+    let handler = {
+        let (store, seen) = (store.clone(), seen.clone());
+        move |e: Event| {
+            let store = store.get().expect("the store is set before start");
+            let cached = store
+                .get("ns/a")
+                .and_then(|o| o.resource_version().map(str::to_owned))
+                .unwrap_or_else(|| "none".into());
+            let carried = match &e {
+                Event::Delete { .. } => "none".to_owned(),
+                _ => e.object().metadata.resource_version.clone().unwrap_or_default(),
+            };
+            seen.lock().unwrap().push((carried, cached));
+        }
+    };
+    let cancel = CancellationToken::new();
+    let inf = Arc::new(Informer::with_list_watch(
+        server.clone(),
+        resource(),
+        options(),
+        handler,
+    ));
+    store.set(inf.store()).unwrap();
+    let task = tokio::spawn({
+        let (inf, cancel) = (inf.clone(), cancel.clone());
+        async move { inf.run(cancel).await }
+    });
+    eventually("watch open", || server.watches() == 1).await;
+    // Queued at once: the cache would be ahead of a handler called later.
+    for rv in 2..=20 {
+        server.send(WatchEvent::Modified(obj("a", rv)));
+    }
+    server.send(WatchEvent::Deleted(obj("a", 21)));
+    eventually("21 events", || seen.lock().unwrap().len() >= 21).await;
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let expected: Vec<(String, String)> = (1..=20)
+        .map(|rv| (rv.to_string(), rv.to_string()))
+        .chain([("none".to_owned(), "none".to_owned())])
+        .collect();
+    assert_eq!(seen, expected);
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_shared_informer_resyncs_its_handler_when_configured() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let rec = Recorder::default();
+    let cancel = CancellationToken::new();
+    let (inf, task) = run_lone(
+        &server,
+        options().resync(Duration::from_secs(10)),
+        rec.handler(),
+        &cancel,
+    );
+    eventually("sync", || inf.has_synced()).await;
+    assert_eq!(rec.take(), ["add a (initial)", "add b (initial)"]);
+    let requests = server.requests();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    eventually("a resync", || rec.len() >= 2).await;
+    assert_eq!(rec.take(), ["resync a", "resync b"]);
+    assert_eq!(server.requests(), requests, "resync made no request");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_shared_informer_without_resync_never_resyncs() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let rec = Recorder::default();
+    let cancel = CancellationToken::new();
+    let (inf, task) = run_lone(&server, options(), rec.handler(), &cancel);
+    eventually("sync", || inf.has_synced()).await;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(rec.take(), ["add a (initial)"]);
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
 /// A gate handlers wait at until the test opens it.
 #[derive(Clone, Default)]
 struct Gate(Arc<(StdMutex<bool>, std::sync::Condvar)>);
@@ -800,7 +937,7 @@ async fn async_handlers_run_in_order_and_survive_panics() {
     assert!(reg.has_synced());
     cancel.cancel();
     task.await.unwrap();
-    assert!(inf.shared.tasks.lock().is_empty(), "the task was awaited");
+    assert!(inf.shared.dispatch.lock().tasks.is_empty(), "the task was awaited");
 }
 
 #[test]
