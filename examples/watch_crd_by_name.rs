@@ -55,8 +55,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut status = informer.informer().watch_status();
     factory.start()?;
     let report = factory.wait_for_cache_sync(Duration::from_secs(10)).await;
-    for (resource, failure) in report.failures() {
-        eprintln!("{resource} not synced yet: {failure}");
+    for failure in report.failures() {
+        eprintln!("not synced yet: {failure}");
     }
     loop {
         tokio::select! {

@@ -129,8 +129,8 @@ mod readme_resource_set {
         set.start()?;
         let timeout = Duration::from_secs(30);
         let report = set.factory().wait_for_cache_sync(timeout).await;
-        for (resource, why) in report.failures() {
-            eprintln!("{resource}: {why}"); // forbidden (403), not served, timed out, ...
+        for why in report.failures() {
+            eprintln!("{why}"); // pods.v1: forbidden (403), not served, timed out, ...
         }
         for member in set.members().await {
             let status = member.informer.status();

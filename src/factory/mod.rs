@@ -84,8 +84,8 @@
 //!
 //! factory.start()?;
 //! let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
-//! for (resource, failure) in report.failures() {
-//!     eprintln!("{resource}: {failure}");
+//! for failure in report.failures() {
+//!     eprintln!("{failure}"); // pods.v1: forbidden (403), ...
 //! }
 //! let web = deployments.lister().namespace("shop")?.list("app=web")?;
 //! println!("{} web deployments, {} config maps", web.len(), config_maps.lister().list_all().len());
@@ -267,9 +267,9 @@ pub use pattern::{CustomResources, ResourcePattern, ScopeFilter};
 pub use resolve::Resolution;
 use resolve::Resolved;
 pub use resource_ref::ResourceRef;
-pub use sync::CacheSyncReport;
 #[cfg(feature = "config")]
 pub(crate) use sync::wait_one as wait_one_informer;
+pub use sync::{CacheSyncReport, SyncReport, SyncResult};
 
 use crate::cache::lister::Lister;
 use crate::informer::options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};

@@ -1,51 +1,108 @@
 //! The answer to "are the caches synced?": per informer, and why not.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::InformerHandle;
 use crate::factory::FactoryError;
 use crate::informer::{InformerError, InformerStatus, NotSynced, SyncPolicy};
-use crate::vocabulary::resource::ResourceKey;
 
-/// The outcome of [`InformerFactory::wait_for_cache_sync`](super::InformerFactory::wait_for_cache_sync): one result per
-/// informer, sorted by resource.
-#[derive(Debug, Default)]
-pub struct CacheSyncReport {
-    /// Per informer: its resource, and whether its cache synced.
-    pub results: Vec<(ResourceKey, Result<(), FactoryError>)>,
+/// Whether caches synced, and why not: one [`SyncResult`] per cache. A
+/// factory's wait gives one per informer ([`CacheSyncReport`], sorted by
+/// resource); a cluster set's, one per cluster and resource
+/// ([`ClusterSyncReport`](crate::declarative::ClusterSyncReport)).
+#[derive(Debug)]
+pub struct SyncReport<E> {
+    /// One per cache.
+    pub results: Vec<SyncResult<E>>,
 }
 
-impl CacheSyncReport {
+/// One line of a [`SyncReport`].
+#[derive(Debug)]
+pub struct SyncResult<E> {
+    /// The cluster, in a cluster set's report; `None` in a factory's.
+    pub cluster: Option<Arc<str>>,
+    /// The resource: its key (`pods.v1`) in a factory's report, the name
+    /// the set gives it in a cluster set's.
+    pub resource: Arc<str>,
+    /// Whether its cache synced; the error says why not.
+    pub result: Result<(), E>,
+}
+
+/// The outcome of [`InformerFactory::wait_for_cache_sync`](super::InformerFactory::wait_for_cache_sync).
+pub type CacheSyncReport = SyncReport<FactoryError>;
+
+impl<E> Default for SyncReport<E> {
+    fn default() -> Self {
+        Self {
+            results: Vec::new(),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for SyncResult<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.result, &self.cluster) {
+            (Err(e), _) => e.fmt(f),
+            (Ok(()), Some(cluster)) => write!(f, "cluster {cluster}: {}: synced", self.resource),
+            (Ok(()), None) => write!(f, "{}: synced", self.resource),
+        }
+    }
+}
+
+impl<E> SyncReport<E> {
     /// Whether every cache synced.
     #[must_use]
     pub fn all_synced(&self) -> bool {
-        self.results.iter().all(|(_, r)| r.is_ok())
+        self.results.iter().all(|r| r.result.is_ok())
     }
 
-    /// The informers that did not sync, with why.
-    pub fn failures(&self) -> impl Iterator<Item = (&ResourceKey, &FactoryError)> {
-        self.results
-            .iter()
-            .filter_map(|(k, r)| r.as_ref().err().map(|e| (k, e)))
+    /// Why each cache that did not sync did not.
+    pub fn failures(&self) -> impl Iterator<Item = &E> {
+        self.results.iter().filter_map(|r| r.result.as_ref().err())
     }
 
-    /// The result for a resource (its first informer, if there are several).
+    /// The lines of the caches that did not sync.
+    pub fn failed(&self) -> impl Iterator<Item = &SyncResult<E>> {
+        self.results.iter().filter(|r| r.result.is_err())
+    }
+
+    /// The result for `resource` (`pods.v1`, or a [`ResourceKey`](crate::vocabulary::ResourceKey); in a
+    /// cluster set's report, its first cluster's).
     #[must_use]
-    pub fn get(&self, resource: &ResourceKey) -> Option<&Result<(), FactoryError>> {
+    pub fn get(&self, resource: impl fmt::Display) -> Option<&Result<(), E>> {
+        let resource = resource.to_string();
         self.results
             .iter()
-            .find(|(k, _)| k == resource)
-            .map(|(_, r)| r)
+            .find(|r| *r.resource == *resource)
+            .map(|r| &r.result)
+    }
+
+    /// The result for `resource` in `cluster`.
+    #[must_use]
+    pub fn in_cluster(&self, cluster: &str, resource: &str) -> Option<&Result<(), E>> {
+        self.results
+            .iter()
+            .find(|r| r.cluster.as_deref() == Some(cluster) && &*r.resource == resource)
+            .map(|r| &r.result)
+    }
+
+    /// The results of one cluster.
+    pub fn cluster<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a SyncResult<E>> {
+        self.results
+            .iter()
+            .filter(move |r| r.cluster.as_deref() == Some(cluster))
     }
 
     /// `Ok` when every cache synced, else the first failure.
     ///
     /// # Errors
-    /// The first [`FactoryError`].
-    pub fn into_result(self) -> Result<(), FactoryError> {
+    /// The first failure.
+    pub fn into_result(self) -> Result<(), E> {
         self.results
             .into_iter()
-            .find_map(|(_, r)| r.err())
+            .find_map(|r| r.result.err())
             .map_or(Ok(()), Err)
     }
 }
@@ -99,10 +156,14 @@ pub(crate) async fn wait_all(
                 // Said with how long was waited, not the timeout asked.
                 () = refused.cancelled() => where_it_is(&gi, started.elapsed()),
             };
-            (gi.resource(), result)
+            SyncResult {
+                cluster: None,
+                resource: gi.resource().to_string().into(),
+                result,
+            }
         }
     });
-    CacheSyncReport {
+    SyncReport {
         results: futures::future::join_all(waits).await,
     }
 }
@@ -125,17 +186,24 @@ fn where_it_is(gi: &InformerHandle, waited: Duration) -> Result<(), FactoryError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::resource::ResourceKey;
 
     #[test]
     fn cache_sync_report() {
         let key = ResourceKey::new("", "v1", "pods");
+        let line = |resource: &ResourceKey, result| SyncResult {
+            cluster: None,
+            resource: resource.to_string().into(),
+            result,
+        };
+        let secrets = ResourceKey::new("", "v1", "secrets");
         let report = CacheSyncReport {
             results: vec![
-                (key.clone(), Ok(())),
-                (
-                    ResourceKey::new("", "v1", "secrets"),
+                line(&key, Ok(())),
+                line(
+                    &secrets,
                     Err(FactoryError::NotSynced {
-                        resource: ResourceKey::new("", "v1", "secrets"),
+                        resource: secrets.clone(),
                         reason: NotSynced::Forbidden {
                             message: "secrets is forbidden".into(),
                         },

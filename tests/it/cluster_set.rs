@@ -206,22 +206,26 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     }
     for cluster in names {
         assert!(
-            matches!(report.get(cluster, "configmaps"), Some(Ok(()))),
+            matches!(report.in_cluster(cluster, "configmaps"), Some(Ok(()))),
             "{cluster}: {:?}",
-            report.get(cluster, "configmaps")
+            report.in_cluster(cluster, "configmaps")
         );
     }
     assert!(
-        matches!(report.get("a", &widgets), Some(Ok(()))),
+        matches!(report.in_cluster("a", &widgets), Some(Ok(()))),
         "{:?}",
-        report.get("a", &widgets)
+        report.in_cluster("a", &widgets)
     );
     assert!(
-        matches!(report.get("b", &widgets), Some(Ok(()))),
+        matches!(report.in_cluster("b", &widgets), Some(Ok(()))),
         "{:?}",
-        report.get("b", &widgets)
+        report.in_cluster("b", &widgets)
     );
-    let missing = report.get("c", &widgets).unwrap().as_ref().unwrap_err();
+    let missing = report
+        .in_cluster("c", &widgets)
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
     assert_eq!(missing.reason(), "notServed", "{missing}");
     assert_eq!(report.results.len(), 6);
 
@@ -311,7 +315,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     .await;
     let gone = set.wait_for_cache_sync(Duration::from_secs(2)).await;
     assert_eq!(
-        gone.get("a", &widgets)
+        gone.in_cluster("a", &widgets)
             .unwrap()
             .as_ref()
             .unwrap_err()
@@ -387,11 +391,15 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         eprintln!("{r}");
     }
     assert!(
-        matches!(report.get("a", "configmaps"), Some(Ok(()))),
+        matches!(report.in_cluster("a", "configmaps"), Some(Ok(()))),
         "{:?}",
-        report.get("a", "configmaps")
+        report.in_cluster("a", "configmaps")
     );
-    let refused = report.get("c", "configmaps").unwrap().as_ref().unwrap_err();
+    let refused = report
+        .in_cluster("c", "configmaps")
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
     assert_eq!(refused.reason(), "forbidden", "{refused}");
     assert_eq!(report.failures().count(), 1);
     alice.shutdown().await;
@@ -471,7 +479,11 @@ async fn patterns_access_checks_and_reloads_work_in_every_cluster() {
     for r in &report.results {
         eprintln!("{r}");
     }
-    let refused = report.get("b", &widgets).unwrap().as_ref().unwrap_err();
+    let refused = report
+        .in_cluster("b", &widgets)
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
     assert_eq!(refused.reason(), "forbidden", "{refused}");
     assert_eq!(report.failures().count(), 1, "{:?}", report.results);
     assert_eq!(report.cluster("a").count(), 1, "{:?}", report.results);
@@ -594,23 +606,23 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     set.start().unwrap();
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert!(
-        matches!(report.get("a", "configmaps"), Some(Ok(()))),
+        matches!(report.in_cluster("a", "configmaps"), Some(Ok(()))),
         "{:?}",
-        report.get("a", "configmaps")
+        report.in_cluster("a", "configmaps")
     );
     assert!(
-        matches!(report.get("b", "configmaps"), Some(Ok(()))),
+        matches!(report.in_cluster("b", "configmaps"), Some(Ok(()))),
         "{:?}",
-        report.get("b", "configmaps")
+        report.in_cluster("b", "configmaps")
     );
     let down = report
-        .get("nowhere", "configmaps")
+        .in_cluster("nowhere", "configmaps")
         .unwrap()
         .as_ref()
         .unwrap_err();
     assert_eq!(down.reason(), "unreachable", "{down}");
     let hanging = report
-        .get("silent", "configmaps")
+        .in_cluster("silent", "configmaps")
         .unwrap()
         .as_ref()
         .unwrap_err();
@@ -730,9 +742,9 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
     .await;
     let report = set.wait_for_cache_sync(Duration::from_secs(10)).await;
     assert!(
-        matches!(report.get("b", "configmaps"), Some(Ok(()))),
+        matches!(report.in_cluster("b", "configmaps"), Some(Ok(()))),
         "{:?}",
-        report.get("b", "configmaps")
+        report.in_cluster("b", "configmaps")
     );
     set.shutdown().await;
     drop(silent_listener);

@@ -169,7 +169,7 @@ async fn start_is_idempotent_and_starts_informers_asked_for_later() {
     assert_eq!(early.status(), InformerStatus::NotStarted);
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(matches!(
-        report.get(&early.resource()),
+        report.get(early.resource()),
         Some(Err(FactoryError::NotSynced {
             reason: NotSynced::NotStarted,
             ..
@@ -289,11 +289,11 @@ async fn a_late_crd_informer_is_the_resource_once_served() {
     let named = format!("widgets.{group}");
     assert_eq!(by_plural_group.resource().to_string(), named);
     let report = factory.wait_for_cache_sync(Duration::ZERO).await;
-    let (key, why) = report
-        .failures()
-        .find(|(k, _)| k.version.is_empty())
+    let waiting = report
+        .failed()
+        .find(|r| *r.resource == *named)
         .expect("the waiting informer has not synced");
-    assert_eq!(key.to_string(), named);
+    let why = waiting.result.as_ref().unwrap_err();
     let said = format!("{why} / {:?} / {}", error_chain(why), why.reason());
     assert!(said.contains(&named) && !said.contains(".."), "{said}");
     let status = by_plural_group.informer().status().to_string();
@@ -409,7 +409,7 @@ async fn a_deleted_crd_empties_the_cache_reports_gone_and_resumes_when_created_a
     let report = factory.wait_for_cache_sync(Duration::from_secs(1)).await;
     assert!(
         matches!(
-            report.get(&widgets.resource()),
+            report.get(widgets.resource()),
             Some(Err(FactoryError::NotSynced {
                 reason: NotSynced::Gone { .. },
                 ..
@@ -1025,7 +1025,7 @@ async fn the_first_refusal_ends_a_one_shot_wait_for_every_informer() {
     )
     .await
     .expect("the refusal ends the wait");
-    let reason = |h: &InformerHandle| match report.get(&h.resource()) {
+    let reason = |h: &InformerHandle| match report.get(h.resource()) {
         Some(Err(e)) => e.reason(),
         other => panic!("{other:?}"),
     };

@@ -90,7 +90,7 @@ async fn through_a_factory(f: &Failure) -> String {
             let report = factory
                 .wait_for_cache_sync_with(WAIT, SyncPolicy::GiveUpWhenRefused)
                 .await;
-            let (_, why) = report
+            let why = report
                 .failures()
                 .next()
                 .unwrap_or_else(|| panic!("{}: the factory synced", f.reason));
@@ -122,7 +122,7 @@ async fn through_a_resource_set(f: &Failure) -> String {
             let reason = report
                 .failures()
                 .next()
-                .map(|(_, why)| why.reason().to_owned())
+                .map(|why| why.reason().to_owned())
                 .unwrap_or_else(|| panic!("{}: the resource set synced", f.reason));
             set.shutdown().await;
             reason

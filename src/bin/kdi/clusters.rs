@@ -78,7 +78,7 @@ fn report(sync: &ClusterSyncReport) -> bool {
         let Err(e) = &r.result else { continue };
         if json {
             say(json!({
-                "cluster": &*r.cluster,
+                "cluster": r.cluster.as_deref(),
                 "informer": &*r.resource,
                 "synced": false,
                 "reason": e.reason(),

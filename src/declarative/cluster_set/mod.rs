@@ -560,7 +560,7 @@ impl ClusterSet {
                 .map(move |name| async move {
                     let result = report::wait_one(cluster, &name, deadline, timeout, policy).await;
                     ClusterSyncResult {
-                        cluster: cluster.name.clone(),
+                        cluster: Some(cluster.name.clone()),
                         resource: name,
                         result,
                     }

@@ -1,34 +1,16 @@
 //! The answer to "are the caches synced?" across clusters: per cluster and
 //! resource, and why not.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::cluster::{ClusterEntry, unreachable};
 use crate::declarative::DeclarativeError;
-use crate::factory::wait_one_informer;
+use crate::factory::{SyncReport, SyncResult, wait_one_informer};
 use crate::informer::SyncPolicy;
 
-/// One line of a [`ClusterSyncReport`].
-#[derive(Debug)]
-pub struct ClusterSyncResult {
-    /// The cluster.
-    pub cluster: Arc<str>,
-    /// The resource, as named to [`ClusterSet::add_resource`](super::ClusterSet::add_resource).
-    pub resource: Arc<str>,
-    /// Whether its cache synced there.
-    pub result: Result<(), DeclarativeError>,
-}
-
-impl fmt::Display for ClusterSyncResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.result {
-            Ok(()) => write!(f, "cluster {}: {}: synced", self.cluster, self.resource),
-            Err(e) => e.fmt(f),
-        }
-    }
-}
+/// One line of a [`ClusterSyncReport`]: its `cluster` is always set.
+pub type ClusterSyncResult = SyncResult<DeclarativeError>;
 
 /// The outcome of [`ClusterSet::wait_for_cache_sync`](super::ClusterSet::wait_for_cache_sync):
 /// one result per cluster and resource, sorted by cluster, then resource in
@@ -39,45 +21,15 @@ impl fmt::Display for ClusterSyncResult {
 /// let report = set.wait_for_cache_sync(std::time::Duration::from_secs(30)).await;
 /// for r in &report.results {
 ///     match &r.result {
-///         Ok(()) => println!("{} {}: synced", r.cluster, r.resource),
+///         Ok(()) => println!("{r}"), // cluster east: deploy: synced
 ///         // unreachable, forbidden, notServed, timedOut, ...
-///         Err(e) => println!("{} {}: {} ({e})", r.cluster, r.resource, e.reason()),
+///         Err(e) => println!("{} ({e})", e.reason()),
 ///     }
 /// }
+/// let east = report.in_cluster("east", "deploy");
 /// # }
 /// ```
-#[derive(Debug, Default)]
-pub struct ClusterSyncReport {
-    /// Per cluster and resource, whether the cache synced.
-    pub results: Vec<ClusterSyncResult>,
-}
-
-impl ClusterSyncReport {
-    /// Whether every cache synced in every cluster.
-    #[must_use]
-    pub fn all_synced(&self) -> bool {
-        self.results.iter().all(|r| r.result.is_ok())
-    }
-
-    /// The failures.
-    pub fn failures(&self) -> impl Iterator<Item = &DeclarativeError> {
-        self.results.iter().filter_map(|r| r.result.as_ref().err())
-    }
-
-    /// The result for one cluster and resource.
-    #[must_use]
-    pub fn get(&self, cluster: &str, resource: &str) -> Option<&Result<(), DeclarativeError>> {
-        self.results
-            .iter()
-            .find(|r| &*r.cluster == cluster && &*r.resource == resource)
-            .map(|r| &r.result)
-    }
-
-    /// The results of one cluster.
-    pub fn cluster<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a ClusterSyncResult> {
-        self.results.iter().filter(move |r| &*r.cluster == cluster)
-    }
-}
+pub type ClusterSyncReport = SyncReport<DeclarativeError>;
 
 /// Waits, until `deadline`, for one resource of one cluster: first for it
 /// to be resolved there, then for its informer to sync.

@@ -131,7 +131,7 @@ async fn an_unreachable_cluster_is_reported_without_its_token() {
     set.add_cluster("down", config).unwrap();
     set.start().unwrap();
     let report = set.wait_for_cache_sync(Duration::from_secs(3)).await;
-    let result = report.get("down", "configmaps").unwrap();
+    let result = report.in_cluster("down", "configmaps").unwrap();
     let err = result.as_ref().unwrap_err();
     assert_eq!(err.reason(), "unreachable", "{err}");
     let text = format!("{err} {err:?} {set:?} {:?}", set.status());

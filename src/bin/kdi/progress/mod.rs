@@ -274,15 +274,15 @@ impl Progress {
         one_shot: bool,
     ) -> Result<(), Failure> {
         self.say_changes(None, one_shot);
-        let refused = report.failures().find_map(|(resource, e)| {
-            let why = e.not_synced()?;
-            why.is_refused().then_some(resource)
+        let refused = report.failed().find_map(|r| {
+            let why = r.result.as_ref().err()?.not_synced()?;
+            why.is_refused().then_some(&r.resource)
         });
         if let Some(resource) = refused
             && let Some(i) = self
                 .tracked
                 .iter()
-                .position(|t| t.informer.resource() == *resource)
+                .position(|t| t.informer.resource().to_string() == **resource)
         {
             return Err(self.refused(i));
         }
