@@ -2,10 +2,25 @@
 //! each delta (store, indexes, handlers), and its timers: resync and
 //! staleness.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use super::*;
-use crate::vocabulary::shard::Settlement;
+use kube_core::DynamicObject;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::store::{CachedObject, ReplaceOutcome, SnapshotFill, Storage, StoreWriter};
+use crate::informer::resync::ResyncClock;
+use crate::informer::status::InformerStatus;
+use crate::vocabulary::object_key::{key_from_parts, object_key};
+use crate::vocabulary::shard::{Settlement, ShardSelector};
+
+use super::event::Event;
+use super::listener::{Listener, Mailbox, Queued};
+use super::reflector::Delta;
+use super::{FORGET_EVERY, Shared};
 
 /// Everything guarded by the dispatch lock.
 #[derive(Default)]

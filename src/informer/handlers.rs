@@ -1,7 +1,18 @@
 //! Adding handlers and event streams to a [`SharedInformer`]: each gets
 //! the cache replayed first, then every event, in order.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::dispatch::Dispatch;
+use super::error::InformerError;
+use super::event::{Event, EventHandler};
+use super::listener::{
+    EventStream, HandlerOptions, Listener, ListenerState, Mailbox, Queued, Registration, Target,
+};
+use super::{SharedInformer, listener};
 
 impl SharedInformer {
     /// Adds a handler with the informer's default resync period. See

@@ -1,6 +1,22 @@
 //! [`Informer`]: one fixed handler, no fan-out machinery.
 
-use super::*;
+use std::fmt;
+
+use kube_client::Client;
+use kube_core::ApiResource;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::index::IndexFn;
+use crate::cache::store::Store;
+use crate::informer::status::InformerStatus;
+use crate::vocabulary::scope::Scope;
+use crate::wire::list_watch::ListWatch;
+
+use super::SharedInformer;
+use super::error::InformerError;
+use super::event::EventHandler;
+use super::listener::{HandlerOptions, Target};
+use super::options::InformerOptions;
 
 /// An informer with one fixed handler and its own cache, as client-go's
 /// `NewInformer`: no other handler can be added, and nothing is shared.

@@ -127,7 +127,7 @@
 
 pub(crate) mod backoff;
 mod dispatch;
-use dispatch::{Dispatch, Dispatcher, LastHeard};
+use dispatch::{Dispatcher, LastHeard};
 mod error;
 mod event;
 mod freshness;
@@ -146,14 +146,12 @@ pub mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kube_client::Client;
-use kube_core::{ApiResource, DynamicObject};
+use kube_core::ApiResource;
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::BackoffConfig;
@@ -161,12 +159,11 @@ pub use error::InformerError;
 pub use event::{Event, EventHandler};
 pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
-use listener::{Listener, ListenerState, Mailbox, Queued, Target};
 pub use lone::Informer;
 pub use options::{CacheOptions, InformerOptions, WatchOptions, WhenNotServed};
 pub use pool::{HandlerPoolSettings, HandlerPoolStats, handler_pool_stats};
 use reflector::ErrorHook;
-pub(crate) use reflector::{Delta, Reflector};
+pub(crate) use reflector::Reflector;
 pub use reflector::{ReflectorCounters, ReflectorStats};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use sync::{NotSynced, SyncPolicy};
@@ -174,15 +171,11 @@ pub use sync::{NotSynced, SyncPolicy};
 pub use crate::informer::status::InformerStatus;
 
 use crate::cache::index::IndexFn;
-use crate::cache::store::{
-    CachedObject, ReplaceOutcome, SnapshotFill, Storage, Store, StoreWriter,
-};
+use crate::cache::store::{Store, StoreWriter};
 use crate::informer::resync::ResyncClock;
 use crate::informer::telemetry::InformerMetrics;
-use crate::vocabulary::object_key::{key_from_parts, object_key};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
-use crate::vocabulary::shard::ShardSelector;
 use crate::wire::list_watch::{ApiListWatch, ListWatch};
 
 /// How often an informer with compact storage frees what dropped decoded
