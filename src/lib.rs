@@ -43,8 +43,8 @@
 //!
 //!     factory.start()?;
 //!     let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
-//!     for (resource, why) in report.failures() {
-//!         eprintln!("{resource} not synced: {why}"); // e.g. "forbidden (403)"
+//!     for why in report.failures() {
+//!         eprintln!("not synced: {why}"); // e.g. "pods.v1: forbidden (403)..."
 //!     }
 //!     let web = pods.lister().namespace("shop")?.list("app=web,tier in (front,edge)")?;
 //!     let on_node = pods.lister().by_index("node", "node-1")?;

@@ -881,6 +881,46 @@ async fn kdi_reads_and_watches_several_clusters() {
         "{table}"
     );
 
+    // A pattern: what it selects in each cluster is printed, per cluster.
+    let group = support::unique_group();
+    for path in [&one, &two] {
+        let client = Client::try_from(support::config_from_file(path).await).unwrap();
+        support::install_crd(&client, &support::widget_crd(&group)).await;
+        create_widget(&client, &group, &ns, "w").await;
+    }
+    let pattern = format!("group:{group}");
+    let out = kdi(&[
+        "--kubeconfig",
+        merged_arg,
+        "--context",
+        "one",
+        "--context",
+        "two",
+        "get",
+        "-r",
+        &pattern,
+        "-n",
+        &ns,
+        "-o",
+        "name",
+    ])
+    .await;
+    let names = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{names}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        [
+            format!("one/widget.{group}/{ns}/w"),
+            format!("two/widget.{group}/{ns}/w")
+        ],
+        "{names}"
+    );
+
     // Every context, one of them down: what synced is printed, the rest
     // is reported, and the exit code says not everything synced.
     let out = kdi(&[

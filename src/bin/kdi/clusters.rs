@@ -222,8 +222,9 @@ pub async fn get(contexts: &Contexts<'_>, set: InformerSet, args: GetArgs) -> Re
             .await,
     );
     let mut rows: Vec<(String, Printable)> = Vec::new();
-    for spec in &set.informers {
-        let name = spec.name();
+    // The informers named, then what patterns selected in any cluster.
+    for name in clusters.resources() {
+        let name = &*name;
         let lister = clusters.lister(name);
         for cluster in clusters.clusters() {
             let Some(one) = lister.cluster(&cluster) else {

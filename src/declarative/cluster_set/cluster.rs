@@ -45,6 +45,9 @@ pub(super) struct Held {
     pub(super) members: BTreeMap<Arc<str>, HeldMember>,
     /// Why an entry has no informer there (yet), by entry name.
     pub(super) failures: BTreeMap<Arc<str>, EntryFailure>,
+    /// The version of the set's config last applied there (see
+    /// `SetInner::config_changed`).
+    pub(super) converged: Option<u64>,
 }
 
 /// The name the cluster set gives a member.
@@ -179,10 +182,10 @@ pub(super) async fn run_cluster(set: Weak<SetInner>, cluster: Arc<ClusterEntry>)
     *cluster.set.lock() = Some(resources.clone());
     let mut delay = None;
     loop {
+        let version = *config_changed.borrow_and_update();
         let Some(config) = set.upgrade().map(|inner| inner.config_for(&cluster.name)) else {
             return;
         };
-        config_changed.mark_unchanged();
         let failures = tokio::select! {
             () = cluster.cancel.cancelled() => return,
             failures = resources.converge(config) => failures,
@@ -192,7 +195,7 @@ pub(super) async fn run_cluster(set: Weak<SetInner>, cluster: Arc<ClusterEntry>)
         }
         delay = (!failures.is_empty())
             .then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
-        record_failures(&cluster, failures);
+        record_failures(&cluster, failures, version);
         let wake = crate::declarative::sleep_or_never(delay);
         tokio::pin!(wake);
         loop {
@@ -207,10 +210,16 @@ pub(super) async fn run_cluster(set: Weak<SetInner>, cluster: Arc<ClusterEntry>)
 }
 
 /// Records why entries have no informer in `cluster` (keeping the entries
-/// skipped, which their resource set rechecks by itself).
-pub(super) fn record_failures(cluster: &ClusterEntry, failures: BTreeMap<String, EntryFailure>) {
+/// skipped, which their resource set rechecks by itself) once version
+/// `version` of the config was applied there.
+pub(super) fn record_failures(
+    cluster: &ClusterEntry,
+    failures: BTreeMap<String, EntryFailure>,
+    version: u64,
+) {
     {
         let mut held = cluster.held.lock();
+        held.converged = Some(version);
         held.failures.retain(|_, f| f.skipped);
         for (entry, failure) in failures {
             held.failures.insert(entry.into(), failure);

@@ -553,20 +553,30 @@ impl ClusterSet {
         let forever = Duration::from_secs(100 * 365 * 24 * 3600);
         let deadline = tokio::time::Instant::now() + timeout.min(forever);
         let (clusters, config) = self.snapshot();
-        let waits = clusters.iter().flat_map(|cluster| {
-            cluster
-                .names(&config)
-                .into_iter()
-                .map(move |name| async move {
+        let version = *self.inner.config_changed.borrow();
+        // Per cluster: what its patterns select is known once it applied
+        // the config; then each of its resources is waited for.
+        let waits = clusters.iter().map(|cluster| {
+            let config = &config;
+            async move {
+                report::converged(cluster, version, deadline).await;
+                let names = cluster.names(config).into_iter();
+                futures::future::join_all(names.map(|name| async move {
                     let result = report::wait_one(cluster, &name, deadline, timeout, policy).await;
                     ClusterSyncResult {
                         cluster: Some(cluster.name.clone()),
                         resource: name,
                         result,
                     }
-                })
+                }))
+                .await
+            }
         });
-        let results = futures::future::join_all(waits).await;
+        let results = futures::future::join_all(waits)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         ClusterSyncReport { results }
     }
 

@@ -31,6 +31,27 @@ pub type ClusterSyncResult = SyncResult<DeclarativeError>;
 /// ```
 pub type ClusterSyncReport = SyncReport<DeclarativeError>;
 
+/// Waits, until `deadline`, until `cluster` has applied version `version`
+/// of the set's config, so that what its patterns select is known.
+pub(super) async fn converged(
+    cluster: &ClusterEntry,
+    version: u64,
+    deadline: tokio::time::Instant,
+) {
+    let mut changed = cluster.changed.subscribe();
+    loop {
+        changed.mark_unchanged();
+        let done = cluster.held.lock().converged >= Some(version);
+        if done || cluster.cancel.is_cancelled() {
+            return;
+        }
+        tokio::select! {
+            r = changed.changed() => if r.is_err() { return },
+            () = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+}
+
 /// Waits, until `deadline`, for one resource of one cluster: first for it
 /// to be resolved there, then for its informer to sync.
 pub(super) async fn wait_one(
