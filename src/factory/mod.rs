@@ -290,7 +290,7 @@ struct Entry {
 }
 
 /// What requests for one resource must agree on to share an informer.
-type SharingKey = (WatchOptions, CacheOptions);
+type SharingKey = (WatchOptions, CacheOptions, bool);
 
 #[derive(Default)]
 struct FactoryState {

@@ -26,7 +26,7 @@ impl SharedInformer {
     /// in order, until [`Registration::remove`] or the informer stops.
     ///
     /// Handlers run on the process's handler pool (see
-    /// [`HandlerPoolSettings`]): a bounded set of threads shared by every
+    /// [`HandlerPoolSettings`](super::HandlerPoolSettings)): a bounded set of threads shared by every
     /// informer, not a thread per handler. Each handler has its own queue and
     /// is called by one worker at a time; one that blocks for longer than the
     /// pool's stall threshold has a worker started in its place, so it does

@@ -107,7 +107,10 @@ pub struct InformerOptions {
     /// The objects hold secrets: tools that print them (`kdi`) show only
     /// their `apiVersion`, `kind` and `metadata`, without the
     /// `kubectl.kubernetes.io/last-applied-configuration` annotation, and
-    /// redact index values. Core Secrets are always treated so.
+    /// redact index values, and snapshots are not written unless
+    /// [`SnapshotOptions::include_sensitive`] says so. Core Secrets are
+    /// always treated so. A factory does not share a sensitive informer
+    /// with a request that does not mark its objects so.
     pub sensitive: bool,
     /// Write the cache to a file in this directory (when the informer stops
     /// and periodically), and resume from it at the next start: the
@@ -431,12 +434,13 @@ impl InformerOptions {
     }
 
     /// What a factory shares informers by: the wire's and the cache's
-    /// options. Requests that differ only in what a factory does when the
-    /// resource is not served, how the objects may be shown, or where
-    /// snapshots go get one informer.
+    /// options, and the `sensitive` mark (a sensitive cache is not written
+    /// to disk, so it is not shared with a request that would write it).
+    /// Requests that differ only in what a factory does when the resource
+    /// is not served, or where snapshots go, get one informer.
     #[must_use]
-    pub(crate) fn sharing_key(&self) -> (WatchOptions, CacheOptions) {
-        (self.watch.clone(), self.cache.clone())
+    pub(crate) fn sharing_key(&self) -> (WatchOptions, CacheOptions, bool) {
+        (self.watch.clone(), self.cache.clone(), self.sensitive)
     }
 }
 

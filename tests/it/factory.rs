@@ -125,18 +125,26 @@ async fn the_same_resource_and_options_give_the_same_informer() {
             .unwrap(),
         by_short_name
     );
-    // What does not shape the cache does not split it: how objects may be
-    // shown, and what the factory does when the resource is not served.
+    // What does not shape the cache does not split it: what the factory
+    // does when the resource is not served.
     assert_eq!(
         factory
             .for_resource_with("deploy", |o| o
-                .sensitive(true)
                 .when_not_served(kube_dynamic_informer::informer::WhenNotServed::Fail))
             .await
             .unwrap(),
         by_short_name
     );
     assert_eq!(factory.informers().len(), 3);
+    // Objects marked sensitive are never written to disk: their cache is
+    // not shared with a request that does not mark them.
+    let sensitive = factory
+        .for_resource_with("deploy", |o| o.sensitive(true))
+        .await
+        .unwrap();
+    assert_ne!(sensitive, by_short_name);
+    assert!(sensitive.informer().options().sensitive);
+    assert_eq!(factory.informers().len(), 4);
 
     // Mistakes are caught when asking, with the resource named.
     let err = factory.for_resource("deploymnts").await.unwrap_err();
