@@ -847,29 +847,28 @@ async fn kdi_reads_and_watches_several_clusters() {
             .map(str::to_string);
     let merged_arg = merged.to_str().unwrap();
 
-    let out = kdi(&[
-        "--kubeconfig",
-        merged_arg,
-        "--context",
-        "one",
-        "--context",
-        "two",
-        "get",
-        "-r",
-        "configmaps",
-        "-n",
-        &ns,
-        "-l",
-        "app=web",
-    ])
-    .await;
-    let table = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{table}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // `kdi get` over clusters one and two, which succeeds: its stdout.
+    let get_in_both = |args: &'static [&'static str], resource: String| {
+        let ns = ns.clone();
+        async move {
+            let mut all = vec![
+                "--kubeconfig",
+                merged_arg,
+                "--context",
+                "one",
+                "--context",
+                "two",
+            ];
+            all.extend(["get", "-r", &resource, "-n", &ns]);
+            all.extend(args);
+            let out = kdi(&all).await;
+            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+            stdout
+        }
+    };
+    let table = get_in_both(&["-l", "app=web"], "configmaps".into()).await;
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("CLUSTER"), "{table}");
     assert!(
@@ -888,30 +887,7 @@ async fn kdi_reads_and_watches_several_clusters() {
         support::install_crd(&client, &support::widget_crd(&group)).await;
         create_widget(&client, &group, &ns, "w").await;
     }
-    let pattern = format!("group:{group}");
-    let out = kdi(&[
-        "--kubeconfig",
-        merged_arg,
-        "--context",
-        "one",
-        "--context",
-        "two",
-        "get",
-        "-r",
-        &pattern,
-        "-n",
-        &ns,
-        "-o",
-        "name",
-    ])
-    .await;
-    let names = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{names}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let names = get_in_both(&["-o", "name"], format!("group:{group}")).await;
     assert_eq!(
         names.lines().collect::<Vec<_>>(),
         [

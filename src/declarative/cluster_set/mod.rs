@@ -448,11 +448,7 @@ impl ClusterSet {
     /// resolved there.
     #[must_use]
     pub fn informer(&self, cluster: &str, resource: &str) -> Option<InformerHandle> {
-        let entry = self.inner.state.lock().clusters.get(cluster).cloned()?;
-        let held = entry.held.lock();
-        held.members
-            .get(resource)
-            .map(|h| h.member.informer.clone())
+        self.member(cluster, resource).map(|m| m.informer)
     }
 
     /// The member named `resource` in `cluster`, once resolved there: its
