@@ -12,7 +12,8 @@ use kube_client::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube_client::{Client, Config};
 use kube_dynamic_informer::cache::IndexFn;
 use kube_dynamic_informer::declarative::{
-    AccessPolicy, ClusterEvent, ClusterSet, InformerSet, ResourceState, RetryDelays,
+    AccessPolicy, ClusterEvent, ClusterSet, ClusterSyncReport, DeclarativeError, InformerSet,
+    ResourceState, RetryDelays,
 };
 use kube_dynamic_informer::informer::InformerStatus;
 use kube_dynamic_informer::vocabulary::Namespaces;
@@ -145,6 +146,18 @@ impl Seen {
     }
 }
 
+/// Why `resource` did not sync in `cluster`, which the report must say.
+fn failure<'a>(
+    report: &'a ClusterSyncReport,
+    cluster: &str,
+    resource: &str,
+) -> &'a DeclarativeError {
+    match report.in_cluster(cluster, resource) {
+        Some(Err(e)) => e,
+        other => panic!("{cluster} {resource}: expected a failure, got {other:?}"),
+    }
+}
+
 fn keys(objects: &[kube_dynamic_informer::declarative::ClusterObject]) -> Vec<String> {
     let mut keys: Vec<String> = objects.iter().map(|o| o.key()).collect();
     keys.sort();
@@ -221,11 +234,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         "{:?}",
         report.in_cluster("b", &widgets)
     );
-    let missing = report
-        .in_cluster("c", &widgets)
-        .unwrap()
-        .as_ref()
-        .unwrap_err();
+    let missing = failure(&report, "c", &widgets);
     assert_eq!(missing.reason(), "notServed", "{missing}");
     assert_eq!(report.results.len(), 6);
 
@@ -314,14 +323,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
     )
     .await;
     let gone = set.wait_for_cache_sync(Duration::from_secs(2)).await;
-    assert_eq!(
-        gone.in_cluster("a", &widgets)
-            .unwrap()
-            .as_ref()
-            .unwrap_err()
-            .reason(),
-        "gone"
-    );
+    assert_eq!(failure(&gone, "a", &widgets).reason(), "gone");
     assert_eq!(gone.failures().count(), 1);
 
     // Removing a cluster: its caches leave the view, nothing more arrives.
@@ -395,11 +397,7 @@ async fn a_set_of_three_clusters_merges_follows_crds_and_changes_at_run_time() {
         "{:?}",
         report.in_cluster("a", "configmaps")
     );
-    let refused = report
-        .in_cluster("c", "configmaps")
-        .unwrap()
-        .as_ref()
-        .unwrap_err();
+    let refused = failure(&report, "c", "configmaps");
     assert_eq!(refused.reason(), "forbidden", "{refused}");
     assert_eq!(report.failures().count(), 1);
     alice.shutdown().await;
@@ -479,11 +477,7 @@ async fn patterns_access_checks_and_reloads_work_in_every_cluster() {
     for r in &report.results {
         eprintln!("{r}");
     }
-    let refused = report
-        .in_cluster("b", &widgets)
-        .unwrap()
-        .as_ref()
-        .unwrap_err();
+    let refused = failure(&report, "b", &widgets);
     assert_eq!(refused.reason(), "forbidden", "{refused}");
     assert_eq!(report.failures().count(), 1, "{:?}", report.results);
     assert_eq!(report.cluster("a").count(), 1, "{:?}", report.results);
@@ -615,17 +609,9 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         "{:?}",
         report.in_cluster("b", "configmaps")
     );
-    let down = report
-        .in_cluster("nowhere", "configmaps")
-        .unwrap()
-        .as_ref()
-        .unwrap_err();
+    let down = failure(&report, "nowhere", "configmaps");
     assert_eq!(down.reason(), "unreachable", "{down}");
-    let hanging = report
-        .in_cluster("silent", "configmaps")
-        .unwrap()
-        .as_ref()
-        .unwrap_err();
+    let hanging = failure(&report, "silent", "configmaps");
     assert_eq!(hanging.reason(), "timedOut", "{hanging}");
 
     // Writes to a, timed from the request to the handler.

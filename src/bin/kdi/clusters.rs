@@ -9,6 +9,7 @@
 //! synced and exits with the not-synced code.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::path::PathBuf;
 
 use kube_dynamic_informer::declarative::InformerSet;
@@ -165,17 +166,18 @@ pub async fn watch(
                 return;
             }
             let mut shown = shown.lock();
-            let key = (e.cluster.clone(), e.resource.clone());
-            if !shown.contains_key(&key) {
-                let Some(m) = set_for_handler.member(&e.cluster, &e.resource) else {
-                    return;
+            let (resource, redaction, indexes) =
+                match shown.entry((e.cluster.clone(), e.resource.clone())) {
+                    Entry::Occupied(known) => known.into_mut(),
+                    Entry::Vacant(new) => {
+                        let Some(m) = set_for_handler.member(&e.cluster, &e.resource) else {
+                            return;
+                        };
+                        let label = m.informer.resource().to_string();
+                        let redaction = redaction(Some(&m.informer), m.sensitive, show);
+                        new.insert((label, redaction, crate::indexes::shown(&wanted, &m.indexes)))
+                    }
                 };
-                let label = m.informer.resource().to_string();
-                let redaction = redaction(Some(&m.informer), m.sensitive, show);
-                let indexes = crate::indexes::shown(&wanted, &m.indexes);
-                shown.insert(key.clone(), (label, redaction, indexes));
-            }
-            let (resource, redaction, indexes) = &shown[&key];
             let line = event_line(&e.resource, resource, &e.event, object, *redaction, indexes);
             let _ = tx.send(with_cluster(&e.cluster, &line));
         });

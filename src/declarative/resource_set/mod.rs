@@ -26,7 +26,7 @@ pub use follow::ReloadTriggers;
 pub use reload::ReloadStatus;
 
 use crate::declarative::config::{
-    ConfigProblem, InformerSet, InformerSpec, ShardGroupSpec, pointer_path, position_of, read_text,
+    ConfigProblem, InformerSet, ShardGroupSpec, pointer_path, position_of, read_text,
 };
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
@@ -220,8 +220,9 @@ struct Want {
 }
 
 enum Target {
-    /// An informer named one by one.
-    Spec(Box<InformerSpec>),
+    /// An informer named one by one: its resource as written
+    /// ([`Want::resource`]).
+    Named,
     /// A resource a pattern selected.
     Key(ResourceKey),
 }

@@ -72,7 +72,7 @@ impl ResourceSet {
     /// options.
     async fn informer_for(&self, want: &Want) -> Result<InformerHandle, FactoryError> {
         let resource: ResourceRef = match &want.target {
-            Target::Spec(spec) => spec.resource.as_str().into(),
+            Target::Named => want.resource.as_str().into(),
             Target::Key(k) => k.into(),
         };
         let options = want.options.clone();
@@ -123,7 +123,7 @@ impl ResourceSet {
                 at,
                 entry: spec.name().to_string(),
                 resource: spec.resource.clone(),
-                target: Target::Spec(Box::new(spec.clone())),
+                target: Target::Named,
                 options: match &known {
                     Some(k)
                         if !k.namespaced
@@ -304,7 +304,7 @@ impl Plan {
             return;
         }
         let (pointer, message) = match &want.target {
-            Target::Spec(_) => (error_pointer(&want.at, &e), error_chain(&e)),
+            Target::Named => (error_pointer(&want.at, &e), error_chain(&e)),
             Target::Key(k) => (
                 format!("{}/match", want.at),
                 format!("{k}: {}", error_chain(&e)),
