@@ -185,7 +185,7 @@ async fn main() {
         // 2 ask for none.
         options = options.resync(RESYNC_PERIOD);
     }
-    options.shard = shard;
+    options.cache.shard = shard;
     if let Some(dir) = &snapshot_dir {
         options = options.snapshot(SnapshotOptions::new(dir).interval(Duration::ZERO));
     }
