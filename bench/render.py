@@ -36,7 +36,8 @@ PEER_NAMES = {
 }
 
 
-def fmt(v, digits=1):
+def fmt(v: object, digits: int = 1) -> str:
+    """A table cell: "–" for None, yes/no for a bool, a number with `digits` decimals and thousands separated."""
     if v is None:
         return "–"
     if isinstance(v, bool):
@@ -48,31 +49,35 @@ def fmt(v, digits=1):
     return str(v)
 
 
-def ratio(a, b):
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, or None when either is missing or b is 0."""
     if a is None or b in (None, 0):
         return None
     return a / b
 
 
-def dataset_label(ds):
+def dataset_label(ds: dict) -> str:
+    """A dataset's heading: its kind and size."""
     kind = "Widget CRD (~2 KB)" if ds["dataset"] == "crd" else "ConfigMap (~4 KB)"
     return f"{kind}, {ds['n']:,} objects"
 
 
-def is_allocator_run(r):
+def is_allocator_run(r: dict) -> bool:
     """A run of kdi with another allocator than the default (scripts/bench --allocators)."""
     return "+" in r.get("run", "")
 
 
-def is_restart_run(r):
+def is_restart_run(r: dict) -> bool:
+    """A run of scripts/bench's restart runs (cold or warm)."""
     return r.get("peer") in ("kdi-cold-restart", "kdi-warm-restart")
 
 
-def main_runs(ds):
+def main_runs(ds: dict) -> list[dict]:
+    """A dataset's runs but those with another allocator and the restart runs."""
     return [r for r in ds["runs"] if not is_allocator_run(r) and not is_restart_run(r)]
 
 
-def restart_table(ds):
+def restart_table(ds: dict) -> list[str]:
     """A restart without and with a snapshot (scripts/bench's restart runs)."""
     runs = {r["peer"]: r for r in ds["runs"] if is_restart_run(r)}
     if not runs:
@@ -98,20 +103,23 @@ def restart_table(ds):
     return out
 
 
-def peer_name(peer):
+def peer_name(peer: str) -> str:
+    """A peer's name in the tables."""
     return PEER_NAMES.get(peer, peer)
 
 
-def per_update(r):
+def per_update(r: dict) -> float | None:
+    """CPU µs per update during the burst, from the run's burst figures."""
     return r["cpu_burst_s"] * 1e6 / r["burst_updates"] if r.get("burst_updates") else None
 
 
-def order_key(r):
+def order_key(r: dict) -> tuple[bool, int]:
+    """Rows in PEERS order, managedFields kept before stripped."""
     order = {p: i for i, p in enumerate(PEERS)}
     return (r.get("strip", False), order.get(r["peer"], 9))
 
 
-def reads_table(ds):
+def reads_table(ds: dict) -> list[str]:
     """The kdi peer's Lister reads, one row per storage mode and strip."""
     rows = [r for r in main_runs(ds) if r.get("get_p50_us") is not None]
     if not rows:
@@ -149,16 +157,28 @@ PHASE_ROWS = [
     ("list_all ms", "list_all_ms", 2),
     ("label list ms", "label_list_ms", 2),
     ("decode (object()) p50 µs", "decode_p50_us", 3),
-    ("CPU µs / update (burst)", "cpu_per_update_us", 1),
+    ("DynamicObject::clone p50 µs", "clone_p50_us", 3),
+    ("object() p50 ÷ clone p50", lambda r: ratio(r.get("decode_p50_us"), r.get("clone_p50_us")), 2),
+    ("write_json MiB/s", "write_json_mb_s", 1),
+    ("write_json MiB written", lambda r: r["write_json_bytes"] / 2**20 if r.get("write_json_bytes") else None, 1),
+    ("CPU µs / update (burst)", lambda r: r.get("cpu_per_update_us", per_update(r)), 1),
     ("RSS after the phases MiB", "rss_after_phases_mb", 1),
     ("RSS after idle MiB", "rss_after_idle_mb", 1),
     ("malloc heap in use before the phases MiB", "heap_before_phases_mb", 1),
     ("malloc heap in use after the phases MiB", "heap_after_phases_mb", 1),
     ("malloc heap in use after idle MiB", "heap_after_idle_mb", 1),
+    ("decode all s", "decode_all_s", 3),
+    ("decode all RSS peak MiB", "decode_all_peak_mb", 1),
+    ("RSS holding every object decoded MiB", "decode_all_rss_held_mb", 1),
+    ("RSS after dropping them MiB", "decode_all_rss_after_mb", 1),
+    ("RSS after dropping them ÷ RSS steady", lambda r: ratio(r.get("decode_all_rss_after_mb"), r.get("rss_steady_mb")), 2),
+    ("malloc heap in use holding them / after MiB",
+     lambda r: (f"{fmt(r['decode_all_heap_held_mb'])} / {fmt(r.get('decode_all_heap_after_mb'))}"
+                if r.get("decode_all_heap_held_mb") is not None else None), 1),
 ]
 
 
-def phases_table(ds):
+def phases_table(ds: dict) -> list[str]:
     """The kdi peer's phases after its run (replay, resync, reads, decode, idle), a column per run."""
     runs = sorted((r for r in main_runs(ds) if r.get("replay_s") is not None or r.get("replay_error")),
                   key=order_key)
@@ -166,29 +186,33 @@ def phases_table(ds):
         return []
     idle = next((r.get("idle_s") for r in runs if r.get("idle_s")), 6)
     period = next((r.get("resync_period_s") for r in runs if r.get("resync_period_s")), 1)
+    after_all = next((r.get("decode_all_after_s") for r in runs if r.get("decode_all_after_s")), 10)
     out = ["Reads, replay and resync: the kdi peer after its run (and burst), one phase after the other, each "
            "with the peak RSS reset before it. Replay: a handler added late takes an Add of every cached object "
            "(reading its name), from `add_handler` to its last Add. Resync: a handler asking a resync every "
            f"{fmt(period, 0)} s takes one resync of every object, from its first to its last. Reads as in the "
            "table above, all of them handles; get + object() also takes the whole `DynamicObject`. Decode: "
            "`CachedObject::object()` on up to 2,000 objects spread over the cache, which nobody holds decoded "
-           "(a decode with compact storage, a pointer copy with objects storage). CPU / update: the peer's CPU during the burst over the updates it "
+           "(a decode with compact storage, a pointer copy with objects storage); clone: `DynamicObject::clone` "
+           "of the same objects, decoded beforehand. write_json: `CachedObject::write_json` of every cached "
+           "object into one buffer cleared before each, the bytes written over the whole pass's time "
+           "(MiB = 2^20 bytes). CPU / update: the peer's CPU during the burst over the updates it "
            f"received. RSS after idle: {fmt(idle, 0)} s after the phases, once the informer has freed what "
            "dropped decoded objects keep; malloc heap in use is what glibc's malloc has handed out and not had "
-           "back (`mallinfo2`), which, unlike the RSS, goes down when memory is freed but kept by malloc.\n",
+           "back (`mallinfo2`), which, unlike the RSS, goes down when memory is freed but kept by malloc. "
+           "Decode all, last: `object()` of every cached object, all held at once (peak reset before), then "
+           f"dropped; the RSS after is read {fmt(after_all, 0)} s after the drop.\n",
            "| | " + " | ".join(peer_name(r["peer"]) + (", managedFields stripped" if r.get("strip") else "")
                                for r in runs) + " |",
            "|---|" + "--:|" * len(runs)]
     for label, field, digits in PHASE_ROWS:
         cells = []
         for r in runs:
-            v = r.get(field)
+            v = field(r) if callable(field) else r.get(field)
             if v is None and field == "replay_s" and r.get("replay_error"):
                 v = r["replay_error"]
             if v is None and field == "resync_s" and r.get("resync_error"):
                 v = r["resync_error"]
-            if v is None and field == "cpu_per_update_us":
-                v = per_update(r)
             cells.append(fmt(v, digits))
         if all(c == "–" for c in cells):
             continue
@@ -197,7 +221,7 @@ def phases_table(ds):
     return out
 
 
-def allocators_table(ds):
+def allocators_table(ds: dict) -> list[str]:
     """kdi with each allocator, beside the default (glibc) runs of the same storage mode."""
     alloc = [r for r in ds["runs"] if is_allocator_run(r)]
     if not alloc:
@@ -219,7 +243,8 @@ def allocators_table(ds):
     return out
 
 
-def relist_table(ds):
+def relist_table(ds: dict) -> list[str]:
+    """The relist phase: a row per kdi storage mode and strip."""
     rel = ds.get("relists") or []
     if not rel:
         return []
@@ -243,7 +268,8 @@ def relist_table(ds):
     return out
 
 
-def tables(results):
+def tables(results: dict) -> list[str]:
+    """Every dataset's tables, in the order of the run."""
     out = []
     for ds in results["datasets"]:
         runs = main_runs(ds)
@@ -307,7 +333,8 @@ def tables(results):
     return out
 
 
-def find(ds, peer, strip=False):
+def find(ds: dict, peer: str, strip: bool = False) -> dict | None:
+    """The main run of `peer` with or without managedFields."""
     return next((r for r in main_runs(ds) if r["peer"] == peer and r.get("strip", False) == strip), None)
 
 
@@ -316,12 +343,17 @@ def find(ds, peer, strip=False):
 KDI_STORAGE_RUNS = ("kdi", "kdi-objects", "kdi-compact")
 
 
-def in_storage(runs, storage, strip=False):
+def in_storage(runs: list[dict], storage: str, strip: bool = False) -> dict | None:
+    """The kdi run in `storage` (either name it had), without a relist error."""
     return next((r for r in runs if r["peer"] in KDI_STORAGE_RUNS and r.get("storage", "objects") == storage
                  and r.get("strip", False) == strip and not r.get("relist_error")), None)
 
 
-def compact_targets(results):
+# The goal of `write_json`'s throughput, in bytes a second (500 MB/s; the peer reports MiB/s).
+WRITE_JSON_GOAL_BYTES_S = 500e6
+
+
+def compact_targets(results: dict) -> list[str]:
     """The compact storage's targets: memory against client-go (largest Widget set and the
     ConfigMaps), sync, burst CPU against objects mode, lag, relist; reads beside objects mode."""
     crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
@@ -375,6 +407,27 @@ def compact_targets(results):
                 row(f"Peak RSS during a 410 relist, {label} ({short})", "≤ 1.3× steady before",
                     f"{fmt(rc['relist_peak_mb'])} vs {fmt(rc['relist_rss_before_mb'])} MiB ({fmt(r, 2)}×){beside}",
                     None if r is None else r <= 1.3)
+        if c and c.get("decode_p50_us") is not None and c.get("clone_p50_us") is not None:
+            r = ratio(c["decode_p50_us"], c["clone_p50_us"])
+            row(f"`object()` p50 of an object nobody holds ({short})", "≤ 1.2× `DynamicObject::clone` p50",
+                f"{fmt(c['decode_p50_us'], 2)} vs {fmt(c['clone_p50_us'], 2)} µs ({fmt(r, 2)}×)",
+                None if r is None else r <= 1.2)
+        if c and c.get("write_json_mb_s") is not None:
+            ours_mb_s, theirs = c["write_json_mb_s"], o and o.get("write_json_mb_s")
+            fast = ours_mb_s * 2**20 >= WRITE_JSON_GOAL_BYTES_S
+            text = f"{fmt(ours_mb_s * 2**20 / 1e6)} MB/s ({fmt(ours_mb_s)} MiB/s)"
+            if theirs:
+                text += f" vs {fmt(theirs * 2**20 / 1e6)} MB/s in objects mode ({fmt(ratio(ours_mb_s, theirs), 2)}×)"
+            row(f"`write_json` of every object ({short})",
+                f"≥ {WRITE_JSON_GOAL_BYTES_S / 1e6:.0f} MB/s and faster than objects mode", text,
+                False if not fast else (ours_mb_s > theirs if theirs else None))
+        if c and c.get("decode_all_rss_after_mb") is not None:
+            r = ratio(c["decode_all_rss_after_mb"], c.get("rss_steady_mb"))
+            after = fmt(c.get("decode_all_after_s", 10), 0)
+            row(f"RSS {after} s after dropping every object decoded at once ({short})", "≤ 2× steady RSS",
+                f"{fmt(c['decode_all_rss_after_mb'])} vs {fmt(c.get('rss_steady_mb'))} MiB ({fmt(r, 2)}×); "
+                f"{fmt(c.get('decode_all_rss_held_mb'))} MiB while held",
+                None if r is None else r <= 2)
         if c and o:
             def beside(field, unit, digits=2):
                 a, b = c.get(field), o.get(field)
@@ -399,7 +452,7 @@ def compact_targets(results):
             "|---|---|---|---|", *rows, ""]
 
 
-def targets(results):
+def targets(results: dict) -> list[str]:
     """The targets, judged on the largest CRD dataset of the run."""
     crd = [d for d in results["datasets"] if d["dataset"] == "crd"]
     if not crd:
@@ -459,7 +512,8 @@ def targets(results):
     return [f"### Targets ({dataset_label(ds)})\n", "| target | goal | this run | |", "|---|---|---|---|", *rows, ""]
 
 
-def environment(results):
+def environment(results: dict) -> list[str]:
+    """The run's command and machine."""
     env = results.get("env", {})
     cfg = results.get("config", {})
     lines = ["### Run\n"]
@@ -473,11 +527,13 @@ def environment(results):
     return lines
 
 
-def render(results):
+def render(results: dict) -> str:
+    """The markdown of the results: run, targets, tables."""
     return "\n".join([*environment(results), *targets(results), *compact_targets(results), *tables(results)])
 
 
-def assemble(records_path, config_path, env_path):
+def assemble(records_path: str, config_path: str, env_path: str) -> dict:
+    """results.json from the records, the run's config and its machine."""
     with open(config_path) as f:
         config = json.load(f)
     with open(env_path) as f:
@@ -507,7 +563,8 @@ def assemble(records_path, config_path, env_path):
     return {"config": config, "env": env, "datasets": list(datasets.values())}
 
 
-def main():
+def main() -> None:
+    """The command line (see the module docs)."""
     if len(sys.argv) >= 5 and sys.argv[1] == "assemble":
         json.dump(assemble(*sys.argv[2:5]), sys.stdout, indent=1)
         print()

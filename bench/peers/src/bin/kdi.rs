@@ -30,15 +30,35 @@
 //!    `get` of random keys, `get` followed by `CachedObject::object` (the
 //!    whole `DynamicObject`: a decode with compact storage), `list_all`, and
 //!    `list` with [`LABEL_SELECTOR`], all of them handles;
-//! 4. `decode_p50_us`: `CachedObject::object` on a sample of the cache's
-//!    objects that nobody else holds (a pointer copy with objects storage);
-//! 5. `rss_after_idle_mb`: the RSS [`IDLE`] after them, once the informer
+//! 4. `decode_p50_us` (`decode_p99_us`): `CachedObject::object` on a sample
+//!    of [`DECODE_SAMPLE`] of the cache's objects that nobody else holds (a
+//!    pointer copy with objects storage); then `clone_p50_us`
+//!    (`clone_p99_us`): `DynamicObject::clone` of the same objects, each
+//!    decoded once untimed and held while the clones are timed: what
+//!    `object()` costs beside a plain copy of the object it returns;
+//! 5. `write_json_mb_s`: `CachedObject::write_json` of every cached object
+//!    into one buffer, cleared before each object, no warm-up: the bytes
+//!    written (`write_json_bytes`, `write_json_objects`) over the time of the
+//!    whole pass (`write_json_s`), in MiB (2^20 bytes) per second, as every
+//!    `_mb` field here counts MiB. Objects storage serialises each decoded
+//!    `DynamicObject`; compact storage writes from the compact form;
+//! 6. `rss_after_idle_mb`: the RSS [`IDLE`] after them, once the informer
 //!    has freed what the dropped decoded objects kept (every 5 s, compact
 //!    storage), beside `rss_after_phases_mb` read as they ended; and the
 //!    same for what glibc's malloc has handed out (`heap_before_phases_mb`,
 //!    `heap_after_phases_mb`, `heap_after_idle_mb`; null with another
 //!    allocator), which, unlike the RSS, shows memory freed and kept by
-//!    malloc.
+//!    malloc;
+//! 7. decode all, last, so that the fields above do not count it:
+//!    `CachedObject::object` of every cached object, all of them held at
+//!    once (`decode_all_s` to take them, `decode_all_objects`), with the
+//!    peak RSS reset first: `decode_all_peak_mb` (`VmHWM`),
+//!    `decode_all_rss_held_mb` and `decode_all_heap_held_mb` read while
+//!    they are held; then they are dropped and the RSS sampled every
+//!    100 ms for [`DECODE_ALL_AFTER`]: `decode_all_rss_after_mb` and
+//!    `decode_all_heap_after_mb` at its end, `decode_all_rss_after_by_s_mb`
+//!    the RSS at each whole second after the drop, `decode_all_rss_after_min_mb`
+//!    the lowest sample.
 //!
 //! With `--shard I/N` the informer keeps only that static shard (filtered
 //! by the server where it can, here otherwise); the result says where
@@ -351,6 +371,14 @@ const IDLE: Duration = Duration::from_secs(6);
 /// Objects whose `CachedObject::object` is timed by the decode phase.
 const DECODE_SAMPLE: usize = 2000;
 
+/// How long after dropping every decoded object the decode-all phase reads
+/// `decode_all_rss_after_mb`: twice the 5 s at which a compact informer
+/// frees what dropped decoded objects keep.
+const DECODE_ALL_AFTER: Duration = Duration::from_secs(10);
+
+/// How often the decode-all phase samples the RSS after the drop.
+const DECODE_ALL_SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
 /// The peak RSS since `reset` (`VmHWM`), or null when it could not be reset.
 fn peak_since(reset: bool) -> Value {
     if reset {
@@ -371,6 +399,7 @@ async fn after_run(informer: &SharedInformer, lister: &Lister, args: &Args) -> M
     m.extend(resync(informer, args).await);
     m.extend(reads(lister, args, lister.len()));
     m.extend(decode(lister));
+    m.extend(write_json(lister));
     m.insert(
         "rss_after_phases_mb".into(),
         json!(round(proc_status_mb("VmRSS"), 1)),
@@ -389,6 +418,7 @@ async fn after_run(informer: &SharedInformer, lister: &Lister, args: &Args) -> M
         json!(heap_in_use_mb().map(|mb| round(mb, 1))),
     );
     m.insert("idle_s".into(), json!(IDLE.as_secs_f64()));
+    m.extend(decode_all(lister).await);
     m
 }
 
@@ -506,16 +536,18 @@ async fn resync(informer: &SharedInformer, args: &Args) -> Map<String, Value> {
 /// Times `CachedObject::object` on [`DECODE_SAMPLE`] objects spread over
 /// the cache, which nobody else holds decoded (the phases before dropped
 /// everything they decoded): a decode with compact storage, a pointer copy
-/// with objects storage. Each result is dropped outside the timing.
+/// with objects storage. Then `DynamicObject::clone` of the same objects,
+/// decoded again untimed and held meanwhile, against which `object()`
+/// compares. Each result is dropped outside the timing.
 fn decode(lister: &Lister) -> Map<String, Value> {
     let handles = lister.list_all();
     let step = (handles.len() / DECODE_SAMPLE).max(1);
     let sample: Vec<&CachedObject> = handles.iter().step_by(step).take(DECODE_SAMPLE).collect();
-    let (durations, named) = time_each(
-        &sample,
-        |handle| handle.object(),
-        |o| usize::from(o.metadata.name.is_some()),
-    );
+    let named = |o: &DynamicObject| usize::from(o.metadata.name.is_some());
+    let (durations, decoded) = time_each(&sample, |handle| handle.object(), |o| named(o));
+    let objects: Vec<Arc<DynamicObject>> = sample.iter().map(|handle| handle.object()).collect();
+    let (clones, _) = time_each(&objects, |o| DynamicObject::clone(o), named);
+    drop(objects);
     let mut m = Map::new();
     m.insert(
         "decode_p50_us".into(),
@@ -525,7 +557,108 @@ fn decode(lister: &Lister) -> Map<String, Value> {
         "decode_p99_us".into(),
         json!(round(percentile(&durations, 99.0), 3)),
     );
-    m.insert("decode_sample".into(), json!(named));
+    m.insert("decode_sample".into(), json!(decoded));
+    m.insert(
+        "clone_p50_us".into(),
+        json!(round(percentile(&clones, 50.0), 3)),
+    );
+    m.insert(
+        "clone_p99_us".into(),
+        json!(round(percentile(&clones, 99.0), 3)),
+    );
+    m
+}
+
+/// Writes every cached object's JSON with `CachedObject::write_json` into
+/// one buffer, cleared before each object, and reports the bytes over the
+/// time of the whole pass. No warm-up: neither storage keeps anything from
+/// a write that would make the next one cheaper.
+#[allow(clippy::cast_precision_loss)]
+fn write_json(lister: &Lister) -> Map<String, Value> {
+    let handles = lister.list_all();
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut bytes = 0usize;
+    let mut failed = 0usize;
+    let started = Instant::now();
+    for handle in &handles {
+        buf.clear();
+        match handle.write_json(&mut buf) {
+            Ok(()) => bytes += buf.len(),
+            Err(_) => failed += 1,
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let mut m = Map::new();
+    m.insert(
+        "write_json_mb_s".into(),
+        json!(round(bytes as f64 / MIB / secs.max(1e-9), 1)),
+    );
+    m.insert("write_json_bytes".into(), json!(bytes));
+    m.insert("write_json_objects".into(), json!(handles.len() - failed));
+    m.insert("write_json_s".into(), json!(round(secs, 4)));
+    if failed > 0 {
+        m.insert("write_json_failed".into(), json!(failed));
+    }
+    m
+}
+
+/// Bytes in a MiB, the unit of every `_mb` field.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Decode all (see the module docs): `CachedObject::object` of every cached
+/// object, all held at once, the peak RSS reset before; then dropped, and
+/// the RSS sampled every [`DECODE_ALL_SAMPLE_EVERY`] for
+/// [`DECODE_ALL_AFTER`].
+async fn decode_all(lister: &Lister) -> Map<String, Value> {
+    let handles = lister.list_all();
+    let reset = reset_peak_rss();
+    let started = Instant::now();
+    let objects: Vec<Arc<DynamicObject>> = handles.iter().map(CachedObject::object).collect();
+    let decode_s = started.elapsed().as_secs_f64();
+    let mut m = Map::new();
+    m.insert("decode_all_s".into(), json!(round(decode_s, 3)));
+    m.insert("decode_all_objects".into(), json!(objects.len()));
+    m.insert(
+        "decode_all_rss_held_mb".into(),
+        json!(round(proc_status_mb("VmRSS"), 1)),
+    );
+    m.insert(
+        "decode_all_heap_held_mb".into(),
+        json!(heap_in_use_mb().map(|mb| round(mb, 1))),
+    );
+    m.insert("decode_all_peak_mb".into(), peak_since(reset));
+    drop(objects);
+    drop(handles);
+    let dropped = tokio::time::Instant::now();
+    let samples_per_s =
+        (Duration::from_secs(1).as_millis() / DECODE_ALL_SAMPLE_EVERY.as_millis()).max(1);
+    let mut by_s = Vec::new();
+    let mut lowest = f64::INFINITY;
+    let mut last = proc_status_mb("VmRSS");
+    let mut tick = 0u32;
+    while DECODE_ALL_SAMPLE_EVERY * tick < DECODE_ALL_AFTER {
+        tick += 1;
+        tokio::time::sleep_until(dropped + DECODE_ALL_SAMPLE_EVERY * tick).await;
+        last = proc_status_mb("VmRSS");
+        lowest = lowest.min(last);
+        if u128::from(tick) % samples_per_s == 0 {
+            by_s.push(round(last, 1));
+        }
+    }
+    m.insert("decode_all_rss_after_mb".into(), json!(round(last, 1)));
+    m.insert(
+        "decode_all_heap_after_mb".into(),
+        json!(heap_in_use_mb().map(|mb| round(mb, 1))),
+    );
+    m.insert("decode_all_rss_after_by_s_mb".into(), json!(by_s));
+    m.insert(
+        "decode_all_rss_after_min_mb".into(),
+        json!(round(lowest, 1)),
+    );
+    m.insert(
+        "decode_all_after_s".into(),
+        json!(DECODE_ALL_AFTER.as_secs_f64()),
+    );
     m
 }
 
