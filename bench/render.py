@@ -3,6 +3,7 @@
 
     bench/render.py assemble RECORDS.jsonl CONFIG.json ENV.json > results.json
     bench/render.py render RESULTS.json [--doc BENCHMARKS.md]
+    bench/render.py svg RESULTS.json OUTDIR [--stem NAME]
 
 `assemble` groups the JSON lines the peers, the loader and the script wrote
 (each tagged with "kind", "dataset" and "n") by dataset. `render` prints one
@@ -15,8 +16,12 @@ the kdi peer's reads per storage mode, one of its phases after the run
 ("Reads, replay and resync": a column per kdi run), one of the runs with
 other allocators (run names such as "kdi+mimalloc"), and one of the relist phase (records of
 kind "relist"). The targets of the compact storage get a table of their own.
+
+`svg` draws charts of the results into OUTDIR (bench/charts.py says which): SVG written by hand, no
+package beyond Python's standard library.
 """
 import json
+import os
 import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
@@ -563,11 +568,27 @@ def assemble(records_path: str, config_path: str, env_path: str) -> dict:
     return {"config": config, "env": env, "datasets": list(datasets.values())}
 
 
+def svg_main(argv: list[str]) -> None:
+    """`svg RESULTS.json OUTDIR [--stem NAME]`: the charts of bench/charts.py, each path printed."""
+    sys.dont_write_bytecode = True  # no __pycache__ left in bench/ by a run
+    import charts
+
+    path, outdir = argv[0], argv[1]
+    stem = argv[3] if len(argv) >= 4 and argv[2] == "--stem" else os.path.basename(path).removesuffix(".json")
+    with open(path) as f:
+        results = json.load(f)
+    for written in charts.write_charts(results, outdir, stem):
+        print(written)
+
+
 def main() -> None:
     """The command line (see the module docs)."""
     if len(sys.argv) >= 5 and sys.argv[1] == "assemble":
         json.dump(assemble(*sys.argv[2:5]), sys.stdout, indent=1)
         print()
+        return
+    if len(sys.argv) >= 4 and sys.argv[1] == "svg":
+        svg_main(sys.argv[2:])
         return
     if len(sys.argv) < 3 or sys.argv[1] != "render":
         print(__doc__, file=sys.stderr)
