@@ -301,16 +301,11 @@ impl Shared {
     pub(super) async fn resync_loop(&self, cancel: CancellationToken) {
         loop {
             let check = self.dispatch.lock().clock.check_period();
-            if check.is_zero() {
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = self.dispatch.resync_changed.notified() => continue,
-                }
-            }
+            // A zero check period: no resync until the period changes.
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = self.dispatch.resync_changed.notified() => continue,
-                _ = tokio::time::sleep(check) => {}
+                _ = tokio::time::sleep(check), if !check.is_zero() => {}
             }
             self.resync_due(Instant::now());
         }
@@ -321,19 +316,12 @@ impl Shared {
         if !d.synced {
             return;
         }
-        let due: Vec<usize> = d
-            .listeners
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.next_resync.is_some_and(|t| t <= now))
-            .map(|(i, _)| i)
-            .collect();
-        if due.is_empty() {
+        let due = |l: &Listener| l.next_resync.is_some_and(|t| t <= now);
+        if !d.listeners.iter().any(due) {
             return;
         }
         let objects = self.store.list_all();
-        for i in due {
-            let l = &mut d.listeners[i];
+        for l in d.listeners.iter_mut().filter(|l| due(l)) {
             for o in &objects {
                 l.push(Queued::Resync(o.clone()));
             }

@@ -489,9 +489,8 @@ impl SharedInformer {
             let why = match NotSynced::from_status(&status, timeout) {
                 // Gone empties the cache, synced before or not.
                 Some(gone @ NotSynced::Gone { .. }) => return Err(not_synced(gone)),
-                _ if self.has_synced() => return Ok(()),
-                None => return Ok(()),
-                Some(why) => why,
+                Some(why) if !self.has_synced() => why,
+                _ => return Ok(()),
             };
             if policy.gives_up(&why) {
                 return Err(not_synced(why));
@@ -501,11 +500,9 @@ impl SharedInformer {
                     return if self.has_synced() { Ok(()) } else { Err(not_synced(NotSynced::Stopped)) };
                 },
                 () = sync::deadline_passed(deadline) => {
-                    let status = self.status();
-                    return match NotSynced::from_status(&status, timeout) {
-                        _ if self.has_synced() => Ok(()),
-                        None => Ok(()),
-                        Some(why) => Err(not_synced(why)),
+                    return match NotSynced::from_status(&self.status(), timeout) {
+                        Some(why) if !self.has_synced() => Err(not_synced(why)),
+                        _ => Ok(()),
                     };
                 }
             }

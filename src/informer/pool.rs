@@ -81,16 +81,9 @@ impl HandlerPoolSettings {
     /// The settings in force, when the pool already runs (a handler was
     /// added before).
     pub fn install(self) -> Result<(), HandlerPoolSettings> {
-        let mut installed = false;
-        let pool = GLOBAL.get_or_init(|| {
-            installed = true;
-            HandlerPool::new(self)
-        });
-        if installed {
-            Ok(())
-        } else {
-            Err(pool.inner.settings)
-        }
+        GLOBAL
+            .set(HandlerPool::new(self))
+            .map_err(|_| HandlerPool::global().inner.settings)
     }
 }
 

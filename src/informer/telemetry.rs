@@ -228,24 +228,13 @@ impl InformerMetrics {
             |kind: &'static str| counter!("kdi_informer_events_received_total", with("type", kind));
         Self {
             objects: gauge!("kdi_informer_objects", labels.clone()),
-            lists: [
-                list("first"),
-                list("expired"),
-                list("error"),
-                list("served_again"),
-            ],
+            lists: ["first", "expired", "error", "served_again"].map(list),
             list_requests: counter!("kdi_informer_list_requests_total", labels.clone()),
             list_bytes: counter!("kdi_informer_list_bytes_total", labels.clone()),
             list_duration: histogram!("kdi_informer_list_duration_seconds", labels.clone()),
             sync_duration: gauge!("kdi_informer_sync_duration_seconds", labels.clone()),
             watch_starts: counter!("kdi_informer_watch_starts_total", labels.clone()),
-            received: [
-                received("added"),
-                received("modified"),
-                received("deleted"),
-                received("bookmark"),
-                received("skipped"),
-            ],
+            received: ["added", "modified", "deleted", "bookmark", "skipped"].map(received),
             skipped: counter!("kdi_informer_skipped_objects_total", labels.clone()),
             errors: counter!("kdi_informer_errors_total", labels.clone()),
             last_event: gauge!("kdi_informer_last_event_timestamp_seconds", labels.clone()),
@@ -311,12 +300,7 @@ impl InformerMetrics {
             )
         };
         HandlerMetrics {
-            delivered: [
-                delivered("Add"),
-                delivered("Update"),
-                delivered("Resync"),
-                delivered("Delete"),
-            ],
+            delivered: ["Add", "Update", "Resync", "Delete"].map(delivered),
             backlog: gauge!("kdi_handler_backlog", labels.clone()),
             processing: histogram!("kdi_handler_processing_seconds", labels.clone()),
             panics: counter!("kdi_handler_panics_total", labels.clone()),

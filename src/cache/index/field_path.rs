@@ -65,8 +65,8 @@ pub(super) fn evaluate(obj: &DynamicObject, path: &[String]) -> Result<Vec<Strin
     }
     let types = obj.types.as_ref();
     match first.as_str() {
-        "apiVersion" => Ok(string_path(types.map(|t| t.api_version.as_str()), rest)),
-        "kind" => Ok(string_path(types.map(|t| t.kind.as_str()), rest)),
+        "apiVersion" => Ok(scalar_path(types.map(|t| t.api_version.as_str()), rest)),
+        "kind" => Ok(scalar_path(types.map(|t| t.kind.as_str()), rest)),
         "metadata" => metadata_path(&obj.metadata, rest),
         _ => Ok(Vec::new()),
     }
@@ -83,16 +83,11 @@ fn json_path(mut value: &Value, path: &[String]) -> Result<Vec<String>, String> 
     values_of_json(value)
 }
 
-fn string_path(value: Option<&str>, rest: &[String]) -> Vec<String> {
+/// A string or number field: its value when the path ends there; a field
+/// of it is null.
+fn scalar_path(value: Option<impl ToString>, rest: &[String]) -> Vec<String> {
     match value {
-        Some(s) if rest.is_empty() => vec![s.to_owned()],
-        _ => Vec::new(),
-    }
-}
-
-fn number_path(value: Option<i64>, rest: &[String]) -> Vec<String> {
-    match value {
-        Some(n) if rest.is_empty() => vec![n.to_string()],
+        Some(v) if rest.is_empty() => vec![v.to_string()],
         _ => Vec::new(),
     }
 }
@@ -106,18 +101,18 @@ fn metadata_path(meta: &ObjectMeta, path: &[String]) -> Result<Vec<String>, Stri
         (None, _) => Ok(Vec::new()),
         (Some(_), []) => Err(OBJECT_RESULT.to_owned()),
         (Some(map), [key, deeper @ ..]) => {
-            Ok(string_path(map.get(key).map(String::as_str), deeper))
+            Ok(scalar_path(map.get(key).map(String::as_str), deeper))
         }
     };
     match field.as_str() {
-        "name" => Ok(string_path(meta.name.as_deref(), rest)),
-        "namespace" => Ok(string_path(meta.namespace.as_deref(), rest)),
-        "generateName" => Ok(string_path(meta.generate_name.as_deref(), rest)),
-        "resourceVersion" => Ok(string_path(meta.resource_version.as_deref(), rest)),
-        "selfLink" => Ok(string_path(meta.self_link.as_deref(), rest)),
-        "uid" => Ok(string_path(meta.uid.as_deref(), rest)),
-        "generation" => Ok(number_path(meta.generation, rest)),
-        "deletionGracePeriodSeconds" => Ok(number_path(meta.deletion_grace_period_seconds, rest)),
+        "name" => Ok(scalar_path(meta.name.as_deref(), rest)),
+        "namespace" => Ok(scalar_path(meta.namespace.as_deref(), rest)),
+        "generateName" => Ok(scalar_path(meta.generate_name.as_deref(), rest)),
+        "resourceVersion" => Ok(scalar_path(meta.resource_version.as_deref(), rest)),
+        "selfLink" => Ok(scalar_path(meta.self_link.as_deref(), rest)),
+        "uid" => Ok(scalar_path(meta.uid.as_deref(), rest)),
+        "generation" => Ok(scalar_path(meta.generation, rest)),
+        "deletionGracePeriodSeconds" => Ok(scalar_path(meta.deletion_grace_period_seconds, rest)),
         "labels" => labels_like(meta.labels.as_ref()),
         "annotations" => labels_like(meta.annotations.as_ref()),
         "finalizers" => Ok(match &meta.finalizers {

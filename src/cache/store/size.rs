@@ -98,17 +98,14 @@ fn dynamic_object(object: &DynamicObject) -> usize {
 }
 
 fn meta(meta: &ObjectMeta) -> usize {
-    let strings = [
+    let strings = optional_strings([
         &meta.name,
         &meta.namespace,
         &meta.uid,
         &meta.resource_version,
         &meta.generate_name,
         &meta.self_link,
-    ]
-    .into_iter()
-    .map(|s| s.as_ref().map_or(0, string))
-    .sum::<usize>();
+    ]);
     let maps = [&meta.labels, &meta.annotations]
         .into_iter()
         .map(|map| map.as_ref().map_or(0, string_map))
@@ -131,17 +128,13 @@ fn meta(meta: &ObjectMeta) -> usize {
         ) + entries
             .iter()
             .map(|e| {
-                [
+                optional_strings([
                     &e.api_version,
                     &e.fields_type,
                     &e.manager,
                     &e.operation,
                     &e.subresource,
-                ]
-                .into_iter()
-                .map(|s| s.as_ref().map_or(0, string))
-                .sum::<usize>()
-                    + e.fields_v1.as_ref().map_or(0, |f| value(&f.0))
+                ]) + e.fields_v1.as_ref().map_or(0, |f| value(&f.0))
             })
             .sum::<usize>()
     });
@@ -184,6 +177,11 @@ fn string_map(map: &BTreeMap<String, String>) -> usize {
 /// One allocation of `bytes`, if any.
 fn heap(bytes: usize) -> usize {
     bytes + if bytes == 0 { 0 } else { PER_ALLOCATION }
+}
+
+/// The heap of the strings present among `strings`.
+fn optional_strings<const N: usize>(strings: [&Option<String>; N]) -> usize {
+    strings.into_iter().flatten().map(string).sum()
 }
 
 fn string(s: &String) -> usize {

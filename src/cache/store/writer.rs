@@ -68,12 +68,15 @@ impl StoreWriter {
     /// the cache's size have happened since the last pass, frees what the
     /// decoded objects nobody holds any more still keep (amortised: a pass
     /// visits each object once).
-    pub(super) fn wrote(&mut self, writes: usize, len: usize) {
+    pub(super) fn wrote(&mut self, writes: usize) {
         if self.storage != Storage::Compact {
             return;
         }
         self.writes_since_forget += writes;
-        if self.writes_since_forget >= (len / 2).max(FORGET_EVERY) {
+        // The size is read only once a pass may be due.
+        if self.writes_since_forget >= FORGET_EVERY
+            && self.writes_since_forget >= self.store.len() / 2
+        {
             self.forget_dropped();
         }
     }
@@ -105,11 +108,8 @@ impl StoreWriter {
         };
         let computed = evaluate_all(&self.store.defs(), &key, &object);
         let held = self.hold(&object);
-        let (old, len) = {
-            let mut state = self.store.shared.write();
-            (state.insert(&key, held, computed), state.objects.len())
-        };
-        self.wrote(1, len);
+        let old = self.store.shared.write().insert(&key, held, computed);
+        self.wrote(1);
         old
     }
 
@@ -187,10 +187,7 @@ impl StoreWriter {
     /// when the list fills an empty cache, nothing otherwise (see
     /// [`StoreWriter::end_list`]).
     pub fn list_page(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
-        if self.listing.is_none() {
-            self.begin_list();
-        }
-        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        let fill = self.listing_fills();
         let keyed = objects
             .into_iter()
             .filter_map(|object| match object_key(&object) {
@@ -203,9 +200,7 @@ impl StoreWriter {
         if fill {
             // A key listed twice in a page: the last object, in the first
             // one's place.
-            let mut page: IndexMap<String, Arc<DynamicObject>> = IndexMap::new();
-            page.extend(keyed);
-            self.fill_page(page.into_iter().collect())
+            self.fill_page(keyed.collect::<IndexMap<_, _>>())
         } else {
             let keyed: Vec<_> = keyed.collect();
             let state = self.store.shared.read();
@@ -227,17 +222,23 @@ impl StoreWriter {
         }
     }
 
-    pub(super) fn fill_page(&mut self, keyed: Vec<(String, Arc<DynamicObject>)>) -> ReplaceOutcome {
+    /// Whether the list in progress (started now if none is) fills an
+    /// empty cache.
+    fn listing_fills(&mut self) -> bool {
+        if self.listing.is_none() {
+            self.begin_list();
+        }
+        self.listing.as_ref().is_some_and(|l| l.fill)
+    }
+
+    pub(super) fn fill_page(
+        &mut self,
+        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+    ) -> ReplaceOutcome {
         let prepared = self.prepare(keyed);
-        let (replaced, len) = {
-            let mut state = self.store.shared.write();
-            let replaced = apply(&mut state, prepared);
-            (replaced, state.objects.len())
-        };
-        self.wrote(replaced.len(), len);
-        let mut outcome = ReplaceOutcome::default();
-        outcome.record(replaced);
-        outcome
+        let replaced = apply(&mut self.store.shared.write(), prepared);
+        self.wrote(replaced.len());
+        ReplaceOutcome::written(replaced)
     }
 
     /// Index values and stored form of objects about to be written, computed
@@ -275,10 +276,7 @@ impl StoreWriter {
         objects: Vec<CompactObject>,
         interner: Option<Interner>,
     ) -> SnapshotFill {
-        if self.listing.is_none() {
-            self.begin_list();
-        }
-        let fill = self.listing.as_ref().is_some_and(|l| l.fill);
+        let fill = self.listing_fills();
         if !fill || self.storage != Storage::Compact {
             let objects = objects.iter().map(|o| Arc::new(o.to_object())).collect();
             return SnapshotFill::Listed(self.list_page(objects));
@@ -304,18 +302,17 @@ impl StoreWriter {
                 (key, held, computed)
             })
             .collect();
-        let (added, len) = {
+        let added: Vec<CachedObject> = {
             let mut state = self.store.shared.write();
-            let added: Vec<CachedObject> = prepared
+            prepared
                 .into_iter()
                 .map(|(key, held, computed)| {
                     state.insert(&key, held.clone(), computed);
                     held
                 })
-                .collect();
-            (added, state.objects.len())
+                .collect()
         };
-        self.wrote(added.len(), len);
+        self.wrote(added.len());
         SnapshotFill::Filled(added)
     }
 
@@ -338,7 +335,7 @@ impl StoreWriter {
             return ReplaceOutcome::default();
         }
         let changes = self.prepare(listing.staged);
-        let (replaced, gone, len) = {
+        let (replaced, gone) = {
             let mut state = self.store.shared.write();
             let listed: HashSet<&str> = changes.iter().map(|c| c.key.as_str()).collect();
             let gone: Vec<Key> = state
@@ -348,17 +345,14 @@ impl StoreWriter {
                 .cloned()
                 .collect();
             let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
-            let replaced = apply(&mut state, changes);
-            (replaced, gone, state.objects.len())
+            (apply(&mut state, changes), gone)
         };
-        self.wrote(replaced.len(), len);
-        let mut outcome = ReplaceOutcome {
+        self.wrote(replaced.len());
+        ReplaceOutcome {
+            deleted: gone.into_iter().map(CachedObject::into_object).collect(),
             unchanged: listing.seen.len(),
-            ..ReplaceOutcome::default()
-        };
-        outcome.record(replaced);
-        outcome.deleted = gone.into_iter().map(CachedObject::into_object).collect();
-        outcome
+            ..ReplaceOutcome::written(replaced)
+        }
     }
 }
 
@@ -393,14 +387,16 @@ pub(super) fn apply(
 }
 
 impl ReplaceOutcome {
-    /// Files written objects as added or updated.
-    pub(super) fn record(&mut self, replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) {
+    /// Written objects, filed as added or updated.
+    fn written(replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) -> Self {
+        let mut outcome = ReplaceOutcome::default();
         for (object, old) in replaced {
             match old {
-                Some(old) => self.updated.push((old, object)),
-                None => self.added.push(object),
+                Some(old) => outcome.updated.push((old, object)),
+                None => outcome.added.push(object),
             }
         }
+        outcome
     }
 }
 

@@ -2,7 +2,6 @@
 //! expires), or a streaming list where the server offers one.
 
 use super::*;
-use crate::informer::InformerError;
 
 impl Reflector {
     pub(super) fn list_page(
@@ -135,10 +134,7 @@ impl Reflector {
                 self.streaming_unsupported = true;
                 Err(self.paged_list(cancel, listed_before, sink).await)
             }
-            Err(source) => Err(ListOutcome::Failed(InformerError::Watch {
-                resource: self.key.clone(),
-                source: Box::new(source),
-            })),
+            Err(source) => Err(ListOutcome::Failed(self.watch_failed(source))),
         }
     }
 
@@ -185,12 +181,7 @@ impl Reflector {
             };
             let event = match next {
                 None => return self.streaming_list_cut(),
-                Some(Err(source)) => {
-                    return ListOutcome::Failed(InformerError::Watch {
-                        resource: self.key.clone(),
-                        source: Box::new(source),
-                    });
-                }
+                Some(Err(source)) => return ListOutcome::Failed(self.watch_failed(source)),
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);

@@ -391,14 +391,15 @@ impl Reflector {
 
     /// Sets the status, notifying only on a change.
     fn set_status(&self, status: InformerStatus) {
-        self.status.send_if_modified(|current| {
-            if *current == status {
-                false
-            } else {
-                *current = status;
-                true
-            }
-        });
+        replace_status(&self.status, status);
+    }
+
+    /// A watch request that failed, or its stream's error.
+    fn watch_failed(&self, source: ListWatchError) -> InformerError {
+        InformerError::Watch {
+            resource: self.key.clone(),
+            source: Box::new(source),
+        }
     }
 
     /// Runs until `cancel` fires, handing every change to `sink` in order.
@@ -496,10 +497,7 @@ impl Reflector {
         sink: &mut (impl FnMut(Delta) + Send),
         progress: &mut Progress,
     ) {
-        loop {
-            if cancel.is_cancelled() {
-                break;
-            }
+        while !cancel.is_cancelled() {
             if self.ranges_differ() {
                 // A watch cannot change its selector: list the new ranges.
                 progress.resume_rv = None;
@@ -649,6 +647,18 @@ impl Reflector {
             () = self.ranges_changed() => true,
         }
     }
+}
+
+/// Sets `sender`'s status, notifying only on a change.
+fn replace_status(sender: &watch::Sender<InformerStatus>, status: InformerStatus) {
+    sender.send_if_modified(|current| {
+        if *current == status {
+            false
+        } else {
+            *current = status;
+            true
+        }
+    });
 }
 
 /// Whether a streaming-list request was refused as such: the list-watch

@@ -41,19 +41,15 @@ impl Reflector {
             if let Some(ranges) = current {
                 break (ranges, settlement);
             }
-            self.status.send_if_modified(|status| {
-                let pending = match &source.assignment {
-                    Some(assignment) => InformerStatus::WaitingForShards {
-                        assignment: assignment.clone(),
-                    },
-                    None => InformerStatus::Pending {
-                        reason: "waiting for this member's shard ranges".to_owned(),
-                    },
-                };
-                let changed = *status != pending;
-                *status = pending;
-                changed
-            });
+            let pending = match &source.assignment {
+                Some(assignment) => InformerStatus::WaitingForShards {
+                    assignment: assignment.clone(),
+                },
+                None => InformerStatus::Pending {
+                    reason: "waiting for this member's shard ranges".to_owned(),
+                },
+            };
+            replace_status(&self.status, pending);
             tokio::select! {
                 _ = cancel.cancelled() => return ShardStep::Cancelled,
                 changed = source.ranges.changed() => if changed.is_err() {

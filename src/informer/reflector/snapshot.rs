@@ -145,18 +145,17 @@ impl Reflector {
     }
 
     pub(super) fn record_snapshot_start(&self, start: SnapshotStart) {
-        self.metrics.snapshot_start(match &start {
-            SnapshotStart::Resumed { .. } => "resumed",
-            SnapshotStart::Listed { reason } => reason.name(),
-        });
-        match &start {
+        let name = match &start {
             SnapshotStart::Resumed { .. } => {
                 tracing::info!(resource = %self.key, snapshot = %start, "starting from a snapshot");
+                "resumed"
             }
             SnapshotStart::Listed { reason } => {
                 tracing::info!(resource = %self.key, %reason, "listing: no snapshot to resume from");
+                reason.name()
             }
-        }
+        };
+        self.metrics.snapshot_start(name);
         *self.stats.snapshot_start.lock() = Some(start);
     }
 }

@@ -2,7 +2,6 @@
 //! objects that decode, in the shard, transformed.
 
 use super::*;
-use crate::informer::InformerError;
 
 /// How long a watch from a snapshot's resourceVersion must stay open
 /// without an item before the snapshot counts as accepted: three times
@@ -107,10 +106,7 @@ impl Reflector {
                 tracing::info!(resource = %self.key, error = %e, "watch resourceVersion expired; listing again");
                 WatchEnd::Relist
             } else {
-                WatchEnd::Failed(InformerError::Watch {
-                    resource: self.key.clone(),
-                    source: Box::new(e),
-                })
+                WatchEnd::Failed(self.watch_failed(e))
             }
         })
     }
@@ -137,10 +133,7 @@ impl Reflector {
                 }
                 Err(WatchEnd::Relist)
             }
-            Some(Err(source)) => Err(WatchEnd::Failed(InformerError::Watch {
-                resource: self.key.clone(),
-                source: Box::new(source),
-            })),
+            Some(Err(source)) => Err(WatchEnd::Failed(self.watch_failed(source))),
             Some(Ok(event)) => Ok(event),
         }
     }
@@ -188,28 +181,24 @@ impl Reflector {
         sink: &mut (impl FnMut(Delta) + Send),
     ) {
         ReflectorStats::inc(&self.stats.watch_events);
-        self.metrics.received(match &event {
+        let received = match &event {
             WatchEvent::Added(_) => Received::Added,
             WatchEvent::Modified(_) => Received::Modified,
             WatchEvent::Deleted(_) => Received::Deleted,
             WatchEvent::Bookmark { .. } => Received::Bookmark,
             WatchEvent::Skipped { .. } => Received::Skipped,
-        });
+        };
+        self.metrics.received(received);
         match event {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
                 if let Some(rv) = &o.metadata.resource_version {
                     last_rv.clone_from(rv);
                 }
                 if let Some(o) = self.admit(o) {
-                    sink(Delta::Upsert(o));
-                }
-            }
-            WatchEvent::Deleted(o) => {
-                if let Some(rv) = &o.metadata.resource_version {
-                    last_rv.clone_from(rv);
-                }
-                if let Some(o) = self.admit(o) {
-                    sink(Delta::Delete(o));
+                    sink(match received {
+                        Received::Deleted => Delta::Delete(o),
+                        _ => Delta::Upsert(o),
+                    });
                 }
             }
             WatchEvent::Skipped { object, deleted } => {
@@ -246,10 +235,7 @@ impl Reflector {
     pub(super) fn stub(&self, object: &UndecodableObject) -> Option<DynamicObject> {
         object.name.as_ref()?;
         Some(DynamicObject {
-            types: Some(TypeMeta {
-                api_version: self.resource.api_version.clone(),
-                kind: self.resource.kind.clone(),
-            }),
+            types: Some(self.type_meta()),
             metadata: ObjectMeta {
                 name: object.name.clone(),
                 namespace: object.namespace.clone(),
@@ -260,25 +246,25 @@ impl Reflector {
         })
     }
 
+    /// The apiVersion and kind every object of the resource carries.
+    fn type_meta(&self) -> TypeMeta {
+        TypeMeta {
+            api_version: self.resource.api_version.clone(),
+            kind: self.resource.kind.clone(),
+        }
+    }
+
     /// Fills in apiVersion and kind when missing (list items carry none) and
     /// skips objects that belong to another resource or have no name.
     pub(super) fn admit(&self, mut obj: DynamicObject) -> Option<DynamicObject> {
-        let want_api_version = &self.resource.api_version;
-        let want_kind = &self.resource.kind;
         match &obj.types {
-            None => {
-                obj.types = Some(TypeMeta {
-                    api_version: want_api_version.clone(),
-                    kind: want_kind.clone(),
-                });
-            }
+            None => obj.types = Some(self.type_meta()),
             Some(t) if t.api_version.is_empty() && t.kind.is_empty() => {
-                obj.types = Some(TypeMeta {
-                    api_version: want_api_version.clone(),
-                    kind: want_kind.clone(),
-                });
+                obj.types = Some(self.type_meta());
             }
-            Some(t) if &t.api_version != want_api_version || &t.kind != want_kind => {
+            Some(t)
+                if t.api_version != self.resource.api_version || t.kind != self.resource.kind =>
+            {
                 ReflectorStats::inc(&self.stats.skipped_objects);
                 tracing::warn!(
                     resource = %self.key,

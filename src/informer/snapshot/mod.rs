@@ -435,13 +435,11 @@ impl Target {
         if header.identity != self.identity {
             return Err(self.mismatch(&header.identity));
         }
-        let body_start = lines
-            .stream_position()
-            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+        let body_start = lines.stream_position().map_err(|e| self.unreadable(&e))?;
         let file_len = lines
             .get_ref()
             .metadata()
-            .map_err(|e| self.corrupt(format!("reading it: {e}")))?
+            .map_err(|e| self.unreadable(&e))?
             .len();
         let mut body = Body {
             file: lines,
@@ -476,7 +474,7 @@ impl Target {
         }
         body.file
             .seek(std::io::SeekFrom::Start(body_start))
-            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+            .map_err(|e| self.unreadable(&e))?;
         body.left = file_len.saturating_sub(body_start);
         let written = UNIX_EPOCH + Duration::from_millis(header.written_at_ms);
         Ok(Opened {
@@ -502,8 +500,12 @@ impl Target {
         line.clear();
         let n = lines
             .read_until(b'\n', line)
-            .map_err(|e| self.corrupt(format!("reading it: {e}")))?;
+            .map_err(|e| self.unreadable(&e))?;
         Ok(n > 0 && line.last() == Some(&b'\n'))
+    }
+
+    fn unreadable(&self, e: &std::io::Error) -> SnapshotRefusal {
+        self.corrupt(format!("reading it: {e}"))
     }
 
     fn corrupt(&self, why: String) -> SnapshotRefusal {
@@ -635,21 +637,19 @@ impl Writes {
             return;
         }
         let now = Instant::now();
-        {
-            let mut next = self.next.lock();
-            if next.is_some_and(|t| now < t) {
-                return;
-            }
-            let mut running = self.running.lock();
-            if running.as_ref().is_some_and(|t| !t.is_finished()) {
-                return;
-            }
-            let Some(write) = Self::capture(stats, metrics, store, resource_version) else {
-                return;
-            };
-            *next = Some(now + options.interval);
-            *running = Some(tokio::task::spawn_blocking(write));
+        let mut next = self.next.lock();
+        if next.is_some_and(|t| now < t) {
+            return;
         }
+        let mut running = self.running.lock();
+        if running.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let Some(write) = Self::capture(stats, metrics, store, resource_version) else {
+            return;
+        };
+        *next = Some(now + options.interval);
+        *running = Some(tokio::task::spawn_blocking(write));
     }
 
     /// When the informer stops: waits for a write in progress, then writes
