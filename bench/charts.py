@@ -31,7 +31,10 @@ FONT = "font-family=\"DejaVu Sans, Verdana, sans-serif\""
 # Colours by peer (kdi runs by storage), readable by the colour-blind (Okabe and Ito).
 COLOURS = {"compact": "#0072B2", "objects": "#56B4E9", "client-go": "#E69F00", "kube-runtime": "#009E73"}
 OTHER_COLOUR = "#999999"
+# A white outline under a value's text, so that a line behind it does not cross it.
+HALO = 'paint-order="stroke" stroke="white" stroke-width="3" stroke-linejoin="round"'
 
+DECODE_ALL_AFTER = "decode all,\n10 s after"
 # The phases of the RSS chart: label (lines split on "\n") and the reading from a run and its relist.
 PHASES: list[tuple[str, Reading]] = [
     ("steady\nafter sync", lambda r, _: r.get("rss_steady_mb")),
@@ -40,7 +43,7 @@ PHASES: list[tuple[str, Reading]] = [
     ("resync\npeak", lambda r, _: r.get("resync_rss_peak_mb")),
     ("reads\npeak", lambda r, _: r.get("reads_rss_peak_mb")),
     ("decode all\npeak", lambda r, _: r.get("decode_all_peak_mb")),
-    ("decode all,\n10 s after", lambda r, _: r.get("decode_all_rss_after_mb")),
+    (DECODE_ALL_AFTER, lambda r, _: r.get("decode_all_rss_after_mb")),
     ("410 relist\npeak", lambda _, rel: rel.get("relist_peak_mb") if rel else None),
 ]
 
@@ -163,7 +166,7 @@ def grouped_bars(title: str, subtitle: str, categories: list[str], series: list[
             body.append(f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" '
                         f'fill="{s.colour}"><title>{escape(s.label)}: {number(v, 1)} {escape(unit)}</title></rect>')
             vx, vy = x + bar / 2 + 4, base - h - 4
-            body.append(text(vx, vy, number(v), 11, "start", f'transform="rotate(-90 {vx:.1f} {vy:.1f})"'))
+            body.append(text(vx, vy, number(v), 11, "start", f'transform="rotate(-90 {vx:.1f} {vy:.1f})" {HALO}'))
         body.append(text(gx + bar * len(series) / 2, base + 18, category, 12, "middle"))
     body.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#333333"/>')
     body.append(f'<line x1="{left}" y1="{top - 8}" x2="{left}" y2="{base}" stroke="#333333"/>')
@@ -187,12 +190,13 @@ def rss_chart(results: dict) -> Optional[str]:
     phases = [(label, [read(r, relists.get(r["peer"])) for r in runs]) for label, read in PHASES]
     phases = [(label, values) for label, values in phases if any(v is not None for v in values)]
     series = [Series(run_label(r), run_colour(r), [values[i] for _, values in phases]) for i, r in enumerate(runs)]
+    after = ("; \"decode all, 10 s after\" is the RSS 10 s after the objects decoded all at once were dropped"
+             if any(label == DECODE_ALL_AFTER for label, _ in phases) else "")
     return grouped_bars(
         f"RSS through the run: {dataset_label(ds)}, managedFields kept", run_line(results),
         [label for label, _ in phases], series, "RSS (MiB)",
         "Each process reads its own RSS (/proc/self/status): the run's peak is VmHWM at its end, a phase's peak "
-        "VmHWM after a reset (clear_refs) before the phase; \"decode all, 10 s after\" is the RSS 10 s after the "
-        "objects decoded all at once were dropped. No bar: the peer has no such phase.")
+        f"VmHWM after a reset (clear_refs) before the phase{after}. No bar: the peer has no such phase.")
 
 
 def ratio_chart(results: dict) -> Optional[str]:
@@ -230,7 +234,7 @@ def ratio_chart(results: dict) -> Optional[str]:
             body.append(f'<rect x="{left}" y="{y:.1f}" width="{w:.1f}" height="{bar - 3}" fill="{run_colour(r)}">'
                         f"<title>{escape(run_label(r))}</title></rect>")
             body.append(text(left + w + 6, y + bar - 7,
-                             f"{ours / theirs:.2f}× ({number(ours)} vs {number(theirs)} MiB)", 11))
+                             f"{ours / theirs:.2f}× ({number(ours)} vs {number(theirs)} MiB)", 11, extra=HALO))
             y += bar
         y += 18
     plot_bottom = y - 10
@@ -243,8 +247,9 @@ def ratio_chart(results: dict) -> Optional[str]:
         body.append(text(x, plot_bottom + 16, f"{tick:g}×", 11, "middle"))
         tick += step
     one = left + scale
-    body.append(f'<line x1="{one:.1f}" y1="{top - 10}" x2="{one:.1f}" y2="{plot_bottom}" stroke="#E69F00" '
-                'stroke-width="2" stroke-dasharray="5,3"/>')
+    # Behind the bars and their values.
+    body.insert(len(head) + len(keys), f'<line x1="{one:.1f}" y1="{top - 10}" x2="{one:.1f}" y2="{plot_bottom}" '
+                                       'stroke="#E69F00" stroke-width="2" stroke-dasharray="5,3"/>')
     body.append(text(one + 4, top - 12, "client-go", 11, extra='fill="#b07800"'))
     body.append(f'<line x1="{left}" y1="{top - 6}" x2="{left}" y2="{plot_bottom}" stroke="#333333"/>')
     body.append(text(left + plot_w / 2, plot_bottom + 36, "kdi's steady RSS ÷ client-go's (RSS 3 s after sync, "
