@@ -1,8 +1,6 @@
 //! [`InformerFactory::for_pattern`]: informers for the resources a
 //! [`ResourcePattern`] selects now.
 
-use std::collections::HashSet;
-
 use super::{InformerFactory, InformerHandle};
 use crate::factory::FactoryError;
 use crate::factory::discovery::DiscoverySnapshot;
@@ -91,8 +89,7 @@ pub(crate) async fn select_in(
     pattern: &ResourcePattern,
 ) -> Result<Vec<KnownResource>, FactoryError> {
     if pattern.custom_resources && snapshot.is_custom("", "").is_none() {
-        let custom: std::sync::Arc<HashSet<(String, String)>> =
-            discovery.custom_resources().await?;
+        let custom = discovery.custom_resources().await?;
         return Ok(pattern.select_with(snapshot, &|g, p| {
             custom.contains(&(g.to_string(), p.to_string()))
         }));
