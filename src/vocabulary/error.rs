@@ -68,7 +68,7 @@ pub enum VocabularyError {
     /// The name matches resources in several non-core groups equally well.
     #[error(
         "resource name {input:?} is ambiguous: it matches {}; name it more precisely, e.g. {:?}",
-        join_keys(.candidates),
+        join_keys(.candidates, ", "),
         example_qualified(.candidates)
     )]
     Ambiguous {
@@ -224,21 +224,18 @@ pub enum VocabularyError {
     },
 }
 
-fn join_keys(keys: &[ResourceKey]) -> String {
+fn join_keys(keys: &[ResourceKey], separator: &str) -> String {
     keys.iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(separator)
 }
 
 fn suggestion_text(input: &str, suggestions: &[ResourceKey]) -> String {
     if suggestions.is_empty() {
         crd_hint(input).to_owned()
     } else {
-        format!(
-            "; did you mean {}?",
-            join_keys(suggestions).replace(", ", " or ")
-        )
+        format!("; did you mean {}?", join_keys(suggestions, " or "))
     }
 }
 
@@ -267,10 +264,7 @@ fn example_qualified(candidates: &[ResourceKey]) -> String {
 }
 
 fn found_suffix(found: Option<&str>) -> String {
-    match found {
-        Some(found) => format!(", found {found:?}"),
-        None => String::new(),
-    }
+    found.map_or_else(String::new, |found| format!(", found {found:?}"))
 }
 
 #[cfg(test)]
