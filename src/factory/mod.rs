@@ -611,17 +611,12 @@ impl InformerFactory {
         let mut options = customize(self.inner.defaults.clone()).normalized();
         let per_resource_namespaces =
             options.watch.namespaces != self.inner.defaults.watch.namespaces;
-        if let Some(known) = known {
-            let scope = if known.namespaced {
-                Scope::Namespaced
-            } else {
-                Scope::Cluster
-            };
+        if known.is_some_and(|k| !k.namespaced) {
             if per_resource_namespaces {
-                scope
+                Scope::Cluster
                     .check(key, &options.watch.namespaces)
                     .map_err(FactoryError::ClusterScoped)?;
-            } else if scope == Scope::Cluster {
+            } else {
                 options.watch.namespaces = Namespaces::All;
             }
         }
