@@ -128,14 +128,11 @@ impl ApiListWatch {
         }
         let starts = {
             let mut positions = self.positions.lock();
-            match &*positions {
-                Some(p) if p.len() == apis.len() => p.clone(),
-                _ => {
-                    let p = vec![rv; apis.len()];
-                    *positions = Some(p.clone());
-                    p
-                }
+            let positions = positions.get_or_insert_with(Vec::new);
+            if positions.len() != apis.len() {
+                *positions = vec![rv; apis.len()];
             }
+            positions.clone()
         };
         let mut streams = Vec::with_capacity(apis.len());
         for (i, (api, start)) in apis.iter().zip(&starts).enumerate() {
