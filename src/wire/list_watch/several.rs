@@ -79,9 +79,7 @@ impl ApiListWatch {
             let page_params = match &inner {
                 Some(token) => ListParams {
                     continue_token: Some(token.clone()),
-                    resource_version: None,
-                    version_match: None,
-                    ..params.clone()
+                    ..at(&None, &params)
                 },
                 None => at(&rv, &params),
             };
