@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::key::ResourceKey;
 use super::name::{NameCandidate, ResourceName};
-use super::version::{cmp_versions, version_priority};
+use super::version::version_priority;
 use crate::vocabulary::VocabularyError;
 
 /// One resource as API discovery reports it, for [`ResourceName::resolve`].
@@ -210,7 +210,7 @@ impl ResourceName {
             } else if let Some(top) = matches
                 .iter()
                 .map(|r| r.version.as_str())
-                .max_by(|a, b| cmp_versions(a, b))
+                .max_by_key(|v| version_priority(v))
             {
                 let top = top.to_owned();
                 matches.retain(|r| r.version == top);
