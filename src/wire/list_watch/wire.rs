@@ -285,22 +285,14 @@ fn client(api: &Api<DynamicObject>) -> Client {
 fn ends_watch(err: &std::io::Error) -> bool {
     use std::io::ErrorKind::{TimedOut, UnexpectedEof};
     let ended = |kind: std::io::ErrorKind| matches!(kind, UnexpectedEof | TimedOut);
-    if ended(err.kind()) {
-        return true;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
-    while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && ended(io.kind())
-        {
-            return true;
-        }
-        if e.to_string().contains("unexpected EOF during chunk") {
-            return true;
-        }
-        source = e.source();
-    }
-    false
+    let first: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
+    let mut sources = std::iter::successors(first, |&e| e.source());
+    ended(err.kind())
+        || sources.any(|e| {
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| ended(io.kind()))
+                || e.to_string().contains("unexpected EOF during chunk")
+        })
 }
 
 /// A list's metadata: k8s-openapi's `ListMeta` has `shardInfo` only in
