@@ -232,20 +232,14 @@ fn join_keys(keys: &[ResourceKey], separator: &str) -> String {
 }
 
 fn suggestion_text(input: &str, suggestions: &[ResourceKey]) -> String {
-    if suggestions.is_empty() {
-        crd_hint(input).to_owned()
-    } else {
+    if !suggestions.is_empty() {
         format!("; did you mean {}?", join_keys(suggestions, " or "))
-    }
-}
-
-/// For a name without a group: how to wait for a custom resource whose CRD
-/// is not installed yet.
-fn crd_hint(input: &str) -> &'static str {
-    if input.contains('.') || input.contains('/') {
-        ""
+    } else if input.contains('.') || input.contains('/') {
+        String::new()
     } else {
-        " (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)"
+        // A name without a group: how to wait for a custom resource whose
+        // CRD is not installed yet.
+        " (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)".to_owned()
     }
 }
 
