@@ -287,18 +287,14 @@ fn suggestions(name: &str, group: Option<&str>, known: &[KnownResource]) -> Vec<
             None => scored.push((score, resource)),
         }
     }
-    let mut scored: Vec<((bool, u8, usize), ResourceKey)> = scored
-        .into_iter()
-        .map(|((kind, distance), r)| {
-            let other_group = group.is_some_and(|g| g != r.group);
-            ((other_group, kind, distance), r.key())
-        })
-        .collect();
-    scored.sort();
+    scored.sort_by_cached_key(|&((kind, distance), r)| {
+        let other_group = group.is_some_and(|g| g != r.group);
+        (other_group, kind, distance, r.key())
+    });
     scored
         .into_iter()
         .take(MAX_SUGGESTIONS)
-        .map(|(_, key)| key)
+        .map(|(_, r)| r.key())
         .collect()
 }
 
