@@ -97,16 +97,16 @@ impl From<&KnownResource> for ResourceKey {
 }
 
 impl NameCandidate {
-    /// Whether `resource` is in the group and version this reading names
-    /// (any, where it names none), compared case-insensitively.
-    fn admits(&self, resource: &KnownResource) -> bool {
+    /// Whether `group` and `version` are those this reading names (any,
+    /// where it names none), compared case-insensitively.
+    pub(crate) fn admits(&self, group: &str, version: &str) -> bool {
         self.group
             .as_ref()
-            .is_none_or(|g| g.eq_ignore_ascii_case(&resource.group))
+            .is_none_or(|g| g.eq_ignore_ascii_case(group))
             && self
                 .version
                 .as_ref()
-                .is_none_or(|v| v.eq_ignore_ascii_case(&resource.version))
+                .is_none_or(|v| v.eq_ignore_ascii_case(version))
     }
 }
 
@@ -174,7 +174,7 @@ impl ResourceName {
     ) -> Result<Option<&'a KnownResource>, VocabularyError> {
         let tiered: Vec<(MatchTier, &KnownResource)> = known
             .iter()
-            .filter(|r| candidate.admits(r))
+            .filter(|r| candidate.admits(&r.group, &r.version))
             .filter_map(|r| r.match_tier(&candidate.name).map(|tier| (tier, r)))
             .collect();
         let Some(best) = tiered.iter().map(|(tier, _)| *tier).min() else {
