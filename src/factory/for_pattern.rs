@@ -1,11 +1,8 @@
 //! [`InformerFactory::for_pattern`]: informers for the resources a
 //! [`ResourcePattern`] selects now.
 
-use std::collections::HashSet;
-
 use super::{InformerFactory, InformerHandle};
 use crate::factory::FactoryError;
-use crate::factory::discovery::DiscoverySnapshot;
 use crate::factory::pattern::ResourcePattern;
 use crate::informer::options::InformerOptions;
 use crate::vocabulary::resource::KnownResource;
@@ -64,7 +61,15 @@ impl InformerFactory {
         if !snapshot.is_loaded() {
             snapshot = discovery.refresh().await?;
         }
-        select_in(discovery, &snapshot, pattern).await
+        // The CRDs are read when the pattern asks for custom resources and
+        // the snapshot does not know them.
+        if pattern.custom_resources && snapshot.is_custom("", "").is_none() {
+            let custom = discovery.custom_resources().await?;
+            return Ok(pattern.select_with(&snapshot, &|g, p| {
+                custom.contains(&(g.to_string(), p.to_string()))
+            }));
+        }
+        Ok(pattern.select(&snapshot))
     }
 
     /// `options` as they apply to `resource`: a cluster-scoped resource
@@ -81,21 +86,4 @@ impl InformerFactory {
         }
         options
     }
-}
-
-/// What `pattern` selects in `snapshot`, reading the CRDs when the pattern
-/// asks for custom resources and the snapshot does not know them.
-pub(crate) async fn select_in(
-    discovery: &crate::factory::discovery::DiscoveryCache,
-    snapshot: &DiscoverySnapshot,
-    pattern: &ResourcePattern,
-) -> Result<Vec<KnownResource>, FactoryError> {
-    if pattern.custom_resources && snapshot.is_custom("", "").is_none() {
-        let custom: std::sync::Arc<HashSet<(String, String)>> =
-            discovery.custom_resources().await?;
-        return Ok(pattern.select_with(snapshot, &|g, p| {
-            custom.contains(&(g.to_string(), p.to_string()))
-        }));
-    }
-    Ok(pattern.select(snapshot))
 }

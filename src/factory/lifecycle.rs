@@ -50,14 +50,11 @@ impl InformerFactory {
     /// # }
     /// ```
     pub async fn shutdown_within(&self, timeout: Duration) -> bool {
-        let mut sources: Vec<crate::vocabulary::shard::ShardAssignment> = Vec::new();
-        for informer in self.informers() {
-            if let Some(source) = &informer.options().cache.shard_group
-                && !sources.contains(source)
-            {
-                sources.push(source.clone());
-            }
-        }
+        let sources: std::collections::HashSet<_> = self
+            .informers()
+            .iter()
+            .filter_map(|informer| informer.options().cache.shard_group.clone())
+            .collect();
         let stop = async {
             self.shutdown().await;
             futures::future::join_all(sources.iter().map(|s| s.release())).await;

@@ -433,17 +433,26 @@ impl InformerFactory {
     /// until it has stopped; its cache is freed once no [`InformerHandle`]
     /// handle refers to it. False when the factory no longer holds it.
     pub async fn remove_informer(&self, informer: &InformerHandle) -> bool {
+        self.remove_entries(|_, e| e.informer == *informer).await > 0
+    }
+
+    /// Stops the informers `picked` picks and waits until they have
+    /// stopped; says how many there were.
+    async fn remove_entries(
+        &self,
+        picked: impl FnMut(&(ResourceKey, SharingKey), &mut Entry) -> bool,
+    ) -> usize {
         let removed: Vec<Entry> = self
             .inner
             .state
             .lock()
             .entries
-            .extract_if(|_, e| e.informer == *informer)
+            .extract_if(picked)
             .map(|(_, e)| e)
             .collect();
-        let found = !removed.is_empty();
+        let count = removed.len();
         stop_entries(removed).await;
-        found
+        count
     }
 
     /// The informer for `resource` with the factory's options; the same one
@@ -602,17 +611,12 @@ impl InformerFactory {
         let mut options = customize(self.inner.defaults.clone()).normalized();
         let per_resource_namespaces =
             options.watch.namespaces != self.inner.defaults.watch.namespaces;
-        if let Some(known) = known {
-            let scope = if known.namespaced {
-                Scope::Namespaced
-            } else {
-                Scope::Cluster
-            };
+        if known.is_some_and(|k| !k.namespaced) {
             if per_resource_namespaces {
-                scope
+                Scope::Cluster
                     .check(key, &options.watch.namespaces)
                     .map_err(FactoryError::ClusterScoped)?;
-            } else if scope == Scope::Cluster {
+            } else {
                 options.watch.namespaces = Namespaces::All;
             }
         }
@@ -691,17 +695,9 @@ impl InformerFactory {
                 }
             }
         };
-        let removed: Vec<Entry> = self
-            .inner
-            .state
-            .lock()
-            .entries
-            .extract_if(|(k, _), e| *k == key || e.informer.resource() == key)
-            .map(|(_, e)| e)
-            .collect();
-        let count = removed.len();
-        stop_entries(removed).await;
-        Ok(count)
+        Ok(self
+            .remove_entries(|(k, _), e| *k == key || e.informer.resource() == key)
+            .await)
     }
 
     /// Waits until every informer of this factory that caches `object` (its

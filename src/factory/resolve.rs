@@ -61,26 +61,21 @@ impl InformerFactory {
         resource: impl Into<ResourceRef>,
     ) -> Result<Resolution, FactoryError> {
         let named = resource.into().parse()?;
-        let snapshot_reason = |availability: ResourceAvailability| match availability {
+        let resolved = self.resolve_named(named).await?;
+        let snapshot = self.inner.discovery.snapshot();
+        let (availability, resource) = match resolved {
+            Resolved::Served(known) => {
+                self.check_watchable(&known)?;
+                return Ok(Resolution::Served(known));
+            }
+            Resolved::AwaitKey(key) => (snapshot.availability(&key), key),
+            Resolved::AwaitName(key, name) => (snapshot.availability_of_name(&name), key),
+        };
+        let reason = match availability {
             ResourceAvailability::NotServed { reason } => reason,
             ResourceAvailability::Served { .. } => "served only now".to_owned(),
         };
-        match self.resolve_named(named).await? {
-            Resolved::Served(known) => {
-                self.check_watchable(&known)?;
-                Ok(Resolution::Served(known))
-            }
-            Resolved::AwaitKey(key) => Ok(Resolution::NotServed {
-                reason: snapshot_reason(self.inner.discovery.snapshot().availability(&key)),
-                resource: key,
-            }),
-            Resolved::AwaitName(key, name) => Ok(Resolution::NotServed {
-                reason: snapshot_reason(
-                    self.inner.discovery.snapshot().availability_of_name(&name),
-                ),
-                resource: key,
-            }),
-        }
+        Ok(Resolution::NotServed { resource, reason })
     }
 
     /// What a resource reference designates: a served resource, or one to

@@ -63,20 +63,21 @@ impl ResourceRef {
     }
 }
 
+/// The first reading of a name, when it names a group and a lower-case
+/// name (as a plural is): group, version if any, and plural.
+fn first_plural(name: &ResourceName) -> Option<(&str, Option<&str>, &str)> {
+    let first = name.candidates().first()?;
+    let group = first.group.as_deref()?;
+    let lower_case = !first.name.bytes().any(|b| b.is_ascii_uppercase());
+    lower_case.then_some((group, first.version.as_deref(), first.name.as_str()))
+}
+
 /// The key a name designates on its own, without discovery: when its first
 /// reading names group, version and a lower-case plural. This is how a CRD
 /// that is not installed yet can be asked for.
 pub(super) fn fully_qualified(name: &ResourceName) -> Option<ResourceKey> {
-    let first = name.candidates().first()?;
-    let (group, version) = (first.group.as_ref()?, first.version.as_ref()?);
-    if first.name.bytes().any(|b| b.is_ascii_uppercase()) {
-        return None;
-    }
-    Some(ResourceKey::new(
-        group.as_str(),
-        version.as_str(),
-        first.name.as_str(),
-    ))
+    let (group, version, plural) = first_plural(name)?;
+    Some(ResourceKey::new(group, version?, plural))
 }
 
 /// The key of an informer that waits for a name of the form
@@ -85,15 +86,10 @@ pub(super) fn fully_qualified(name: &ResourceName) -> Option<ResourceKey> {
 /// empty version until discovery serves the resource and says which version
 /// the name designates.
 pub(super) fn plural_and_group(name: &ResourceName) -> Option<ResourceKey> {
-    let first = name.candidates().first()?;
-    let group = first.group.as_ref()?;
-    if first.version.is_some()
-        || group.is_empty()
-        || first.name.bytes().any(|b| b.is_ascii_uppercase())
-    {
-        return None;
+    match first_plural(name)? {
+        (group, None, plural) if !group.is_empty() => Some(ResourceKey::new(group, "", plural)),
+        _ => None,
     }
-    Some(ResourceKey::new(group.as_str(), "", first.name.as_str()))
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ pub enum VocabularyError {
     /// The name matches resources in several non-core groups equally well.
     #[error(
         "resource name {input:?} is ambiguous: it matches {}; name it more precisely, e.g. {:?}",
-        join_keys(.candidates),
+        join_keys(.candidates, ", "),
         example_qualified(.candidates)
     )]
     Ambiguous {
@@ -224,31 +224,22 @@ pub enum VocabularyError {
     },
 }
 
-fn join_keys(keys: &[ResourceKey]) -> String {
+fn join_keys(keys: &[ResourceKey], separator: &str) -> String {
     keys.iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(separator)
 }
 
 fn suggestion_text(input: &str, suggestions: &[ResourceKey]) -> String {
-    if suggestions.is_empty() {
-        crd_hint(input).to_owned()
+    if !suggestions.is_empty() {
+        format!("; did you mean {}?", join_keys(suggestions, " or "))
+    } else if input.contains('.') || input.contains('/') {
+        String::new()
     } else {
-        format!(
-            "; did you mean {}?",
-            join_keys(suggestions).replace(", ", " or ")
-        )
-    }
-}
-
-/// For a name without a group: how to wait for a custom resource whose CRD
-/// is not installed yet.
-fn crd_hint(input: &str) -> &'static str {
-    if input.contains('.') || input.contains('/') {
-        ""
-    } else {
-        " (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)"
+        // A name without a group: how to wait for a custom resource whose
+        // CRD is not installed yet.
+        " (a custom resource not installed yet is waited for when named as plural.group, e.g. widgets.example.com)".to_owned()
     }
 }
 
@@ -267,10 +258,7 @@ fn example_qualified(candidates: &[ResourceKey]) -> String {
 }
 
 fn found_suffix(found: Option<&str>) -> String {
-    match found {
-        Some(found) => format!(", found {found:?}"),
-        None => String::new(),
-    }
+    found.map_or_else(String::new, |found| format!(", found {found:?}"))
 }
 
 #[cfg(test)]

@@ -23,8 +23,7 @@ use std::error::Error;
 #[must_use]
 pub fn error_chain(err: &(dyn Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
-    let mut current = Some(err);
-    while let Some(e) = current {
+    for e in std::iter::successors(Some(err), |&e| e.source()) {
         if let Some(kube_client::Error::Api(status)) = e.downcast_ref::<kube_client::Error>() {
             parts.push(format!(
                 "{} ({} {})",
@@ -48,7 +47,6 @@ pub fn error_chain(err: &(dyn Error + 'static)) -> String {
         if !own.is_empty() && !parts.iter().any(|p| p.contains(&own)) {
             parts.push(own);
         }
-        current = e.source();
     }
     parts.join(": ")
 }

@@ -42,9 +42,9 @@ impl Scope {
         namespaces: &Namespaces,
     ) -> Result<(), VocabularyError> {
         match (self, namespaces) {
-            (Scope::Cluster, Namespaces::Only(set)) => Err(VocabularyError::ClusterScoped {
+            (Scope::Cluster, Namespaces::Only(_)) => Err(VocabularyError::ClusterScoped {
                 resource: resource.to_string(),
-                namespaces: set.iter().cloned().collect::<Vec<_>>().join(", "),
+                namespaces: namespaces.to_string(),
             }),
             _ => Ok(()),
         }

@@ -283,12 +283,7 @@ async fn review(
 
 /// The verdict a review's `status` gives.
 pub(crate) fn verdict(status: &serde_json::Value) -> Verdict {
-    let text = |field: &str| {
-        status[field]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_default()
-    };
+    let text = |field: &str| status[field].as_str().unwrap_or_default().to_owned();
     if status["allowed"].as_bool() == Some(true) {
         return Verdict::Allowed;
     }

@@ -47,7 +47,7 @@ fn request_error(path: &str) -> impl FnOnce(kube_client::Error) -> FactoryError 
 pub(super) async fn fetch_aggregated(
     client: &Client,
 ) -> Result<Option<DiscoverySnapshot>, FactoryError> {
-    let core = client
+    let mut core = client
         .list_core_api_versions_aggregated()
         .await
         .map_err(request_error("/api"))?;
@@ -58,13 +58,8 @@ pub(super) async fn fetch_aggregated(
         .list_api_groups_aggregated()
         .await
         .map_err(request_error("/apis"))?;
-    let mut snapshot = DiscoverySnapshot {
-        aggregated: true,
-        ..DiscoverySnapshot::default()
-    };
-    add_aggregated(&mut snapshot, core);
-    add_aggregated(&mut snapshot, groups);
-    Ok(Some(snapshot))
+    core.items.extend(groups.items);
+    Ok(Some(DiscoverySnapshot::from_aggregated(core, None)))
 }
 
 pub(super) fn add_aggregated(snapshot: &mut DiscoverySnapshot, list: APIGroupDiscoveryList) {

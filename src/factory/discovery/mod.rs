@@ -515,7 +515,7 @@ fn stop_when_forbidden(
     period: Option<Duration>,
 ) {
     let resource = informer.resource().plural;
-    let said = std::sync::atomic::AtomicBool::new(false);
+    let said = AtomicBool::new(false);
     informer.on_error(move |err| {
         if err.code() != Some(403) || said.swap(true, Ordering::Relaxed) {
             return;

@@ -274,14 +274,9 @@ impl DiscoverySnapshot {
         self.unavailable
             .iter()
             .filter(|u| {
-                name.candidates().iter().any(|c| {
-                    c.group
-                        .as_ref()
-                        .is_none_or(|g| g.eq_ignore_ascii_case(&u.group))
-                        && c.version
-                            .as_ref()
-                            .is_none_or(|v| v.eq_ignore_ascii_case(&u.version))
-                })
+                name.candidates()
+                    .iter()
+                    .any(|c| c.admits(&u.group, &u.version))
             })
             .cloned()
             .collect()

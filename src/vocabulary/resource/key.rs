@@ -93,11 +93,7 @@ impl From<&GroupVersionResource> for ResourceKey {
 
 impl From<GroupVersionResource> for ResourceKey {
     fn from(gvr: GroupVersionResource) -> Self {
-        ResourceKey {
-            group: gvr.group,
-            version: gvr.version,
-            resource: gvr.resource,
-        }
+        ResourceKey::new(gvr.group, gvr.version, gvr.resource)
     }
 }
 
@@ -121,10 +117,6 @@ impl From<&ApiResource> for ResourceKey {
 
 impl From<ApiResource> for ResourceKey {
     fn from(resource: ApiResource) -> Self {
-        ResourceKey {
-            group: resource.group,
-            version: resource.version,
-            resource: resource.plural,
-        }
+        ResourceKey::new(resource.group, resource.version, resource.plural)
     }
 }

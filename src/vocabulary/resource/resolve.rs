@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::key::ResourceKey;
 use super::name::{NameCandidate, ResourceName};
-use super::version::{cmp_versions, version_priority};
+use super::version::version_priority;
 use crate::vocabulary::VocabularyError;
 
 /// One resource as API discovery reports it, for [`ResourceName::resolve`].
@@ -97,16 +97,16 @@ impl From<&KnownResource> for ResourceKey {
 }
 
 impl NameCandidate {
-    /// Whether `resource` is in the group and version this reading names
-    /// (any, where it names none), compared case-insensitively.
-    fn admits(&self, resource: &KnownResource) -> bool {
+    /// Whether `group` and `version` are those this reading names (any,
+    /// where it names none), compared case-insensitively.
+    pub(crate) fn admits(&self, group: &str, version: &str) -> bool {
         self.group
             .as_ref()
-            .is_none_or(|g| g.eq_ignore_ascii_case(&resource.group))
+            .is_none_or(|g| g.eq_ignore_ascii_case(group))
             && self
                 .version
                 .as_ref()
-                .is_none_or(|v| v.eq_ignore_ascii_case(&resource.version))
+                .is_none_or(|v| v.eq_ignore_ascii_case(version))
     }
 }
 
@@ -174,7 +174,7 @@ impl ResourceName {
     ) -> Result<Option<&'a KnownResource>, VocabularyError> {
         let tiered: Vec<(MatchTier, &KnownResource)> = known
             .iter()
-            .filter(|r| candidate.admits(r))
+            .filter(|r| candidate.admits(&r.group, &r.version))
             .filter_map(|r| r.match_tier(&candidate.name).map(|tier| (tier, r)))
             .collect();
         let Some(best) = tiered.iter().map(|(tier, _)| *tier).min() else {
@@ -210,7 +210,7 @@ impl ResourceName {
             } else if let Some(top) = matches
                 .iter()
                 .map(|r| r.version.as_str())
-                .max_by(|a, b| cmp_versions(a, b))
+                .max_by_key(|v| version_priority(v))
             {
                 let top = top.to_owned();
                 matches.retain(|r| r.version == top);
@@ -287,18 +287,14 @@ fn suggestions(name: &str, group: Option<&str>, known: &[KnownResource]) -> Vec<
             None => scored.push((score, resource)),
         }
     }
-    let mut scored: Vec<((bool, u8, usize), ResourceKey)> = scored
-        .into_iter()
-        .map(|((kind, distance), r)| {
-            let other_group = group.is_some_and(|g| g != r.group);
-            ((other_group, kind, distance), r.key())
-        })
-        .collect();
-    scored.sort();
+    scored.sort_by_cached_key(|&((kind, distance), r)| {
+        let other_group = group.is_some_and(|g| g != r.group);
+        (other_group, kind, distance, r.key())
+    });
     scored
         .into_iter()
         .take(MAX_SUGGESTIONS)
-        .map(|(_, key)| key)
+        .map(|(_, r)| r.key())
         .collect()
 }
 

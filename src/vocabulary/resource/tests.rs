@@ -5,9 +5,13 @@ use kube_core::discovery::ApiResource;
 use proptest::prelude::*;
 
 use super::resolve::{MAX_SUGGESTIONS, bounded_edit_distance};
-use super::version::{cmp_versions, looks_like_version};
+use super::version::{looks_like_version, version_priority};
 use super::*;
 use crate::vocabulary::VocabularyError;
+
+fn cmp_versions(a: &str, b: &str) -> Ordering {
+    version_priority(a).cmp(&version_priority(b))
+}
 
 fn res(
     gv: &str,

@@ -1,7 +1,5 @@
 //! Kubernetes API versions: which strings are versions, and their priority.
 
-use std::cmp::Ordering;
-
 use kube_core::Version;
 
 /// A version as apimachinery reads it, `v\d+((alpha|beta)\d+)?`, else
@@ -29,10 +27,6 @@ fn kube_version(version: &str) -> Version {
 /// the alphabetically first greatest.
 pub(super) fn version_priority(version: &str) -> impl Ord + use<> {
     kube_version(version).priority()
-}
-
-pub(super) fn cmp_versions(a: &str, b: &str) -> Ordering {
-    version_priority(a).cmp(&version_priority(b))
 }
 
 /// Whether a segment looks like a Kubernetes API version,

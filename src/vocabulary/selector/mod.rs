@@ -155,10 +155,7 @@ impl Selector {
         if self.is_everything() {
             return true;
         }
-        match &object.metadata.labels {
-            Some(labels) => self.matches(labels),
-            None => self.matches(&BTreeMap::new()),
-        }
+        self.matches(object.metadata.labels.as_ref().unwrap_or(&BTreeMap::new()))
     }
 }
 

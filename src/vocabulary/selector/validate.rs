@@ -5,6 +5,9 @@ const LABEL_NAME_MAX: usize = 63;
 const DNS_SUBDOMAIN_MAX: usize = 253;
 const NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', \
                          and must start and end with an alphanumeric character";
+const SUBDOMAIN_RULE: &str = "must be a lowercase RFC 1123 subdomain: lowercase alphanumeric \
+                              characters, '-' or '.', starting and ending with an alphanumeric \
+                              character";
 
 /// Alphanumeric at both ends, alphanumerics, `-`, `_` and `.` inside; the
 /// shape shared by label names and non-empty label values.
@@ -30,6 +33,20 @@ fn is_dns1123_subdomain(s: &str) -> bool {
 
 pub(super) fn check_label_key(key: &str) -> Result<(), String> {
     let mut problems = Vec::new();
+    // The same three rules for both parts of a key, each part with its own
+    // limit and shape (`valid`, which `rule` says in words).
+    let mut check = |part: &str, text: &str, max: usize, valid: bool, rule: &str| {
+        if text.is_empty() {
+            problems.push(format!("{part} part must be non-empty"));
+            return;
+        }
+        if text.len() > max {
+            problems.push(format!("{part} part must be no more than {max} characters"));
+        }
+        if !valid {
+            problems.push(format!("{part} part {rule}"));
+        }
+    };
     let name = match key.split_once('/') {
         None => key,
         Some((_, name)) if name.contains('/') => {
@@ -39,37 +56,13 @@ pub(super) fn check_label_key(key: &str) -> Result<(), String> {
             ));
         }
         Some((prefix, name)) => {
-            if prefix.is_empty() {
-                problems.push("prefix part must be non-empty".to_owned());
-            } else {
-                if prefix.len() > DNS_SUBDOMAIN_MAX {
-                    problems.push(format!(
-                        "prefix part must be no more than {DNS_SUBDOMAIN_MAX} characters"
-                    ));
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    problems.push(
-                        "prefix part must be a lowercase RFC 1123 subdomain: lowercase alphanumeric \
-                         characters, '-' or '.', starting and ending with an alphanumeric character"
-                            .to_owned(),
-                    );
-                }
-            }
+            let valid = is_dns1123_subdomain(prefix);
+            check("prefix", prefix, DNS_SUBDOMAIN_MAX, valid, SUBDOMAIN_RULE);
             name
         }
     };
-    if name.is_empty() {
-        problems.push("name part must be non-empty".to_owned());
-    } else {
-        if name.len() > LABEL_NAME_MAX {
-            problems.push(format!(
-                "name part must be no more than {LABEL_NAME_MAX} characters"
-            ));
-        }
-        if !is_qualified_name(name) {
-            problems.push(format!("name part {NAME_RULE}"));
-        }
-    }
+    let valid = is_qualified_name(name);
+    check("name", name, LABEL_NAME_MAX, valid, NAME_RULE);
     if problems.is_empty() {
         Ok(())
     } else {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube_client::api::{ListParams, WatchParams};
 use kube_client::{Api, Client};
 use kube_core::{ApiResource, DynamicObject, TypeMeta};
@@ -218,15 +218,13 @@ impl ApiListWatch {
         }
         let resource = resource.clone();
         Ok(stream
-            .map(move |event| {
-                event.map(|mut e| {
-                    if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
-                        &mut e
-                    {
-                        from_metadata(o, &resource);
-                    }
-                    e
-                })
+            .map_ok(move |mut e| {
+                if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
+                    &mut e
+                {
+                    from_metadata(o, &resource);
+                }
+                e
             })
             .boxed())
     }

@@ -79,9 +79,7 @@ impl ApiListWatch {
             let page_params = match &inner {
                 Some(token) => ListParams {
                     continue_token: Some(token.clone()),
-                    resource_version: None,
-                    version_match: None,
-                    ..params.clone()
+                    ..at(&None, &params)
                 },
                 None => at(&rv, &params),
             };
@@ -128,14 +126,11 @@ impl ApiListWatch {
         }
         let starts = {
             let mut positions = self.positions.lock();
-            match &*positions {
-                Some(p) if p.len() == apis.len() => p.clone(),
-                _ => {
-                    let p = vec![rv; apis.len()];
-                    *positions = Some(p.clone());
-                    p
-                }
+            let positions = positions.get_or_insert_with(Vec::new);
+            if positions.len() != apis.len() {
+                *positions = vec![rv; apis.len()];
             }
+            positions.clone()
         };
         let mut streams = Vec::with_capacity(apis.len());
         for (i, (api, start)) in apis.iter().zip(&starts).enumerate() {

@@ -91,25 +91,26 @@ fn list_request(
     shard: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
     let request = kube_core::Request::new(api.resource_url());
-    let mut req = if metadata_only {
+    let built = if metadata_only {
         request.list_metadata(params)
     } else {
         request.list(params)
-    }
-    .map_err(kube_client::Error::BuildRequest)?;
-    req.extensions_mut().insert("list");
-    with_shard_selector(&mut req, shard)?;
-    Ok(req)
+    };
+    finish_request(built, "list", shard)
 }
 
-/// Adds `shardSelector` to a request's query (kube-client's parameters do
-/// not have it yet).
-fn with_shard_selector(
-    req: &mut http::Request<Vec<u8>>,
+/// A list or watch request as built, named `verb` (for kube-client's
+/// layers), with `shard` added as `shardSelector` to its query
+/// (kube-client's parameters do not have it yet).
+fn finish_request(
+    built: Result<http::Request<Vec<u8>>, kube_core::request::Error>,
+    verb: &'static str,
     shard: Option<&str>,
-) -> Result<(), kube_client::Error> {
+) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
+    let mut req = built.map_err(kube_client::Error::BuildRequest)?;
+    req.extensions_mut().insert(verb);
     let Some(selector) = shard else {
-        return Ok(());
+        return Ok(req);
     };
     let uri = req.uri().to_string();
     let sep = if uri.contains('?') { '&' } else { '?' };
@@ -127,7 +128,7 @@ fn with_shard_selector(
     *req.uri_mut() = with.parse().map_err(|e: http::uri::InvalidUri| {
         kube_client::Error::BuildRequest(kube_core::request::Error::BuildRequest(e.into()))
     })?;
-    Ok(())
+    Ok(req)
 }
 
 /// Lists one page (or everything, without a limit) of the resource `api`
@@ -238,14 +239,12 @@ pub(super) async fn watch(
     shard: Option<&str>,
 ) -> Result<WatchStream, ListWatchError> {
     let request = kube_core::Request::new(api.resource_url());
-    let mut req = if metadata_only {
+    let built = if metadata_only {
         request.watch_metadata(params, resource_version)
     } else {
         request.watch(params, resource_version)
-    }
-    .map_err(kube_client::Error::BuildRequest)?;
-    req.extensions_mut().insert("watch");
-    with_shard_selector(&mut req, shard)?;
+    };
+    let mut req = finish_request(built, "watch", shard)?;
     // The API server compresses a watch one gzip member per event, and the
     // client's decompression reads only the first member.
     req.headers_mut()
@@ -286,22 +285,14 @@ fn client(api: &Api<DynamicObject>) -> Client {
 fn ends_watch(err: &std::io::Error) -> bool {
     use std::io::ErrorKind::{TimedOut, UnexpectedEof};
     let ended = |kind: std::io::ErrorKind| matches!(kind, UnexpectedEof | TimedOut);
-    if ended(err.kind()) {
-        return true;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
-    while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && ended(io.kind())
-        {
-            return true;
-        }
-        if e.to_string().contains("unexpected EOF during chunk") {
-            return true;
-        }
-        source = e.source();
-    }
-    false
+    let first: Option<&(dyn std::error::Error + 'static)> = err.get_ref().map(|e| e as _);
+    let mut sources = std::iter::successors(first, |&e| e.source());
+    ended(err.kind())
+        || sources.any(|e| {
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| ended(io.kind()))
+                || e.to_string().contains("unexpected EOF during chunk")
+        })
 }
 
 /// A list's metadata: k8s-openapi's `ListMeta` has `shardInfo` only in
@@ -550,16 +541,22 @@ fn json_depth(json: &[u8]) -> usize {
     max
 }
 
-fn describe(raw: &str, reason: String) -> UndecodableObject {
-    Envelope::read(raw).describe(reason)
-}
-
 /// What can be read of an object that cannot be decoded: serde_json skips
 /// the other fields without recursing, so any depth is fine.
+fn describe(raw: &str, reason: String) -> UndecodableObject {
+    let Envelope { metadata } = serde_json::from_str(raw).unwrap_or_default();
+    UndecodableObject {
+        namespace: metadata.namespace,
+        name: metadata.name,
+        resource_version: metadata.resource_version,
+        reason,
+    }
+}
+
 #[derive(Default, Deserialize)]
 struct Envelope {
     #[serde(default)]
-    metadata: Option<EnvelopeMeta>,
+    metadata: EnvelopeMeta,
 }
 
 #[derive(Default, Deserialize)]
@@ -568,22 +565,6 @@ struct EnvelopeMeta {
     name: Option<String>,
     namespace: Option<String>,
     resource_version: Option<String>,
-}
-
-impl Envelope {
-    fn read(raw: &str) -> Self {
-        serde_json::from_str(raw).unwrap_or_default()
-    }
-
-    fn describe(&self, reason: String) -> UndecodableObject {
-        let meta = self.metadata.as_ref();
-        UndecodableObject {
-            namespace: meta.and_then(|m| m.namespace.clone()),
-            name: meta.and_then(|m| m.name.clone()),
-            resource_version: meta.and_then(|m| m.resource_version.clone()),
-            reason,
-        }
-    }
 }
 
 /// Decodes a [`DynamicObject`] field by field: `apiVersion`, `kind` and

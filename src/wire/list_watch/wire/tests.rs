@@ -311,3 +311,17 @@ fn the_continue_token_is_read_from_the_list_metadata() {
         assert_eq!(continue_token(not_a_list), None, "{not_a_list:?}");
     }
 }
+
+#[test]
+fn a_closed_or_timed_out_connection_ends_a_watch_and_other_errors_do_not() {
+    use std::io::{Error, ErrorKind};
+    assert!(ends_watch(&Error::from(ErrorKind::UnexpectedEof)));
+    assert!(ends_watch(&Error::other(Error::from(ErrorKind::TimedOut))));
+    assert!(ends_watch(&Error::other(Error::other(
+        "unexpected EOF during chunk size line"
+    ))));
+    assert!(!ends_watch(&Error::from(ErrorKind::ConnectionReset)));
+    assert!(!ends_watch(&Error::other(Error::from(
+        ErrorKind::ConnectionReset
+    ))));
+}
