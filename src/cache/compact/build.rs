@@ -25,11 +25,14 @@ pub(super) struct Builder<'i> {
 }
 
 impl<'i> Builder<'i> {
-    pub(super) fn new(interner: &'i mut Interner) -> Self {
-        Builder {
-            interner,
-            tree: Vec::new(),
-        }
+    pub(super) fn new(interner: &'i mut Interner, tree: Vec<u8>) -> Self {
+        Builder { interner, tree }
+    }
+
+    /// The scratch buffer of `fieldsV1` trees, to be kept for the next
+    /// object.
+    pub(super) fn into_scratch(self) -> Vec<u8> {
+        self.tree
     }
 
     /// Appends the bytes of `object` to `out`.

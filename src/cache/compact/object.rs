@@ -56,9 +56,14 @@ pub(super) struct Parts<'a> {
 impl CompactObject {
     /// The compact form of `object`, sharing keys and trees through `interner`.
     pub fn from_object(object: &DynamicObject, interner: &mut Interner) -> CompactObject {
-        let mut bytes = Vec::with_capacity(1024);
-        Builder::new(interner).object(object, &mut bytes);
-        Self::from_bytes(Arc::clone(interner.tables()), &bytes)
+        let (mut bytes, tree) = std::mem::take(&mut interner.scratch);
+        bytes.clear();
+        let mut builder = Builder::new(interner, tree);
+        builder.object(object, &mut bytes);
+        let tree = builder.into_scratch();
+        let built = Self::from_bytes(Arc::clone(interner.tables()), &bytes);
+        interner.scratch = (bytes, tree);
+        built
     }
 
     /// An object of these bytes, read with `tables`.

@@ -2,11 +2,11 @@
 //! numbered once ([`Tables`]), and the writer that numbers them
 //! ([`Interner`]).
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 /// Slots in the first bucket of an [`AppendOnly`]; bucket `b` has
 /// `FIRST << b`.
@@ -186,10 +186,15 @@ impl Tables {
 /// do not fill the table.
 pub struct Interner {
     tables: Arc<Tables>,
-    hasher: RandomState,
+    /// Seeded per interner (foldhash): keys come from the server.
+    hasher: DefaultHashBuilder,
     keys: HashTable<u32>,
     key_bytes: usize,
     trees: Option<TreeIndex>,
+    /// The bytes of the object being built, and of its `fieldsV1` trees:
+    /// kept between objects, so that building one allocates only the
+    /// object itself.
+    pub(super) scratch: (Vec<u8>, Vec<u8>),
 }
 
 struct TreeIndex {
@@ -231,7 +236,7 @@ impl Interner {
 
     /// An interner over `tables`, as a snapshot read back left them.
     pub(super) fn with_tables(tables: Arc<Tables>, share_trees: bool) -> Self {
-        let hasher = RandomState::new();
+        let hasher = DefaultHashBuilder::default();
         let mut keys = HashTable::new();
         let mut key_bytes = 0;
         for id in 0..tables.key_count() {
@@ -267,6 +272,7 @@ impl Interner {
             keys,
             key_bytes,
             trees,
+            scratch: Default::default(),
         }
     }
 
