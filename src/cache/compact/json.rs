@@ -49,10 +49,7 @@ fn value(out: &mut Vec<u8>, node: Node<'_>) -> Result<(), serde_json::Error> {
         Node::Neg(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
         Node::Float(f) => serde_json::to_writer(&mut *out, &f)?,
         Node::Str(s) => string(out, s),
-        Node::Time(..) => match to_time(node) {
-            Some(time) => serde_json::to_writer(&mut *out, &time)?,
-            None => out.extend_from_slice(b"null"),
-        },
+        Node::Time(..) => time(out, node)?,
         Node::Array(items) => {
             out.push(b'[');
             for (i, item) in items.items().enumerate() {
@@ -79,37 +76,98 @@ fn value(out: &mut Vec<u8>, node: Node<'_>) -> Result<(), serde_json::Error> {
     Ok(())
 }
 
+/// What each byte becomes in a JSON string, as `serde_json` writes it: 0
+/// for itself, `u` for `\u00XX`, else the letter after a backslash.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 /// A JSON string, escaped as `serde_json` escapes: `"`, `\` and control
 /// characters, nothing else.
 fn string(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => br#"\""#,
-            b'\\' => br"\\",
-            b'\n' => br"\n",
-            b'\r' => br"\r",
-            b'\t' => br"\t",
-            0x08 => br"\b",
-            0x0c => br"\f",
-            0..=0x1f => &[],
-            _ => continue,
-        };
+        let escape = ESCAPE[usize::from(b)];
+        if escape == 0 {
+            continue;
+        }
         out.extend_from_slice(&bytes[start..i]);
-        if escape.is_empty() {
+        if escape == b'u' {
             let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
             out.extend_from_slice(br"\u00");
             out.extend_from_slice(&hex);
         } else {
-            out.extend_from_slice(escape);
+            out.extend_from_slice(&[b'\\', escape]);
         }
         start = i + 1;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// A timestamp as `Time` serialises it (`"2026-01-01T00:00:00Z"`: seconds,
+/// in UTC), written without formatting machinery for years 0 to 9999.
+fn time(out: &mut Vec<u8>, node: Node<'_>) -> Result<(), serde_json::Error> {
+    let Some(time) = to_time(node) else {
+        out.extend_from_slice(b"null");
+        return Ok(());
+    };
+    let t = k8s_openapi::jiff::tz::Offset::UTC.to_datetime(time.0);
+    let Ok(year) = u16::try_from(t.year()) else {
+        return serde_json::to_writer(&mut *out, &time);
+    };
+    if year > 9999 {
+        return serde_json::to_writer(&mut *out, &time);
+    }
+    let two = |n: i8| {
+        let n = n.unsigned_abs();
+        [b'0' + n / 10, b'0' + n % 10]
+    };
+    let (y, m, d) = (year, two(t.month()), two(t.day()));
+    let (h, min, sec) = (two(t.hour()), two(t.minute()), two(t.second()));
+    let digits = |n: u16, div: u16| b'0' + ((n / div) % 10) as u8;
+    out.extend_from_slice(&[
+        b'"',
+        digits(y, 1000),
+        digits(y, 100),
+        digits(y, 10),
+        digits(y, 1),
+        b'-',
+        m[0],
+        m[1],
+        b'-',
+        d[0],
+        d[1],
+        b'T',
+        h[0],
+        h[1],
+        b':',
+        min[0],
+        min[1],
+        b':',
+        sec[0],
+        sec[1],
+        b'Z',
+        b'"',
+    ]);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

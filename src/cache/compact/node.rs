@@ -77,6 +77,13 @@ impl Key<'_> {
     }
 }
 
+/// A key reference as written: a number, or the key's bytes.
+#[derive(Clone, Copy)]
+pub(super) enum RawKey<'a> {
+    Id(u32),
+    Inline(&'a [u8]),
+}
+
 /// One value, read.
 #[derive(Clone, Copy)]
 pub(super) enum Node<'a> {
@@ -161,16 +168,34 @@ impl<'a> Seq<'a> {
         }
     }
 
-    /// The value of `key` in a map.
+    /// The value of `key` in a map. Entries before it are stepped over,
+    /// not read.
     pub(super) fn get(self, key: &str) -> Option<Node<'a>> {
-        self.entries()
-            .find(|(k, _)| k.text.len() == key.len() && k.text == key)
-            .map(|(_, v)| v)
+        let tables = self.doc.tables;
+        self.find(|raw| match raw {
+            RawKey::Id(id) => tables.key(id as usize) == Some(key),
+            RawKey::Inline(bytes) => bytes == key.as_bytes(),
+        })
     }
 
     /// The value of well-known key `id` in a map.
     pub(super) fn get_id(self, id: u32) -> Option<Node<'a>> {
-        self.entries().find(|(k, _)| k.is(id)).map(|(_, v)| v)
+        let known = WELL_KNOWN.get(id as usize)?.as_bytes();
+        self.find(|raw| match raw {
+            RawKey::Id(own) => own == id,
+            RawKey::Inline(bytes) => bytes == known,
+        })
+    }
+
+    fn find(self, mut wanted: impl FnMut(RawKey<'_>) -> bool) -> Option<Node<'a>> {
+        let mut at = self.cursor();
+        for _ in 0..self.len {
+            if wanted(at.raw_key()?) {
+                return at.node();
+            }
+            at.skip()?;
+        }
+        None
     }
 
     /// The string value of `key` in a map.
@@ -309,6 +334,47 @@ impl<'a> Cursor<'a> {
             let text = self.text(n >> 1)?;
             Some(Key { id: None, text })
         }
+    }
+
+    /// A key reference, not looked up.
+    pub(super) fn raw_key(&mut self) -> Option<RawKey<'a>> {
+        let n = self.varint()?;
+        if n & 1 == 0 {
+            u32::try_from(n >> 1).ok().map(RawKey::Id)
+        } else {
+            self.take(n >> 1).map(RawKey::Inline)
+        }
+    }
+
+    /// Steps over the next value without reading what is in it.
+    pub(super) fn skip(&mut self) -> Option<()> {
+        match self.byte()? {
+            NULL | FALSE | TRUE => {}
+            UINT | NEG | TREE => {
+                self.varint()?;
+            }
+            FLOAT => {
+                self.take(8)?;
+            }
+            STR => {
+                let n = self.varint()?;
+                self.take(n)?;
+            }
+            ISTR => {
+                self.raw_key()?;
+            }
+            TIME => {
+                self.varint()?;
+                self.varint()?;
+            }
+            ARRAY | MAP => {
+                self.varint()?;
+                let size = self.varint()?;
+                self.take(size)?;
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     /// The next value.

@@ -103,8 +103,31 @@ impl CompactObject {
         Parts { types, meta, data }
     }
 
+    /// The metadata, without reading the type fields.
+    fn meta(&self) -> Option<Seq<'_>> {
+        let mut at = Cursor::new(self.doc());
+        if at.byte()? == 1 {
+            at.raw_key()?;
+            at.raw_key()?;
+        }
+        at.node().and_then(Node::as_map)
+    }
+
+    /// The data, without reading the type fields or the metadata.
+    fn data_node(&self) -> Node<'_> {
+        let mut at = Cursor::new(self.doc());
+        let skipped = (|| {
+            if at.byte()? == 1 {
+                at.raw_key()?;
+                at.raw_key()?;
+            }
+            at.skip()
+        })();
+        skipped.and_then(|()| at.node()).unwrap_or(Node::Null)
+    }
+
     fn meta_field(&self, id: u32) -> Option<Node<'_>> {
-        self.parts().meta?.get_id(id)
+        self.meta()?.get_id(id)
     }
 
     fn meta_str(&self, id: u32) -> Option<&str> {
@@ -232,7 +255,7 @@ impl CompactObject {
 
     /// Everything but the type fields and metadata: `spec`, `status`, `data`...
     pub fn data(&self) -> ValueRef<'_> {
-        ValueRef::from_node(self.parts().data)
+        ValueRef::from_node(self.data_node())
     }
 
     /// The value at a JSON pointer (RFC 6901) into the object as
@@ -244,14 +267,14 @@ impl CompactObject {
             return serde_json::to_value(self).ok().map(ValueRef::Owned);
         }
         let (first, rest) = split_pointer(pointer)?;
-        let parts = self.parts();
         // The data's entries come after the type fields and metadata in the
         // serialised object, so a key of the data would win.
-        if let Node::Map(data) = parts.data
+        if let Node::Map(data) = self.data_node()
             && let Some(v) = data.get(&first)
         {
             return ValueRef::from_node(v).pointer(rest);
         }
+        let parts = self.parts();
         let types = parts.types;
         match &*first {
             "apiVersion" => ValueRef::String(types?.0).pointer(rest),
