@@ -67,16 +67,6 @@ pub(super) struct Key<'a> {
     pub(super) text: &'a str,
 }
 
-impl Key<'_> {
-    /// Whether this is well-known key `id`.
-    pub(super) fn is(&self, id: u32) -> bool {
-        match self.id {
-            Some(own) => own == id,
-            None => WELL_KNOWN.get(id as usize) == Some(&self.text),
-        }
-    }
-}
-
 /// A key reference as written: a number, or the key's bytes.
 #[derive(Clone, Copy)]
 pub(super) enum RawKey<'a> {
