@@ -16,8 +16,9 @@ struct Header {
     recent: parking_lot::Mutex<Weak<DynamicObject>>,
 }
 
-/// One cached object in compact form, in one allocation; see the [module
-/// documentation](crate::cache::compact). Cheap to clone (a reference count).
+/// One cached object in compact form, in one allocation; see the [layer
+/// documentation](crate::cache) ("Compact storage"). Cheap to clone (a
+/// reference count).
 #[derive(Clone)]
 pub struct CompactObject(ThinArc<Header, u8>);
 

@@ -177,13 +177,13 @@ impl Tables {
 }
 
 /// What builds the objects of one store: numbers each key and shared tree
-/// once, in the [`Tables`] its objects read.
+/// once, in tables its objects read.
 ///
-/// The tables only grow, up to a bound ([`MAX_KEYS`] keys of at most
-/// [`MAX_KEY_LEN`] bytes, [`MAX_TREES`] trees); what comes after is written
-/// into each object that uses it. A `fieldsV1` tree is shared from its second
-/// sighting, so that trees no other object has (a ConfigMap's own data keys)
-/// do not fill the table.
+/// The tables only grow, up to a bound (65,472 keys of at most 128 bytes,
+/// 65,472 trees, 8 MiB of keys, 64 MiB of trees); what comes after is
+/// written into each object that uses it. A `fieldsV1` tree is shared from
+/// its second sighting, so that trees no other object has (a ConfigMap's own
+/// data keys) do not fill the table.
 pub struct Interner {
     tables: Arc<Tables>,
     /// Seeded per interner (foldhash): keys come from the server.
