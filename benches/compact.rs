@@ -3,10 +3,10 @@
 //! cache"):
 //!
 //! - `DynamicObject` — today: the object as decoded, in an `Arc`;
-//! - `tree` — `compact::CompactObject` with keys interned per store but no
-//!   shared trees (`Interner::without_shared_trees`);
-//! - `tree+shared` — the same, `fieldsV1` trees shared between objects
-//!   (`Interner::new`, the module's default);
+//! - `tree` — `compact::CompactObject`, one allocation of bytes with keys
+//!   numbered per store, but no shared trees (`Interner::without_shared_trees`);
+//! - `tree+shared` — the same, `fieldsV1` trees shared between objects from
+//!   their second sighting (`Interner::new`, the module's default);
 //! - `json` — the object's JSON text (`Box<str>`) with name, namespace, uid,
 //!   resourceVersion and labels extracted (interned label keys, strings of up
 //!   to 22 bytes inline), decoded on read;

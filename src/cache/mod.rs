@@ -281,48 +281,49 @@
 //! smallest B-tree node costs 632 bytes, so a 2.5 KB Widget costs ~24.5 KB.
 //! [`CompactObject`] holds the same object, exactly, in a fraction of that:
 //!
-//! - **an exact-size tree**: arrays are `Box<[Node]>`, objects are
-//!   `Box<[(Arc<str>, Node)]>` sorted by key (the order of `serde_json::Map`),
-//!   so a lookup is a binary search; a node is 24 bytes and strings of up to
-//!   22 bytes live inside it, with no allocation;
-//! - **keys interned per store** ([`Interner`]): object keys, label and
-//!   annotation keys, `apiVersion`, `kind`, field managers are one `Arc<str>`
-//!   each, shared by every object of the store;
-//! - **`fieldsV1` trees shared between objects**: identical trees (objects
-//!   written by the same manager with the same fields, which is most of them)
-//!   are stored once, hash-consed in the interner;
-//! - **metadata kept typed**: name, namespace, uid, resourceVersion, labels,
-//!   annotations, owner references and managed fields are fields of their own,
-//!   read without any decoding; timestamps stay `Time`s, so that
+//! - **one allocation**: a small header (the store's tables, the last
+//!   decoded copy handed out) and the object's bytes, behind a thin pointer;
+//! - **bytes in the snapshot's layout**: each value a tag and its content,
+//!   arrays and maps with their byte length so that a read steps over what
+//!   it does not need; a snapshot file holds these bytes as they are, and a
+//!   warm start reads them back as they are, once checked;
+//! - **keys numbered per store** ([`Interner`]): object keys, label and
+//!   annotation keys, and the strings that repeat from object to object
+//!   (`apiVersion`, `kind`, the namespace, field managers) are a number
+//!   (one byte for the first 64) into tables the objects of a store share;
+//! - **`fieldsV1` trees shared between objects**: a tree seen a second time
+//!   (objects written by the same manager with the same fields, which is
+//!   most of them) is stored once in the tables, and objects refer to it;
+//! - **metadata as `ObjectMeta` serialises it**: its fields in order, with
+//!   the well-known keys at fixed numbers so that reading a name or a label
+//!   compares numbers; timestamps keep their nanoseconds, so that
 //!   `to_object()` gives back exactly the `ObjectMeta` it was built from.
 //!
 //! Reads that need no `DynamicObject` are zero-copy ([`CompactObject::name`],
-//! [`CompactObject::labels`], [`CompactObject::pointer`], ...); a read that
-//! needs one decodes it ([`CompactObject::to_object`]), which
+//! [`CompactObject::labels`], [`CompactObject::pointer`], ...), and
+//! [`CompactObject::write_json`] writes the JSON from the bytes; a read that
+//! needs the whole object decodes it ([`CompactObject::to_object`]), which
 //! [`CompactEntry`] avoids while someone still holds the previous copy.
 //!
 //! Exactness: `CompactObject::from_object(&o, ..).to_object() == o` for every
 //! `o`, numbers keeping their representation (`3.0` stays a float, `-0.0`
 //! keeps its sign, `u64::MAX` and `i64::MIN` stay integers), and
 //! [`CompactObject::write_json`] writes the bytes `serde_json::to_vec(&o)`
-//! writes. Nothing here panics on any input; recursion is as deep as the
-//! object, as in `serde_json` itself (the wire decodes objects up to
-//! `MAX_OBJECT_DEPTH` levels deep).
+//! writes. Nothing here panics on any input: every read of the bytes is
+//! bounds-checked, and bytes read back from a file are checked whole before
+//! an object is made of them. Recursion is as deep as the object, as in
+//! `serde_json` itself (the wire decodes objects up to `MAX_OBJECT_DEPTH`
+//! levels deep).
 //!
-//! The order of keys relies on `serde_json::Map` being a `BTreeMap` (the crate
-//! is built without serde_json's `preserve_order`; a test checks it).
+//! The tables only grow, up to a bound (65,472 keys of up to 128 bytes,
+//! 65,472 trees, 8 MiB of keys and 64 MiB of trees); past it, a key or tree
+//! is written into each object that has it. They are freed with the store.
 //!
 //! ## What it costs
 //!
 //! `cargo bench --bench compact` (50k Widgets of the benchmark, ~2.4 KB of
-//! JSON each with managedFields; glibc's bytes in use per object, interner
-//! included): a decoded `DynamicObject` 25,050 B; `CompactObject` 2,815 B
-//! (0.11×), 5,516 B (0.22×) when no `fieldsV1` tree is shared. Building one
-//! from the decoded object takes ~6–7 µs (decoding it took ~20 µs); reading
-//! name, namespace, resourceVersion costs what it costs today, a label a
-//! nanosecond more, a pointer a quarter of `Value::pointer`; writing the JSON
-//! costs what serde_json does. Decoding the whole object back (`to_object`)
-//! costs ~11–14 µs against an `Arc` clone today: hence [`CompactEntry`].
+//! JSON each with managedFields; glibc's bytes in use per object, tables
+//! included): see BENCHMARKS.md, "Compact object representations".
 //!
 //! ## In the store
 //!

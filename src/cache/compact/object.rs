@@ -1,20 +1,26 @@
 //! [`CompactObject`] and [`CompactEntry`].
 
-use super::ser::*;
-use super::view::*;
+use triomphe::ThinArc;
+
+use super::build::Builder;
+use super::node::{Cursor, Key};
+use super::table::id;
+use super::view::{OwnerRefView, node_value};
 use super::*;
 
-// ---------------------------------------------------------------------------
-// The object
-// ---------------------------------------------------------------------------
-
-/// One cached object in compact form; see the [module documentation](crate::cache).
-#[derive(Clone, PartialEq)]
-pub struct CompactObject {
-    pub(super) types: Option<(Key, Key)>,
-    pub(super) meta: Meta,
-    pub(super) data: Node,
+/// What an object's allocation holds besides its bytes.
+struct Header {
+    tables: Arc<Tables>,
+    /// The last `DynamicObject` handed out for this object (see
+    /// [`CompactEntry`]).
+    recent: parking_lot::Mutex<Weak<DynamicObject>>,
 }
+
+/// One cached object in compact form, in one allocation; see the [layer
+/// documentation](crate::cache) ("Compact storage"). Cheap to clone (a
+/// reference count).
+#[derive(Clone)]
+pub struct CompactObject(ThinArc<Header, u8>);
 
 impl fmt::Debug for CompactObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -24,34 +30,121 @@ impl fmt::Debug for CompactObject {
             Err(_) => f
                 .debug_struct("CompactObject")
                 .field("name", &self.name())
-                .field("data", &self.data)
+                .field("bytes", &self.bytes().len())
                 .finish_non_exhaustive(),
         }
     }
 }
 
+impl PartialEq for CompactObject {
+    /// Equal when they hold equal objects: the same bytes over the same
+    /// tables, else the same decoded object.
+    fn eq(&self, other: &Self) -> bool {
+        if Arc::ptr_eq(self.tables(), other.tables()) && self.bytes() == other.bytes() {
+            return true;
+        }
+        self.to_object() == other.to_object()
+    }
+}
+
+/// The parts of an object's bytes.
+pub(super) struct Parts<'a> {
+    pub(super) types: Option<(&'a str, &'a str)>,
+    pub(super) meta: Option<Seq<'a>>,
+    pub(super) data: Node<'a>,
+}
+
 impl CompactObject {
     /// The compact form of `object`, sharing keys and trees through `interner`.
     pub fn from_object(object: &DynamicObject, interner: &mut Interner) -> CompactObject {
-        CompactObject {
-            types: object
-                .types
-                .as_ref()
-                .map(|t| (interner.key(&t.api_version), interner.key(&t.kind))),
-            meta: Meta::new(&object.metadata, interner),
-            data: interner.node(&object.data),
+        let (mut bytes, tree) = std::mem::take(&mut interner.scratch);
+        bytes.clear();
+        let mut builder = Builder::new(interner, tree);
+        builder.object(object, &mut bytes);
+        let tree = builder.into_scratch();
+        let built = Self::from_bytes(Arc::clone(interner.tables()), &bytes);
+        interner.scratch = (bytes, tree);
+        built
+    }
+
+    /// An object of these bytes, read with `tables`.
+    pub(super) fn from_bytes(tables: Arc<Tables>, bytes: &[u8]) -> CompactObject {
+        let header = Header {
+            tables,
+            recent: parking_lot::Mutex::new(Weak::new()),
+        };
+        CompactObject(ThinArc::from_header_and_slice(header, bytes))
+    }
+
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.0.slice
+    }
+
+    pub(super) fn tables(&self) -> &Arc<Tables> {
+        &self.0.header.header.tables
+    }
+
+    fn doc(&self) -> Doc<'_> {
+        Doc {
+            bytes: self.bytes(),
+            tables: self.tables(),
         }
+    }
+
+    /// The type fields, metadata and data, read from the bytes. Bytes this
+    /// module did not write read as an empty object.
+    pub(super) fn parts(&self) -> Parts<'_> {
+        let mut at = Cursor::new(self.doc());
+        let types = match at.byte() {
+            Some(1) => at.key().zip(at.key()).map(|(a, k)| (a.text, k.text)),
+            _ => None,
+        };
+        let meta = at.node().and_then(Node::as_map);
+        let data = at.node().unwrap_or(Node::Null);
+        Parts { types, meta, data }
+    }
+
+    /// The metadata, without reading the type fields.
+    fn meta(&self) -> Option<Seq<'_>> {
+        let mut at = Cursor::new(self.doc());
+        if at.byte()? == 1 {
+            at.raw_key()?;
+            at.raw_key()?;
+        }
+        at.node().and_then(Node::as_map)
+    }
+
+    /// The data, without reading the type fields or the metadata.
+    fn data_node(&self) -> Node<'_> {
+        let mut at = Cursor::new(self.doc());
+        let skipped = (|| {
+            if at.byte()? == 1 {
+                at.raw_key()?;
+                at.raw_key()?;
+            }
+            at.skip()
+        })();
+        skipped.and_then(|()| at.node()).unwrap_or(Node::Null)
+    }
+
+    fn meta_field(&self, id: u32) -> Option<Node<'_>> {
+        self.meta()?.get_id(id)
+    }
+
+    fn meta_str(&self, id: u32) -> Option<&str> {
+        self.meta_field(id).and_then(Node::as_str)
     }
 
     /// The object, decoded: equal (`==`) to the one this was built from.
     pub fn to_object(&self) -> DynamicObject {
+        let parts = self.parts();
         DynamicObject {
-            types: self.types.as_ref().map(|(api_version, kind)| TypeMeta {
-                api_version: String::from(&**api_version),
-                kind: String::from(&**kind),
+            types: parts.types.map(|(api_version, kind)| TypeMeta {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
             }),
-            metadata: self.meta.to_object_meta(),
-            data: node_to_value(&self.data),
+            metadata: parts.meta.map(to_object_meta).unwrap_or_default(),
+            data: node_value(parts.data),
         }
     }
 
@@ -60,7 +153,7 @@ impl CompactObject {
     /// that fails too: when the object's `data` is neither an object nor null.
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let len = out.len();
-        let written = serde_json::to_writer(&mut *out, self);
+        let written = json::write_object(&self.parts(), out);
         if written.is_err() {
             out.truncate(len);
         }
@@ -69,114 +162,107 @@ impl CompactObject {
 
     /// `apiVersion`, if the object has its type fields.
     pub fn api_version(&self) -> Option<&str> {
-        self.types.as_ref().map(|(a, _)| &**a)
+        self.parts().types.map(|(a, _)| a)
     }
 
     /// `kind`, if the object has its type fields.
     pub fn kind(&self) -> Option<&str> {
-        self.types.as_ref().map(|(_, k)| &**k)
+        self.parts().types.map(|(_, k)| k)
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> Option<&str> {
-        self.meta.name.as_deref()
+        self.meta_str(id::NAME)
     }
 
     /// `metadata.namespace`.
     pub fn namespace(&self) -> Option<&str> {
-        self.meta.namespace.as_deref()
+        self.meta_str(id::NAMESPACE)
     }
 
     /// `metadata.uid`.
     pub fn uid(&self) -> Option<&str> {
-        self.meta.uid.as_deref()
+        self.meta_str(id::UID)
     }
 
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> Option<&str> {
-        self.meta.resource_version.as_deref()
+        self.meta_str(id::RESOURCE_VERSION)
     }
 
     /// `metadata.generation`.
     pub fn generation(&self) -> Option<i64> {
-        self.meta.generation
+        self.meta_field(id::GENERATION).and_then(Node::as_i64)
     }
 
     /// `metadata.creationTimestamp`.
-    pub fn creation_timestamp(&self) -> Option<&Time> {
-        self.meta.creation_timestamp.as_ref()
+    pub fn creation_timestamp(&self) -> Option<Time> {
+        self.meta_field(id::CREATION_TIMESTAMP).and_then(to_time)
     }
 
     /// `metadata.deletionTimestamp`.
-    pub fn deletion_timestamp(&self) -> Option<&Time> {
-        self.meta
-            .rare
-            .as_ref()
-            .and_then(|r| r.deletion_timestamp.as_ref())
+    pub fn deletion_timestamp(&self) -> Option<Time> {
+        self.meta_field(id::DELETION_TIMESTAMP).and_then(to_time)
     }
 
     /// `metadata.generateName`.
     pub fn generate_name(&self) -> Option<&str> {
-        self.meta
-            .rare
-            .as_ref()
-            .and_then(|r| r.generate_name.as_deref())
+        self.meta_str(id::GENERATE_NAME)
     }
 
-    /// `metadata.finalizers` (empty when absent).
-    pub fn finalizers(&self) -> &[String] {
-        self.meta
-            .rare
-            .as_ref()
-            .and_then(|r| r.finalizers.as_deref())
-            .unwrap_or_default()
+    /// `metadata.finalizers` (none when absent).
+    pub fn finalizers(&self) -> impl ExactSizeIterator<Item = &str> {
+        let items = self.meta_field(id::FINALIZERS).and_then(Node::as_array);
+        let items = items.map(Seq::items).into_iter().flatten();
+        items
+            .filter_map(Node::as_str)
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 
     /// `metadata.labels` (empty when absent).
     pub fn labels(&self) -> StrMap<'_> {
-        StrMap(Pairs::Interned(
-            self.meta.labels.as_deref().unwrap_or_default(),
-        ))
+        StrMap::of(self.meta_field(id::LABELS).and_then(Node::as_map))
     }
 
     /// `metadata.annotations` (empty when absent).
     pub fn annotations(&self) -> StrMap<'_> {
-        StrMap(Pairs::Owned(
-            self.meta.annotations.as_deref().unwrap_or_default(),
-        ))
+        StrMap::of(self.meta_field(id::ANNOTATIONS).and_then(Node::as_map))
     }
 
     /// `metadata.ownerReferences`.
     pub fn owner_references(&self) -> impl ExactSizeIterator<Item = OwnerRefView<'_>> {
-        self.meta
-            .owner_references
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .map(|r| OwnerRefView(Owner::Compact(r)))
+        let refs = self
+            .meta_field(id::OWNER_REFERENCES)
+            .and_then(Node::as_array);
+        let refs = refs.map(Seq::items).into_iter().flatten();
+        let refs: Vec<_> = refs
+            .filter_map(Node::as_map)
+            .map(OwnerRefView::of)
+            .collect();
+        refs.into_iter()
     }
 
     /// `metadata.managedFields`.
     pub fn managed_fields(&self) -> impl ExactSizeIterator<Item = ManagedFieldView<'_>> {
-        self.meta
-            .managed_fields
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
+        let entries = self.meta_field(id::MANAGED_FIELDS).and_then(Node::as_array);
+        let entries = entries.map(Seq::items).into_iter().flatten();
+        let entries: Vec<_> = entries
+            .filter_map(Node::as_map)
             .map(ManagedFieldView)
+            .collect();
+        entries.into_iter()
     }
 
     /// Everything but the type fields and metadata: `spec`, `status`, `data`...
     pub fn data(&self) -> ValueRef<'_> {
-        ValueRef::from(&self.data)
+        ValueRef::from_node(self.data_node())
     }
 
     /// The value at a JSON pointer (RFC 6901) into the object as
     /// `serde_json::to_value` would see it: `pointer("/spec/nodeName")`,
-    /// `pointer("/metadata/labels/app")`. Values of the tree, strings of the
-    /// metadata, labels and annotations come back borrowed; timestamps,
-    /// finalizers and whole metadata entries are built
-    /// ([`ValueRef::Owned`]).
+    /// `pointer("/metadata/labels/app")`. Values come back borrowed, but for
+    /// timestamps, which are written out ([`ValueRef::Owned`]).
     pub fn pointer(&self, pointer: &str) -> Option<ValueRef<'_>> {
         if pointer.is_empty() {
             return serde_json::to_value(self).ok().map(ValueRef::Owned);
@@ -184,72 +270,104 @@ impl CompactObject {
         let (first, rest) = split_pointer(pointer)?;
         // The data's entries come after the type fields and metadata in the
         // serialised object, so a key of the data would win.
-        if let Node::Object(entries) = &self.data
-            && let Some(v) = find(entries, &first)
+        if let Node::Map(data) = self.data_node()
+            && let Some(v) = data.get(&first)
         {
-            return ValueRef::from(v).pointer(rest);
+            return ValueRef::from_node(v).pointer(rest);
         }
+        let parts = self.parts();
+        let types = parts.types;
         match &*first {
-            "apiVersion" => ValueRef::String(self.api_version()?).pointer(rest),
-            "kind" => ValueRef::String(self.kind()?).pointer(rest),
-            "metadata" if matches!(self.data, Node::Object(_) | Node::Null) => {
-                self.metadata_pointer(rest)
+            "apiVersion" => ValueRef::String(types?.0).pointer(rest),
+            "kind" => ValueRef::String(types?.1).pointer(rest),
+            "metadata" if matches!(parts.data, Node::Map(_) | Node::Null) => {
+                let meta = parts
+                    .meta
+                    .map_or(ValueRef::Owned(Value::Object(Default::default())), |m| {
+                        ValueRef::from_node(Node::Map(m))
+                    });
+                meta.pointer(rest)
             }
             _ => None,
         }
     }
+}
 
-    fn metadata_pointer(&self, pointer: &str) -> Option<ValueRef<'_>> {
-        let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&MetaSer(&self.meta))?.pointer(pointer);
-        };
-        let m = &self.meta;
-        let rare = m.rare.as_deref();
-        let value = match &*field {
-            "name" => ValueRef::String(self.name()?),
-            "namespace" => ValueRef::String(self.namespace()?),
-            "uid" => ValueRef::String(self.uid()?),
-            "resourceVersion" => ValueRef::String(self.resource_version()?),
-            "generation" => ValueRef::Number(m.generation?.into()),
-            "labels" => ValueRef::Object(ObjectRef(Entries::Strings(Pairs::Interned(
-                m.labels.as_deref()?,
-            )))),
-            "annotations" => ValueRef::Object(ObjectRef(Entries::Strings(Pairs::Owned(
-                m.annotations.as_deref()?,
-            )))),
-            "generateName" => ValueRef::String(rare?.generate_name.as_deref()?),
-            "selfLink" => ValueRef::String(rare?.self_link.as_deref()?),
-            "deletionGracePeriodSeconds" => {
-                ValueRef::Number(rare?.deletion_grace_period_seconds?.into())
-            }
-            "creationTimestamp" => owned(m.creation_timestamp.as_ref()?)?,
-            "deletionTimestamp" => owned(rare?.deletion_timestamp.as_ref()?)?,
-            "finalizers" => owned(rare?.finalizers.as_ref()?)?,
-            "ownerReferences" => {
-                let refs = m.owner_references.as_deref()?;
-                let Some((index, rest)) = split_pointer(rest) else {
-                    return owned(&Seq(refs, OwnerRefSer))?.pointer(rest);
-                };
-                let r = refs.get(parse_index(&index)?)?;
-                return OwnerRefView(Owner::Compact(r)).pointer(rest);
-            }
-            "managedFields" => {
-                let entries = m.managed_fields.as_deref()?;
-                let Some((index, rest)) = split_pointer(rest) else {
-                    return owned(&Seq(entries, ManagedFieldSer))?.pointer(rest);
-                };
-                let e = entries.get(parse_index(&index)?)?;
-                return ManagedFieldView(e).pointer(rest);
-            }
-            _ => return None,
-        };
-        value.pointer(rest)
+/// A timestamp as `Time`; `None` for one out of range.
+pub(super) fn to_time(node: Node<'_>) -> Option<Time> {
+    match node {
+        Node::Time(seconds, nanos) => k8s_openapi::jiff::Timestamp::new(seconds, nanos)
+            .ok()
+            .map(Time),
+        _ => None,
     }
 }
 
-/// A typed value as JSON (`None` where serde_json could not serialise it either).
-pub(super) fn owned<T: Serialize + ?Sized>(value: &T) -> Option<ValueRef<'static>> {
-    serde_json::to_value(value).ok().map(ValueRef::Owned)
+fn string_map(node: Node<'_>) -> Option<BTreeMap<String, String>> {
+    let map = node.as_map()?;
+    Some(
+        map.entries()
+            .filter_map(|(k, v)| Some((k.text.to_owned(), v.as_str()?.to_owned())))
+            .collect(),
+    )
+}
+
+fn strings(node: Node<'_>) -> Option<Vec<String>> {
+    let items = node.as_array()?.items();
+    Some(items.filter_map(|s| Some(s.as_str()?.to_owned())).collect())
+}
+
+fn owned_str(node: Node<'_>) -> Option<String> {
+    node.as_str().map(str::to_owned)
+}
+
+/// The metadata's map, decoded.
+fn to_object_meta(meta: Seq<'_>) -> ObjectMeta {
+    let mut m = ObjectMeta::default();
+    for (key, value) in meta.entries() {
+        let Some(id) = key_id(key) else { continue };
+        match id {
+            id::ANNOTATIONS => m.annotations = string_map(value),
+            id::CREATION_TIMESTAMP => m.creation_timestamp = to_time(value),
+            id::DELETION_GRACE_PERIOD_SECONDS => m.deletion_grace_period_seconds = value.as_i64(),
+            id::DELETION_TIMESTAMP => m.deletion_timestamp = to_time(value),
+            id::FINALIZERS => m.finalizers = strings(value),
+            id::GENERATE_NAME => m.generate_name = owned_str(value),
+            id::GENERATION => m.generation = value.as_i64(),
+            id::LABELS => m.labels = string_map(value),
+            id::MANAGED_FIELDS => {
+                let entries = value.as_array().map(Seq::items).into_iter().flatten();
+                let entries = entries.filter_map(Node::as_map);
+                m.managed_fields = value
+                    .as_array()
+                    .map(|_| entries.map(|e| ManagedFieldView(e).to_entry()).collect());
+            }
+            id::NAME => m.name = owned_str(value),
+            id::NAMESPACE => m.namespace = owned_str(value),
+            id::OWNER_REFERENCES => {
+                let refs = value.as_array().map(Seq::items).into_iter().flatten();
+                let refs = refs.filter_map(Node::as_map);
+                m.owner_references = value
+                    .as_array()
+                    .map(|_| refs.map(|r| OwnerRefView::of(r).to_reference()).collect());
+            }
+            id::RESOURCE_VERSION => m.resource_version = owned_str(value),
+            id::SELF_LINK => m.self_link = owned_str(value),
+            id::UID => m.uid = owned_str(value),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// The well-known number of a key, by number or (written in place) by text.
+pub(super) fn key_id(key: Key<'_>) -> Option<u32> {
+    key.id.or_else(|| {
+        table::WELL_KNOWN
+            .iter()
+            .position(|k| *k == key.text)
+            .and_then(|i| u32::try_from(i).ok())
+    })
 }
 
 /// Splits `/first/rest...` into the unescaped first token and `/rest...`;
@@ -286,16 +404,15 @@ pub(super) fn parse_index(token: &str) -> Option<usize> {
 ///
 /// The remembered `Weak` keeps the `Arc`'s allocation (the `DynamicObject`
 /// struct itself, a few hundred bytes, not its contents) until it is replaced
-/// or [`CompactEntry::forget_dropped`] clears it.
-pub struct CompactEntry {
-    object: CompactObject,
-    recent: parking_lot::Mutex<Weak<DynamicObject>>,
-}
+/// or [`CompactEntry::forget_dropped`] clears it. It lives in the object's
+/// own allocation: an entry is that one allocation, cheap to clone.
+#[derive(Clone)]
+pub struct CompactEntry(CompactObject);
 
 impl fmt::Debug for CompactEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CompactEntry")
-            .field("object", &self.object)
+            .field("object", &self.0)
             .finish_non_exhaustive()
     }
 }
@@ -304,25 +421,25 @@ impl CompactEntry {
     /// An entry for `object`, remembering `decoded` (the `DynamicObject` it
     /// was built from, as handed to event handlers) if given.
     pub fn new(object: CompactObject, decoded: Option<&Arc<DynamicObject>>) -> Self {
-        CompactEntry {
-            object,
-            recent: parking_lot::Mutex::new(decoded.map(Arc::downgrade).unwrap_or_default()),
+        if let Some(decoded) = decoded {
+            *object.0.header.header.recent.lock() = Arc::downgrade(decoded);
         }
+        CompactEntry(object)
     }
 
     /// The compact object, for the reads that need no `DynamicObject`.
     pub fn compact(&self) -> &CompactObject {
-        &self.object
+        &self.0
     }
 
     /// The whole object: the `Arc` handed out last if someone still holds it,
     /// else a new one, decoded.
     pub fn get(&self) -> Arc<DynamicObject> {
-        let mut recent = self.recent.lock();
+        let mut recent = self.0.0.header.header.recent.lock();
         if let Some(object) = recent.upgrade() {
             return object;
         }
-        let object = Arc::new(self.object.to_object());
+        let object = Arc::new(self.0.to_object());
         *recent = Arc::downgrade(&object);
         object
     }
@@ -330,7 +447,7 @@ impl CompactEntry {
     /// Forgets the last `DynamicObject` handed out if nobody holds it any
     /// more, freeing the allocation its `Weak` kept. Returns whether it did.
     pub fn forget_dropped(&self) -> bool {
-        let mut recent = self.recent.lock();
+        let mut recent = self.0.0.header.header.recent.lock();
         // `Weak::new()` points nowhere; only a `Weak` of a dropped `Arc` keeps
         // an allocation.
         if recent.strong_count() == 0 && !recent.ptr_eq(&Weak::new()) {
@@ -340,8 +457,20 @@ impl CompactEntry {
             false
         }
     }
-}
 
-// ---------------------------------------------------------------------------
-// Tests
-// ---------------------------------------------------------------------------
+    /// Whether `self` and `other` are the very same entry.
+    pub(crate) fn ptr_eq(&self, other: &CompactEntry) -> bool {
+        self.0.0.ptr() == other.0.0.ptr()
+    }
+
+    /// The bytes of the entry's one allocation: its reference count, header,
+    /// length and bytes.
+    pub(crate) fn allocated(&self) -> usize {
+        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Header>() + self.0.bytes().len()
+    }
+
+    /// How many handles share this entry.
+    pub(crate) fn handles(&self) -> usize {
+        ThinArc::strong_count(&self.0.0)
+    }
+}

@@ -1,11 +1,12 @@
 //! Borrowed views into a [`CompactObject`].
 
-use super::object::*;
-use super::ser::*;
+use super::node::{Entries as NodeEntries, Items};
+use super::object::{key_id, parse_index, to_time};
+use super::table::id;
 use super::*;
 
 // ---------------------------------------------------------------------------
-// Borrowed views
+// Values
 // ---------------------------------------------------------------------------
 
 /// A value of a [`CompactObject`], borrowed where it can be.
@@ -23,8 +24,8 @@ pub enum ValueRef<'a> {
     Array(ArrayRef<'a>),
     /// An object.
     Object(ObjectRef<'a>),
-    /// A value built for the occasion: typed metadata that has no JSON form
-    /// in the compact object (timestamps, finalizers, whole metadata entries).
+    /// A value built for the occasion: a timestamp, written out as its
+    /// JSON says it, or the whole object.
     Owned(Value),
     /// A value borrowed from a decoded object (a
     /// [`CachedObject`](crate::cache::store::CachedObject) of a cache holding
@@ -32,20 +33,28 @@ pub enum ValueRef<'a> {
     Json(&'a Value),
 }
 
-impl<'a> From<&'a Node> for ValueRef<'a> {
-    fn from(node: &'a Node) -> Self {
-        match node {
-            Node::Null => ValueRef::Null,
-            Node::Bool(b) => ValueRef::Bool(*b),
-            Node::Number(n) => ValueRef::Number(n.clone()),
-            Node::String(s) => ValueRef::String(s.as_str()),
-            Node::Array(items) => ValueRef::Array(ArrayRef(items)),
-            Node::Object(entries) => ValueRef::Object(ObjectRef(Entries::Tree(entries))),
-        }
-    }
+/// A timestamp as `Time` serialises it.
+fn time_text(seconds: i64, nanos: i32) -> Value {
+    let time = to_time(Node::Time(seconds, nanos));
+    time.and_then(|t| serde_json::to_value(t).ok())
+        .unwrap_or(Value::Null)
 }
 
 impl<'a> ValueRef<'a> {
+    pub(super) fn from_node(node: Node<'a>) -> Self {
+        match node {
+            Node::Null => ValueRef::Null,
+            Node::Bool(b) => ValueRef::Bool(b),
+            Node::Uint(n) => ValueRef::Number(n.into()),
+            Node::Neg(n) => ValueRef::Number(n.into()),
+            Node::Float(f) => Number::from_f64(f).map_or(ValueRef::Null, ValueRef::Number),
+            Node::Str(s) => ValueRef::String(s),
+            Node::Time(seconds, nanos) => ValueRef::Owned(time_text(seconds, nanos)),
+            Node::Array(items) => ValueRef::Array(ArrayRef(items)),
+            Node::Map(entries) => ValueRef::Object(ObjectRef(entries)),
+        }
+    }
+
     /// The string, if this is one.
     pub fn as_str(&self) -> Option<&'a str> {
         match self {
@@ -128,6 +137,7 @@ impl<'a> ValueRef<'a> {
             current = match current {
                 ValueRef::Object(o) => o.get(&token)?,
                 ValueRef::Array(a) => a.get(parse_index(&token)?)?,
+                ValueRef::Owned(v) => return v.pointer(rest).cloned().map(ValueRef::Owned),
                 _ => return None,
             };
             rest = tail;
@@ -142,22 +152,44 @@ impl<'a> ValueRef<'a> {
             ValueRef::Bool(b) => Value::Bool(*b),
             ValueRef::Number(n) => Value::Number(n.clone()),
             ValueRef::String(s) => Value::String((*s).to_owned()),
-            ValueRef::Array(a) => Value::Array(a.0.iter().map(node_to_value).collect()),
-            ValueRef::Object(o) => match o.0 {
-                Entries::Tree(e) => Value::Object(
-                    e.iter()
-                        .map(|(k, v)| (String::from(&**k), node_to_value(v)))
-                        .collect(),
-                ),
-                Entries::Strings(e) => Value::Object(
-                    (0..e.len())
-                        .filter_map(|i| e.at(i))
-                        .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
-                        .collect(),
-                ),
-            },
+            ValueRef::Array(a) => node_value(Node::Array(a.0)),
+            ValueRef::Object(o) => node_value(Node::Map(o.0)),
             ValueRef::Owned(v) => v.clone(),
             ValueRef::Json(v) => (*v).clone(),
+        }
+    }
+}
+
+/// Up to this many entries, a map is built by inserting them one by one;
+/// beyond, by `collect`, which copies them into a `Vec`, checks their order
+/// and builds the tree from it. The inserts cost more per entry (each scans
+/// the keys before it) but need no `Vec`.
+const FEW_ENTRIES: usize = 3;
+
+/// A value of the bytes as a `serde_json::Value`.
+pub(super) fn node_value(node: Node<'_>) -> Value {
+    match node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::Uint(n) => Value::Number(n.into()),
+        Node::Neg(n) => Value::Number(n.into()),
+        Node::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s.to_owned()),
+        Node::Time(seconds, nanos) => time_text(seconds, nanos),
+        Node::Array(items) => Value::Array(items.items().map(node_value).collect()),
+        Node::Map(entries) => {
+            let pairs = entries
+                .entries()
+                .map(|(k, v)| (k.text.to_owned(), node_value(v)));
+            if entries.len() <= FEW_ENTRIES {
+                let mut map = serde_json::Map::new();
+                for (k, v) in pairs {
+                    map.insert(k, v);
+                }
+                Value::Object(map)
+            } else {
+                Value::Object(pairs.collect())
+            }
         }
     }
 }
@@ -169,20 +201,21 @@ impl Serialize for ValueRef<'_> {
             ValueRef::Bool(b) => s.serialize_bool(*b),
             ValueRef::Number(n) => n.serialize(s),
             ValueRef::String(v) => s.serialize_str(v),
-            ValueRef::Array(a) => Seq(a.0, NodeSer).serialize(s),
-            ValueRef::Object(o) => match o.0 {
-                Entries::Tree(e) => TreeMapSer(e).serialize(s),
-                Entries::Strings(e) => StrMap(e).serialize(s),
-            },
+            ValueRef::Array(a) => json::NodeSer(Node::Array(a.0)).serialize(s),
+            ValueRef::Object(o) => json::NodeSer(Node::Map(o.0)).serialize(s),
             ValueRef::Owned(v) => v.serialize(s),
             ValueRef::Json(v) => v.serialize(s),
         }
     }
 }
 
+// ---------------------------------------------------------------------------
+// Arrays and objects
+// ---------------------------------------------------------------------------
+
 /// A borrowed array.
 #[derive(Clone, Copy)]
-pub struct ArrayRef<'a>(pub(super) &'a [Node]);
+pub struct ArrayRef<'a>(Seq<'a>);
 
 impl fmt::Debug for ArrayRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -198,29 +231,39 @@ impl<'a> ArrayRef<'a> {
 
     /// Whether the array is empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.len() == 0
     }
 
-    /// The item at `index`.
+    /// The item at `index` (found by stepping over the items before it).
     pub fn get(&self, index: usize) -> Option<ValueRef<'a>> {
-        self.0.get(index).map(ValueRef::from)
+        self.0.items().nth(index).map(ValueRef::from_node)
     }
 
     /// The items, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = ValueRef<'a>> + 'a {
-        self.0.iter().map(ValueRef::from)
+        ArrayIter(self.0.items())
     }
 }
 
-/// A borrowed object: a map of the tree, or labels and annotations.
-#[derive(Clone, Copy)]
-pub struct ObjectRef<'a>(pub(super) Entries<'a>);
+struct ArrayIter<'a>(Items<'a>);
 
-#[derive(Clone, Copy)]
-pub(super) enum Entries<'a> {
-    Tree(&'a [(Key, Node)]),
-    Strings(Pairs<'a>),
+impl<'a> Iterator for ArrayIter<'a> {
+    type Item = ValueRef<'a>;
+
+    fn next(&mut self) -> Option<ValueRef<'a>> {
+        self.0.next().map(ValueRef::from_node)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
 }
+
+impl ExactSizeIterator for ArrayIter<'_> {}
+
+/// A borrowed object: a map of the compact object.
+#[derive(Clone, Copy)]
+pub struct ObjectRef<'a>(Seq<'a>);
 
 impl fmt::Debug for ObjectRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -231,10 +274,7 @@ impl fmt::Debug for ObjectRef<'_> {
 impl<'a> ObjectRef<'a> {
     /// The number of entries.
     pub fn len(&self) -> usize {
-        match self.0 {
-            Entries::Tree(e) => e.len(),
-            Entries::Strings(e) => e.len(),
-        }
+        self.0.len()
     }
 
     /// Whether the object is empty.
@@ -242,85 +282,48 @@ impl<'a> ObjectRef<'a> {
         self.len() == 0
     }
 
-    /// The value of `key` (a binary search).
+    /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<ValueRef<'a>> {
-        match self.0 {
-            Entries::Tree(e) => find(e, key).map(ValueRef::from),
-            Entries::Strings(e) => e.get(key).map(ValueRef::String),
-        }
+        self.0.get(key).map(ValueRef::from_node)
     }
 
     /// The entries, sorted by key.
     pub fn iter(&self) -> ObjectIter<'a> {
-        ObjectIter {
-            entries: self.0,
-            next: 0,
-        }
+        ObjectIter(self.0.entries())
     }
 }
 
 /// The entries of an [`ObjectRef`], sorted by key.
 #[derive(Clone)]
-pub struct ObjectIter<'a> {
-    entries: Entries<'a>,
-    next: usize,
-}
+pub struct ObjectIter<'a>(NodeEntries<'a>);
 
 impl<'a> Iterator for ObjectIter<'a> {
     type Item = (&'a str, ValueRef<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = match self.entries {
-            Entries::Tree(e) => e.get(self.next).map(|(k, v)| (&**k, ValueRef::from(v))),
-            Entries::Strings(e) => e.at(self.next).map(|(k, v)| (k, ValueRef::String(v))),
-        };
-        self.next += usize::from(item.is_some());
-        item
+        self.0.next().map(|(k, v)| (k.text, ValueRef::from_node(v)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let len = ObjectRef(self.entries).len().saturating_sub(self.next);
-        (len, Some(len))
+        self.0.size_hint()
     }
 }
 
 impl ExactSizeIterator for ObjectIter<'_> {}
 
+// ---------------------------------------------------------------------------
+// Labels and annotations
+// ---------------------------------------------------------------------------
+
 /// Labels or annotations: a borrowed, sorted map of strings.
 #[derive(Clone, Copy)]
-pub struct StrMap<'a>(pub(super) Pairs<'a>);
+pub struct StrMap<'a>(Pairs<'a>);
 
 #[derive(Clone, Copy)]
-pub(super) enum Pairs<'a> {
-    Interned(&'a [(Key, Key)]),
-    Owned(&'a [(Key, Str)]),
+enum Pairs<'a> {
+    Empty,
+    Node(Seq<'a>),
     Decoded(&'a BTreeMap<String, String>),
-}
-
-impl<'a> Pairs<'a> {
-    fn len(self) -> usize {
-        match self {
-            Pairs::Interned(e) => e.len(),
-            Pairs::Owned(e) => e.len(),
-            Pairs::Decoded(e) => e.len(),
-        }
-    }
-
-    fn get(self, key: &str) -> Option<&'a str> {
-        match self {
-            Pairs::Interned(e) => find(e, key).map(|v| &**v),
-            Pairs::Owned(e) => find(e, key).map(Str::as_str),
-            Pairs::Decoded(e) => e.get(key).map(String::as_str),
-        }
-    }
-
-    fn at(self, i: usize) -> Option<(&'a str, &'a str)> {
-        match self {
-            Pairs::Interned(e) => e.get(i).map(|(k, v)| (&**k, &**v)),
-            Pairs::Owned(e) => e.get(i).map(|(k, v)| (&**k, v.as_str())),
-            Pairs::Decoded(e) => e.iter().nth(i).map(|(k, v)| (k.as_str(), v.as_str())),
-        }
-    }
 }
 
 impl fmt::Debug for StrMap<'_> {
@@ -331,34 +334,48 @@ impl fmt::Debug for StrMap<'_> {
 
 impl<'a> StrMap<'a> {
     /// No labels or annotations.
-    pub const EMPTY: StrMap<'static> = StrMap(Pairs::Interned(&[]));
+    pub const EMPTY: StrMap<'static> = StrMap(Pairs::Empty);
 
-    /// The value of `key` (a binary search).
+    /// The strings of a map of the bytes (none if there is none).
+    pub(super) fn of(map: Option<Seq<'a>>) -> Self {
+        StrMap(map.map_or(Pairs::Empty, Pairs::Node))
+    }
+
+    /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&'a str> {
-        self.0.get(key)
+        match self.0 {
+            Pairs::Empty => None,
+            Pairs::Node(e) => e.get(key).and_then(Node::as_str),
+            Pairs::Decoded(e) => e.get(key).map(String::as_str),
+        }
     }
 
     /// Whether `key` is there.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.0.get(key).is_some()
+        self.get(key).is_some()
     }
 
     /// The entries, sorted by key.
     pub fn iter(&self) -> StrMapIter<'a> {
-        match self.0 {
-            Pairs::Decoded(map) => StrMapIter(PairsIter::Decoded(map.iter())),
-            pairs => StrMapIter(PairsIter::Slice { pairs, next: 0 }),
-        }
+        StrMapIter(match self.0 {
+            Pairs::Empty => PairsIter::Empty,
+            Pairs::Node(e) => PairsIter::Node(e.entries()),
+            Pairs::Decoded(map) => PairsIter::Decoded(map.iter()),
+        })
     }
 
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match self.0 {
+            Pairs::Empty => 0,
+            Pairs::Node(e) => e.len(),
+            Pairs::Decoded(e) => e.len(),
+        }
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.0.len() == 0
+        self.len() == 0
     }
 }
 
@@ -375,7 +392,8 @@ pub struct StrMapIter<'a>(PairsIter<'a>);
 
 #[derive(Clone)]
 enum PairsIter<'a> {
-    Slice { pairs: Pairs<'a>, next: usize },
+    Empty,
+    Node(NodeEntries<'a>),
     Decoded(std::collections::btree_map::Iter<'a, String, String>),
 }
 
@@ -384,21 +402,20 @@ impl<'a> Iterator for StrMapIter<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
-            PairsIter::Slice { pairs, next } => {
-                let item = pairs.at(*next);
-                *next += usize::from(item.is_some());
-                item
-            }
+            PairsIter::Empty => None,
+            PairsIter::Node(e) => e
+                .next()
+                .map(|(k, v)| (k.text, v.as_str().unwrap_or_default())),
             PairsIter::Decoded(iter) => iter.next().map(|(k, v)| (k.as_str(), v.as_str())),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let len = match &self.0 {
-            PairsIter::Slice { pairs, next } => pairs.len().saturating_sub(*next),
-            PairsIter::Decoded(iter) => iter.len(),
-        };
-        (len, Some(len))
+        match &self.0 {
+            PairsIter::Empty => (0, Some(0)),
+            PairsIter::Node(e) => e.size_hint(),
+            PairsIter::Decoded(iter) => iter.size_hint(),
+        }
     }
 }
 
@@ -406,7 +423,7 @@ impl ExactSizeIterator for StrMapIter<'_> {}
 
 impl Serialize for StrMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
+        let mut map = s.serialize_map(Some(self.len()))?;
         for (k, v) in self.iter() {
             map.serialize_entry(k, v)?;
         }
@@ -414,35 +431,30 @@ impl Serialize for StrMap<'_> {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Owner references and managed fields
+// ---------------------------------------------------------------------------
+
 /// One of `metadata.ownerReferences`, borrowed from a compact object or from
 /// a decoded one.
 #[derive(Clone, Copy)]
-pub struct OwnerRefView<'a>(pub(super) Owner<'a>);
+pub struct OwnerRefView<'a>(Owner<'a>);
 
 #[derive(Clone, Copy)]
-pub(super) enum Owner<'a> {
-    Compact(&'a OwnerRef),
+enum Owner<'a> {
+    Compact(Seq<'a>),
     Decoded(&'a OwnerReference),
-}
-
-impl fmt::Debug for OwnerRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnerReference")
-            .field("api_version", &self.api_version)
-            .field("kind", &self.kind)
-            .field("name", &self.name)
-            .field("uid", &self.uid)
-            .field("controller", &self.controller)
-            .finish()
-    }
 }
 
 impl fmt::Debug for OwnerRefView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Owner::Compact(r) => fmt::Debug::fmt(r, f),
-            Owner::Decoded(r) => fmt::Debug::fmt(r, f),
-        }
+        f.debug_struct("OwnerReference")
+            .field("api_version", &self.api_version())
+            .field("kind", &self.kind())
+            .field("name", &self.name())
+            .field("uid", &self.uid())
+            .field("controller", &self.controller())
+            .finish()
     }
 }
 
@@ -453,79 +465,71 @@ impl<'a> From<&'a OwnerReference> for OwnerRefView<'a> {
 }
 
 impl<'a> OwnerRefView<'a> {
+    pub(super) fn of(map: Seq<'a>) -> Self {
+        OwnerRefView(Owner::Compact(map))
+    }
+
+    fn text(&self, id: u32, decoded: impl FnOnce(&'a OwnerReference) -> &'a str) -> &'a str {
+        match self.0 {
+            Owner::Compact(m) => m.get_str(id).unwrap_or_default(),
+            Owner::Decoded(r) => decoded(r),
+        }
+    }
+
+    fn flag(
+        &self,
+        key: &str,
+        decoded: impl FnOnce(&'a OwnerReference) -> Option<bool>,
+    ) -> Option<bool> {
+        match self.0 {
+            Owner::Compact(m) => m.get(key).and_then(Node::as_bool),
+            Owner::Decoded(r) => decoded(r),
+        }
+    }
+
     /// `apiVersion`.
     pub fn api_version(&self) -> &'a str {
-        match self.0 {
-            Owner::Compact(r) => &r.api_version,
-            Owner::Decoded(r) => &r.api_version,
-        }
+        self.text(id::API_VERSION, |r| &r.api_version)
     }
     /// `kind`.
     pub fn kind(&self) -> &'a str {
-        match self.0 {
-            Owner::Compact(r) => &r.kind,
-            Owner::Decoded(r) => &r.kind,
-        }
+        self.text(id::KIND, |r| &r.kind)
     }
     /// `name`.
     pub fn name(&self) -> &'a str {
-        match self.0 {
-            Owner::Compact(r) => &r.name,
-            Owner::Decoded(r) => &r.name,
-        }
+        self.text(id::NAME, |r| &r.name)
     }
     /// `uid`.
     pub fn uid(&self) -> &'a str {
-        match self.0 {
-            Owner::Compact(r) => &r.uid,
-            Owner::Decoded(r) => &r.uid,
-        }
+        self.text(id::UID, |r| &r.uid)
     }
     /// `controller`.
     pub fn controller(&self) -> Option<bool> {
-        match self.0 {
-            Owner::Compact(r) => r.controller,
-            Owner::Decoded(r) => r.controller,
-        }
+        self.flag("controller", |r| r.controller)
     }
     /// `blockOwnerDeletion`.
     pub fn block_owner_deletion(&self) -> Option<bool> {
-        match self.0 {
-            Owner::Compact(r) => r.block_owner_deletion,
-            Owner::Decoded(r) => r.block_owner_deletion,
-        }
+        self.flag("blockOwnerDeletion", |r| r.block_owner_deletion)
     }
     /// The owner reference, decoded.
     pub fn to_reference(&self) -> OwnerReference {
         match self.0 {
-            Owner::Compact(r) => r.to_reference(),
+            Owner::Compact(_) => OwnerReference {
+                api_version: self.api_version().to_owned(),
+                block_owner_deletion: self.block_owner_deletion(),
+                controller: self.controller(),
+                kind: self.kind().to_owned(),
+                name: self.name().to_owned(),
+                uid: self.uid().to_owned(),
+            },
             Owner::Decoded(r) => r.clone(),
         }
-    }
-
-    pub(super) fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
-        let Some((field, rest)) = split_pointer(pointer) else {
-            return match self.0 {
-                Owner::Compact(r) => owned(&OwnerRefSer(r))?.pointer(pointer),
-                Owner::Decoded(r) => owned(r)?.pointer(pointer),
-            };
-        };
-        let value = match &*field {
-            "apiVersion" => ValueRef::String(self.api_version()),
-            "kind" => ValueRef::String(self.kind()),
-            "name" => ValueRef::String(self.name()),
-            "uid" => ValueRef::String(self.uid()),
-            "controller" => ValueRef::Bool(self.controller()?),
-            "blockOwnerDeletion" => ValueRef::Bool(self.block_owner_deletion()?),
-            _ => return None,
-        };
-        value.pointer(rest)
     }
 }
 
 /// One of `metadata.managedFields`, borrowed.
 #[derive(Clone, Copy)]
-pub struct ManagedFieldView<'a>(pub(super) &'a ManagedField);
+pub struct ManagedFieldView<'a>(pub(super) Seq<'a>);
 
 impl fmt::Debug for ManagedFieldView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -539,48 +543,44 @@ impl fmt::Debug for ManagedFieldView<'_> {
 impl<'a> ManagedFieldView<'a> {
     /// `manager`.
     pub fn manager(&self) -> Option<&'a str> {
-        self.0.manager.as_deref()
+        self.0.get_str(id::MANAGER)
     }
     /// `operation`.
     pub fn operation(&self) -> Option<&'a str> {
-        self.0.operation.as_deref()
+        self.0.get_str(id::OPERATION)
     }
     /// `apiVersion`.
     pub fn api_version(&self) -> Option<&'a str> {
-        self.0.api_version.as_deref()
+        self.0.get_str(id::API_VERSION)
     }
     /// `subresource`.
     pub fn subresource(&self) -> Option<&'a str> {
-        self.0.subresource.as_deref()
+        self.0.get_str(id::SUBRESOURCE)
     }
     /// `time`.
-    pub fn time(&self) -> Option<&'a Time> {
-        self.0.time.as_ref()
+    pub fn time(&self) -> Option<Time> {
+        self.0.get_id(id::TIME).and_then(to_time)
     }
     /// `fieldsV1`, borrowed (possibly shared with other objects).
     pub fn fields_v1(&self) -> Option<ValueRef<'a>> {
-        self.0.fields_v1.as_deref().map(ValueRef::from)
+        self.0.get_id(id::FIELDS_V1).map(ValueRef::from_node)
     }
     /// The entry, decoded.
     pub fn to_entry(&self) -> ManagedFieldsEntry {
-        self.0.to_entry()
-    }
-
-    pub(super) fn pointer(self, pointer: &str) -> Option<ValueRef<'a>> {
-        let Some((field, rest)) = split_pointer(pointer) else {
-            return owned(&ManagedFieldSer(self.0))?.pointer(pointer);
-        };
-        let e = self.0;
-        let value = match &*field {
-            "apiVersion" => ValueRef::String(e.api_version.as_deref()?),
-            "fieldsType" => ValueRef::String(e.fields_type.as_deref()?),
-            "fieldsV1" => ValueRef::from(e.fields_v1.as_deref()?),
-            "manager" => ValueRef::String(e.manager.as_deref()?),
-            "operation" => ValueRef::String(e.operation.as_deref()?),
-            "subresource" => ValueRef::String(e.subresource.as_deref()?),
-            "time" => owned(e.time.as_ref()?)?,
-            _ => return None,
-        };
-        value.pointer(rest)
+        let mut e = ManagedFieldsEntry::default();
+        for (key, value) in self.0.entries() {
+            let text = || value.as_str().map(str::to_owned);
+            match key_id(key) {
+                Some(id::API_VERSION) => e.api_version = text(),
+                Some(id::FIELDS_TYPE) => e.fields_type = text(),
+                Some(id::FIELDS_V1) => e.fields_v1 = Some(FieldsV1(node_value(value))),
+                Some(id::MANAGER) => e.manager = text(),
+                Some(id::OPERATION) => e.operation = text(),
+                Some(id::SUBRESOURCE) => e.subresource = text(),
+                Some(id::TIME) => e.time = to_time(value),
+                _ => {}
+            }
+        }
+        e
     }
 }

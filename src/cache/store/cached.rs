@@ -49,7 +49,7 @@ pub struct CachedObject(pub(super) Held);
 #[derive(Clone)]
 pub(super) enum Held {
     Object(Arc<DynamicObject>),
-    Compact(Arc<CompactEntry>),
+    Compact(CompactEntry),
 }
 
 impl CachedObject {
@@ -63,7 +63,7 @@ impl CachedObject {
     pub(crate) fn is_unique(&self) -> bool {
         match &self.0 {
             Held::Object(object) => Arc::strong_count(object) == 1,
-            Held::Compact(entry) => Arc::strong_count(entry) == 1,
+            Held::Compact(entry) => entry.handles() == 1,
         }
     }
 
@@ -88,7 +88,7 @@ impl CachedObject {
     pub(super) fn same(&self, other: &CachedObject) -> bool {
         match (&self.0, &other.0) {
             (Held::Object(a), Held::Object(b)) => Arc::ptr_eq(a, b),
-            (Held::Compact(a), Held::Compact(b)) => Arc::ptr_eq(a, b),
+            (Held::Compact(a), Held::Compact(b)) => a.ptr_eq(b),
             _ => false,
         }
     }

@@ -13,11 +13,8 @@
 //!   `serde_json::Value` tree of its data (modelled on `serde_json`'s
 //!   default `BTreeMap` maps).
 //! - With [`Storage::Compact`](super::Storage::Compact) each object counts
-//!   the length of its JSON text: the compact form's internals are the
-//!   `compact` module's, and on the benchmark's Widgets it holds about as
-//!   much as that text (2,815 bytes of heap for 2.5 KB of JSON, BENCHMARKS.md
-//!   "Compact object representations"). The keys and trees it shares with
-//!   the other objects of its cache are not counted.
+//!   its one allocation: its header and its bytes. The keys and trees it
+//!   shares with the other objects of its cache are not counted.
 //! - Each object's key, its entry in the object map and its entries in the
 //!   indexes are counted too.
 
@@ -31,7 +28,6 @@ use serde_json::Value;
 
 use super::cached::Held;
 use super::{CachedObject, Entry, IndexData, Key, Members, State};
-use crate::cache::compact::CompactEntry;
 
 /// What the allocator adds to an allocation, on average: glibc's chunk
 /// header and alignment, or jemalloc's rounding up to a size class.
@@ -63,28 +59,7 @@ pub(super) fn bookkeeping(state: &State) -> usize {
 pub(super) fn object(held: &CachedObject) -> usize {
     match &held.0 {
         Held::Object(object) => arc::<DynamicObject>() + dynamic_object(object),
-        Held::Compact(_) => arc::<CompactEntry>() + json_length(held),
-    }
-}
-
-/// The length of the object's JSON text, written to nowhere.
-fn json_length(held: &CachedObject) -> usize {
-    let mut counter = Counter(0);
-    // An object whose JSON cannot be written counts what was written.
-    let _ = serde_json::to_writer(&mut counter, held);
-    counter.0
-}
-
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        Held::Compact(entry) => entry.allocated(),
     }
 }
 
@@ -327,13 +302,11 @@ mod tests {
         std::mem::forget(deep);
     }
 
-    /// A decoded Widget holds several times its JSON, a compact one about
-    /// its JSON. For a person to judge (not asserted: RSS depends on what
-    /// malloc had free): for these 1,000 Widgets the estimate is 24.8 MiB
-    /// decoded and 2.9 MiB compact; BENCHMARKS.md ("Compact object
-    /// representations") measured 23.9 and 2.7 MiB of heap (25,050 and
-    /// 2,815 bytes a Widget); the test process's RSS grew by 21–36 MiB
-    /// building the decoded ones, depending on what was freed before.
+    /// A decoded Widget holds several times its JSON, a compact one well
+    /// under half of it. For a person to judge (not asserted: RSS depends
+    /// on what malloc had free): for these 1,000 Widgets the estimate is
+    /// 24.8 MiB decoded and 1.0 MiB compact (1,039 bytes a Widget, its key
+    /// and index entries included).
     #[test]
     fn widgets_count_what_each_storage_holds() {
         const COUNT: usize = 1_000;
@@ -341,7 +314,10 @@ mod tests {
         let objects = widgets(Storage::Objects, COUNT).approximate_bytes();
         let compact = widgets(Storage::Compact, COUNT).approximate_bytes();
         assert!(objects > 4 * json_len, "{objects}");
-        assert!(compact > json_len && compact < 2 * json_len, "{compact}");
-        assert!(objects > 3 * compact, "{objects} vs {compact}");
+        assert!(
+            compact > json_len / 4 && compact < json_len / 2,
+            "{compact}"
+        );
+        assert!(objects > 10 * compact, "{objects} vs {compact}");
     }
 }

@@ -56,10 +56,7 @@ impl StoreWriter {
             Storage::Objects => CachedObject(Held::Object(object.clone())),
             Storage::Compact => {
                 let compact = CompactObject::from_object(object, &mut self.interner);
-                CachedObject(Held::Compact(Arc::new(CompactEntry::new(
-                    compact,
-                    Some(object),
-                ))))
+                CachedObject(Held::Compact(CompactEntry::new(compact, Some(object))))
             }
         }
     }
@@ -297,7 +294,7 @@ impl StoreWriter {
         let prepared: Vec<_> = page
             .into_iter()
             .map(|(key, object)| {
-                let held = CachedObject(Held::Compact(Arc::new(CompactEntry::new(object, None))));
+                let held = CachedObject(Held::Compact(CompactEntry::new(object, None)));
                 let computed = evaluate_held(&defs, &key, &held);
                 (key, held, computed)
             })

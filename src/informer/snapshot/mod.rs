@@ -34,7 +34,7 @@ use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
 
 /// The first line of every snapshot file, with its format version.
-const MAGIC: &str = "kube-dynamic-informer snapshot 2\n";
+const MAGIC: &str = "kube-dynamic-informer snapshot 3\n";
 
 /// Where and how often an informer writes its cache, to resume from it
 /// after a restart (`snapshot:` in a config file, `kdi --snapshot-dir`).
@@ -480,7 +480,7 @@ impl Target {
         Ok(Opened {
             target: self.clone(),
             body,
-            decoder: Decoder::new(Interner::new()),
+            decoder: Decoder::default(),
             left: objects,
             resource_version: header.resource_version,
             objects,
@@ -572,19 +572,33 @@ impl Target {
         serde_json::to_writer(&mut file, &header)?;
         file.write_all(b"\n")?;
         let (mut hash, mut bytes, mut records) = (FNV1A_64_OFFSET, 0u64, Vec::new());
-        let mut encoder = Encoder::default();
-        // Objects of a cache holding decoded objects are written in the
-        // compact form too, built here.
+        // The objects of a cache in compact storage are written as it holds
+        // them; those of a cache holding decoded objects are built here, in
+        // the compact form, with tables of their own.
+        let verbatim = objects
+            .first()
+            .and_then(CachedObject::compact)
+            .is_some_and(|first| {
+                let encoder = Encoder::for_objects_like(first);
+                objects
+                    .iter()
+                    .all(|o| o.compact().is_some_and(|c| encoder.takes(c)))
+            });
         let mut interner = Interner::new();
+        let mut encoder = None;
         for object in objects {
+            let built;
+            let compact = match object.compact() {
+                Some(compact) if verbatim => compact,
+                _ => {
+                    built = CompactObject::from_object(&object.object(), &mut interner);
+                    &built
+                }
+            };
             records.clear();
-            match object.compact() {
-                Some(compact) => encoder.object(compact, &mut records),
-                None => encoder.object(
-                    &CompactObject::from_object(&object.object(), &mut interner),
-                    &mut records,
-                ),
-            }
+            encoder
+                .get_or_insert_with(|| Encoder::for_objects_like(compact))
+                .object(compact, &mut records);
             hash = fnv1a_64_extend(hash, &records);
             bytes += records.len() as u64;
             file.write_all(&records)?;
