@@ -286,6 +286,20 @@ impl Interner {
         self.tables.tree_count()
     }
 
+    /// The bytes the tables hold: each key's and tree's text and its slot.
+    pub fn table_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<OnceLock<Box<str>>>();
+        let keys = (0..self.tables.key_count())
+            .filter_map(|id| self.tables.key(id))
+            .map(|k| k.len() + slot)
+            .sum::<usize>();
+        let trees = (0..self.tables.tree_count())
+            .filter_map(|id| self.tables.tree(id))
+            .map(|t| t.len() + slot)
+            .sum::<usize>();
+        keys + trees
+    }
+
     pub(super) fn tables(&self) -> &Arc<Tables> {
         &self.tables
     }

@@ -307,6 +307,60 @@ mod tests {
     /// on what malloc had free): for these 1,000 Widgets the estimate is
     /// 24.8 MiB decoded and 1.0 MiB compact (1,039 bytes a Widget, its key
     /// and index entries included).
+    /// Where the bytes of a cached Widget go in compact storage, with the
+    /// side-by-side benchmark's three indexes beside the namespace index
+    /// (BENCHMARKS.md, "Where a cached object's bytes go").
+    #[test]
+    #[ignore = "a measurement for BENCHMARKS.md: prints where a cached Widget's bytes go"]
+    fn where_a_cached_widgets_bytes_go() {
+        use super::{PER_ALLOCATION, arc_str, entry_values, index, index_map};
+        use crate::cache::index::IndexFn;
+        const COUNT: usize = 50_000;
+        let widget = widget();
+        let mut writer = StoreWriter::with_storage(Storage::Compact);
+        for (name, path) in [
+            ("app", "metadata.labels.app"),
+            ("node", "spec.nodeName"),
+            ("tag", "spec.tags"),
+        ] {
+            writer
+                .reader()
+                .add_index(name, IndexFn::jmespath(name, path).unwrap())
+                .unwrap();
+        }
+        for i in 0..COUNT {
+            let mut w = widget.clone();
+            w["metadata"]["name"] = json!(format!("widget-{i:06}"));
+            w["metadata"]["uid"] = json!(format!("00000000-0000-0000-0000-{i:012}"));
+            w["metadata"]["namespace"] = json!(format!("bench-{}", i % 20));
+            w["metadata"]["labels"]["app"] = json!(format!("app-{}", i % 100));
+            w["spec"]["nodeName"] = json!(format!("node-{}", i % 1000));
+            w["spec"]["tags"] = json!([format!("tag-{}", i % 50), format!("tag-{}", i % 7 + 50)]);
+            writer.upsert(object(w));
+        }
+        let store = writer.reader();
+        let state = store.shared.read();
+        let per = |bytes: usize| bytes as f64 / COUNT as f64;
+        let objects: usize = state.objects.values().map(|e| super::object(&e.held)).sum();
+        let overhead = COUNT * PER_ALLOCATION;
+        let map = index_map::<super::Key, super::Entry>(state.objects.capacity())
+            + state.objects.keys().map(arc_str).sum::<usize>();
+        let values: usize = state.objects.values().map(entry_values).sum();
+        let indexes: usize = state.indexes.iter().map(index).sum();
+        let tables = writer.table_bytes();
+        let total = objects + overhead + map + values + indexes + tables;
+        eprintln!("{COUNT} Widgets, bytes per object:");
+        eprintln!("  object (header and bytes)   {:8.0}", per(objects));
+        eprintln!("  its allocation's overhead   {:8.0}", per(overhead));
+        eprintln!("  map entry and key           {:8.0}", per(map));
+        eprintln!("  index values of the entry   {:8.0}", per(values));
+        eprintln!("  index entries (4 indexes)   {:8.0}", per(indexes));
+        eprintln!("  tables (keys, shared trees) {:8.0}", per(tables));
+        eprintln!("  all                         {:8.0}", per(total));
+        drop(state);
+        assert_eq!(total, store.approximate_bytes() + overhead + tables);
+    }
+
     #[test]
     fn widgets_count_what_each_storage_holds() {
         const COUNT: usize = 1_000;

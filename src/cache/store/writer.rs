@@ -4,6 +4,12 @@
 use super::*;
 
 impl StoreWriter {
+    /// The bytes of the tables its compact objects share.
+    #[cfg(test)]
+    pub(super) fn table_bytes(&self) -> usize {
+        self.interner.table_bytes()
+    }
+
     /// An empty cache with the [`NAMESPACE_INDEX`], holding objects in the
     /// default [`Storage`].
     pub fn new() -> Self {
