@@ -225,53 +225,35 @@ impl std::fmt::Debug for Interner {
 impl Interner {
     /// An interner that also shares identical `fieldsV1` trees between objects.
     pub fn new() -> Self {
-        Self::with_tables(Arc::new(Tables::new()), true)
+        Self::with_new_tables(true)
     }
 
     /// An interner that shares keys only: every object keeps its own
     /// `fieldsV1` trees.
     pub fn without_shared_trees() -> Self {
-        Self::with_tables(Arc::new(Tables::new()), false)
+        Self::with_new_tables(false)
     }
 
-    /// An interner over `tables`, as a snapshot read back left them.
-    pub(super) fn with_tables(tables: Arc<Tables>, share_trees: bool) -> Self {
+    /// An interner over new tables, which hold the well-known keys.
+    fn with_new_tables(share_trees: bool) -> Self {
+        let tables = Arc::new(Tables::new());
         let hasher = DefaultHashBuilder::default();
         let mut keys = HashTable::new();
-        let mut key_bytes = 0;
-        for id in 0..tables.key_count() {
-            if let Some(key) = tables.key(id) {
-                let hash = hasher.hash_one(key);
-                keys.insert_unique(hash, id as u32, |id| {
-                    hasher.hash_one(tables.key(*id as usize).unwrap_or_default())
-                });
-                key_bytes += key.len();
-            }
+        for (id, key) in WELL_KNOWN.iter().enumerate() {
+            keys.insert_unique(hasher.hash_one(key), id as u32, |id| {
+                hasher.hash_one(WELL_KNOWN[*id as usize])
+            });
         }
-        let trees = share_trees.then(|| {
-            let mut ids = HashTable::new();
-            let mut bytes = 0;
-            for id in 0..tables.tree_count() {
-                if let Some(tree) = tables.tree(id) {
-                    let hash = hasher.hash_one(tree);
-                    ids.insert_unique(hash, id as u32, |id| {
-                        hasher.hash_one(tables.tree(*id as usize).unwrap_or_default())
-                    });
-                    bytes += tree.len();
-                }
-            }
-            TreeIndex {
-                ids,
-                seen: HashTable::new(),
-                bytes,
-            }
-        });
         Interner {
             tables,
             hasher,
             keys,
-            key_bytes,
-            trees,
+            key_bytes: 0,
+            trees: share_trees.then(|| TreeIndex {
+                ids: HashTable::new(),
+                seen: HashTable::new(),
+                bytes: 0,
+            }),
             scratch: Default::default(),
         }
     }
