@@ -135,11 +135,17 @@ pub(super) struct Seq<'a> {
     start: usize,
     end: usize,
     len: usize,
+    /// The shared tree this is the root of, if it is one.
+    pub(super) tree: Option<usize>,
 }
 
 impl<'a> Seq<'a> {
     pub(super) fn len(self) -> usize {
         self.len
+    }
+
+    pub(super) fn tables(self) -> &'a Tables {
+        self.doc.tables
     }
 
     /// An array's items.
@@ -401,6 +407,7 @@ impl<'a> Cursor<'a> {
                     start,
                     end: self.pos,
                     len,
+                    tree: None,
                 };
                 if tag == ARRAY {
                     Node::Array(seq)
@@ -414,7 +421,13 @@ impl<'a> Cursor<'a> {
                     bytes: self.doc.tables.tree(id)?,
                     tables: self.doc.tables,
                 };
-                Cursor::new(doc).value(false)?
+                match Cursor::new(doc).value(false)? {
+                    Node::Map(seq) => Node::Map(Seq {
+                        tree: Some(id),
+                        ..seq
+                    }),
+                    other => other,
+                }
             }
             _ => return None,
         })

@@ -140,8 +140,29 @@ pub(super) mod id {
 /// object of the store.
 pub(super) struct Tables {
     keys: AppendOnly<Box<str>>,
-    trees: AppendOnly<Box<[u8]>>,
+    trees: AppendOnly<Tree>,
 }
+
+/// A shared tree: its bytes, and, for the first trees, the value decoded
+/// once for every object that is decoded (see [`Tables::tree_value`]).
+struct Tree {
+    bytes: Box<[u8]>,
+    decoded: OnceLock<serde_json::Value>,
+}
+
+impl From<&[u8]> for Tree {
+    fn from(bytes: &[u8]) -> Self {
+        Tree {
+            bytes: bytes.into(),
+            decoded: OnceLock::new(),
+        }
+    }
+}
+
+/// The shared trees whose decoded value is kept: the first ones, which most
+/// objects share (objects written by the same managers with the same fields).
+/// Bounded, as a decoded tree costs ten times its bytes.
+const DECODED_TREES: usize = 256;
 
 impl Tables {
     fn new() -> Self {
@@ -162,7 +183,18 @@ impl Tables {
 
     /// The bytes of shared tree `id` (one value).
     pub(super) fn tree(&self, id: usize) -> Option<&[u8]> {
-        self.trees.get(id).map(|t| &**t)
+        self.trees.get(id).map(|t| &*t.bytes)
+    }
+
+    /// The value of shared tree `id`, decoded by `decode` the first time it
+    /// is asked for; `None` past the trees whose value is kept.
+    pub(super) fn tree_value(
+        &self,
+        id: usize,
+        decode: impl FnOnce() -> serde_json::Value,
+    ) -> Option<&serde_json::Value> {
+        let tree = self.trees.get(id).filter(|_| id < DECODED_TREES)?;
+        Some(tree.decoded.get_or_init(decode))
     }
 
     /// How many keys are numbered, the well-known ones included.

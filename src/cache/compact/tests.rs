@@ -218,6 +218,26 @@ fn identical_fields_v1_trees_are_shared_from_their_second_sighting() {
 }
 
 #[test]
+fn a_shared_tree_is_decoded_once_for_every_object_decoded() {
+    let mut interner = Interner::new();
+    let a = decoded(WIDGET);
+    let mut b = a.clone();
+    b.metadata.name = Some("widget-000002".into());
+    check(&a, &mut interner);
+    let cb = check(&b, &mut interner);
+    let tables = interner.tables();
+    // `check` decoded `cb`, whose tree is shared: its value is kept.
+    let kept = tables
+        .tree_value(0, || unreachable!("decoded once"))
+        .cloned();
+    let tree = b.metadata.managed_fields.as_ref().unwrap()[0]
+        .fields_v1
+        .clone();
+    assert_eq!(kept, tree.map(|t| t.0));
+    assert_eq!(cb.to_object(), b);
+}
+
+#[test]
 fn trees_differing_only_in_number_representation_are_not_shared() {
     let mut interner = Interner::new();
     let mk = |n: Value| {

@@ -527,6 +527,22 @@ impl<'a> OwnerRefView<'a> {
     }
 }
 
+/// A `fieldsV1` tree as a value: for a tree most objects share, a copy of
+/// the value decoded once (a clone costs less than a decode).
+fn fields_v1(node: Node<'_>) -> Value {
+    match node {
+        Node::Map(tree) => match tree.tree {
+            Some(id) => tree
+                .tables()
+                .tree_value(id, || node_value(node))
+                .cloned()
+                .unwrap_or_else(|| node_value(node)),
+            None => node_value(node),
+        },
+        _ => node_value(node),
+    }
+}
+
 /// One of `metadata.managedFields`, borrowed.
 #[derive(Clone, Copy)]
 pub struct ManagedFieldView<'a>(pub(super) Seq<'a>);
@@ -573,7 +589,7 @@ impl<'a> ManagedFieldView<'a> {
             match key_id(key) {
                 Some(id::API_VERSION) => e.api_version = text(),
                 Some(id::FIELDS_TYPE) => e.fields_type = text(),
-                Some(id::FIELDS_V1) => e.fields_v1 = Some(FieldsV1(node_value(value))),
+                Some(id::FIELDS_V1) => e.fields_v1 = Some(FieldsV1(fields_v1(value))),
                 Some(id::MANAGER) => e.manager = text(),
                 Some(id::OPERATION) => e.operation = text(),
                 Some(id::SUBRESOURCE) => e.subresource = text(),
