@@ -232,26 +232,19 @@ impl CompactObject {
 
     /// `metadata.ownerReferences`.
     pub fn owner_references(&self) -> impl ExactSizeIterator<Item = OwnerRefView<'_>> {
-        let refs = self
-            .meta_field(id::OWNER_REFERENCES)
-            .and_then(Node::as_array);
-        let refs = refs.map(Seq::items).into_iter().flatten();
-        let refs: Vec<_> = refs
-            .filter_map(Node::as_map)
-            .map(OwnerRefView::of)
-            .collect();
-        refs.into_iter()
+        let refs = self.meta_field(id::OWNER_REFERENCES);
+        refs.and_then(|r| maps(r, OwnerRefView::of))
+            .unwrap_or_default()
+            .into_iter()
     }
 
     /// `metadata.managedFields`.
     pub fn managed_fields(&self) -> impl ExactSizeIterator<Item = ManagedFieldView<'_>> {
-        let entries = self.meta_field(id::MANAGED_FIELDS).and_then(Node::as_array);
-        let entries = entries.map(Seq::items).into_iter().flatten();
-        let entries: Vec<_> = entries
-            .filter_map(Node::as_map)
-            .map(ManagedFieldView)
-            .collect();
-        entries.into_iter()
+        let entries = self.meta_field(id::MANAGED_FIELDS);
+        entries
+            .and_then(|e| maps(e, ManagedFieldView))
+            .unwrap_or_default()
+            .into_iter()
     }
 
     /// Everything but the type fields and metadata: `spec`, `status`, `data`...
@@ -317,6 +310,12 @@ fn strings(node: Node<'_>) -> Option<Vec<String>> {
     Some(items.filter_map(|s| Some(s.as_str()?.to_owned())).collect())
 }
 
+/// Each map of an array, as `f` makes it.
+fn maps<'a, T>(node: Node<'a>, f: impl Fn(Seq<'a>) -> T) -> Option<Vec<T>> {
+    let items = node.as_array()?.items();
+    Some(items.filter_map(Node::as_map).map(f).collect())
+}
+
 fn owned_str(node: Node<'_>) -> Option<String> {
     node.as_str().map(str::to_owned)
 }
@@ -336,20 +335,12 @@ fn to_object_meta(meta: Seq<'_>) -> ObjectMeta {
             id::GENERATION => m.generation = value.as_i64(),
             id::LABELS => m.labels = string_map(value),
             id::MANAGED_FIELDS => {
-                let entries = value.as_array().map(Seq::items).into_iter().flatten();
-                let entries = entries.filter_map(Node::as_map);
-                m.managed_fields = value
-                    .as_array()
-                    .map(|_| entries.map(|e| ManagedFieldView(e).to_entry()).collect());
+                m.managed_fields = maps(value, |e| ManagedFieldView(e).to_entry());
             }
             id::NAME => m.name = owned_str(value),
             id::NAMESPACE => m.namespace = owned_str(value),
             id::OWNER_REFERENCES => {
-                let refs = value.as_array().map(Seq::items).into_iter().flatten();
-                let refs = refs.filter_map(Node::as_map);
-                m.owner_references = value
-                    .as_array()
-                    .map(|_| refs.map(|r| OwnerRefView::of(r).to_reference()).collect());
+                m.owner_references = maps(value, |r| OwnerRefView::of(r).to_reference());
             }
             id::RESOURCE_VERSION => m.resource_version = owned_str(value),
             id::SELF_LINK => m.self_link = owned_str(value),
