@@ -71,18 +71,14 @@ impl<'i> Builder<'i> {
             Value::Number(n) => number(out, n),
             Value::String(s) => string(out, s),
             Value::Array(items) => {
-                out.push(ARRAY);
-                write_varint(out, items.len() as u64);
-                sized(out, |out| {
+                container(out, ARRAY, items.len(), |out| {
                     for item in items {
                         self.value(item, out);
                     }
                 });
             }
             Value::Object(map) => {
-                out.push(MAP);
-                write_varint(out, map.len() as u64);
-                sized(out, |out| {
+                container(out, MAP, map.len(), |out| {
                     for (k, v) in map {
                         self.key(out, k);
                         self.value(v, out);
@@ -99,9 +95,7 @@ impl<'i> Builder<'i> {
     }
 
     fn string_map(&mut self, out: &mut Vec<u8>, map: &std::collections::BTreeMap<String, String>) {
-        out.push(MAP);
-        write_varint(out, map.len() as u64);
-        sized(out, |out| {
+        container(out, MAP, map.len(), |out| {
             for (k, v) in map {
                 self.key(out, k);
                 string(out, v);
@@ -129,9 +123,7 @@ impl<'i> Builder<'i> {
             m.self_link.is_some(),
             m.uid.is_some(),
         ];
-        out.push(MAP);
-        write_varint(out, fields.iter().filter(|f| **f).count() as u64);
-        sized(out, |out| {
+        container(out, MAP, fields.iter().filter(|f| **f).count(), |out| {
             if let Some(v) = &m.annotations {
                 Self::known(out, id::ANNOTATIONS);
                 self.string_map(out, v);
@@ -150,9 +142,9 @@ impl<'i> Builder<'i> {
             }
             if let Some(v) = &m.finalizers {
                 Self::known(out, id::FINALIZERS);
-                out.push(ARRAY);
-                write_varint(out, v.len() as u64);
-                sized(out, |out| v.iter().for_each(|f| string(out, f)));
+                container(out, ARRAY, v.len(), |out| {
+                    v.iter().for_each(|f| string(out, f))
+                });
             }
             if let Some(v) = &m.generate_name {
                 Self::known(out, id::GENERATE_NAME);
@@ -168,9 +160,9 @@ impl<'i> Builder<'i> {
             }
             if let Some(v) = &m.managed_fields {
                 Self::known(out, id::MANAGED_FIELDS);
-                out.push(ARRAY);
-                write_varint(out, v.len() as u64);
-                sized(out, |out| v.iter().for_each(|e| self.managed_field(e, out)));
+                container(out, ARRAY, v.len(), |out| {
+                    v.iter().for_each(|e| self.managed_field(e, out))
+                });
             }
             self.rest_of_meta(m, out);
         });
@@ -188,9 +180,9 @@ impl<'i> Builder<'i> {
         }
         if let Some(v) = &m.owner_references {
             Self::known(out, id::OWNER_REFERENCES);
-            out.push(ARRAY);
-            write_varint(out, v.len() as u64);
-            sized(out, |out| v.iter().for_each(|r| self.owner(r, out)));
+            container(out, ARRAY, v.len(), |out| {
+                v.iter().for_each(|r| self.owner(r, out))
+            });
         }
         if let Some(v) = &m.resource_version {
             Self::known(out, id::RESOURCE_VERSION);
@@ -216,9 +208,7 @@ impl<'i> Builder<'i> {
             e.subresource.is_some(),
             e.time.is_some(),
         ];
-        out.push(MAP);
-        write_varint(out, fields.iter().filter(|f| **f).count() as u64);
-        sized(out, |out| {
+        container(out, MAP, fields.iter().filter(|f| **f).count(), |out| {
             let texts = [
                 (id::API_VERSION, &e.api_version),
                 (id::FIELDS_TYPE, &e.fields_type),
@@ -270,9 +260,7 @@ impl<'i> Builder<'i> {
     fn owner(&mut self, r: &OwnerReference, out: &mut Vec<u8>) {
         let fields =
             4 + usize::from(r.block_owner_deletion.is_some()) + usize::from(r.controller.is_some());
-        out.push(MAP);
-        write_varint(out, fields as u64);
-        sized(out, |out| {
+        container(out, MAP, fields, |out| {
             Self::known(out, id::API_VERSION);
             self.interned(out, &r.api_version);
             if let Some(v) = r.block_owner_deletion {
@@ -293,20 +281,23 @@ impl<'i> Builder<'i> {
     }
 }
 
-/// Writes what `content` appends, preceded by its length in bytes (a
+/// Writes an array or map (`tag`) of `len` items or entries: the tag, the
+/// count, then what `content` appends, preceded by its length in bytes (a
 /// varint): one byte is set aside for it, and the content moved along in
 /// the rare case that the length needs more.
-fn sized(out: &mut Vec<u8>, content: impl FnOnce(&mut Vec<u8>)) {
+fn container(out: &mut Vec<u8>, tag: u8, len: usize, content: impl FnOnce(&mut Vec<u8>)) {
+    out.push(tag);
+    write_varint(out, len as u64);
     let at = out.len();
     out.push(0);
     content(out);
-    let len = out.len() - at - 1;
-    if len < 0x80 {
-        out[at] = len as u8;
+    let size = out.len() - at - 1;
+    if size < 0x80 {
+        out[at] = size as u8;
         return;
     }
     let mut head = Vec::with_capacity(10);
-    write_varint(&mut head, len as u64);
+    write_varint(&mut head, size as u64);
     out.splice(at..=at, head);
 }
 

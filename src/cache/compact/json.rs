@@ -25,13 +25,24 @@ pub(super) fn write_object(parts: &Parts<'_>, out: &mut Vec<u8>) -> Result<(), s
         Some(meta) => value(out, Node::Map(meta))?,
         None => out.extend_from_slice(b"{}"),
     }
-    for (k, v) in data.into_iter().flat_map(Seq::entries) {
+    if let Some(data) = data.filter(|d| d.len() > 0) {
         out.push(b',');
+        entries(out, data)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A map's entries, `"key":value` separated by commas.
+fn entries(out: &mut Vec<u8>, map: Seq<'_>) -> Result<(), serde_json::Error> {
+    for (i, (k, v)) in map.entries().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
         string(out, k.text);
         out.push(b':');
         value(out, v)?;
     }
-    out.push(b'}');
     Ok(())
 }
 
@@ -62,14 +73,7 @@ fn value(out: &mut Vec<u8>, node: Node<'_>) -> Result<(), serde_json::Error> {
         }
         Node::Map(entries) => {
             out.push(b'{');
-            for (i, (k, v)) in entries.entries().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                string(out, k.text);
-                out.push(b':');
-                value(out, v)?;
-            }
+            self::entries(out, entries)?;
             out.push(b'}');
         }
     }
