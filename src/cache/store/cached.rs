@@ -103,6 +103,28 @@ impl CachedObject {
     }
 }
 
+/// A handle over an object already decoded, as [`Storage::Objects`] holds
+/// it: an event's object read through the same methods as a cached one.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kube_dynamic_informer::prelude::{CachedObject, DynamicObject};
+///
+/// let object: DynamicObject = serde_json::from_value(serde_json::json!({
+///     "apiVersion": "v1", "kind": "ConfigMap",
+///     "metadata": {"name": "settings", "namespace": "shop", "labels": {"app": "web"}},
+/// }))?;
+/// let handle = CachedObject::from(Arc::new(object));
+/// assert_eq!(handle.key().as_deref(), Some("shop/settings"));
+/// assert_eq!(handle.labels().get("app"), Some("web"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl From<Arc<DynamicObject>> for CachedObject {
+    fn from(object: Arc<DynamicObject>) -> Self {
+        CachedObject(Held::Object(object))
+    }
+}
+
 impl CachedObject {
     /// The whole object (see the type's docs for what it costs).
     pub fn object(&self) -> Arc<DynamicObject> {

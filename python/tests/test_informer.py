@@ -1,0 +1,318 @@
+"""Informers against the bundled control plane: reads, indexes, handlers,
+waits, warm restarts and errors, as a Python program uses them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from kubernetes import client
+
+import kube_dynamic_informer as kdi
+from conftest import ControlPlane, body, create_widget, install_crd, namespace, unique, wait_until, widget
+
+
+class Widgets:
+    """A Widget CRD of its own group, a namespace with four Widgets in it."""
+
+    def __init__(self, control_plane: ControlPlane) -> None:
+        self.api = control_plane.api()
+        self.kubeconfig = control_plane.kubeconfigs["admin"]
+        self.group = f"{unique('t')}.kdi-py.example.com"
+        install_crd(self.api, self.group)
+        self.ns = namespace(self.api)
+        self.created = [
+            create_widget(self.api, self.group, self.ns, widget(f"w{i}", node=f"node-{i % 2}", app="web" if i < 3 else "db", tags=[f"t{i}", "all"]))
+            for i in range(4)
+        ]
+
+    @property
+    def resource(self) -> str:
+        return f"widgets.{self.group}"
+
+
+@pytest.fixture(scope="module")
+def widgets(control_plane: ControlPlane) -> Widgets:
+    return Widgets(control_plane)
+
+
+@pytest.fixture(params=["compact", "objects"])
+def factory(request: pytest.FixtureRequest, widgets: Widgets) -> Iterator[kdi.Factory]:
+    with kdi.Factory(widgets.kubeconfig, storage=request.param) as factory:
+        yield factory
+
+
+def test_reads_come_from_the_cache(factory: kdi.Factory, widgets: Widgets) -> None:
+    informer = factory.informer(widgets.resource, indexes={"node": "spec.nodeName"})
+    informer.add_index("tag", "spec.tags")
+    factory.start()
+    informer.wait_for_sync(timeout=60)
+    assert informer.has_synced and informer.status.synced and informer.status.name == "synced"
+
+    assert len(informer) == 4
+    assert sorted(informer.keys()) == [f"{widgets.ns}/w{i}" for i in range(4)]
+    w0 = informer.get(f"{widgets.ns}/w0")
+    assert w0 is not None
+    assert informer.get("w0", namespace=widgets.ns) is not None
+    assert informer.get("absent", namespace=widgets.ns) is None
+    assert (w0.name, w0.namespace, w0.key, w0.kind) == ("w0", widgets.ns, f"{widgets.ns}/w0", "Widget")
+    assert w0.api_version == f"{widgets.group}/v1"
+    assert w0.labels == {"app": "web"}
+    assert w0.annotations == {}
+    assert w0.uid == widgets.created[0]["metadata"]["uid"]
+    assert w0.resource_version == widgets.created[0]["metadata"]["resourceVersion"]
+    assert w0["spec"] == {"nodeName": "node-0", "tags": ["t0", "all"]}
+    assert w0.pointer("/spec/tags/1") == "all"
+    assert w0.pointer("/spec/missing", "dflt") == "dflt"
+    assert w0.get("status") is None and "spec" in w0 and "status" not in w0
+    with pytest.raises(KeyError):
+        w0["status"]
+    assert w0.to_dict() == widgets.created[0]
+
+    assert sorted(o.name or "" for o in informer.list(label_selector="app=web")) == ["w0", "w1", "w2"]
+    assert [o.name for o in informer.list(label_selector="app=db", namespace=widgets.ns)] == ["w3"]
+    assert informer.list(namespace="elsewhere") == []
+    assert sorted(o.name or "" for o in informer.by_index("node", "node-1")) == ["w1", "w3"]
+    assert sorted(informer.index_keys("tag", "all")) == sorted(informer.keys())
+    assert informer.index_keys("tag", "t2") == [f"{widgets.ns}/w2"]
+    assert sorted(informer.index_values("node")) == ["node-0", "node-1"]
+    assert set(informer.index_names()) >= {"node", "tag"}
+
+
+def test_the_same_resource_and_options_give_the_same_cache(factory: kdi.Factory, widgets: Widgets) -> None:
+    by_plural = factory.informer(widgets.resource)
+    by_full_name = factory.informer(f"widgets.v1.{widgets.group}")
+    assert by_plural.resource == by_full_name.resource == f"widgets.v1.{widgets.group}"
+    assert len(factory.informers) == 1
+    factory.informer(widgets.resource, label_selector="app=db")
+    assert len(factory.informers) == 2
+
+
+def test_handlers_get_the_cache_first_even_when_added_late(factory: kdi.Factory, widgets: Widgets) -> None:
+    informer = factory.informer(widgets.resource)
+    early: list[kdi.Event] = []
+    informer.on_event(early.append)
+    factory.start()
+    informer.wait_for_sync(timeout=60)
+    wait_until("the early handler's adds", lambda: len(early) >= 4)
+
+    late: list[kdi.Event] = []
+    handler = informer.on_add(late.append)
+    wait_until("the late handler's replay", lambda: len(late) == 4)
+    assert all(e.kind == "Add" and e.in_initial_list for e in late)
+    assert sorted(e.object.name or "" for e in late) == ["w0", "w1", "w2", "w3"]
+    wait_until("the late handler to have synced", lambda: handler.has_synced)
+
+    updates: list[kdi.Event] = []
+    informer.on_update(updates.append)
+    objects = client.CustomObjectsApi(widgets.api)
+    color = unique("blue")
+    patched = cast(
+        dict[str, Any],
+        objects.patch_namespaced_custom_object(widgets.group, "v1", widgets.ns, "widgets", "w1", {"spec": {"color": color}}),
+    )
+    wait_until("the update", lambda: any(e.object.resource_version == patched["metadata"]["resourceVersion"] for e in updates))
+    update = next(e for e in updates if e.object.resource_version == patched["metadata"]["resourceVersion"])
+    assert update.kind == "Update" and not update.is_resync
+    assert update.old is not None and update.old["spec"].get("color") != color
+    assert update.object["spec"]["color"] == color
+    handler.remove()
+    handler.remove()
+
+
+def test_a_handler_that_raises_gets_the_next_event_and_others_are_unaffected(
+    factory: kdi.Factory, widgets: Widgets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
+    informer = factory.informer(widgets.resource)
+    seen_by_raiser: list[str] = []
+    seen_by_other: list[str] = []
+
+    def raiser(event: kdi.Event) -> None:
+        seen_by_raiser.append(event.object.name or "")
+        raise RuntimeError(f"handler failed on {event.object.name}")
+
+    informer.on_event(raiser)
+    informer.on_event(lambda e: seen_by_other.append(e.object.name or ""))
+    factory.start()
+    informer.wait_for_sync(timeout=60)
+    wait_until("every object at both handlers", lambda: len(seen_by_raiser) == 4 and len(seen_by_other) == 4)
+    wait_until("four reports", lambda: len(reported) >= 4)
+    assert all(isinstance(e, RuntimeError) for e in reported)
+    assert "handler failed on" in str(reported[0])
+
+
+def test_read_your_writes_with_what_the_official_client_returns(control_plane: ControlPlane, widgets: Widgets) -> None:
+    with kdi.Factory(widgets.kubeconfig) as factory:
+        informer = factory.informer(widgets.resource)
+        configmaps = factory.informer("configmaps", namespace=widgets.ns)
+        factory.start()
+        factory.wait_for_sync(timeout=60)
+
+        objects = client.CustomObjectsApi(widgets.api)
+        for i in range(5):
+            written = objects.patch_namespaced_custom_object(
+                widgets.group, "v1", widgets.ns, "widgets", "w2", {"spec": {"round": i}}
+            )
+            informer.wait_for_object(written, timeout=30)
+            cached = informer.get(f"{widgets.ns}/w2")
+            assert cached is not None and cached["spec"]["round"] == i
+
+        # A model of the official client (V1ConfigMap), through the factory.
+        model = client.CoreV1Api(widgets.api).create_namespaced_config_map(
+            widgets.ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="settings"), data={"a": "1"})
+        )
+        assert factory.wait_for_object(model, timeout=30) == 1
+        cm = configmaps.get("settings", namespace=widgets.ns)
+        assert cm is not None and cm["data"] == {"a": "1"}
+
+        with pytest.raises(kdi.InformerError, match="resource"):
+            informer.wait_for_object(model, timeout=1)
+        with pytest.raises(TypeError):
+            informer.wait_for_object(42)
+
+
+def test_a_crd_installed_later_is_waited_for(control_plane: ControlPlane) -> None:
+    api = control_plane.api()
+    group = f"{unique('late')}.kdi-py.example.com"
+    with kdi.Factory(control_plane.kubeconfigs["admin"]) as factory:
+        informer = factory.informer(f"widgets.{group}")
+        factory.start()
+        wait_until("the informer to say it is not served", lambda: informer.status.name == "notServed")
+        assert informer.status.words == "not served"
+        assert f"widgets.{group}" in (informer.status.reason or "")
+        with pytest.raises(kdi.NotSyncedError) as not_served:
+            informer.wait_for_sync(timeout=0.5)
+        assert not_served.value.reason == "notServed"
+        assert "starts once it is served" in str(not_served.value)
+
+        install_crd(api, group)
+        ns = namespace(api)
+        create_widget(api, group, ns, widget("first", node="n"))
+        informer.wait_for_sync(timeout=60)
+        wait_until("the widget in the cache", lambda: informer.get(f"{ns}/first") is not None)
+
+
+def test_forbidden_then_allowed(control_plane: ControlPlane, widgets: Widgets) -> None:
+    ns = namespace(widgets.api)
+    with kdi.Factory(control_plane.kubeconfigs["alice"]) as factory:
+        informer = factory.informer("configmaps", namespace=ns)
+        factory.start()
+        with pytest.raises(kdi.NotSyncedError) as refused:
+            informer.wait_for_sync(timeout=5)
+        assert refused.value.reason == "forbidden"
+        assert "forbidden" in str(refused.value).lower()
+        assert informer.status.refused
+
+        rbac = client.RbacAuthorizationV1Api(widgets.api)
+        rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+        rbac.create_namespaced_role(ns, body({"metadata": {"name": "read"}, "rules": [rule]}))
+        rbac.create_namespaced_role_binding(
+            ns,
+            body(
+                {
+                    "metadata": {"name": "read"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read"},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+                }
+            ),
+        )
+        informer.wait_for_sync(timeout=60)
+        assert informer.status.synced
+
+
+def test_a_warm_restart_resumes_from_the_snapshot_without_listing(widgets: Widgets, tmp_path: Path) -> None:
+    snapshots = tmp_path / "snapshots"
+    with kdi.Factory(widgets.kubeconfig, snapshot_dir=str(snapshots)) as factory:
+        informer = factory.informer(widgets.resource, namespace=widgets.ns)
+        factory.start()
+        informer.wait_for_sync(timeout=60)
+        assert informer.stats["lists"] == 1
+    assert any(snapshots.rglob("*")), "the shutdown wrote a snapshot"
+
+    with kdi.Factory(widgets.kubeconfig, snapshot_dir=str(snapshots)) as factory:
+        informer = factory.informer(widgets.resource, namespace=widgets.ns)
+        factory.start()
+        informer.wait_for_sync(timeout=60)
+        assert len(informer) == 4
+        stats = informer.stats
+        assert stats["lists"] == 0 and stats["list_requests"] == 0, stats
+        assert stats["snapshot_start"] and "resumed" in stats["snapshot_start"].lower()
+
+
+def test_ctrl_c_interrupts_a_wait(control_plane: ControlPlane) -> None:
+    group = f"{unique('never')}.kdi-py.example.com"
+    with kdi.Factory(control_plane.kubeconfigs["admin"]) as factory:
+        informer = factory.informer(f"widgets.{group}")
+        factory.start()
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                informer.wait_for_sync(timeout=120)
+        finally:
+            timer.cancel()
+
+
+def test_asyncio_events_and_sync(widgets: Widgets) -> None:
+    async def main() -> list[str]:
+        with kdi.Factory(widgets.kubeconfig) as factory:
+            informer = factory.informer(widgets.resource, namespace=widgets.ns)
+            factory.start()
+            await informer.synced(60)
+            names: list[str] = []
+            async with informer.events() as events:
+                async for event in events:
+                    assert event.kind == "Add"
+                    names.append(event.object.name or "")
+                    if len(names) == 4:
+                        break
+            return sorted(names)
+
+    assert asyncio.run(main()) == ["w0", "w1", "w2", "w3"]
+
+
+def test_bad_input_raises_the_library_errors(factory: kdi.Factory, widgets: Widgets) -> None:
+    with pytest.raises(kdi.UnknownResourceError) as unknown:
+        factory.informer("wigdets")
+    assert isinstance(unknown.value, LookupError)
+    with pytest.raises(ValueError, match="resource must not be empty"):
+        factory.informer(" ")
+    with pytest.raises(ValueError, match="storage"):
+        factory.informer(widgets.resource, storage="bytes")  # type: ignore[arg-type]
+
+    informer = factory.informer(widgets.resource, indexes={"node": "spec.nodeName"})
+    with pytest.raises(kdi.IndexDefinitionError) as bad_index:
+        informer.add_index("broken", "spec.[")
+    assert isinstance(bad_index.value, ValueError) and "broken" in str(bad_index.value)
+    with pytest.raises(kdi.IndexDefinitionError):
+        informer.add_index("node", "spec.other")
+    with pytest.raises(kdi.UnknownIndexError) as unknown_index:
+        informer.by_index("nope", "x")
+    assert "nope" in str(unknown_index.value)
+    with pytest.raises(kdi.SelectorError):
+        informer.list(label_selector="app in (web")
+    with pytest.raises(ValueError, match="timeout"):
+        informer.wait_for_sync(timeout=-1)
+    with pytest.raises(kdi.ConfigError, match="kubeconfig"):
+        kdi.Factory("/nonexistent/kubeconfig")
+    with pytest.raises(kdi.ConfigError, match="nosuch"):
+        kdi.Factory(widgets.kubeconfig, context="nosuch")
+    assert all(issubclass(e, kdi.KubeDynamicInformerError) for e in (kdi.ConfigError, kdi.CacheError, kdi.FactoryError))
+
+
+def test_listing_builds_handles_not_dicts(factory: kdi.Factory, widgets: Widgets) -> None:
+    informer = factory.informer(widgets.resource)
+    factory.start()
+    informer.wait_for_sync(timeout=60)
+    objects: list[Any] = informer.list()
+    assert objects and all(type(o) is kdi.CachedObject for o in objects)
+    assert "CachedObject Widget" in repr(objects[0])
