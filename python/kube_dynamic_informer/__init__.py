@@ -19,10 +19,11 @@ from __future__ import annotations
 import atexit
 
 from . import errors
-from ._native import CachedObject, Event, Factory, Handler, Informer, Status, _shutdown_all
+from ._native import CachedObject, Event, Factory, Handler, Informer, Member, Status, _shutdown_all
 from .errors import (
     CacheError,
     ConfigError,
+    ConfigFileError,
     FactoryError,
     IndexDefinitionError,
     InformerError,
@@ -39,6 +40,7 @@ __all__ = [
     "CacheError",
     "CachedObject",
     "ConfigError",
+    "ConfigFileError",
     "Event",
     "Factory",
     "FactoryError",
@@ -47,6 +49,7 @@ __all__ = [
     "Informer",
     "InformerError",
     "KubeDynamicInformerError",
+    "Member",
     "NotSyncedError",
     "SelectorError",
     "Status",

@@ -1,6 +1,7 @@
 """Type stubs of the extension module (the classes are documented in it)."""
 
 import builtins
+import os
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
@@ -115,6 +116,18 @@ class Informer:
     async def synced(self, timeout: float = 60.0) -> None: ...
     def __len__(self) -> int: ...
 
+class Member:
+    """One member of a config file's set."""
+
+    @property
+    def entry(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def from_pattern(self) -> bool: ...
+    @property
+    def informer(self) -> Informer: ...
+
 class Factory:
     """The informers of one cluster, shared by resource and options."""
 
@@ -127,6 +140,10 @@ class Factory:
         storage: Storage = "compact",
         snapshot_dir: str | None = None,
     ) -> None: ...
+    @staticmethod
+    def from_file(path: str | os.PathLike[str], kubeconfig: str | None = None, context: str | None = None) -> Factory: ...
+    @property
+    def members(self) -> builtins.list[Member]: ...
     def informer(
         self,
         resource: str,

@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = [
     "CacheError",
     "ConfigError",
+    "ConfigFileError",
     "FactoryError",
     "IndexDefinitionError",
     "InformerError",
@@ -27,6 +28,11 @@ class KubeDynamicInformerError(Exception):
 class ConfigError(KubeDynamicInformerError):
     """No client could be built: a kubeconfig that cannot be read, a context
     it does not have, no in-cluster service account."""
+
+
+class ConfigFileError(KubeDynamicInformerError, ValueError):
+    """A config file (``Factory.from_file``) with problems: the message names
+    each with its file, line and column."""
 
 
 class FactoryError(KubeDynamicInformerError):

@@ -4,6 +4,7 @@
 //! library's, unchanged.
 
 use kube_dynamic_informer::cache::CacheError;
+use kube_dynamic_informer::declarative::DeclarativeError;
 use kube_dynamic_informer::factory::FactoryError;
 use kube_dynamic_informer::informer::{InformerError, NotSynced};
 use pyo3::prelude::*;
@@ -111,4 +112,9 @@ pub(crate) fn factory(e: FactoryError) -> PyErr {
 /// A client that could not be built (kubeconfig, in-cluster config).
 pub(crate) fn config(what: String, e: &dyn std::error::Error) -> PyErr {
     raise("ConfigError", format!("{what}: {}", chain(e)), None)
+}
+
+/// A config file's problems (each located) as `ConfigFileError`.
+pub(crate) fn declarative(e: DeclarativeError) -> PyErr {
+    raise("ConfigFileError", chain(&e), None)
 }

@@ -8,6 +8,7 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::InformerFactory;
+use kube_dynamic_informer::declarative::ResourceSet;
 use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
 use kube_dynamic_informer::prelude::Storage;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -20,22 +21,42 @@ use crate::{errors, runtime, seconds, wait};
 /// The informers of one cluster, shared by resource and options: asking
 /// twice for the same resource with the same options gives the same cache.
 #[pyclass(module = "kube_dynamic_informer", frozen)]
-pub(crate) struct Factory(InformerFactory, u64);
+pub(crate) struct Factory {
+    factory: InformerFactory,
+    /// Its number in [`RUNNING`].
+    id: u64,
+    /// The resource set of a config file ([`Factory::from_file`]).
+    set: Option<ResourceSet>,
+}
 
-/// The factories not shut down yet, for [`shutdown_all`].
+/// What shuts a factory down: the factory, or the resource set over it.
+#[derive(Clone)]
+enum Running {
+    Factory(InformerFactory),
+    Set(ResourceSet),
+}
+
+impl Running {
+    /// Stops every informer, waiting at most `timeout`; whether all did.
+    async fn shutdown(self, timeout: Duration) -> bool {
+        match self {
+            Running::Factory(factory) => factory.shutdown_within(timeout).await,
+            Running::Set(set) => tokio::time::timeout(timeout, set.shutdown()).await.is_ok(),
+        }
+    }
+}
+
+/// The factories not shut down yet, for [`_shutdown_all`].
 /// Each with its number.
-static RUNNING: parking_lot::Mutex<Vec<(u64, InformerFactory)>> =
-    parking_lot::Mutex::new(Vec::new());
+static RUNNING: parking_lot::Mutex<Vec<(u64, Running)>> = parking_lot::Mutex::new(Vec::new());
 
 /// Shuts down every factory not shut down yet (at interpreter exit),
 /// waiting up to 10 s for each.
 #[pyfunction]
 pub(crate) fn _shutdown_all(py: Python<'_>) -> PyResult<()> {
     let running = std::mem::take(&mut *RUNNING.lock());
-    for (_, factory) in running {
-        wait(py, async move {
-            factory.shutdown_within(Duration::from_secs(10)).await
-        })?;
+    for (_, running) in running {
+        wait(py, running.shutdown(Duration::from_secs(10)))?;
     }
     Ok(())
 }
@@ -108,6 +129,53 @@ pub(crate) fn written_object(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult
         .map_err(|e| PyValueError::new_err(format!("not a Kubernetes object: {e}")))
 }
 
+impl Factory {
+    /// A factory (and its set) remembered for [`_shutdown_all`].
+    fn register(factory: InformerFactory, set: Option<ResourceSet>) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let factory = Factory { factory, id, set };
+        RUNNING.lock().push((id, factory.running()));
+        factory
+    }
+
+    fn running(&self) -> Running {
+        match &self.set {
+            Some(set) => Running::Set(set.clone()),
+            None => Running::Factory(self.factory.clone()),
+        }
+    }
+}
+
+/// A client as the kubeconfig and context say (see [`config`]).
+fn client(py: Python<'_>, kubeconfig: Option<String>, context: Option<String>) -> PyResult<Client> {
+    let config = wait(py, config(kubeconfig, context))??;
+    let _entered = runtime().enter();
+    Client::try_from(config).map_err(|e| errors::config("building a client".into(), &e))
+}
+
+/// One member of a config file's set: its entry, the resource, and the
+/// informer.
+#[pyclass(module = "kube_dynamic_informer", frozen, get_all)]
+pub(crate) struct Member {
+    /// The config entry's name (an informer's or a pattern's).
+    entry: String,
+    /// The resource, as the entry names it or as the pattern selected it.
+    resource: String,
+    /// Whether a pattern selected it.
+    from_pattern: bool,
+    /// The informer (shared with every entry whose options build the same
+    /// cache).
+    informer: Informer,
+}
+
+#[pymethods]
+impl Member {
+    fn __repr__(&self) -> String {
+        format!("<Member {} {}>", self.entry, self.resource)
+    }
+}
+
 #[pymethods]
 impl Factory {
     /// Connects as the kubeconfig (a path; by default `$KUBECONFIG` or
@@ -133,16 +201,49 @@ impl Factory {
         if let Some(dir) = snapshot_dir {
             options = options.snapshot(SnapshotOptions::new(dir));
         }
-        let config = wait(py, config(kubeconfig, context))??;
-        let client = {
-            let _entered = runtime().enter();
-            Client::try_from(config).map_err(|e| errors::config("building a client".into(), &e))?
+        let client = client(py, kubeconfig, context)?;
+        Ok(Factory::register(
+            InformerFactory::with_options(client, options),
+            None,
+        ))
+    }
+
+    /// The informers a config file declares (the format of `kdi watch
+    /// --config`: informers by name with their options and JMESPath
+    /// indexes, patterns over discovery, defaults). Problems in the file
+    /// raise `ConfigFileError` naming each with its line and column.
+    /// `members` lists what it holds.
+    #[staticmethod]
+    #[pyo3(signature = (path, kubeconfig = None, context = None))]
+    fn from_file(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        kubeconfig: Option<String>,
+        context: Option<String>,
+    ) -> PyResult<Self> {
+        let client = client(py, kubeconfig, context)?;
+        let set = wait(py, ResourceSet::from_file(client, path))?.map_err(errors::declarative)?;
+        Ok(Factory::register(set.factory().clone(), Some(set)))
+    }
+
+    /// The entries of the config file (`from_file`) and the informer each
+    /// holds: a pattern has one member per resource it selects. Empty for a
+    /// factory made without a file.
+    #[getter]
+    fn members(&self, py: Python<'_>) -> PyResult<Vec<Member>> {
+        let Some(set) = self.set.clone() else {
+            return Ok(Vec::new());
         };
-        let factory = InformerFactory::with_options(client, options);
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        RUNNING.lock().push((id, factory.clone()));
-        Ok(Factory(factory, id))
+        let members = wait(py, async move { set.members().await })?;
+        Ok(members
+            .into_iter()
+            .map(|m| Member {
+                entry: m.entry,
+                resource: m.resource,
+                from_pattern: m.from_pattern,
+                informer: Informer(m.informer),
+            })
+            .collect())
     }
 
     /// The informer of `resource`: any name the cluster knows it by (plural,
@@ -165,7 +266,7 @@ impl Factory {
     ) -> PyResult<Informer> {
         let resource = non_empty(resource, "resource")?.to_owned();
         let storage = storage.map(self::storage).transpose()?;
-        let factory = self.0.clone();
+        let factory = self.factory.clone();
         let handle = wait(py, async move {
             factory
                 .for_resource_with(resource, |mut options| {
@@ -202,7 +303,11 @@ impl Factory {
     /// at once.
     fn start(&self) -> PyResult<()> {
         let _entered = runtime().enter();
-        self.0.start().map_err(errors::factory)
+        match &self.set {
+            Some(set) => set.start(),
+            None => self.factory.start(),
+        }
+        .map_err(errors::factory)
     }
 
     /// Waits until every informer has synced, releasing the GIL; raises
@@ -211,7 +316,7 @@ impl Factory {
     #[pyo3(signature = (timeout = 60.0))]
     fn wait_for_sync(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
         let timeout = seconds(timeout, "timeout")?;
-        let factory = self.0.clone();
+        let factory = self.factory.clone();
         wait(
             py,
             async move { factory.wait_for_cache_sync(timeout).await },
@@ -232,7 +337,7 @@ impl Factory {
     ) -> PyResult<usize> {
         let timeout = seconds(timeout, "timeout")?;
         let object = written_object(py, obj)?;
-        let factory = self.0.clone();
+        let factory = self.factory.clone();
         wait(py, async move {
             factory.wait_for_object(&object, timeout).await
         })?
@@ -242,7 +347,7 @@ impl Factory {
     /// Every informer asked for.
     #[getter]
     fn informers(&self) -> Vec<Informer> {
-        self.0.informers().into_iter().map(Informer).collect()
+        self.factory.informers().into_iter().map(Informer).collect()
     }
 
     /// Stops every informer (writing snapshots when asked for), waiting at
@@ -251,9 +356,8 @@ impl Factory {
     #[pyo3(signature = (timeout = 10.0))]
     fn shutdown(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
         let timeout: Duration = seconds(timeout, "timeout")?;
-        let factory = self.0.clone();
-        RUNNING.lock().retain(|(id, _)| *id != self.1);
-        wait(py, async move { factory.shutdown_within(timeout).await })
+        RUNNING.lock().retain(|(id, _)| *id != self.id);
+        wait(py, self.running().shutdown(timeout))
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -267,6 +371,6 @@ impl Factory {
     }
 
     fn __repr__(&self) -> String {
-        format!("<Factory {} informers>", self.0.informers().len())
+        format!("<Factory {} informers>", self.factory.informers().len())
     }
 }

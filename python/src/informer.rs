@@ -16,6 +16,7 @@ use crate::{errors, seconds, wait};
 
 /// One resource's informer: its cache, indexes and handlers.
 #[pyclass(module = "kube_dynamic_informer", frozen)]
+#[derive(Clone)]
 pub(crate) struct Informer(pub(crate) InformerHandle);
 
 /// Adds the JMESPath index `expression` as `name`.

@@ -66,6 +66,7 @@ fn seconds(value: f64, what: &str) -> PyResult<Duration> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<factory::Factory>()?;
+    m.add_class::<factory::Member>()?;
     m.add_function(wrap_pyfunction!(factory::_shutdown_all, m)?)?;
     m.add_class::<informer::Informer>()?;
     m.add_class::<informer::Status>()?;

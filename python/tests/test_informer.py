@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -316,3 +317,114 @@ def test_listing_builds_handles_not_dicts(factory: kdi.Factory, widgets: Widgets
     objects: list[Any] = informer.list()
     assert objects and all(type(o) is kdi.CachedObject for o in objects)
     assert "CachedObject Widget" in repr(objects[0])
+
+
+def test_a_config_file_declares_the_informers_and_its_errors_are_located(widgets: Widgets, tmp_path: Path) -> None:
+    config = tmp_path / "informers.yaml"
+    config.write_text(
+        f"""apiVersion: kube-dynamic-informer.io/v1alpha1
+kind: InformerSet
+informers:
+  - name: widgets
+    resource: {widgets.resource}
+    namespaces: [{widgets.ns}]
+    indexes:
+      node: spec.nodeName
+"""
+    )
+    with kdi.Factory.from_file(config, widgets.kubeconfig) as factory:
+        members = factory.members
+        assert [(m.entry, m.from_pattern) for m in members] == [("widgets", False)]
+        informer = members[0].informer
+        factory.start()
+        factory.wait_for_sync(timeout=60)
+        assert sorted(o.name or "" for o in informer.by_index("node", "node-0")) == ["w0", "w2"]
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        """apiVersion: kube-dynamic-informer.io/v1alpha1
+kind: InformerSet
+informers:
+  - resource: configmaps
+    indexes:
+      bad: "spec.["
+"""
+    )
+    with pytest.raises(kdi.ConfigFileError) as located:
+        kdi.Factory.from_file(broken, widgets.kubeconfig)
+    assert f"{broken}:6" in str(located.value)
+    assert isinstance(located.value, ValueError)
+
+
+def test_a_restart_from_a_compacted_snapshot_relists_with_tombstones(control_plane: ControlPlane, tmp_path: Path) -> None:
+    # Pod templates are not in the server's watch cache (see conftest): a watch
+    # from a compacted resourceVersion gets 410 Gone from etcd itself.
+    api = control_plane.api()
+    core = client.CoreV1Api(api)
+    ns = namespace(api)
+    template = {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    for name in ("keep", "change", "vanish"):
+        core.create_namespaced_pod_template(ns, body({"metadata": {"name": name}, **template}))
+    snapshots = str(tmp_path / "snapshots")
+    with kdi.Factory(control_plane.kubeconfigs["admin"], namespace=ns, snapshot_dir=snapshots) as factory:
+        informer = factory.informer("podtemplates")
+        factory.start()
+        informer.wait_for_sync(timeout=60)
+    # At least as new as the snapshot's: once this one is compacted, so is that.
+    listed = core.list_namespaced_pod_template(ns).metadata
+    assert listed is not None
+    snapshot_rv = cast(str, listed.resource_version)
+
+    # While nothing watches: changes a resumed watch will never see.
+    core.delete_namespaced_pod_template("vanish", ns)
+    core.patch_namespaced_pod_template("change", ns, {"metadata": {"labels": {"changed": "yes"}}})
+    core.create_namespaced_pod_template(ns, body({"metadata": {"name": "new"}, **template}))
+
+    def compacted() -> bool:
+        try:
+            core.list_namespaced_pod_template(ns, resource_version=snapshot_rv, resource_version_match="Exact")
+            # Writes elsewhere move the compaction on.
+            core.create_namespaced_pod_template(ns, body({"metadata": {"generateName": "pace-"}, **template}))
+            return False
+        except client.ApiException as e:
+            return bool(e.status == 410)
+
+    wait_until(f"resourceVersion {snapshot_rv} to be compacted", compacted, timeout=60)
+
+    with kdi.Factory(control_plane.kubeconfigs["admin"], namespace=ns, snapshot_dir=snapshots) as factory:
+        informer = factory.informer("podtemplates")
+        events: list[kdi.Event] = []
+        informer.on_event(events.append)
+        factory.start()
+        wait_until("the relist after 410", lambda: informer.stats["relists_after_gone"] >= 1 and informer.get("new", namespace=ns) is not None)
+        wait_until("the handler to catch up", lambda: any(e.kind == "Add" and e.object.name == "new" for e in events))
+        # The snapshot's objects come first (initial adds); what follows is
+        # the relist. "new" may come as an initial add too: the relist is the
+        # informer's first list of this run.
+        snapshot = {"keep", "change", "vanish"}
+        live = sorted(
+            (e.kind, e.object.name or "", e.final_state_unknown)
+            for e in events
+            if not (e.in_initial_list and e.object.name in snapshot) and not (e.object.name or "").startswith("pace-")
+        )
+        assert live == [("Add", "new", False), ("Delete", "vanish", True), ("Update", "change", False)]
+        assert informer.stats["tombstones"] >= 1
+        changed = informer.get("change", namespace=ns)
+        assert changed is not None and changed.labels == {"changed": "yes"}
+        assert informer.get("vanish", namespace=ns) is None
+
+
+def test_factories_still_running_at_exit_write_their_snapshots(widgets: Widgets, tmp_path: Path) -> None:
+    snapshots = tmp_path / "snapshots"
+    program = f"""
+import kube_dynamic_informer as kdi
+factory = kdi.Factory({widgets.kubeconfig!r}, namespace={widgets.ns!r}, snapshot_dir={str(snapshots)!r})
+informer = factory.informer({widgets.resource!r})
+factory.start()
+informer.wait_for_sync(timeout=60)
+print(len(informer))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4"
+    assert [p for p in snapshots.rglob("*") if p.is_file()], "no snapshot written at exit"
