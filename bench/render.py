@@ -12,6 +12,8 @@ also replaces the text between the markers <!-- bench:results:begin --> and
 <!-- bench:results:end --> in that file.
 
 Besides the main table, each dataset gets (when the run has them) a table of
+the Python peers beside the floor and kdi ("Python peers": runs named py-*, which the
+other tables leave out), one of
 the kdi peer's reads per storage mode, one of its phases after the run
 ("Reads, replay and resync": a column per kdi run), one of the runs with
 other allocators (run names such as "kdi+mimalloc"), and one of the relist phase (records of
@@ -26,7 +28,7 @@ import sys
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 PEERS = ["floor", "kdi", "kdi-objects", "kdi-compact", "kdi-streaming-list", "kdi-strip-per-page", "kdi-cold-restart",
-         "kdi-warm-restart", "client-go", "kube-runtime"]
+         "kdi-warm-restart", "client-go", "kube-runtime", "py-kdi", "py-dict-informer"]
 PEER_NAMES = {
     "floor": "floor: paged list, bytes only",
     "kdi": "**kube-dynamic-informer**",
@@ -38,6 +40,8 @@ PEER_NAMES = {
     "kdi-warm-restart": "kube-dynamic-informer, restart from a snapshot",
     "client-go": "client-go dynamicinformer",
     "kube-runtime": "kube-runtime watcher+reflector",
+    "py-kdi": "**kube_dynamic_informer (Python)**",
+    "py-dict-informer": "Python dict informer (official client)",
 }
 
 
@@ -77,9 +81,64 @@ def is_restart_run(r: dict) -> bool:
     return r.get("peer") in ("kdi-cold-restart", "kdi-warm-restart")
 
 
+def is_python_run(r: dict) -> bool:
+    """A run of a Python peer (bench/python), which has a table of its own."""
+    return r.get("peer", "").startswith("py-")
+
+
 def main_runs(ds: dict) -> list[dict]:
-    """A dataset's runs but those with another allocator and the restart runs."""
-    return [r for r in ds["runs"] if not is_allocator_run(r) and not is_restart_run(r)]
+    """A dataset's runs but those with another allocator, the restart runs and the Python peers."""
+    return [r for r in ds["runs"] if not is_allocator_run(r) and not is_restart_run(r) and not is_python_run(r)]
+
+
+# The target of the Python package's time to sync, over the floor (a paged list, bytes only).
+PYTHON_SYNC_GOAL = 1.1
+
+
+def late_handler_rate(r: dict) -> float | None:
+    """Objects a second a late handler took: the Python peers' own figure, else the kdi peer's replay."""
+    if r.get("late_handler_events_per_s") is not None:
+        return r["late_handler_events_per_s"]
+    return ratio(r.get("replay_objects"), r.get("replay_s"))
+
+
+def python_table(ds: dict) -> list[str]:
+    """The Python peers beside the floor and kdi (compact storage, the Rust peer)."""
+    py = [r for r in ds["runs"] if is_python_run(r)]
+    if not py:
+        return []
+    floor = next((r for r in main_runs(ds) if r["peer"] == "floor"), None)
+    rust = [r for r in (in_storage(main_runs(ds), "compact"), in_storage(main_runs(ds), "compact", True)) if r]
+    out = ["Python peers (bench/python): the package's informer (py-kdi) and a dict-based informer written with "
+           "the official `kubernetes` client (py-dict-informer: a paged list into a dict, a watch, dict indexes), "
+           "beside the floor and the Rust kdi peer. Their sync s runs from the script's start, before the imports "
+           "(import s); by_index returns the cached objects (CachedObject handles, the dicts), index_keys their "
+           "keys; late handler: a handler added after the burst taking every cached object (the package's "
+           "replay through `on_event`; the dict's objects iterated for the dict informer), objects per second.\n",
+           "| peer | strip managedFields | sync s | × floor | import s | RSS steady MiB | RSS peak MiB | CPU to sync s "
+           "| by_index p50 µs | by_index p99 µs | index_keys p50 µs | burst updates/s | CPU µs / update "
+           "| lag p50 ms | lag p99 ms | late handler objects/s |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    if floor:
+        out.append(f"| {PEER_NAMES['floor']} | – | {fmt(floor['sync_s'], 2)} | 1.00 | – | – | "
+                   f"{fmt(floor.get('rss_peak_mb'))} | – | – | – | – | – | – | – | – | – |")
+    for r in sorted(rust + py, key=order_key):
+        out.append("| " + " | ".join([
+            peer_name(r["peer"]), fmt(r.get("strip")), fmt(r.get("sync_s"), 2),
+            fmt(ratio(r.get("sync_s"), floor and floor["sync_s"]), 2), fmt(r.get("import_s"), 2),
+            fmt(r.get("rss_steady_mb")), fmt(r.get("rss_peak_mb")), fmt(r.get("cpu_sync_s"), 2),
+            fmt(r.get("by_index_p50_us"), 2), fmt(r.get("by_index_p99_us"), 2), fmt(r.get("index_keys_p50_us"), 2),
+            fmt(r.get("burst_updates_per_s"), 0), fmt(per_update(r), 0), fmt(r.get("lag_p50_ms")),
+            fmt(r.get("lag_p99_ms")), fmt(late_handler_rate(r), 0),
+        ]) + " |")
+    pk = next((r for r in py if r["peer"] == "py-kdi" and not r.get("strip")), None)
+    if pk and floor:
+        r = ratio(pk["sync_s"], floor["sync_s"])
+        mark = "met" if r is not None and r <= PYTHON_SYNC_GOAL else "**missed**"
+        out.append(f"\nTarget: py-kdi's time to sync ≤ {PYTHON_SYNC_GOAL}× the floor: {fmt(pk['sync_s'], 2)} s vs "
+                   f"{fmt(floor['sync_s'], 2)} s ({fmt(r, 2)}×), {mark}.")
+    out.append("")
+    return out
 
 
 def restart_table(ds: dict) -> list[str]:
@@ -330,6 +389,7 @@ def tables(results: dict) -> list[str]:
                        "request latency; CPU µs / update is the peer's CPU time from its synced line to "
                        "the end of the burst divided by the updates it handled.")
         out.append("")
+        out.extend(python_table(ds))
         out.extend(reads_table(ds))
         out.extend(phases_table(ds))
         out.extend(allocators_table(ds))

@@ -126,7 +126,8 @@ impl Informer {
     /// cluster-scoped), or `None`. With `namespace`, `key` is a name.
     #[pyo3(signature = (key, namespace = None))]
     fn get(&self, key: &str, namespace: Option<&str>) -> Option<CachedObject> {
-        let store = self.0.lister().store().clone();
+        let lister = self.0.lister();
+        let store = lister.store();
         match namespace {
             Some(ns) => store.get(&format!("{ns}/{key}")),
             None => store.get(key),
