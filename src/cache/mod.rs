@@ -24,9 +24,10 @@
 //!
 //! With [`Storage::Compact`] (the default) the store holds each object in
 //! the compact form of [`crate::cache`] — a fraction of the memory — next to
-//! a `Weak` of the decoded object it was built from: readers get that same `Arc` while
-//! anyone (an event handler, another reader) still holds it, and a new
-//! decode otherwise, which costs microseconds an object. With
+//! a `Weak` of the decoded object it was built from (the one event handlers
+//! got): readers get that same `Arc` while anyone still holds it, and
+//! otherwise a decode of their own (microseconds an object), not
+//! remembered, so that it is freed whole when they drop it. With
 //! [`Storage::Objects`] every object is held once, in an `Arc`; the store,
 //! every event handler and every query result share it.
 //!
@@ -332,13 +333,13 @@
 //! event handler gets the `Arc<DynamicObject>` just decoded from the wire
 //! (the entry remembers it); a read that needs the whole object calls
 //! [`CompactEntry::get`], which hands out that same `Arc` while anyone holds
-//! it, and decodes otherwise. Label selectors, index filtering, keys and
+//! it, and decodes one for the reader alone otherwise. Label selectors, index filtering, keys and
 //! `kdi get` read the compact object without decoding
 //! ([`CachedObject`]). The writer frees what
 //! dead `Weak`s keep (~460 B per object) in passes amortised over its writes
 //! ([`StoreWriter::forget_dropped`](crate::cache::store::StoreWriter::forget_dropped)),
-//! and an informer every few seconds, so that the memory of objects decoded
-//! for readers comes back on a resource nobody writes.
+//! and an informer every few seconds, so that the memory of the event
+//! objects handlers held comes back on a resource nobody writes.
 //!
 //! # Projections
 //!

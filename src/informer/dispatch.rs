@@ -330,9 +330,9 @@ impl Shared {
     }
 
     /// With compact storage, frees every few seconds what the objects
-    /// decoded for readers and handlers keep in the cache once they are
-    /// dropped, so that memory comes back after a replay, a resync or a
-    /// `list_all` even on a resource nobody writes.
+    /// handed to event handlers keep in the cache once they are dropped, so
+    /// that memory comes back after a burst even on a resource nobody writes
+    /// any more.
     ///
     /// It also frees the event objects handlers finished with since the
     /// last delta (see [`Retired`]), on a resource that has gone quiet.

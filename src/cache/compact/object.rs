@@ -389,14 +389,20 @@ pub(super) fn parse_index(token: &str) -> Option<usize> {
 // Reads that need the whole object
 // ---------------------------------------------------------------------------
 
-/// A [`CompactObject`] with the last `DynamicObject` handed out for it: a read
-/// that needs the whole object gets that same `Arc` back while anyone still
-/// holds it, and decodes a new one otherwise.
+/// A [`CompactObject`] with the `DynamicObject` it was built from (the one
+/// event handlers got): a read that needs the whole object gets that same
+/// `Arc` back while anyone still holds it, and decodes one of its own
+/// otherwise.
 ///
-/// The remembered `Weak` keeps the `Arc`'s allocation (the `DynamicObject`
-/// struct itself, a few hundred bytes, not its contents) until it is replaced
-/// or [`CompactEntry::forget_dropped`] clears it. It lives in the object's
-/// own allocation: an entry is that one allocation, cheap to clone.
+/// A decode for a reader is not remembered: it is freed whole when the
+/// reader drops it, on the reader's thread, in the order the reader drops
+/// things (a reader that decoded every object and dropped them all gets its
+/// memory back from the allocator at once). The remembered `Weak` of the
+/// event's object keeps that `Arc`'s allocation (the `DynamicObject` struct
+/// itself, a few hundred bytes, not its contents) until the entry is
+/// replaced or [`CompactEntry::forget_dropped`] clears it. It lives in the
+/// object's own allocation: an entry is that one allocation, cheap to
+/// clone.
 #[derive(Clone)]
 pub struct CompactEntry(CompactObject);
 
@@ -423,16 +429,11 @@ impl CompactEntry {
         &self.0
     }
 
-    /// The whole object: the `Arc` handed out last if someone still holds it,
-    /// else a new one, decoded.
+    /// The whole object: the event's `Arc` if someone still holds it, else
+    /// a new one, decoded (and not remembered).
     pub fn get(&self) -> Arc<DynamicObject> {
-        let mut recent = self.0.0.header.header.recent.lock();
-        if let Some(object) = recent.upgrade() {
-            return object;
-        }
-        let object = Arc::new(self.0.to_object());
-        *recent = Arc::downgrade(&object);
-        object
+        let held = self.0.0.header.header.recent.lock().upgrade();
+        held.unwrap_or_else(|| Arc::new(self.0.to_object()))
     }
 
     /// Forgets the last `DynamicObject` handed out if nobody holds it any

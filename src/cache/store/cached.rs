@@ -20,8 +20,9 @@ use crate::cache::compact::{
 /// the JSON text — never decode the object, so selector matching, index
 /// filtering and printing cost the same in both storage modes;
 /// [`CachedObject::object`] gives the whole `DynamicObject` (a pointer copy
-/// with [`Storage::Objects`]; with [`Storage::Compact`], the same `Arc` as
-/// the last one handed out while anyone still holds it, else a new decode).
+/// with [`Storage::Objects`]; with [`Storage::Compact`], the `Arc` event
+/// handlers got while anyone still holds it, else a decode of its own,
+/// freed whole when dropped).
 ///
 /// ```
 /// use std::sync::Arc;

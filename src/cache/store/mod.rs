@@ -49,8 +49,9 @@ pub enum Storage {
     /// memory: keys interned per cache, exact-size trees, identical
     /// `managedFields` trees stored once. Event handlers still get the
     /// object decoded from the wire; a read that needs a whole
-    /// `DynamicObject` ([`CachedObject::object`]) gets the same `Arc` while
-    /// anyone holds it and decodes one otherwise (microseconds an object).
+    /// `DynamicObject` ([`CachedObject::object`]) gets the handlers' `Arc`
+    /// while anyone holds it and decodes one of its own otherwise
+    /// (microseconds an object).
     /// Reads return handles that read the compact form in place (see
     /// [`CachedObject`]); a late handler's replay and a resync decode each
     /// object just before its handler runs, so no operation holds the whole

@@ -85,8 +85,8 @@ impl StoreWriter {
     }
 
     /// With [`Storage::Compact`], frees the few hundred bytes that each
-    /// decoded object handed out (to event handlers, to readers) keeps in its
-    /// cache entry once nobody holds it any more. The writer does this by
+    /// object handed to event handlers keeps in its cache entry once nobody
+    /// holds it any more. The writer does this by
     /// itself as it writes; this is for a caller that knows the objects were
     /// just dropped (say, after a burst).
     pub fn forget_dropped(&mut self) {
