@@ -55,7 +55,9 @@ def test_reads_come_from_the_cache(factory: kdi.Factory, widgets: Widgets) -> No
     informer.add_index("tag", "spec.tags")
     factory.start()
     informer.wait_for_sync(timeout=60)
-    assert informer.has_synced and informer.status.synced and informer.status.name == "synced"
+    assert informer.has_synced
+    # The status follows the cache's first list within moments.
+    wait_until("the status to say synced", lambda: informer.status.synced and informer.status.name == "synced")
 
     assert len(informer) == 4
     assert sorted(informer.keys()) == [f"{widgets.ns}/w{i}" for i in range(4)]
@@ -227,7 +229,7 @@ def test_forbidden_then_allowed(control_plane: ControlPlane, widgets: Widgets) -
             ),
         )
         informer.wait_for_sync(timeout=60)
-        assert informer.status.synced
+        wait_until("the status to say synced", lambda: informer.status.synced)
 
 
 def test_a_warm_restart_resumes_from_the_snapshot_without_listing(widgets: Widgets, tmp_path: Path) -> None:
