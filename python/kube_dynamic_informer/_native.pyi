@@ -16,74 +16,124 @@ class CachedObject:
     """A handle on one object of a cache (or of an event), read in place."""
 
     @property
-    def name(self) -> str | None: ...
+    def name(self) -> str | None:
+        """`metadata.name`."""
     @property
-    def namespace(self) -> str | None: ...
+    def namespace(self) -> str | None:
+        """`metadata.namespace`; `None` for a cluster-scoped object."""
     @property
-    def key(self) -> str | None: ...
+    def key(self) -> str | None:
+        """The cache key: `namespace/name`, or `name` when cluster-scoped."""
     @property
-    def uid(self) -> str | None: ...
+    def uid(self) -> str | None:
+        """`metadata.uid`."""
     @property
-    def resource_version(self) -> str | None: ...
+    def resource_version(self) -> str | None:
+        """`metadata.resourceVersion`."""
     @property
-    def api_version(self) -> str | None: ...
+    def api_version(self) -> str | None:
+        """`apiVersion`."""
     @property
-    def kind(self) -> str | None: ...
+    def kind(self) -> str | None:
+        """`kind`."""
     @property
-    def labels(self) -> dict[str, str]: ...
+    def labels(self) -> dict[str, str]:
+        """`metadata.labels`, as a new dict."""
     @property
-    def annotations(self) -> dict[str, str]: ...
+    def annotations(self) -> dict[str, str]:
+        """`metadata.annotations`, as a new dict."""
     @overload
-    def pointer(self, pointer: str) -> Any: ...
+    def pointer(self, pointer: str) -> Any:
+        """The value at a JSON pointer (`/spec/replicas`,
+        `/status/conditions/0/type`), or `default` when there is none.
+        """
     @overload
-    def pointer(self, pointer: str, default: _T) -> Any | _T: ...
+    def pointer(self, pointer: str, default: _T) -> Any | _T:
+        """The value at a JSON pointer (`/spec/replicas`,
+        `/status/conditions/0/type`), or `default` when there is none.
+        """
     @overload
-    def get(self, key: str) -> Any: ...
+    def get(self, key: str) -> Any:
+        """A top-level field (`"spec"`, `"status"`, `"metadata"`, ...), or
+        `default` when the object has none.
+        """
     @overload
-    def get(self, key: str, default: _T) -> Any | _T: ...
+    def get(self, key: str, default: _T) -> Any | _T:
+        """A top-level field (`"spec"`, `"status"`, `"metadata"`, ...), or
+        `default` when the object has none.
+        """
     def __getitem__(self, key: str) -> Any: ...
     def __contains__(self, key: str) -> bool: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def json(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The whole object as a dict (what `json.loads` gives for its JSON)."""
+    def json(self) -> str:
+        """The whole object's JSON, as the API server would write it."""
 
 class Event:
     """One change delivered to a handler."""
 
     @property
-    def kind(self) -> Literal["Add", "Update", "Resync", "Delete"]: ...
+    def kind(self) -> Literal["Add", "Update", "Resync", "Delete"]:
+        """`"Add"`, `"Update"`, `"Resync"` or `"Delete"`."""
     @property
-    def object(self) -> CachedObject: ...
+    def object(self) -> CachedObject:
+        """The object (its new state for an update; for a delete, its final
+        state, or the last state known when `final_state_unknown`).
+        """
     @property
-    def old(self) -> CachedObject | None: ...
+    def old(self) -> CachedObject | None:
+        """For an update, the state before it; `None` otherwise."""
     @property
-    def in_initial_list(self) -> bool: ...
+    def in_initial_list(self) -> bool:
+        """An `Add` of the first list (or of the replay to a handler added late)."""
     @property
-    def is_resync(self) -> bool: ...
+    def is_resync(self) -> bool:
+        """A resync: nothing changed on the server."""
     @property
-    def final_state_unknown(self) -> bool: ...
+    def final_state_unknown(self) -> bool:
+        """A delete inferred from a relist (the watch missed it): the object may
+        be stale (client-go's `DeletedFinalStateUnknown`).
+        """
 
 class Handler:
     """A registered handler."""
 
-    def remove(self) -> None: ...
+    def remove(self) -> None:
+        """Stops delivering events to the handler (events already queued are
+        dropped). Removing twice does nothing.
+        """
     @property
-    def has_synced(self) -> bool: ...
+    def has_synced(self) -> bool:
+        """Whether the handler has received every object of the first list."""
     @property
-    def backlog(self) -> int: ...
+    def backlog(self) -> int:
+        """How many events wait in the handler's queue."""
 
 class Status:
     """What an informer is doing."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """One word for programs: `notStarted`, `syncing`, `synced`,
+        `relisting`, `stale`, `notServed` (not in discovery yet: waited
+        for), `gone`, `stopped`, `waitingForShardGroup`, or why a request
+        failed and is retried: `forbidden`, `unauthorized`, `serverError`,
+        `unreachable`.
+        """
     @property
-    def words(self) -> str: ...
+    def words(self) -> str:
+        """The state in a few words for people: `access denied`, `not served`,
+        `retrying after an error`, ...
+        """
     @property
-    def reason(self) -> str | None: ...
+    def reason(self) -> str | None:
+        """Why it is not synced, when there is a reason to say."""
     @property
-    def synced(self) -> bool: ...
+    def synced(self) -> bool:
+        """Whether the cache is synced (and current)."""
     @property
-    def refused(self) -> bool: ...
+    def refused(self) -> bool:
+        """Whether the server refused the informer (403, 401, ...)."""
 
 EventCallback = Callable[[Event], object]
 
@@ -91,42 +141,102 @@ class Informer:
     """One resource's informer: its cache, indexes and handlers."""
 
     @property
-    def resource(self) -> str: ...
+    def resource(self) -> str:
+        """The resource, as kubectl writes it in full: `plural.version.group`
+        (`pods.v1` for the core group).
+        """
     @property
-    def status(self) -> Status: ...
+    def status(self) -> Status:
+        """What the informer is doing now."""
     @property
-    def has_synced(self) -> bool: ...
+    def has_synced(self) -> bool:
+        """Whether the cache has synced (its first list is in)."""
     @property
-    def stats(self) -> dict[str, Any]: ...
-    def add_index(self, name: str, expression: str) -> None: ...
-    def index_names(self) -> builtins.list[str]: ...
-    def wait_for_sync(self, timeout: float = 60.0) -> None: ...
-    def wait_for_object(self, obj: object, timeout: float = 30.0) -> None: ...
-    def get(self, key: str, namespace: str | None = None) -> CachedObject | None: ...
-    def list(self, label_selector: str | None = None, namespace: str | None = None) -> builtins.list[CachedObject]: ...
-    def keys(self) -> builtins.list[str]: ...
-    def by_index(self, index: str, value: str) -> builtins.list[CachedObject]: ...
-    def index_keys(self, index: str, value: str) -> builtins.list[str]: ...
-    def index_values(self, index: str) -> builtins.list[str]: ...
-    def on_event(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler: ...
-    def on_add(self, handler: EventCallback, *, name: str | None = None) -> Handler: ...
-    def on_update(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler: ...
-    def on_delete(self, handler: EventCallback, *, name: str | None = None) -> Handler: ...
-    def events(self, *, resync: float = 0.0) -> EventStream: ...
-    async def synced(self, timeout: float = 60.0) -> None: ...
+    def stats(self) -> dict[str, Any]:
+        """What the informer did so far, as counters: `lists` (complete lists,
+        relists included), `list_requests` (pages), `relists_after_gone`,
+        `watch_requests`, `watch_events`, `errors`, `skipped_objects`,
+        `tombstones`, `snapshots_written`, `snapshot_write_errors`; and
+        `snapshot_start`, how it started with snapshots (`None` without).
+        """
+    def add_index(self, name: str, expression: str) -> None:
+        """Adds an index: `expression` (JMESPath) gives each object's values
+        under `name`. Before or after start; objects already cached are
+        indexed at once.
+        """
+    def index_names(self) -> builtins.list[str]:
+        """The names of the indexes."""
+    def wait_for_sync(self, timeout: float = 60.0) -> None:
+        """Waits until the cache has synced, releasing the GIL; raises
+        `NotSyncedError` (`SyncTimeoutError` when the time ran out) saying
+        why it has not.
+        """
+    def wait_for_object(self, obj: object, timeout: float = 30.0) -> None:
+        """Waits until the cache reflects `obj`, an object the server returned
+        from a write: a dict, or what the official client returns (anything
+        with `to_dict()`). Raises `WaitTimeoutError` when it does not within
+        `timeout` seconds.
+        """
+    def get(self, key: str, namespace: str | None = None) -> CachedObject | None:
+        """The object with this key (`namespace/name`, or `name` when
+        cluster-scoped), or `None`. With `namespace`, `key` is a name.
+        """
+    def list(self, label_selector: str | None = None, namespace: str | None = None) -> builtins.list[CachedObject]:
+        """The cached objects, all or those matching `label_selector`, in all
+        namespaces or one.
+        """
+    def keys(self) -> builtins.list[str]:
+        """Every cached key."""
+    def by_index(self, index: str, value: str) -> builtins.list[CachedObject]:
+        """The objects whose index `index` has the value `value`."""
+    def index_keys(self, index: str, value: str) -> builtins.list[str]:
+        """The keys of the objects whose index `index` has the value `value`."""
+    def index_values(self, index: str) -> builtins.list[str]:
+        """Every value of index `index`."""
+    def on_event(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler:
+        """Calls `handler(event)` for every event, on a thread of the library's
+        handler pool: first an `Add` for each cached object (a handler added
+        late gets the cache first), then live events, in order. A handler
+        that raises has its exception reported (`sys.unraisablehook`) and
+        gets the next event; others are not affected. `resync` (seconds)
+        re-delivers every object that often as a `Resync`; `0` (the
+        default) never. Returns the registration, to `remove()` it.
+        """
+    def on_add(self, handler: EventCallback, *, name: str | None = None) -> Handler:
+        """As `on_event`, called for `Add` events only."""
+    def on_update(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler:
+        """As `on_event`, called for `Update` events (and `Resync`s, with
+        `resync`) only.
+        """
+    def on_delete(self, handler: EventCallback, *, name: str | None = None) -> Handler:
+        """As `on_event`, called for `Delete` events only."""
+    def events(self, *, resync: float = 0.0) -> EventStream:
+        """The events as an asynchronous iterator for asyncio (`async for event
+        in informer.events()`), from inside a running event loop; as
+        `on_event`, the cache first. Close it (or use it as an async context
+        manager) to stop the events.
+        """
+    async def synced(self, timeout: float = 60.0) -> None:
+        """`wait_for_sync` as an awaitable, for asyncio."""
     def __len__(self) -> int: ...
 
 class Member:
     """One member of a config file's set."""
 
     @property
-    def entry(self) -> str: ...
+    def entry(self) -> str:
+        """The config entry's name (an informer's or a pattern's)."""
     @property
-    def resource(self) -> str: ...
+    def resource(self) -> str:
+        """The resource, as the entry names it or as the pattern selected it."""
     @property
-    def from_pattern(self) -> bool: ...
+    def from_pattern(self) -> bool:
+        """Whether a pattern selected it."""
     @property
-    def informer(self) -> Informer: ...
+    def informer(self) -> Informer:
+        """The informer (shared with every entry whose options build the same
+        cache).
+        """
 
 class Factory:
     """The informers of one cluster, shared by resource and options."""
@@ -141,9 +251,32 @@ class Factory:
         snapshot_dir: str | None = None,
     ) -> None: ...
     @staticmethod
-    def from_file(path: str | os.PathLike[str], kubeconfig: str | None = None, context: str | None = None) -> Factory: ...
+    def from_file(path: str | os.PathLike[str], kubeconfig: str | None = None, context: str | None = None) -> Factory:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
     @property
-    def members(self) -> builtins.list[Member]: ...
+    def members(self) -> builtins.list[Member]:
+        """The entries of the config file (`from_file`) and the informer each
+        holds: a pattern has one member per resource it selects. Empty for a
+        factory made without a file.
+        """
     def informer(
         self,
         resource: str,
@@ -154,13 +287,35 @@ class Factory:
         indexes: Mapping[str, str] | None = None,
         storage: Storage | None = None,
         metadata_only: bool = False,
-    ) -> Informer: ...
-    def start(self) -> None: ...
-    def wait_for_sync(self, timeout: float = 60.0) -> None: ...
-    def wait_for_object(self, obj: object, timeout: float = 30.0) -> int: ...
+    ) -> Informer:
+        """The informer of `resource`: any name the cluster knows it by (plural,
+        kind, short name, `plural.group`, `plural.group/version`), resolved
+        through discovery; a CRD not installed yet is waited for. Options
+        here narrow the factory's; `indexes` maps index names to JMESPath
+        expressions. Started at once when the factory is.
+        """
+    def start(self) -> None:
+        """Starts every informer asked for so far; those asked for later start
+        at once.
+        """
+    def wait_for_sync(self, timeout: float = 60.0) -> None:
+        """Waits until every informer has synced, releasing the GIL; raises
+        `NotSyncedError` (`SyncTimeoutError` when the time ran out) for the
+        first that has not, saying why.
+        """
+    def wait_for_object(self, obj: object, timeout: float = 30.0) -> int:
+        """Waits until every informer caching objects like `obj` (an object
+        the server returned from a write) reflects it; returns how many
+        there were.
+        """
     @property
-    def informers(self) -> list[Informer]: ...
-    def shutdown(self, timeout: float = 10.0) -> bool: ...
+    def informers(self) -> list[Informer]:
+        """Every informer asked for."""
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        """Stops every informer (writing snapshots when asked for), waiting at
+        most `timeout` seconds; returns whether everything finished. The
+        factory cannot be started again.
+        """
     def __enter__(self) -> Factory: ...
     def __exit__(
         self,
@@ -169,4 +324,7 @@ class Factory:
         tb: TracebackType | None,
     ) -> Literal[False]: ...
 
-def _shutdown_all() -> None: ...
+def _shutdown_all() -> None:
+    """Shuts down every factory not shut down yet (at interpreter exit),
+    waiting up to 10 s for each.
+    """

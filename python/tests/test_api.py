@@ -84,3 +84,11 @@ def test_importing_needs_no_cluster() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) > 10
+
+
+def test_the_stubs_carry_the_extensions_docstrings() -> None:
+    # Editors read the stubs, not the compiled module: the docstrings written
+    # in Rust are copied into them (python/tools/stub_docs.py).
+    tool = Path(__file__).resolve().parents[1] / "tools" / "stub_docs.py"
+    done = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
