@@ -289,10 +289,30 @@ class Factory:
         metadata_only: bool = False,
     ) -> Informer:
         """The informer of `resource`: any name the cluster knows it by (plural,
-        kind, short name, `plural.group`, `plural.group/version`), resolved
+        kind, short name, `plural.group`, `plural.version.group`), resolved
         through discovery; a CRD not installed yet is waited for. Options
         here narrow the factory's; `indexes` maps index names to JMESPath
-        expressions. Started at once when the factory is.
+        expressions (an index already there under the same expression is
+        kept; another expression under its name is refused). Started at once
+        when the factory is.
+        """
+    def matching(
+        self,
+        pattern: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        indexes: Mapping[str, str] | None = None,
+        storage: Storage | None = None,
+        metadata_only: bool = False,
+    ) -> builtins.list[Informer]:
+        """The informers of every resource a pattern selects in discovery now:
+        `"*.example.com"` (a group glob), `"custom:*"` (resources defined by
+        CRDs), `"group:apps"`, `"category:all"`; a plain name gives its one
+        informer. Options and `indexes` as for `informer`, for each. A
+        one-time selection: a config file's patterns (`from_file`) follow
+        CRDs as they come and go.
         """
     def start(self) -> None:
         """Starts every informer asked for so far; those asked for later start

@@ -1,7 +1,7 @@
 //! `Factory`: one cluster's client and the informers asked of it, shared by
 //! resource and options.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
@@ -9,13 +9,14 @@ use kube_client::{Client, Config};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::InformerFactory;
 use kube_dynamic_informer::declarative::ResourceSet;
+use kube_dynamic_informer::factory::ResourcePattern;
 use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
 use kube_dynamic_informer::prelude::Storage;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::informer::{Informer, add_index, non_empty};
+use crate::informer::{Informer, non_empty};
 use crate::{errors, runtime, seconds, wait};
 
 /// The informers of one cluster, shared by resource and options: asking
@@ -147,6 +148,54 @@ impl Factory {
     }
 }
 
+/// The options one informer asks for beyond the factory's.
+#[derive(Clone)]
+struct Asked {
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    storage: Option<Storage>,
+    metadata_only: bool,
+}
+
+impl Asked {
+    fn new(
+        namespace: Option<String>,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+        storage: Option<&str>,
+        metadata_only: bool,
+    ) -> PyResult<Self> {
+        if let Some(namespace) = &namespace {
+            non_empty(namespace, "namespace")?;
+        }
+        Ok(Asked {
+            namespace,
+            label_selector,
+            field_selector,
+            storage: storage.map(self::storage).transpose()?,
+            metadata_only,
+        })
+    }
+
+    /// The factory's `options` narrowed as asked.
+    fn apply(self, mut options: InformerOptions) -> InformerOptions {
+        if let Some(namespace) = self.namespace {
+            options = options.namespace(namespace);
+        }
+        if let Some(selector) = self.label_selector {
+            options = options.label_selector(selector);
+        }
+        if let Some(selector) = self.field_selector {
+            options = options.field_selector(selector);
+        }
+        if let Some(storage) = self.storage {
+            options = options.storage(storage);
+        }
+        options.metadata_only(self.metadata_only)
+    }
+}
+
 /// A client as the kubeconfig and context say (see [`config`]).
 fn client(py: Python<'_>, kubeconfig: Option<String>, context: Option<String>) -> PyResult<Client> {
     let config = wait(py, config(kubeconfig, context))??;
@@ -247,10 +296,12 @@ impl Factory {
     }
 
     /// The informer of `resource`: any name the cluster knows it by (plural,
-    /// kind, short name, `plural.group`, `plural.group/version`), resolved
+    /// kind, short name, `plural.group`, `plural.version.group`), resolved
     /// through discovery; a CRD not installed yet is waited for. Options
     /// here narrow the factory's; `indexes` maps index names to JMESPath
-    /// expressions. Started at once when the factory is.
+    /// expressions (an index already there under the same expression is
+    /// kept; another expression under its name is refused). Started at once
+    /// when the factory is.
     #[pyo3(signature = (resource, *, namespace = None, label_selector = None, field_selector = None, indexes = None, storage = None, metadata_only = false))]
     #[allow(clippy::too_many_arguments)]
     fn informer(
@@ -260,43 +311,80 @@ impl Factory {
         namespace: Option<String>,
         label_selector: Option<String>,
         field_selector: Option<String>,
-        indexes: Option<HashMap<String, String>>,
+        indexes: Option<BTreeMap<String, String>>,
         storage: Option<&str>,
         metadata_only: bool,
     ) -> PyResult<Informer> {
         let resource = non_empty(resource, "resource")?.to_owned();
-        let storage = storage.map(self::storage).transpose()?;
+        let asked = Asked::new(
+            namespace,
+            label_selector,
+            field_selector,
+            storage,
+            metadata_only,
+        )?;
         let factory = self.factory.clone();
         let handle = wait(py, async move {
             factory
-                .for_resource_with(resource, |mut options| {
-                    if let Some(namespace) = namespace {
-                        options = options.namespace(namespace);
-                    }
-                    if let Some(selector) = label_selector {
-                        options = options.label_selector(selector);
-                    }
-                    if let Some(selector) = field_selector {
-                        options = options.field_selector(selector);
-                    }
-                    if let Some(storage) = storage {
-                        options = options.storage(storage);
-                    }
-                    options.metadata_only(metadata_only)
-                })
+                .for_resource_with(resource, |options| asked.apply(options))
                 .await
         })?
         .map_err(errors::factory)?;
-        let mut indexes: Vec<(String, String)> = indexes.unwrap_or_default().into_iter().collect();
-        indexes.sort();
-        for (name, expression) in &indexes {
-            // An index asked for again with the same expression is there.
-            if handle.lister().store().index_names().contains(name) {
-                continue;
-            }
-            add_index(&handle, name, expression)?;
-        }
-        Ok(Informer(handle))
+        Informer::with_indexes(handle, indexes.as_ref())
+    }
+
+    /// The informers of every resource a pattern selects in discovery now:
+    /// `"*.example.com"` (a group glob), `"custom:*"` (resources defined by
+    /// CRDs), `"group:apps"`, `"category:all"`; a plain name gives its one
+    /// informer. Options and `indexes` as for `informer`, for each. A
+    /// one-time selection: a config file's patterns (`from_file`) follow
+    /// CRDs as they come and go.
+    #[pyo3(signature = (pattern, *, namespace = None, label_selector = None, field_selector = None, indexes = None, storage = None, metadata_only = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn matching(
+        &self,
+        py: Python<'_>,
+        pattern: &str,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+        indexes: Option<BTreeMap<String, String>>,
+        storage: Option<&str>,
+        metadata_only: bool,
+    ) -> PyResult<Vec<Informer>> {
+        let Some(parsed) =
+            ResourcePattern::parse(non_empty(pattern, "pattern")?).map_err(errors::factory)?
+        else {
+            let one = self.informer(
+                py,
+                pattern,
+                namespace,
+                label_selector,
+                field_selector,
+                indexes,
+                storage,
+                metadata_only,
+            )?;
+            return Ok(vec![one]);
+        };
+        let asked = Asked::new(
+            namespace,
+            label_selector,
+            field_selector,
+            storage,
+            metadata_only,
+        )?;
+        let factory = self.factory.clone();
+        let handles = wait(py, async move {
+            factory
+                .for_pattern(&parsed, |options| asked.clone().apply(options))
+                .await
+        })?
+        .map_err(errors::factory)?;
+        handles
+            .into_iter()
+            .map(|handle| Informer::with_indexes(handle, indexes.as_ref()))
+            .collect()
     }
 
     /// Starts every informer asked for so far; those asked for later start

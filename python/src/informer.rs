@@ -20,12 +20,26 @@ use crate::{errors, seconds, wait};
 pub(crate) struct Informer(pub(crate) InformerHandle);
 
 /// Adds the JMESPath index `expression` as `name`.
-pub(crate) fn add_index(handle: &InformerHandle, name: &str, expression: &str) -> PyResult<()> {
+fn add_index(handle: &InformerHandle, name: &str, expression: &str) -> PyResult<()> {
     let function = IndexFn::jmespath(name, expression).map_err(errors::cache)?;
     handle
         .informer()
         .add_index(name, function)
         .map_err(errors::informer)
+}
+
+impl Informer {
+    /// The informer of `handle` with `indexes` (names to JMESPath
+    /// expressions) added.
+    pub(crate) fn with_indexes(
+        handle: InformerHandle,
+        indexes: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        for (name, expression) in indexes.into_iter().flatten() {
+            add_index(&handle, name, expression)?;
+        }
+        Ok(Informer(handle))
+    }
 }
 
 #[pymethods]

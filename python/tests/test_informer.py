@@ -96,6 +96,13 @@ def test_the_same_resource_and_options_give_the_same_cache(factory: kdi.Factory,
     assert len(factory.informers) == 1
     factory.informer(widgets.resource, label_selector="app=db")
     assert len(factory.informers) == 2
+    by_pattern = factory.matching(f"group:{widgets.group}", indexes={"node": "spec.nodeName"})
+    assert [i.resource for i in by_pattern] == [by_plural.resource]
+    assert factory.matching(widgets.resource)[0].resource == by_plural.resource
+    with pytest.raises(kdi.IndexDefinitionError):
+        factory.informer(widgets.resource, indexes={"node": "spec.other"})
+    with pytest.raises(kdi.UnknownResourceError):
+        factory.matching("custom:")
 
 
 def test_handlers_get_the_cache_first_even_when_added_late(factory: kdi.Factory, widgets: Widgets) -> None:
