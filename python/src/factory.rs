@@ -131,6 +131,24 @@ pub(crate) fn written_object(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult
 }
 
 impl Factory {
+    /// The informer of `resource` with the options and indexes asked for.
+    fn one(
+        &self,
+        py: Python<'_>,
+        resource: String,
+        asked: Asked,
+        indexes: Option<&BTreeMap<String, String>>,
+    ) -> PyResult<Informer> {
+        let factory = self.factory.clone();
+        let handle = wait(py, async move {
+            factory
+                .for_resource_with(resource, |options| asked.apply(options))
+                .await
+        })?
+        .map_err(errors::factory)?;
+        Informer::with_indexes(handle, indexes)
+    }
+
     /// A factory (and its set) remembered for [`_shutdown_all`].
     fn register(factory: InformerFactory, set: Option<ResourceSet>) -> Self {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -323,14 +341,7 @@ impl Factory {
             storage,
             metadata_only,
         )?;
-        let factory = self.factory.clone();
-        let handle = wait(py, async move {
-            factory
-                .for_resource_with(resource, |options| asked.apply(options))
-                .await
-        })?
-        .map_err(errors::factory)?;
-        Informer::with_indexes(handle, indexes.as_ref())
+        self.one(py, resource, asked, indexes.as_ref())
     }
 
     /// The informers of every resource a pattern selects in discovery now:
@@ -352,21 +363,6 @@ impl Factory {
         storage: Option<&str>,
         metadata_only: bool,
     ) -> PyResult<Vec<Informer>> {
-        let Some(parsed) =
-            ResourcePattern::parse(non_empty(pattern, "pattern")?).map_err(errors::factory)?
-        else {
-            let one = self.informer(
-                py,
-                pattern,
-                namespace,
-                label_selector,
-                field_selector,
-                indexes,
-                storage,
-                metadata_only,
-            )?;
-            return Ok(vec![one]);
-        };
         let asked = Asked::new(
             namespace,
             label_selector,
@@ -374,6 +370,16 @@ impl Factory {
             storage,
             metadata_only,
         )?;
+        let Some(parsed) =
+            ResourcePattern::parse(non_empty(pattern, "pattern")?).map_err(errors::factory)?
+        else {
+            return Ok(vec![self.one(
+                py,
+                pattern.to_owned(),
+                asked,
+                indexes.as_ref(),
+            )?]);
+        };
         let factory = self.factory.clone();
         let handles = wait(py, async move {
             factory
