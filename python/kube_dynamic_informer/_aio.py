@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._native import Event, Informer
+    from ._native import Event, Factory, Informer
 
 
 class EventStream:
@@ -49,7 +49,7 @@ class EventStream:
         self.close()
 
 
-async def wait_for_sync(informer: Informer, timeout: float) -> None:
-    """``informer.wait_for_sync(timeout)`` on a worker thread."""
+async def wait_for_sync(waiter: Informer | Factory, timeout: float) -> None:
+    """``waiter.wait_for_sync(timeout)`` on a worker thread."""
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, informer.wait_for_sync, timeout)
+    await loop.run_in_executor(None, waiter.wait_for_sync, timeout)

@@ -323,6 +323,8 @@ class Factory:
         `NotSyncedError` (`SyncTimeoutError` when the time ran out) for the
         first that has not, saying why.
         """
+    async def synced(self, timeout: float = 60.0) -> None:
+        """`wait_for_sync` as an awaitable, for asyncio."""
     def wait_for_object(self, obj: object, timeout: float = 30.0) -> int:
         """Waits until every informer caching objects like `obj` (an object
         the server returned from a write) reflects it; returns how many

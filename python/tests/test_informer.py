@@ -277,6 +277,7 @@ def test_asyncio_events_and_sync(widgets: Widgets) -> None:
         with kdi.Factory(widgets.kubeconfig) as factory:
             informer = factory.informer(widgets.resource, namespace=widgets.ns)
             factory.start()
+            await factory.synced(60)
             await informer.synced(60)
             names: list[str] = []
             async with informer.events() as events:
