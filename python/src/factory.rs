@@ -422,10 +422,7 @@ impl Factory {
     /// `wait_for_sync` as an awaitable, for asyncio.
     #[pyo3(signature = (timeout = 60.0))]
     fn synced(slf: Py<Self>, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
-        Ok(py
-            .import("kube_dynamic_informer._aio")?
-            .call_method1("wait_for_sync", (slf, timeout))?
-            .unbind())
+        crate::aio(py, "wait_for_sync", (slf, timeout), None)
     }
 
     /// Waits until every informer caching objects like `obj` (an object

@@ -6,13 +6,14 @@ use kube_dynamic_informer::cache::{CachedObject as Cached, IndexFn};
 use kube_dynamic_informer::informer::{
     Event as Change, HandlerOptions, InformerStatus, Registration,
 };
+use kube_dynamic_informer::vocabulary::key_from_parts;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::object::CachedObject;
-use crate::{errors, seconds, wait};
+use crate::{aio, errors, seconds, wait};
 
 /// One resource's informer: its cache, indexes and handlers.
 #[pyclass(module = "kube_dynamic_informer", frozen)]
@@ -140,13 +141,11 @@ impl Informer {
     /// cluster-scoped), or `None`. With `namespace`, `key` is a name.
     #[pyo3(signature = (key, namespace = None))]
     fn get(&self, key: &str, namespace: Option<&str>) -> Option<CachedObject> {
-        let lister = self.0.lister();
-        let store = lister.store();
-        match namespace {
-            Some(ns) => store.get(&format!("{ns}/{key}")),
-            None => store.get(key),
-        }
-        .map(CachedObject)
+        let key = match namespace {
+            Some(ns) => key_from_parts(Some(ns), key),
+            None => key.to_owned(),
+        };
+        self.0.lister().store().get(&key).map(CachedObject)
     }
 
     /// The cached objects, all or those matching `label_selector`, in all
@@ -255,20 +254,13 @@ impl Informer {
     fn events(slf: Py<Self>, py: Python<'_>, resync: f64) -> PyResult<Py<PyAny>> {
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("resync", resync)?;
-        Ok(py
-            .import("kube_dynamic_informer._aio")?
-            .getattr("EventStream")?
-            .call((slf,), Some(&kwargs))?
-            .unbind())
+        aio(py, "EventStream", (slf,), Some(&kwargs))
     }
 
     /// `wait_for_sync` as an awaitable, for asyncio.
     #[pyo3(signature = (timeout = 60.0))]
     fn synced(slf: Py<Self>, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
-        Ok(py
-            .import("kube_dynamic_informer._aio")?
-            .call_method1("wait_for_sync", (slf, timeout))?
-            .unbind())
+        aio(py, "wait_for_sync", (slf, timeout), None)
     }
 
     fn __len__(&self) -> usize {

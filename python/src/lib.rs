@@ -54,6 +54,21 @@ where
     }
 }
 
+/// Calls `name` of `kube_dynamic_informer._aio` (the asyncio forms written
+/// in Python) with `args` and `kwargs`.
+fn aio<'py>(
+    py: Python<'py>,
+    name: &str,
+    args: impl pyo3::call::PyCallArgs<'py>,
+    kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    Ok(py
+        .import("kube_dynamic_informer._aio")?
+        .getattr(name)?
+        .call(args, kwargs)?
+        .unbind())
+}
+
 /// A duration in seconds from Python: finite and not negative.
 fn seconds(value: f64, what: &str) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value).map_err(|_| {

@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -196,8 +195,3 @@ def body(value: dict[str, Any]) -> Any:
     """A dict as a request body: the official client takes dicts where its
     types say models."""
     return value
-
-
-def python() -> str:
-    """The interpreter running the tests, for child processes."""
-    return sys.executable
