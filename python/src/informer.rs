@@ -4,13 +4,14 @@
 use kube_dynamic_informer::InformerHandle;
 use kube_dynamic_informer::cache::{CachedObject as Cached, IndexFn};
 use kube_dynamic_informer::informer::{
-    Event as Change, HandlerOptions, InformerStatus, Registration,
+    Event as Change, EventHandler, HandlerOptions, InformerStatus, Registration,
 };
 use kube_dynamic_informer::vocabulary::key_from_parts;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
 use crate::object::CachedObject;
 use crate::{aio, errors, seconds, wait};
@@ -290,19 +291,40 @@ impl Informer {
             options = options.name(name);
         }
         let registration = self.0.informer().add_handler_with(
-            move |change: Change| {
-                if !wanted(&change) {
-                    return;
-                }
-                Python::attach(|py| {
-                    if let Err(e) = handler.call1(py, (Event::from(change),)) {
-                        e.write_unraisable(py, Some(handler.bind(py)));
-                    }
-                });
+            PythonHandler {
+                callable: handler,
+                wanted,
             },
             options,
         );
         Ok(Handler(Mutex::new(Some(registration))))
+    }
+}
+
+/// A Python callable as an event handler. The pool's worker attaches to the
+/// interpreter once per turn of events (a thread state made and the GIL
+/// taken once for up to a few dozen calls), not once per event.
+struct PythonHandler {
+    callable: Py<PyAny>,
+    /// The events the callable takes; the others are skipped in Rust.
+    wanted: fn(&Change) -> bool,
+}
+
+impl EventHandler for PythonHandler {
+    fn on_event(&self, change: Change) {
+        if !(self.wanted)(&change) {
+            return;
+        }
+        // Within a turn the thread is attached already: this only counts.
+        Python::attach(|py| {
+            if let Err(e) = self.callable.call1(py, (Event::from(change),)) {
+                e.write_unraisable(py, Some(self.callable.bind(py)));
+            }
+        });
+    }
+
+    fn around_turn(&self, deliver: &mut dyn FnMut()) {
+        Python::attach(|_| deliver());
     }
 }
 
@@ -349,8 +371,15 @@ impl From<Change> for Event {
 impl Event {
     /// `"Add"`, `"Update"`, `"Resync"` or `"Delete"`.
     #[getter]
-    fn kind(&self) -> &'static str {
-        self.change.kind()
+    fn kind<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        // The four names are made once, not a string per call.
+        match self.change.kind() {
+            "Add" => intern!(py, "Add").clone(),
+            "Update" => intern!(py, "Update").clone(),
+            "Resync" => intern!(py, "Resync").clone(),
+            "Delete" => intern!(py, "Delete").clone(),
+            other => PyString::new(py, other),
+        }
     }
 
     /// The object (its new state for an update; for a delete, its final

@@ -276,25 +276,37 @@ impl Runnable for Mailbox {
         if items.is_empty() {
             return false;
         }
+        let handler = handler.as_ref();
+        let mut items = items.into_iter();
+        let mut deliver = || self.hand_over(handler, &mut items);
+        let turn = std::panic::catch_unwind(AssertUnwindSafe(|| handler.around_turn(&mut deliver)));
+        if let Err(panic) = turn {
+            note_panic(panic.as_ref(), &self.state, &self.resource);
+        }
+        // What the turn did not deliver (its handler skipped `deliver`, or
+        // panicked before it).
+        self.hand_over(handler, &mut items);
+        self.end_turn()
+    }
+}
+
+impl Mailbox {
+    /// Hands a turn's items to `handler`, until they run out or the
+    /// registration is removed.
+    fn hand_over(&self, handler: &dyn EventHandler, items: &mut std::vec::IntoIter<Item>) {
         for item in items {
             if self.state.removed.load(Ordering::Acquire) {
                 break;
             }
             match item {
                 Item::Event(queued) => {
-                    deliver(
-                        handler.as_ref(),
-                        queued.into_event(),
-                        &self.state,
-                        &self.resource,
-                    );
+                    deliver(handler, queued.into_event(), &self.state, &self.resource);
                     self.handed_event();
                 }
                 Item::Synced => self.state.mark_synced(),
                 Item::Settlement(_) => {}
             }
         }
-        self.end_turn()
     }
 }
 

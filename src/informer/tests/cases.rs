@@ -421,6 +421,81 @@ async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
     cancel.cancel();
 }
 
+/// A handler that enters a context once per turn (a thread-local flag) and
+/// records, for each event, whether it ran inside one; `skip` turns it into
+/// one that never calls `deliver`, `panic` into one that panics before it.
+struct InTurns {
+    seen: Arc<StdMutex<Vec<(String, bool)>>>,
+    turns: Arc<AtomicU64>,
+    skip: bool,
+    panic: bool,
+}
+
+thread_local!(static IN_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+
+impl EventHandler for InTurns {
+    fn on_event(&self, event: Event) {
+        let inside = IN_TURN.with(std::cell::Cell::get);
+        self.seen.lock().unwrap().push((describe(&event), inside));
+    }
+
+    fn around_turn(&self, deliver: &mut dyn FnMut()) {
+        self.turns.fetch_add(1, Ordering::Relaxed);
+        if self.panic {
+            panic!("context failed");
+        }
+        if self.skip {
+            return;
+        }
+        IN_TURN.with(|t| t.set(true));
+        deliver();
+        IN_TURN.with(|t| t.set(false));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_enters_its_context_once_per_turn_and_misses_nothing_when_it_does_not() {
+    let list: Vec<_> = (0..100).map(|i| obj(&format!("o{i:03}"), i + 1)).collect();
+    let server = FakeServer::with_list(list);
+    let inf = informer(&server, options());
+    let handlers: Vec<_> = [(false, false), (true, false), (false, true)]
+        .into_iter()
+        .map(|(skip, panic)| {
+            let handler = InTurns {
+                seen: Arc::default(),
+                turns: Arc::default(),
+                skip,
+                panic,
+            };
+            let (seen, turns) = (handler.seen.clone(), handler.turns.clone());
+            (inf.add_handler(handler), seen, turns)
+        })
+        .collect();
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Modified(obj("o000", 200)));
+    let want: Vec<String> = (0..100)
+        .map(|i| format!("add o{i:03} (initial)"))
+        .chain(["update o000 1->200".to_string()])
+        .collect();
+    for (i, (registration, seen, turns)) in handlers.iter().enumerate() {
+        eventually("every event", || seen.lock().unwrap().len() == 101).await;
+        let seen = seen.lock().unwrap().clone();
+        let names: Vec<_> = seen.iter().map(|(e, _)| e.clone()).collect();
+        assert_eq!(names, want, "handler {i}");
+        // The first handler ran every event inside its context, the others
+        // (which skipped `deliver` or panicked before it) outside.
+        assert!(seen.iter().all(|(_, inside)| *inside == (i == 0)), "handler {i}");
+        let turns = turns.load(Ordering::Relaxed);
+        assert!((1..=101).contains(&turns), "handler {i}: {turns} turns");
+        assert_eq!(registration.panics(), if i == 2 { turns } else { 0 });
+        eventually("synced", || registration.has_synced()).await;
+        assert_eq!(registration.backlog(), 0);
+    }
+    cancel.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     let server = FakeServer::with_list(vec![obj("keep", 1), obj("change", 2), obj("vanish", 3)]);
