@@ -96,7 +96,7 @@ class Event:
         """
 
 class Handler:
-    """A registered handler."""
+    """A registered handler: `remove()` stops its events."""
 
     def remove(self) -> None:
         """Stops delivering events to the handler (events already queued are
@@ -110,7 +110,9 @@ class Handler:
         """How many events wait in the handler's queue."""
 
 class Status:
-    """What an informer is doing."""
+    """What an informer is doing: `name` in one word, `reason` when it is not
+    synced for a reason (a refusal, an error).
+    """
 
     @property
     def name(self) -> str:
@@ -221,7 +223,9 @@ class Informer:
     def __len__(self) -> int: ...
 
 class Member:
-    """One member of a config file's set."""
+    """One member of a config file's set: its entry, the resource, and the
+    informer.
+    """
 
     @property
     def entry(self) -> str:
@@ -239,7 +243,18 @@ class Member:
         """
 
 class Factory:
-    """The informers of one cluster, shared by resource and options."""
+    """The informers of one cluster, shared by resource and options: asking
+    twice for the same resource with the same options gives the same cache.
+
+    `Factory(kubeconfig, context)` connects as the kubeconfig (a path; by
+    default `$KUBECONFIG` or `~/.kube/config`, else the in-cluster service
+    account) and context say. `namespace` limits every informer to one
+    namespace; `storage` is `"compact"` (the default: a fraction of the
+    memory) or `"objects"`; `snapshot_dir` keeps each cache on disk so that
+    a restart resumes without listing. `trim_memory` (on by default) gives
+    the memory glibc's malloc keeps after a list back to the system once
+    each list ends (nothing is done with another C library).
+    """
 
     def __init__(
         self,
@@ -249,27 +264,21 @@ class Factory:
         namespace: str | None = None,
         storage: Storage = "compact",
         snapshot_dir: str | None = None,
+        trim_memory: bool = True,
     ) -> None: ...
     @staticmethod
-    def from_file(path: str | os.PathLike[str], kubeconfig: str | None = None, context: str | None = None) -> Factory:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+    def from_file(
+        path: str | os.PathLike[str],
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        trim_memory: bool = True,
+    ) -> Factory:
+        """The informers a config file declares (the format of `kdi watch
+        --config`: informers by name with their options and JMESPath
+        indexes, patterns over discovery, defaults). Problems in the file
+        raise `ConfigFileError` naming each with its line and column.
+        `members` lists what it holds. `trim_memory` as for `Factory()`.
         """
     @property
     def members(self) -> builtins.list[Member]:

@@ -15,12 +15,22 @@ use kube_dynamic_informer::prelude::Storage;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tokio_util::sync::CancellationToken;
 
 use crate::informer::{Informer, non_empty};
-use crate::{errors, runtime, seconds, wait};
+use crate::{errors, memory, runtime, seconds, wait};
 
 /// The informers of one cluster, shared by resource and options: asking
 /// twice for the same resource with the same options gives the same cache.
+///
+/// `Factory(kubeconfig, context)` connects as the kubeconfig (a path; by
+/// default `$KUBECONFIG` or `~/.kube/config`, else the in-cluster service
+/// account) and context say. `namespace` limits every informer to one
+/// namespace; `storage` is `"compact"` (the default: a fraction of the
+/// memory) or `"objects"`; `snapshot_dir` keeps each cache on disk so that
+/// a restart resumes without listing. `trim_memory` (on by default) gives
+/// the memory glibc's malloc keeps after a list back to the system once
+/// each list ends (nothing is done with another C library).
 #[pyclass(module = "kube_dynamic_informer", frozen)]
 pub(crate) struct Factory {
     factory: InformerFactory,
@@ -28,6 +38,8 @@ pub(crate) struct Factory {
     id: u64,
     /// The resource set of a config file ([`Factory::from_file`]).
     set: Option<ResourceSet>,
+    /// Stops what follows the factory ([`memory::trim_after_lists`]).
+    stop: CancellationToken,
 }
 
 /// What shuts a factory down: the factory, or the resource set over it.
@@ -49,14 +61,16 @@ impl Running {
 
 /// The factories not shut down yet, for [`_shutdown_all`].
 /// Each with its number.
-static RUNNING: parking_lot::Mutex<Vec<(u64, Running)>> = parking_lot::Mutex::new(Vec::new());
+static RUNNING: parking_lot::Mutex<Vec<(u64, Running, CancellationToken)>> =
+    parking_lot::Mutex::new(Vec::new());
 
 /// Shuts down every factory not shut down yet (at interpreter exit),
 /// waiting up to 10 s for each.
 #[pyfunction]
 pub(crate) fn _shutdown_all(py: Python<'_>) -> PyResult<()> {
     let running = std::mem::take(&mut *RUNNING.lock());
-    for (_, running) in running {
+    for (_, running, stop) in running {
+        stop.cancel();
         wait(py, running.shutdown(Duration::from_secs(10)))?;
     }
     Ok(())
@@ -149,12 +163,24 @@ impl Factory {
         Informer::with_indexes(handle, indexes)
     }
 
-    /// A factory (and its set) remembered for [`_shutdown_all`].
-    fn register(factory: InformerFactory, set: Option<ResourceSet>) -> Self {
+    /// A factory (and its set) remembered for [`_shutdown_all`], trimming
+    /// the heap after its lists when `trim_memory`.
+    fn register(factory: InformerFactory, set: Option<ResourceSet>, trim_memory: bool) -> Self {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let factory = Factory { factory, id, set };
-        RUNNING.lock().push((id, factory.running()));
+        let stop = CancellationToken::new();
+        if trim_memory {
+            memory::trim_after_lists(factory.clone(), stop.clone());
+        }
+        let factory = Factory {
+            factory,
+            id,
+            set,
+            stop,
+        };
+        RUNNING
+            .lock()
+            .push((id, factory.running(), factory.stop.clone()));
         factory
     }
 
@@ -245,14 +271,9 @@ impl Member {
 
 #[pymethods]
 impl Factory {
-    /// Connects as the kubeconfig (a path; by default `$KUBECONFIG` or
-    /// `~/.kube/config`, else the in-cluster service account) and context
-    /// say. `namespace` limits every informer to one namespace; `storage`
-    /// is `"compact"` (the default: a fraction of the memory) or
-    /// `"objects"`; `snapshot_dir` keeps each cache on disk so that a
-    /// restart resumes without listing.
+    // Documented on the class: Python shows the class's docstring.
     #[new]
-    #[pyo3(signature = (kubeconfig = None, context = None, *, namespace = None, storage = "compact", snapshot_dir = None))]
+    #[pyo3(signature = (kubeconfig = None, context = None, *, namespace = None, storage = "compact", snapshot_dir = None, trim_memory = true))]
     fn new(
         py: Python<'_>,
         kubeconfig: Option<String>,
@@ -260,6 +281,7 @@ impl Factory {
         namespace: Option<String>,
         storage: &str,
         snapshot_dir: Option<String>,
+        trim_memory: bool,
     ) -> PyResult<Self> {
         let mut options = InformerOptions::default().storage(self::storage(storage)?);
         if let Some(namespace) = namespace {
@@ -272,6 +294,7 @@ impl Factory {
         Ok(Factory::register(
             InformerFactory::with_options(client, options),
             None,
+            trim_memory,
         ))
     }
 
@@ -279,18 +302,23 @@ impl Factory {
     /// --config`: informers by name with their options and JMESPath
     /// indexes, patterns over discovery, defaults). Problems in the file
     /// raise `ConfigFileError` naming each with its line and column.
-    /// `members` lists what it holds.
+    /// `members` lists what it holds. `trim_memory` as for `Factory()`.
     #[staticmethod]
-    #[pyo3(signature = (path, kubeconfig = None, context = None))]
+    #[pyo3(signature = (path, kubeconfig = None, context = None, *, trim_memory = true))]
     fn from_file(
         py: Python<'_>,
         path: std::path::PathBuf,
         kubeconfig: Option<String>,
         context: Option<String>,
+        trim_memory: bool,
     ) -> PyResult<Self> {
         let client = client(py, kubeconfig, context)?;
         let set = wait(py, ResourceSet::from_file(client, path))?.map_err(errors::declarative)?;
-        Ok(Factory::register(set.factory().clone(), Some(set)))
+        Ok(Factory::register(
+            set.factory().clone(),
+            Some(set),
+            trim_memory,
+        ))
     }
 
     /// The entries of the config file (`from_file`) and the informer each
@@ -456,7 +484,8 @@ impl Factory {
     #[pyo3(signature = (timeout = 10.0))]
     fn shutdown(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
         let timeout: Duration = seconds(timeout, "timeout")?;
-        RUNNING.lock().retain(|(id, _)| *id != self.id);
+        RUNNING.lock().retain(|(id, _, _)| *id != self.id);
+        self.stop.cancel();
         wait(py, self.running().shutdown(timeout))
     }
 

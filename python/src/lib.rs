@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 mod errors;
 mod factory;
 mod informer;
+mod memory;
 mod object;
 
 /// How often a blocking wait comes back to Python to check for signals.

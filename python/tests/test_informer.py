@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from kubernetes import client
 
 import kube_dynamic_informer as kdi
+from kube_dynamic_informer import _memory
 from conftest import ControlPlane, body, create_widget, install_crd, namespace, unique, wait_until, widget
 
 
@@ -256,6 +258,25 @@ def test_a_warm_restart_resumes_from_the_snapshot_without_listing(widgets: Widge
         stats = informer.stats
         assert stats["lists"] == 0 and stats["list_requests"] == 0, stats
         assert stats["snapshot_start"] and "resumed" in stats["snapshot_start"].lower()
+
+
+def test_the_heap_is_trimmed_once_a_list_ends(widgets: Widgets, monkeypatch: pytest.MonkeyPatch) -> None:
+    trims: list[bool] = []
+
+    def counted() -> bool:
+        trimmed = real_trim()
+        trims.append(trimmed)
+        return trimmed
+
+    real_trim = _memory.trim
+    monkeypatch.setattr(_memory, "trim", counted)
+    with kdi.Factory(widgets.kubeconfig) as factory:
+        informer = factory.informer(widgets.resource, namespace=widgets.ns)
+        factory.start()
+        informer.wait_for_sync(timeout=60)
+        wait_until("a trim after the list", lambda: len(trims) >= 1, timeout=10)
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert _memory._MALLOC_TRIM is not None, "glibc's malloc_trim was not found"
 
 
 def test_ctrl_c_interrupts_a_wait(control_plane: ControlPlane) -> None:

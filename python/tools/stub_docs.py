@@ -24,6 +24,10 @@ def runtime_doc(owner: object, name: str) -> str | None:
     value = inspect.getattr_static(owner, name, None)
     if value is None:
         return None
+    if isinstance(value, (staticmethod, classmethod)):
+        # The wrapper's own __doc__ is the builtin's ("staticmethod(function)
+        # -> method ..."); the method's is on what it wraps.
+        value = value.__func__
     doc = inspect.getdoc(value)
     # PyO3 puts the text signature first in a method's __doc__ when there is
     # no docstring; a text that is only a signature is no docstring.
@@ -48,8 +52,19 @@ def with_docs(text: str) -> str:
         for node in body:
             if isinstance(node, ast.ClassDef):
                 cls = getattr(owner, node.name, None)
-                if cls is not None:
-                    visit(node.body, cls)
+                if cls is None:
+                    continue
+                doc = inspect.getdoc(cls)
+                first = node.body[0]
+                if (
+                    doc
+                    and isinstance(first, ast.Expr)
+                    and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)
+                ):
+                    indent = " " * (node.col_offset + 4)
+                    edits.append((first.lineno - 1, (first.end_lineno or first.lineno) - 1, quoted(doc, indent)))
+                visit(node.body, cls)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if node.name.startswith("__") and node.name != "__init__":
                     continue
