@@ -105,6 +105,7 @@
 //! | [`informer`] | the shared informer, its handlers, the reflector, options, status | [`informer::InformerError`] |
 //! | [`factory`] | the informer factory, discovery, resource patterns, access checks | [`factory::FactoryError`] |
 //! | [`declarative`] | config files, resource sets, cluster sets, shard groups | [`declarative::DeclarativeError`] |
+//! | `serve` (feature `serve`) | the caches served through the Kubernetes API (`kdi serve`) | `serve::ServeError` |
 //!
 //! Each layer has one error type, whose variants name what was refused and
 //! why; an error of a layer above holds the one below it as its source.
@@ -136,6 +137,8 @@ pub mod cache;
 pub mod declarative;
 pub mod factory;
 pub mod informer;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod vocabulary;
 pub mod wire;
 

@@ -41,6 +41,10 @@ const COMBINATIONS: &[Combination] = &[
         ],
     },
     Combination {
+        readme: r#"`features = ["serve"]`"#,
+        args: &["--features", "serve,k8s-openapi/latest"],
+    },
+    Combination {
         readme: r#"`features = ["cli"]`"#,
         args: &["--features", "cli"],
     },

@@ -19,6 +19,8 @@ mod projection;
 mod reliability;
 mod resource_set;
 mod scale;
+#[cfg(feature = "serve")]
+mod serve;
 mod shard;
 mod snapshot;
 mod sync_reasons;

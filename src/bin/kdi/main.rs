@@ -45,6 +45,7 @@ mod metrics;
 mod output;
 mod progress;
 mod resources;
+mod serve;
 mod set_changes;
 mod stderr;
 mod stop;
@@ -62,6 +63,7 @@ use cluster::Cluster;
 use exit::Failure;
 use get::GetArgs;
 use resources::ResourcesArgs;
+use serve::ServeArgs;
 use stderr::Stderr;
 use watch::WatchArgs;
 
@@ -97,6 +99,10 @@ enum Command {
     /// List the resources discovery offers (like `kubectl api-resources`),
     /// or say what the names given designate, and why not.
     Resources(ResourcesArgs),
+    /// Serve the caches through the Kubernetes API (read-only), for
+    /// kubectl, client-go, kube-rs and curl: one warm cache read by many
+    /// programs.
+    Serve(ServeArgs),
     /// Validate config files without a cluster; lists every problem.
     Check(CheckArgs),
     /// Print the Role a member of a shard group needs in the namespace of
@@ -232,6 +238,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 return clusters::get(&contexts, set, args).await;
             }
             get::get(&connect().await?, set, args).await
+        }
+        Command::Serve(args) => {
+            let set = informers::informer_set(&args.selection)?;
+            if contexts.many(&set) {
+                return Err(Failure::usage(
+                    "serve reads one cluster: name one --context",
+                ));
+            }
+            serve::serve(&connect().await?, set, args).await
         }
         Command::Resources(_) if contexts.all || contexts.contexts.len() > 1 => Err(
             Failure::usage("resources reads one cluster: name one --context"),

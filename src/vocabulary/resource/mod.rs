@@ -14,3 +14,5 @@ pub use key::ResourceKey;
 pub use name::{NameCandidate, ResourceName};
 pub use resolve::KnownResource;
 pub(crate) use resolve::bounded_edit_distance;
+#[cfg(feature = "serve")]
+pub(crate) use version::version_priority;

@@ -25,7 +25,7 @@ fn kube_version(version: &str) -> Version {
 /// `CompareKubeAwareVersionStrings` order versions: GA (`v2` > `v1`), then
 /// beta (`v2beta1` > `v1beta2` > `v1beta1`), then alpha, then anything else,
 /// the alphabetically first greatest.
-pub(super) fn version_priority(version: &str) -> impl Ord + use<> {
+pub(crate) fn version_priority(version: &str) -> impl Ord + use<> {
     kube_version(version).priority()
 }
 

@@ -1,0 +1,284 @@
+//! Serving the caches: a read-only Kubernetes API over informers, so that
+//! any program — kubectl, client-go, kube-rs, curl — reads from one warm
+//! cache instead of the API server.
+//!
+//! A [`CacheServer`] serves the [`ServedResource`]s it is given (an informer
+//! and what discovery says of its resource) in the protocol every
+//! Kubernetes client speaks:
+//!
+//! - discovery: `/api`, `/api/v1`, `/apis`, `/apis/GROUP`,
+//!   `/apis/GROUP/VERSION`, listing only what is served, with kinds,
+//!   short names, categories and scope, so that `kubectl get wdg` resolves;
+//! - `get` of one object, and `list` with `labelSelector`, `fieldSelector`
+//!   (`metadata.name`, `metadata.namespace`), `limit` and `continue` (the
+//!   pages of one list show the cache at one resourceVersion), and the
+//!   resourceVersion rules of the API server's cache: `""` and `"0"` answer
+//!   from the cache as it is, `NotOlderThan` waits up to 3 s for the cache
+//!   to get there (then 504 `Timeout`), `Exact` answers only at the cache's
+//!   own resourceVersion (else 410 `Expired`); a list at `"0"` is answered
+//!   whole, `limit` notwithstanding;
+//! - the informer's indexes as a query: `?index=NAME&indexValue=VALUE` on a
+//!   list path gives the objects filed under VALUE
+//!   (`kubectl get --raw '/apis/example.com/v1/widgets?index=node&indexValue=n1'`);
+//! - `/healthz`, `/livez`, and `/readyz` (ready when every served cache
+//!   has synced, else 503 saying which has not and why).
+//!
+//! Writes answer 405 `MethodNotAllowed`, anything not served 404
+//! `NotFound`, bad parameters 400 `BadRequest`, each a `Status` object.
+//! Secrets are redacted as `kdi get` redacts them ([`Redaction`]) unless a
+//! [`ServedResource`] says otherwise.
+//!
+//! **Who may read.** By default a server listens on loopback with TLS (a
+//! certificate signed by a CA made at start) and a random bearer token;
+//! [`Listening::credentials`] gives what a client needs, as a kubeconfig
+//! too. It refuses to listen beyond loopback without both
+//! ([`ServeError::Insecure`]). `/healthz`, `/livez` and `/readyz` answer
+//! without a token, as the API server's do.
+//!
+//! ```no_run
+//! # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::serve::{CacheServer, ServeOptions, ServedResource};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let widgets = factory.for_resource("widgets.example.com").await?;
+//! factory.start()?;
+//! let server = CacheServer::new(ServeOptions::default());
+//! server.serve(
+//!     ServedResource::from_discovery(widgets, &factory.discovery().snapshot())
+//!         .expect("resolved through discovery"),
+//! );
+//! let listening = server.listen(CancellationToken::new()).await?;
+//! listening.credentials().write_kubeconfig("kdi.kubeconfig".as_ref(), "kdi")?;
+//! // KUBECONFIG=kdi.kubeconfig kubectl get widgets
+//! listening.stopped().await;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Redaction`]: crate::cache::Redaction
+
+mod access;
+mod http;
+mod list;
+mod request;
+mod served;
+mod status;
+mod watch;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::vocabulary::resource::ResourceKey;
+
+pub use access::Credentials;
+pub use served::ServedResource;
+
+/// How a [`CacheServer`] listens.
+///
+/// ```
+/// use kube_dynamic_informer::serve::ServeOptions;
+///
+/// let options = ServeOptions::default().addr("127.0.0.1:6443".parse().unwrap());
+/// assert!(options.tls && options.token.is_none());
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The address to listen on; by default a free port of 127.0.0.1.
+    pub addr: SocketAddr,
+    /// Serve HTTPS with a certificate made at start (the default); off
+    /// serves plain HTTP, on loopback only.
+    pub tls: bool,
+    /// Require this bearer token; `None` makes a random one (the default).
+    pub token: Option<String>,
+    /// Require no token at all, on loopback only.
+    pub anonymous: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            tls: true,
+            token: None,
+            anonymous: false,
+        }
+    }
+}
+
+impl ServeOptions {
+    crate::informer::options::setters! {
+        /// Sets [`addr`](Self::addr).
+        addr(addr: SocketAddr) => addr;
+
+        /// Sets [`tls`](Self::tls).
+        tls(tls: bool) => tls;
+
+        /// Sets [`token`](Self::token).
+        token(token: impl Into<String>) => Some(token.into());
+
+        /// Sets [`anonymous`](Self::anonymous).
+        anonymous(anonymous: bool) => anonymous;
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Listening beyond loopback was asked for without TLS or a token.
+    #[error(
+        "refusing to listen on {addr} without {missing}: beyond loopback kdi serves only over TLS with a bearer token"
+    )]
+    Insecure {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What is missing: `TLS`, `a token`, or both.
+        missing: &'static str,
+    },
+    /// The address could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The serving certificate could not be made.
+    #[error("making the serving certificate: {0}")]
+    Tls(String),
+    /// The kubeconfig could not be written.
+    #[error("writing the kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A read-only Kubernetes API over informers (see the [module
+/// documentation](self)). Cheap to clone; clones serve the same resources.
+#[derive(Clone)]
+pub struct CacheServer {
+    shared: Arc<Shared>,
+}
+
+/// What every request reads.
+pub(crate) struct Shared {
+    options: ServeOptions,
+    served: RwLock<served::Served>,
+    pages: list::Pages,
+}
+
+impl CacheServer {
+    /// A server with nothing served yet.
+    #[must_use]
+    pub fn new(options: ServeOptions) -> Self {
+        CacheServer {
+            shared: Arc::new(Shared {
+                options,
+                served: RwLock::default(),
+                pages: list::Pages::default(),
+            }),
+        }
+    }
+
+    /// Serves `resource` (replacing what was served under the same group,
+    /// version and plural); it appears in discovery at once.
+    pub fn serve(&self, resource: ServedResource) {
+        self.shared.served.write().insert(resource);
+    }
+
+    /// Stops serving `key`; whether it was served.
+    pub fn withdraw(&self, key: &ResourceKey) -> bool {
+        self.shared.served.write().remove(key)
+    }
+
+    /// The resources served.
+    #[must_use]
+    pub fn served(&self) -> Vec<ResourceKey> {
+        self.shared
+            .served
+            .read()
+            .all()
+            .map(ServedResource::key)
+            .collect()
+    }
+
+    /// Binds the address and serves until `cancel`.
+    ///
+    /// # Errors
+    /// [`ServeError::Insecure`] for an address beyond loopback without TLS
+    /// and a token; [`ServeError::Bind`]; [`ServeError::Tls`].
+    pub async fn listen(&self, cancel: CancellationToken) -> Result<Listening, ServeError> {
+        let options = &self.shared.options;
+        let addr = options.addr;
+        if !addr.ip().is_loopback() {
+            let missing = match (options.tls, !options.anonymous) {
+                (true, true) => None,
+                (false, true) => Some("TLS"),
+                (true, false) => Some("a token"),
+                (false, false) => Some("TLS and a token"),
+            };
+            if let Some(missing) = missing {
+                return Err(ServeError::Insecure { addr, missing });
+            }
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let (tls, ca_pem) = if options.tls {
+            let (acceptor, pem) = access::self_signed(bound)?;
+            (Some(acceptor), Some(pem))
+        } else {
+            (None, None)
+        };
+        let token =
+            (!options.anonymous).then(|| options.token.clone().unwrap_or_else(access::new_token));
+        let credentials = Credentials {
+            addr: bound,
+            ca_pem,
+            token,
+        };
+        let task = tokio::spawn(http::run(
+            listener,
+            tls,
+            self.shared.clone(),
+            credentials.clone(),
+            cancel,
+        ));
+        tracing::info!(url = %credentials.url(), "serving the caches");
+        Ok(Listening { credentials, task })
+    }
+}
+
+/// A server listening: its credentials, and its task.
+#[derive(Debug)]
+pub struct Listening {
+    credentials: Credentials,
+    task: JoinHandle<()>,
+}
+
+impl Listening {
+    /// The address, CA and token clients need.
+    #[must_use]
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
+    /// Waits until the server has stopped (its cancellation token was
+    /// cancelled and open connections closed).
+    pub async fn stopped(self) {
+        let _ = self.task.await;
+    }
+}

@@ -1,0 +1,403 @@
+//! The caches served through the Kubernetes API, read by kube-rs's client
+//! as it reads an API server: discovery, get, list with selectors and
+//! pages, the resourceVersion rules, watches through writes, indexes,
+//! redaction, refusals.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube_client::api::{
+    Api, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_client::{Client, Config, Discovery};
+use kube_core::ApiResource;
+use kube_dynamic_informer::InformerFactory;
+use kube_dynamic_informer::cache::IndexFn;
+use kube_dynamic_informer::serve::{
+    CacheServer, Credentials, ServeError, ServeOptions, ServedResource,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support;
+
+/// A client of the server `credentials` describe.
+async fn client_of(credentials: &Credentials) -> Client {
+    let kubeconfig = Kubeconfig::from_yaml(&credentials.kubeconfig("kdi")).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+fn names(list: &[DynamicObject]) -> Vec<String> {
+    list.iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect()
+}
+
+/// The object as both servers write it: the same JSON.
+fn same(a: &DynamicObject, b: &DynamicObject) {
+    assert_eq!(
+        serde_json::to_value(a).unwrap(),
+        serde_json::to_value(b).unwrap()
+    );
+}
+
+fn code(error: &kube_client::Error) -> u16 {
+    match error {
+        kube_client::Error::Api(status) => status.code,
+        other => panic!("not an API error: {other}"),
+    }
+}
+
+struct Served {
+    ns: String,
+    widgets: ApiResource,
+    factory: InformerFactory,
+    cancel: CancellationToken,
+    credentials: Credentials,
+}
+
+async fn serve_widgets(admin: &Client) -> Served {
+    let crd = support::widget_crd(&support::unique_group());
+    let widgets = support::install_crd(admin, &crd).await;
+    let ns = support::namespace(admin, "serve").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &ns, &widgets);
+    for (name, app, node) in [
+        ("w1", "web", "n1"),
+        ("w2", "db", "n1"),
+        ("w3", "web", "n2"),
+        ("w4", "db", "n2"),
+    ] {
+        let mut widget = support::widget(&widgets, name, json!({ "node": node }));
+        widget.metadata.labels = Some([("app".to_owned(), app.to_owned())].into());
+        api.create(&PostParams::default(), &widget).await.unwrap();
+    }
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": { "name": "db" },
+                "stringData": { "password": "hunter2" },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let factory = InformerFactory::with_options(admin.clone(), support::options().namespace(&ns));
+    let widget_informer = factory
+        .for_resource(format!("widgets.{}", widgets.group))
+        .await
+        .unwrap();
+    widget_informer
+        .informer()
+        .add_index("node", IndexFn::jmespath("node", "spec.node").unwrap())
+        .unwrap();
+    let secret_informer = factory.for_resource("secrets").await.unwrap();
+    factory.start().unwrap();
+    let report = factory.wait_for_cache_sync(Duration::from_secs(60)).await;
+    assert!(report.all_synced(), "{report:?}");
+
+    let server = CacheServer::new(ServeOptions::default());
+    let discovery = factory.discovery().snapshot();
+    for informer in [widget_informer, secret_informer] {
+        server.serve(ServedResource::from_discovery(informer, &discovery).unwrap());
+    }
+    let cancel = CancellationToken::new();
+    let listening = server.listen(cancel.clone()).await.unwrap();
+    let credentials = listening.credentials().clone();
+    tokio::spawn(listening.stopped());
+    Served {
+        ns,
+        widgets,
+        factory,
+        cancel,
+        credentials,
+    }
+}
+
+#[tokio::test]
+async fn kube_rs_reads_the_served_cache_as_it_reads_the_api_server() {
+    let admin = support::admin().await;
+    let served = serve_widgets(&admin).await;
+    let client = client_of(&served.credentials).await;
+
+    // Discovery lists what is served, nothing else.
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    let mut groups: Vec<String> = discovery.groups().map(|g| g.name().to_owned()).collect();
+    groups.sort();
+    assert_eq!(groups, ["", served.widgets.group.as_str()], "{groups:?}");
+    let (resource, caps) = discovery
+        .get(&served.widgets.group)
+        .unwrap()
+        .recommended_kind("Widget")
+        .unwrap();
+    assert_eq!(resource.plural, "widgets");
+    assert!(caps.supports_operation("watch"));
+
+    let direct: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), &served.ns, &served.widgets);
+    let cached: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &served.ns, &served.widgets);
+
+    // get: the same object; a missing one is 404.
+    same(
+        &cached.get("w1").await.unwrap(),
+        &direct.get("w1").await.unwrap(),
+    );
+    assert_eq!(code(&cached.get("nope").await.unwrap_err()), 404);
+
+    // list with label and field selectors: what the API server selects.
+    for params in [
+        ListParams::default(),
+        ListParams::default().labels("app=web"),
+        ListParams::default().labels("app in (db),app!=web"),
+        ListParams::default().fields("metadata.name=w3"),
+        ListParams::default()
+            .fields("metadata.name!=w3")
+            .labels("app=web"),
+    ] {
+        let from_cache = cached.list(&params).await.unwrap();
+        let from_server = direct.list(&params).await.unwrap();
+        assert_eq!(
+            names(&from_cache.items),
+            names(&from_server.items),
+            "{params:?}"
+        );
+        for (a, b) in from_cache.items.iter().zip(&from_server.items) {
+            same(a, b);
+        }
+    }
+
+    // Pages of one list share one resourceVersion and cover the list.
+    let mut params = ListParams::default().limit(1);
+    let mut seen = Vec::new();
+    let mut versions = Vec::new();
+    loop {
+        let page = cached.list(&params).await.unwrap();
+        seen.extend(names(&page.items));
+        versions.push(page.metadata.resource_version.clone().unwrap());
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, ["w1", "w2", "w3", "w4"]);
+    versions.dedup();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+
+    // The index, as a query.
+    let uri = format!(
+        "/apis/{}/v1/namespaces/{}/widgets?index=node&indexValue=n2",
+        served.widgets.group, served.ns
+    );
+    let text = client
+        .request_text(http::Request::get(uri).body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut by_node: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    by_node.sort_unstable();
+    assert_eq!(by_node, ["w3", "w4"]);
+
+    // Secrets: redacted.
+    let secret = Api::<Secret>::namespaced(client.clone(), &served.ns)
+        .get("db")
+        .await
+        .unwrap();
+    let data = secret.data.unwrap();
+    // The note `kdi get` prints, base64-encoded as Secret data is.
+    assert_eq!(data["password"].0, b"<redacted: 12 bytes>");
+
+    // Writes are refused.
+    let refused = cached
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "x": 1 } })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&refused), 405);
+    served.cancel.cancel();
+    drop(served.factory);
+}
+
+#[tokio::test]
+async fn a_watch_through_the_served_cache_follows_writes_to_the_api_server() {
+    let admin = support::admin().await;
+    let served = serve_widgets(&admin).await;
+    let client = client_of(&served.credentials).await;
+    let direct: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), &served.ns, &served.widgets);
+    let cached: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &served.ns, &served.widgets);
+
+    let listed = cached.list(&ListParams::default()).await.unwrap();
+    let version = listed.metadata.resource_version.unwrap();
+    let events = cached
+        .watch(&WatchParams::default().timeout(30), &version)
+        .await
+        .unwrap();
+    futures::pin_mut!(events);
+
+    let mut widget = support::widget(&served.widgets, "w5", json!({ "node": "n3" }));
+    widget.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    direct
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    direct
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "size": 2 } })),
+        )
+        .await
+        .unwrap();
+    direct.delete("w2", &Default::default()).await.unwrap();
+
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.try_next())
+            .await
+            .expect("an event within 20 s")
+            .unwrap()
+            .expect("the watch goes on");
+        match event {
+            WatchEvent::Added(o) => seen.push(format!("added {}", o.metadata.name.unwrap())),
+            WatchEvent::Modified(o) => seen.push(format!("modified {}", o.metadata.name.unwrap())),
+            WatchEvent::Deleted(o) => seen.push(format!("deleted {}", o.metadata.name.unwrap())),
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+        }
+    }
+    assert_eq!(seen, ["added w5", "modified w1", "deleted w2"]);
+
+    // From "0": the cache first, as ADDED events.
+    let initial: Vec<String> = cached
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .filter_map(|e| async move {
+            match e {
+                Ok(WatchEvent::Added(o)) => o.metadata.name,
+                _ => None,
+            }
+        })
+        .collect()
+        .await;
+    let mut initial = initial;
+    initial.sort();
+    assert_eq!(initial, ["w1", "w3", "w4", "w5"]);
+
+    // A resourceVersion older than the history: 410.
+    let expired = cached.watch(&WatchParams::default().timeout(5), "1").await;
+    let gone = match expired {
+        Err(e) => code(&e) == 410,
+        Ok(stream) => {
+            let first = stream.boxed().next().await;
+            matches!(first, Some(Ok(WatchEvent::Error(ref e))) if e.code == 410)
+                || matches!(first, Some(Err(kube_client::Error::Api(ref s))) if s.code == 410)
+        }
+    };
+    assert!(gone, "a watch from resourceVersion 1 is 410 Gone");
+    served.cancel.cancel();
+}
+
+#[tokio::test]
+async fn bad_requests_get_a_status_and_the_server_refuses_to_listen_unprotected() {
+    let admin = support::admin().await;
+    let served = serve_widgets(&admin).await;
+    let client = client_of(&served.credentials).await;
+    let cached: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &served.ns, &served.widgets);
+
+    let bad_selector = cached
+        .list(&ListParams::default().labels("app in"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&bad_selector), 400);
+    let bad_field = cached
+        .list(&ListParams::default().fields("spec.node=n1"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&bad_field), 400);
+    let malformed = cached
+        .list(
+            &ListParams::default()
+                .at("abc")
+                .matching(kube_client::api::VersionMatch::NotOlderThan),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&malformed), 400);
+    let exact_old = cached
+        .list(
+            &ListParams::default()
+                .at("1")
+                .matching(kube_client::api::VersionMatch::Exact),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&exact_old), 410);
+    let unknown: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk(&kube_core::GroupVersionKind::gvk(
+            "apps",
+            "v1",
+            "Deployment",
+        )),
+    );
+    assert_eq!(
+        code(&unknown.list(&ListParams::default()).await.unwrap_err()),
+        404
+    );
+
+    // A wrong token: 401.
+    let mut config = Config::from_custom_kubeconfig(
+        Kubeconfig::from_yaml(&served.credentials.kubeconfig("kdi")).unwrap(),
+        &KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    config.auth_info.token = Some("wrong".to_owned().into());
+    let intruder: Api<DynamicObject> = Api::namespaced_with(
+        Client::try_from(config).unwrap(),
+        &served.ns,
+        &served.widgets,
+    );
+    assert_eq!(
+        code(&intruder.list(&ListParams::default()).await.unwrap_err()),
+        401
+    );
+
+    // Beyond loopback, never without TLS and a token.
+    for options in [
+        ServeOptions::default()
+            .addr("0.0.0.0:0".parse().unwrap())
+            .tls(false),
+        ServeOptions::default()
+            .addr("0.0.0.0:0".parse().unwrap())
+            .anonymous(true),
+    ] {
+        let refused = CacheServer::new(options)
+            .listen(CancellationToken::new())
+            .await;
+        assert!(
+            matches!(refused, Err(ServeError::Insecure { .. })),
+            "{refused:?}"
+        );
+    }
+    served.cancel.cancel();
+}
