@@ -18,6 +18,9 @@ cached object (`in_initial_list`) and reads each one's name, timed from
 `on_event` to its last Add (`replay_s`, `late_handler_events_per_s`), with
 the peak RSS reset before (`replay_rss_peak_mb`).
 
+At the end, the informer's `lists_end`, `relists_after_gone_end` and
+`watch_requests_end` say whether it listed or watched again during the run.
+
 sync_s runs from the start of this script, before the package is imported
 (`import_s` says how long the import took).
 """
@@ -105,6 +108,12 @@ def main() -> int:
         emit({"event": "synced", "peer": PEER, "objects": objects})
 
         end_of_run(result, handlers, args)
+        # Whether the informer listed or watched again during the run (a
+        # relist after 410 Gone delays every event behind it).
+        stats = informer.stats
+        result["lists_end"] = stats["lists"]
+        result["relists_after_gone_end"] = stats["relists_after_gone"]
+        result["watch_requests_end"] = stats["watch_requests"]
         result.update(replay(informer, args.timeout))
         lag.remove()
         count.remove()

@@ -220,7 +220,9 @@ impl Query {
             }
             (None, None) => None,
         };
-        if q.version_match.is_some() && q.resource_version.is_none() {
+        // A streaming list (a watch with sendInitialEvents) matches
+        // NotOlderThan an unset resourceVersion: the most recent.
+        if q.version_match.is_some() && q.resource_version.is_none() && !q.watch {
             return Err(Refusal::bad_request(
                 "resourceVersionMatch is forbidden unless resourceVersion is provided",
             ));

@@ -16,6 +16,7 @@ use crate::support::{self, User};
 mod kubectl_habits;
 mod namespace_index;
 mod scope;
+mod serve;
 mod shard;
 mod snapshot;
 mod stop;

@@ -301,6 +301,37 @@ async fn a_watch_through_the_served_cache_follows_writes_to_the_api_server() {
     initial.sort();
     assert_eq!(initial, ["w1", "w3", "w4", "w5"]);
 
+    // A streaming list: the cache as ADDED events, then the bookmark that
+    // ends them, then the changes.
+    let streaming = cached
+        .watch(&WatchParams::streaming_lists().timeout(10), "")
+        .await
+        .unwrap();
+    futures::pin_mut!(streaming);
+    let mut added = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), streaming.try_next())
+            .await
+            .expect("an event within 20 s")
+            .unwrap()
+        {
+            Some(WatchEvent::Added(o)) => added.push(o.metadata.name.unwrap()),
+            Some(WatchEvent::Bookmark(b)) => {
+                assert_eq!(
+                    b.metadata
+                        .annotations
+                        .get("k8s.io/initial-events-end")
+                        .map(String::as_str),
+                    Some("true")
+                );
+                break;
+            }
+            other => panic!("before the initial-events-end bookmark: {other:?}"),
+        }
+    }
+    added.sort();
+    assert_eq!(added, ["w1", "w3", "w4", "w5"]);
+
     // A resourceVersion older than the history: 410.
     let expired = cached.watch(&WatchParams::default().timeout(5), "1").await;
     let gone = match expired {

@@ -73,7 +73,7 @@ pub async fn serve(cluster: &Cluster, set: InformerSet, args: ServeArgs) -> Resu
     if let Some(path) = &args.kubeconfig_out {
         credentials
             .write_kubeconfig(path, "kdi-serve")
-            .map_err(|e| Failure::output(format!("kdi serve: {e}")))?;
+            .map_err(|e| Failure::usage(format!("--kubeconfig-out: {e}")))?;
     }
     say(format!(
         "kdi: serving {} resources at {}{}",

@@ -488,7 +488,7 @@ async fn a_handler_enters_its_context_once_per_turn_and_misses_nothing_when_it_d
         // (which skipped `deliver` or panicked before it) outside.
         assert!(seen.iter().all(|(_, inside)| *inside == (i == 0)), "handler {i}");
         let turns = turns.load(Ordering::Relaxed);
-        assert!((1..=101).contains(&turns), "handler {i}: {turns} turns");
+        assert!(turns >= 1, "handler {i}: no turn");
         assert_eq!(registration.panics(), if i == 2 { turns } else { 0 });
         eventually("synced", || registration.has_synced()).await;
         assert_eq!(registration.backlog(), 0);
