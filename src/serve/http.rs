@@ -124,15 +124,25 @@ async fn answer(
     let started = std::time::Instant::now();
     let method = request.method().clone();
     let uri = request.uri().clone();
-    let response = match respond(shared, credentials, cancel, &request).await {
+    let mut verb = "other";
+    let response = match respond(shared, credentials, cancel, &request, &mut verb).await {
         Ok(response) => response,
         Err(refusal) => status_response(&refusal),
     };
+    let code = response.status().as_u16();
+    let elapsed = started.elapsed();
+    metrics::counter!("kdi_serve_requests_total", "verb" => verb, "code" => code.to_string())
+        .increment(1);
+    if verb != "watch" {
+        metrics::histogram!("kdi_serve_request_duration_seconds", "verb" => verb)
+            .record(elapsed.as_secs_f64());
+    }
     tracing::debug!(
         %method,
         %uri,
-        status = response.status().as_u16(),
-        elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+        verb,
+        status = code,
+        elapsed_ms = elapsed.as_secs_f64() * 1e3,
         "request"
     );
     response
@@ -143,8 +153,15 @@ async fn respond(
     credentials: &Credentials,
     cancel: &CancellationToken,
     request: &Request<Incoming>,
+    verb: &mut &'static str,
 ) -> Result<Response<Body>, Refusal> {
     let route = Route::of(request.uri().path());
+    *verb = match &route {
+        Route::Live | Route::Ready => "health",
+        Route::Object(_) => "list",
+        Route::Unknown => "other",
+        _ => "discovery",
+    };
     if !matches!(route, Route::Live | Route::Ready)
         && let Some(token) = credentials.token()
         && !access::bearer_matches(
@@ -201,7 +218,7 @@ async fn respond(
                     }
                 ))
             }),
-        Route::Object(target) => object(shared, cancel, request, target).await,
+        Route::Object(target) => object(shared, cancel, request, target, verb).await,
         Route::Unknown => Err(Refusal::not_found(
             "the server could not find the requested resource",
         )),
@@ -214,7 +231,11 @@ async fn object(
     cancel: &CancellationToken,
     request: &Request<Incoming>,
     target: Target,
+    verb: &mut &'static str,
 ) -> Result<Response<Body>, Refusal> {
+    if target.name.is_some() {
+        *verb = "get";
+    }
     let (served, feed, target) = resolve(shared, target)?;
     if let Some(sub) = &target.subresource {
         return Err(Refusal::not_found(format!(
@@ -229,6 +250,7 @@ async fn object(
     }
     let query = Query::parse(request.uri().query())?;
     if query.watch {
+        *verb = "watch";
         let events = watch::watch(&served, &feed, &target, &query, cancel)?;
         return Ok(stream(events));
     }

@@ -23,6 +23,21 @@
 //! - `/healthz`, `/livez`, and `/readyz` (ready when every served cache
 //!   has synced, else 503 saying which has not and why).
 //!
+//! - `watch` from a resourceVersion the cache can replay: the last
+//!   [`ServeOptions::history`] changes of each resource are kept; older is
+//!   410 `Expired` (the client lists again, as from an API server), and so
+//!   is a watch that falls further behind. Bookmarks when asked
+//!   (`allowWatchBookmarks`, every 30 s and at the end of initial events),
+//!   and streaming lists (`sendInitialEvents=true`: the cache as ADDED
+//!   events, then the bookmark annotated `k8s.io/initial-events-end`).
+//!
+//! Metrics, through the `metrics` facade as the informers' (see
+//! [`crate::informer`]'s metrics table): `kdi_serve_requests_total`
+//! (counter; labels `verb`: `get`, `list`, `watch`, `discovery`, `health`,
+//! `other`, and `code`), `kdi_serve_request_duration_seconds` (histogram of
+//! every verb but `watch`; label `verb`) and `kdi_serve_watches` (gauge:
+//! watches open). Each request is logged at debug level.
+//!
 //! Writes answer 405 `MethodNotAllowed`, anything not served 404
 //! `NotFound`, bad parameters 400 `BadRequest`, each a `Status` object.
 //! Secrets are redacted as `kdi get` redacts them ([`Redaction`]) unless a
@@ -97,6 +112,10 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// Require no token at all, on loopback only.
     pub anonymous: bool,
+    /// Changes kept per served resource for watches to resume from (10,000
+    /// by default, at least 1); a watch from an older resourceVersion, or
+    /// one that falls further behind, gets 410 `Expired` and lists again.
+    pub history: usize,
 }
 
 impl Default for ServeOptions {
@@ -106,6 +125,7 @@ impl Default for ServeOptions {
             tls: true,
             token: None,
             anonymous: false,
+            history: watch::HISTORY,
         }
     }
 }
@@ -123,6 +143,9 @@ impl ServeOptions {
 
         /// Sets [`anonymous`](Self::anonymous).
         anonymous(anonymous: bool) => anonymous;
+
+        /// Sets [`history`](Self::history).
+        history(changes: usize) => changes.max(1);
     }
 }
 
@@ -193,7 +216,8 @@ impl CacheServer {
     /// Serves `resource` (replacing what was served under the same group,
     /// version and plural); it appears in discovery at once.
     pub fn serve(&self, resource: ServedResource) {
-        self.shared.served.write().insert(resource);
+        let history = self.shared.options.history;
+        self.shared.served.write().insert(resource, history);
     }
 
     /// Stops serving `key`; whether it was served.

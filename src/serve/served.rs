@@ -11,7 +11,7 @@ use crate::factory::InformerHandle;
 use crate::factory::discovery::DiscoverySnapshot;
 use crate::vocabulary::resource::{KnownResource, ResourceKey};
 
-use super::watch::{Feed, HISTORY};
+use super::watch::Feed;
 
 /// One resource served: its informer, what discovery says of it, and what
 /// of its objects may be shown.
@@ -121,9 +121,10 @@ pub(super) struct Served {
 pub(super) const VERBS: &[&str] = &["get", "list", "watch"];
 
 impl Served {
-    pub(super) fn insert(&mut self, resource: ServedResource) {
+    /// Serves `resource`, keeping `history` changes for its watches.
+    pub(super) fn insert(&mut self, resource: ServedResource, history: usize) {
         let key = resource.key();
-        let feed = Feed::start(&resource, HISTORY);
+        let feed = Feed::start(&resource, history);
         if let Some((_, replaced)) = self
             .by_key
             .insert((key.group, key.version, key.resource), (resource, feed))

@@ -29,7 +29,7 @@ use super::list::resource_name;
 use super::request::{Query, Target};
 use super::status::Refusal;
 
-/// Changes kept per served resource.
+/// Changes kept per served resource by default.
 pub(super) const HISTORY: usize = 10_000;
 
 /// How often an idle watch that allows bookmarks gets one.
@@ -311,12 +311,15 @@ pub(super) fn watch(
     let timeout = query.timeout_seconds.map(Duration::from_secs);
     let cancel = cancel.clone();
     tokio::spawn(async move {
+        let open = metrics::gauge!("kdi_serve_watches");
+        open.increment(1.0);
         let run = watcher.run(initial, from, floor);
         tokio::select! {
             () = run => {}
             () = cancel.cancelled() => {}
             () = sleep_or_forever(timeout) => {}
         }
+        open.decrement(1.0);
     });
     Ok(rx)
 }

@@ -61,7 +61,7 @@ struct Served {
     credentials: Credentials,
 }
 
-async fn serve_widgets(admin: &Client) -> Served {
+async fn serve_widgets(admin: &Client, options: ServeOptions) -> Served {
     let crd = support::widget_crd(&support::unique_group());
     let widgets = support::install_crd(admin, &crd).await;
     let ns = support::namespace(admin, "serve").await;
@@ -103,7 +103,7 @@ async fn serve_widgets(admin: &Client) -> Served {
     let report = factory.wait_for_cache_sync(Duration::from_secs(60)).await;
     assert!(report.all_synced(), "{report:?}");
 
-    let server = CacheServer::new(ServeOptions::default());
+    let server = CacheServer::new(options);
     let discovery = factory.discovery().snapshot();
     for informer in [widget_informer, secret_informer] {
         server.serve(ServedResource::from_discovery(informer, &discovery).unwrap());
@@ -124,7 +124,7 @@ async fn serve_widgets(admin: &Client) -> Served {
 #[tokio::test]
 async fn kube_rs_reads_the_served_cache_as_it_reads_the_api_server() {
     let admin = support::admin().await;
-    let served = serve_widgets(&admin).await;
+    let served = serve_widgets(&admin, ServeOptions::default()).await;
     let client = client_of(&served.credentials).await;
 
     // Discovery lists what is served, nothing else.
@@ -236,7 +236,7 @@ async fn kube_rs_reads_the_served_cache_as_it_reads_the_api_server() {
 #[tokio::test]
 async fn a_watch_through_the_served_cache_follows_writes_to_the_api_server() {
     let admin = support::admin().await;
-    let served = serve_widgets(&admin).await;
+    let served = serve_widgets(&admin, ServeOptions::default()).await;
     let client = client_of(&served.credentials).await;
     let direct: Api<DynamicObject> =
         Api::namespaced_with(admin.clone(), &served.ns, &served.widgets);
@@ -349,7 +349,7 @@ async fn a_watch_through_the_served_cache_follows_writes_to_the_api_server() {
 #[tokio::test]
 async fn bad_requests_get_a_status_and_the_server_refuses_to_listen_unprotected() {
     let admin = support::admin().await;
-    let served = serve_widgets(&admin).await;
+    let served = serve_widgets(&admin, ServeOptions::default()).await;
     let client = client_of(&served.credentials).await;
     let cached: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &served.ns, &served.widgets);
@@ -430,5 +430,90 @@ async fn bad_requests_get_a_status_and_the_server_refuses_to_listen_unprotected(
             "{refused:?}"
         );
     }
+    served.cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_watch_from_before_what_the_history_keeps_is_expired_and_one_within_resumes() {
+    let admin = support::admin().await;
+    let served = serve_widgets(&admin, ServeOptions::default().history(3)).await;
+    let client = client_of(&served.credentials).await;
+    let direct: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), &served.ns, &served.widgets);
+    let cached: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &served.ns, &served.widgets);
+    let before = cached
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    // A watch opened now sets the history up at the cache's version.
+    drop(
+        cached
+            .watch(&WatchParams::default().timeout(1), &before)
+            .await
+            .unwrap(),
+    );
+    let mut written = Vec::new();
+    for size in 0..5 {
+        let patched = direct
+            .patch(
+                "w1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "size": size } })),
+            )
+            .await
+            .unwrap();
+        written.push(patched.metadata.resource_version.unwrap());
+    }
+    // Wait until the served cache has the last write.
+    let last = written.last().unwrap().clone();
+    support::wait_for(
+        "the served cache to catch up",
+        Duration::from_secs(20),
+        || {
+            let cached = cached.clone();
+            let last = last.clone();
+            async move {
+                let w1 = cached.get("w1").await.map_err(|e| e.to_string())?;
+                (w1.metadata.resource_version.as_deref() == Some(last.as_str()))
+                    .then_some(())
+                    .ok_or_else(|| "not yet".to_owned())
+            }
+        },
+    )
+    .await;
+    // Five changes, three kept: from before them is gone...
+    let expired = match cached
+        .watch(&WatchParams::default().timeout(5), &before)
+        .await
+    {
+        Err(e) => code(&e) == 410,
+        Ok(stream) => matches!(
+            stream.boxed().next().await,
+            Some(Ok(WatchEvent::Error(ref e))) if e.code == 410
+        ),
+    };
+    assert!(expired, "a watch from {before} after 5 changes with 3 kept");
+    // ...from the third is whole: the fourth and fifth.
+    let resumed = cached
+        .watch(&WatchParams::default().timeout(5), &written[2])
+        .await
+        .unwrap();
+    futures::pin_mut!(resumed);
+    let mut versions = Vec::new();
+    while versions.len() < 2 {
+        match tokio::time::timeout(Duration::from_secs(20), resumed.try_next())
+            .await
+            .expect("an event within 20 s")
+            .unwrap()
+        {
+            Some(WatchEvent::Modified(o)) => versions.push(o.metadata.resource_version.unwrap()),
+            other => panic!("expected the kept changes: {other:?}"),
+        }
+    }
+    assert_eq!(versions, written[3..]);
     served.cancel.cancel();
 }

@@ -43,6 +43,14 @@ pub struct ServeArgs {
     /// `sensitive` instead of redacting it (as `kdi get --show-secrets`).
     #[arg(long)]
     pub show_secrets: bool,
+    /// Changes kept per resource for watches to resume from; a watch from
+    /// further back lists again (410 Expired).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub history: usize,
+    /// Serve the library's metrics in the Prometheus format at ADDR
+    /// (`/metrics`), as `kdi watch --metrics-addr`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
     /// Ask first and serve only what kdi may list and watch: a forbidden
     /// resource is absent, not empty (asked again every 30 s).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -108,6 +116,7 @@ pub async fn serve(cluster: &Cluster, set: InformerSet, args: ServeArgs) -> Resu
 fn options(args: &ServeArgs) -> Result<ServeOptions, Failure> {
     let mut options = ServeOptions::default()
         .addr(args.listen)
+        .history(args.history)
         .tls(!args.insecure_http)
         .anonymous(args.anonymous);
     if let Some(path) = &args.token_file {
