@@ -294,8 +294,8 @@ fn ready(shared: &Shared) -> Response<Body> {
     let served = shared.served.read();
     let waiting: Vec<String> = served
         .all()
-        .filter(|r| !r.informer.has_synced())
-        .map(|r| format!("{}: {}", list::resource_name(r), r.informer.status()))
+        .filter_map(|r| list::ready(r).err())
+        .map(|refusal| refusal.message)
         .collect();
     if waiting.is_empty() {
         text(StatusCode::OK, "ok".into())

@@ -194,7 +194,7 @@ fn select(
 
 /// Refuses a cache that has not synced, saying why (the informer's own
 /// words).
-fn ready(served: &ServedResource) -> Result<(), Refusal> {
+pub(super) fn ready(served: &ServedResource) -> Result<(), Refusal> {
     if served.informer.has_synced() {
         return Ok(());
     }

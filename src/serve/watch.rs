@@ -265,13 +265,7 @@ pub(super) fn watch(
     query: &Query,
     cancel: &CancellationToken,
 ) -> Result<mpsc::Receiver<Bytes>, Refusal> {
-    if !resource.informer.has_synced() {
-        return Err(Refusal::unavailable(format!(
-            "the cache of {} is not synced: {}",
-            resource_name(resource),
-            resource.informer.status()
-        )));
-    }
+    super::list::ready(resource)?;
     let Some((floor, generation)) = feed.establish(resource) else {
         return Err(Refusal::unavailable(format!(
             "the watch history of {} is being set up (the cache is relisting or its handler catching up); retry",
