@@ -150,8 +150,10 @@ impl SharedInformer {
         d.hand_on_deferred();
         // Replay under the dispatch lock: no event can slip between the
         // snapshot and the registration.
-        for object in self.shared.store.list_all() {
-            listener.push(Queued::Replay(object));
+        if !options.skip_replay {
+            for object in self.shared.store.list_all() {
+                listener.push(Queued::Replay(object));
+            }
         }
         if d.synced {
             listener.mark_synced();

@@ -56,6 +56,13 @@ pub struct HandlerOptions {
     /// A name for logs and metrics (`handler` label); by default
     /// `handler-<id>`.
     pub name: Option<String>,
+    /// Skip the replay: a handler added to a running informer gets no Add
+    /// for the objects already cached, only the changes after it was
+    /// added (and is synced at once if the informer is). For a handler
+    /// that reads the cache itself and wants only what changes, such as a
+    /// record of changes. Off by default: a late handler gets the cache
+    /// first, as client-go's.
+    pub skip_replay: bool,
 }
 
 impl HandlerOptions {
@@ -68,6 +75,9 @@ impl HandlerOptions {
 
         /// Sets [`name`](Self::name).
         name(name: impl Into<String>) => Some(name.into());
+
+        /// Sets [`skip_replay`](Self::skip_replay).
+        skip_replay(skip: bool) => skip;
     }
 }
 

@@ -209,7 +209,11 @@ impl Feed {
         };
         let registration = resource.informer.informer().add_handler_with(
             recorder,
-            HandlerOptions::default().name(format!("kdi-serve {}", resource_name(resource))),
+            // Changes only: no replay of the cache, no resync.
+            HandlerOptions::default()
+                .name(format!("kdi-serve {}", resource_name(resource)))
+                .skip_replay(true)
+                .resync(Duration::ZERO),
         );
         Arc::new(Feed {
             history,

@@ -497,6 +497,23 @@ async fn a_handler_enters_its_context_once_per_turn_and_misses_nothing_when_it_d
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_handler_that_skips_the_replay_gets_only_later_changes() {
+    let server = FakeServer::with_list(vec![obj("a", 1), obj("b", 2)]);
+    let inf = informer(&server, options());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let rec = Recorder::default();
+    let reg = inf.add_handler_with(rec.handler(), HandlerOptions::default().skip_replay(true));
+    eventually("synced at once", || reg.has_synced()).await;
+    server.send(WatchEvent::Modified(obj("a", 3)));
+    eventually("the change", || rec.len() == 1).await;
+    assert_eq!(rec.take(), ["update a 1->3"]);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     let server = FakeServer::with_list(vec![obj("keep", 1), obj("change", 2), obj("vanish", 3)]);
     server.queue_list(vec![obj("keep", 1), obj("change", 5), obj("new", 6)]);
