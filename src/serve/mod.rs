@@ -48,7 +48,10 @@
 //! [`Listening::credentials`] gives what a client needs, as a kubeconfig
 //! too. It refuses to listen beyond loopback without both
 //! ([`ServeError::Insecure`]). `/healthz`, `/livez` and `/readyz` answer
-//! without a token, as the API server's do.
+//! without a token, as the API server's do. A resource whose informer the
+//! API server refuses (401, 403) is absent — from discovery, its paths
+//! 404, and from `/readyz` — not empty, until access is granted and its
+//! informer lists: kdi never serves what it may not read.
 //!
 //! ```no_run
 //! # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
@@ -225,7 +228,8 @@ impl CacheServer {
         self.shared.served.write().remove(key)
     }
 
-    /// The resources served.
+    /// The resources served: those given, but for any whose informer the
+    /// API server refuses (401, 403), which are absent until it lists.
     #[must_use]
     pub fn served(&self) -> Vec<ResourceKey> {
         self.shared

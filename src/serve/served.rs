@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::cache::Redaction;
 use crate::factory::InformerHandle;
 use crate::factory::discovery::DiscoverySnapshot;
+use crate::informer::NotSynced;
 use crate::vocabulary::resource::{KnownResource, ResourceKey};
 
 use super::watch::Feed;
@@ -81,6 +83,14 @@ impl ServedResource {
         &self.informer
     }
 
+    /// Whether the API server refuses its informer (401, 403): what kdi
+    /// may not list is absent from what it serves, not empty. It appears
+    /// once access is granted and the informer lists.
+    pub(super) fn refused(&self) -> bool {
+        NotSynced::from_status(&self.informer.status(), Duration::ZERO)
+            .is_some_and(|not_synced| not_synced.is_refused())
+    }
+
     /// The kind of its lists (`WidgetList`).
     pub(super) fn list_kind(&self) -> String {
         format!("{}List", self.known.kind)
@@ -143,6 +153,8 @@ impl Served {
         removed.is_some()
     }
 
+    /// The resource and its history, unless it is hidden (see
+    /// [`ServedResource::refused`]).
     pub(super) fn get(
         &self,
         group: &str,
@@ -151,10 +163,16 @@ impl Served {
     ) -> Option<&(ServedResource, Arc<Feed>)> {
         self.by_key
             .get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+            .filter(|(resource, _)| !resource.refused())
     }
 
+    /// The resources shown: all but those whose informer the API server
+    /// refuses.
     pub(super) fn all(&self) -> impl Iterator<Item = &ServedResource> {
-        self.by_key.values().map(|(resource, _)| resource)
+        self.by_key
+            .values()
+            .map(|(resource, _)| resource)
+            .filter(|resource| !resource.refused())
     }
 
     /// `/api`: `APIVersions`, listing `v1` when a core resource is served.

@@ -517,3 +517,70 @@ async fn a_watch_from_before_what_the_history_keeps_is_expired_and_one_within_re
     assert_eq!(versions, written[3..]);
     served.cancel.cancel();
 }
+
+#[tokio::test]
+async fn what_kdi_may_not_list_is_absent_from_what_it_serves() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "serve-forbidden").await;
+    support::grant_configmap_read(&admin, &ns, support::User::Alice).await;
+    let alice = support::client(support::User::Alice).await;
+    let factory = InformerFactory::with_options(alice, support::options().namespace(&ns));
+    let config_maps = factory.for_resource("configmaps").await.unwrap();
+    let secrets = factory.for_resource("secrets").await.unwrap();
+    factory.start().unwrap();
+    config_maps
+        .informer()
+        .wait_for_sync(Duration::from_secs(60))
+        .await
+        .unwrap();
+    support::wait_for(
+        "the secrets informer to be refused",
+        Duration::from_secs(60),
+        || {
+            let status = secrets.status();
+            async move {
+                let refused = kube_dynamic_informer::informer::NotSynced::from_status(
+                    &status,
+                    Duration::ZERO,
+                )
+                .is_some_and(|n| n.is_refused());
+                if refused {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+
+    let server = CacheServer::new(ServeOptions::default());
+    let discovery = factory.discovery().snapshot();
+    for informer in [config_maps, secrets] {
+        server.serve(ServedResource::from_discovery(informer, &discovery).unwrap());
+    }
+    let cancel = CancellationToken::new();
+    let listening = server.listen(cancel.clone()).await.unwrap();
+    let client = client_of(listening.credentials()).await;
+
+    let core = client
+        .list_core_api_resources("v1")
+        .await
+        .unwrap()
+        .resources
+        .into_iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>();
+    assert_eq!(core, ["configmaps"], "secrets are absent, not empty");
+    let listed = Api::<Secret>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(code(&listed), 404);
+    let ready = client
+        .request_text(http::Request::get("/readyz").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ready, "ok", "what is absent does not hold readiness up");
+    cancel.cancel();
+}
