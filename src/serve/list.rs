@@ -267,7 +267,7 @@ fn refusal(served: &ServedResource, e: &CacheError) -> Refusal {
             "kdi does not cache {} in this namespace: {e}",
             resource_name(served)
         )),
-        CacheError::Index { .. } => Refusal::bad_request(e.to_string()),
+        // An unknown index, a selector that does not parse.
         _ => Refusal::bad_request(e.to_string()),
     }
 }
@@ -312,7 +312,7 @@ fn write_list(
 }
 
 /// Appends `object`'s JSON, redacted as `redaction` says.
-fn write_object(
+pub(super) fn write_object(
     redaction: Redaction,
     object: &CachedObject,
     out: &mut Vec<u8>,

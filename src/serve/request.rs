@@ -1,6 +1,6 @@
 //! What a request asks for: its path as a route, its query as list options.
 
-use crate::vocabulary::selector::Selector;
+use crate::vocabulary::selector::{Selector, split_field_terms};
 
 use super::status::Refusal;
 
@@ -257,35 +257,17 @@ fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, Refusal> {
     crate::vocabulary::validate_field_selector(selector)
         .map_err(|e| Refusal::bad_request(e.to_string()))?;
     let mut terms = Vec::new();
-    let mut term = String::new();
-    let mut chars = selector.chars();
-    let mut raw_terms = Vec::new();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                term.push(c);
-                if let Some(next) = chars.next() {
-                    term.push(next);
-                }
-            }
-            ',' => raw_terms.push(std::mem::take(&mut term)),
-            _ => term.push(c),
-        }
-    }
-    raw_terms.push(term);
-    for raw in raw_terms.iter().filter(|t| !t.is_empty()) {
-        let (field, equal, value) = if let Some((f, v)) = raw.split_once("!=") {
-            (f, false, v)
-        } else if let Some((f, v)) = raw.split_once("==") {
-            (f, true, v)
-        } else if let Some((f, v)) = raw.split_once('=') {
-            (f, true, v)
-        } else {
-            return Err(Refusal::bad_request(format!(
-                "invalid field selector term {raw:?}"
-            )));
+    for (_, raw) in split_field_terms(selector) {
+        // The first operator in the term, as the validation reads it.
+        let Some((at, op)) = raw.char_indices().find_map(|(i, _)| {
+            ["!=", "==", "="]
+                .into_iter()
+                .find(|op| raw[i..].starts_with(op))
+                .map(|op| (i, op))
+        }) else {
+            continue; // an empty term
         };
-        let field = match field.trim() {
+        let field = match raw[..at].trim() {
             "metadata.name" => Field::Name,
             "metadata.namespace" => Field::Namespace,
             other => {
@@ -294,11 +276,10 @@ fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, Refusal> {
                 )));
             }
         };
-        let value = unescape(value);
         terms.push(FieldTerm {
             field,
-            equal,
-            value,
+            equal: op != "!=",
+            value: unescape(&raw[at + op.len()..]),
         });
     }
     Ok(terms)

@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{CachedObject, Redaction};
+use crate::cache::CachedObject;
 use crate::informer::{Event, EventHandler, HandlerOptions, Registration};
 
 use super::ServedResource;
@@ -47,11 +47,20 @@ struct Change {
 }
 
 /// A changed object as kept: the cache's own handle when it holds this very
-/// state (sharing its memory), else its JSON.
+/// state (sharing its memory), else its JSON with what watches select by.
 #[derive(Clone)]
 enum Recorded {
     Cached(CachedObject),
-    Json(Bytes),
+    Json(Arc<Written>),
+}
+
+/// A state the cache no longer holds (a deleted object, or one changed
+/// since): its JSON as served, and its namespace, name and labels.
+struct Written {
+    json: Bytes,
+    namespace: Option<String>,
+    name: Option<String>,
+    labels: std::collections::BTreeMap<String, String>,
 }
 
 /// The history of one served resource.
@@ -189,7 +198,13 @@ impl Recorder {
             return Recorded::Cached(cached);
         }
         let shown = super::list::shown(self.resource.redaction, &**object);
-        Recorded::Json(Bytes::from(shown.to_string()))
+        let metadata = &object.metadata;
+        Recorded::Json(Arc::new(Written {
+            json: Bytes::from(shown.to_string()),
+            namespace: metadata.namespace.clone(),
+            name: metadata.name.clone(),
+            labels: metadata.labels.clone().unwrap_or_default(),
+        }))
     }
 }
 
@@ -486,7 +501,27 @@ impl Watcher {
     }
 
     fn selects_cached(&self, object: &CachedObject) -> bool {
-        let (namespace, name) = (object.namespace(), object.name());
+        self.selects_parts(object.namespace(), object.name(), &object.labels())
+    }
+
+    fn selects(&self, object: &Recorded) -> bool {
+        match object {
+            Recorded::Cached(object) => self.selects_cached(object),
+            Recorded::Json(written) => self.selects_parts(
+                written.namespace.as_deref(),
+                written.name.as_deref(),
+                &written.labels,
+            ),
+        }
+    }
+
+    /// Whether an object of `namespace`, `name` and `labels` is watched.
+    fn selects_parts(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        labels: &(impl crate::vocabulary::selector::Labels + ?Sized),
+    ) -> bool {
         self.namespace
             .as_deref()
             .is_none_or(|ns| namespace == Some(ns))
@@ -495,22 +530,12 @@ impl Watcher {
                 .query
                 .label_selector
                 .as_ref()
-                .is_none_or(|s| s.matches(&object.labels()))
+                .is_none_or(|s| s.matches(labels))
             && self
                 .query
                 .field_selector
                 .iter()
                 .all(|t| t.admits(namespace, name))
-    }
-
-    fn selects(&self, object: &Recorded) -> bool {
-        match object {
-            Recorded::Cached(object) => self.selects_cached(object),
-            Recorded::Json(bytes) => match serde_json::from_slice::<DynamicObject>(bytes) {
-                Ok(object) => self.selects_cached(&CachedObject::from(Arc::new(object))),
-                Err(_) => false,
-            },
-        }
     }
 
     fn write_event(&self, out: &mut Vec<u8>, kind: &str, object: &Recorded) {
@@ -519,16 +544,11 @@ impl Watcher {
         out.extend_from_slice(kind.as_bytes());
         out.extend_from_slice(b"\",\"object\":");
         let written = match object {
-            Recorded::Cached(object) if self.resource.redaction == Redaction::None => {
-                object.write_json(out).is_ok()
+            Recorded::Cached(object) => {
+                super::list::write_object(self.resource.redaction, object, out).is_ok()
             }
-            Recorded::Cached(object) => serde_json::to_writer(
-                &mut *out,
-                &super::list::shown(self.resource.redaction, &*object.object()),
-            )
-            .is_ok(),
-            Recorded::Json(bytes) => {
-                out.extend_from_slice(bytes);
+            Recorded::Json(written) => {
+                out.extend_from_slice(&written.json);
                 true
             }
         };

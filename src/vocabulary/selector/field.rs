@@ -98,7 +98,7 @@ pub fn validate_field_selector(input: &str) -> Result<(), VocabularyError> {
 
 /// Splits a field selector on commas not escaped by a backslash, keeping the
 /// byte offset of each term.
-fn split_field_terms(input: &str) -> Vec<(usize, &str)> {
+pub(crate) fn split_field_terms(input: &str) -> Vec<(usize, &str)> {
     let mut terms = Vec::new();
     let mut start = 0;
     let mut escaped = false;

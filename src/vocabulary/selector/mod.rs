@@ -42,6 +42,8 @@ impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, Str
     }
 }
 
+#[cfg(feature = "serve")]
+pub(crate) use field::split_field_terms;
 pub use field::validate_field_selector;
 pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use requirement::{Operator, Requirement};
