@@ -13,6 +13,12 @@
 // The same JSON is written to <data-dir>/ready.json, and removed again on
 // shutdown. SIGTERM or SIGINT stop it cleanly. Restarting on the same data dir
 // (and port) brings back the same objects and resourceVersions.
+//
+// Two subcommands run clients of the same Kubernetes release, built from the
+// same modules: `testenv kubectl ARGS...` is kubectl, and `testenv informers`
+// runs client-go's dynamic shared informer against one or more servers and
+// compares what they hold (see informers.go). The integration tests use both
+// as clients of `kdi serve`.
 package main
 
 import (
@@ -83,6 +89,19 @@ func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "kubectl":
+			runKubectl(os.Args[2:])
+			return
+		case "informers":
+			if err := runInformers(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "testenv informers: %v\n", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		os.Exit(1)

@@ -17,6 +17,7 @@ mod kubectl_habits;
 mod namespace_index;
 mod scope;
 mod serve;
+mod serve_clients;
 mod shard;
 mod snapshot;
 mod stop;
@@ -73,7 +74,12 @@ struct Running {
 
 impl Running {
     fn start(user: User, args: &[&str], env: &[(&str, &str)]) -> Running {
-        let mut command = command(&kubeconfig(user), args);
+        Running::start_with(&kubeconfig(user), args, env)
+    }
+
+    /// As [`Running::start`], with this kubeconfig.
+    fn start_with(kubeconfig: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Running {
+        let mut command = command(kubeconfig, args);
         command
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
