@@ -4,6 +4,7 @@
 //	burst  write N stamped updates with bounded concurrency
 //	floor  list a resource page by page, counting bytes only
 //	peer   client-go's dynamic shared informer with 3 indexes and 2 handlers
+//	many   N dynamic shared informers, each its own client, syncing at once
 //
 // It talks only to the server named in the kubeconfig (the bundled testenv
 // on 127.0.0.1).
@@ -51,7 +52,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kdi-bench load|burst|floor|peer [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kdi-bench load|burst|floor|peer|many [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -64,6 +65,8 @@ func main() {
 		err = runFloor(os.Args[2:])
 	case "peer":
 		err = runPeer(os.Args[2:])
+	case "many":
+		err = runMany(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
