@@ -257,6 +257,10 @@ async fn object(
     if target.name.is_some() {
         return list::get(&served, &target).map(json_bytes);
     }
+    // The watch history starts no later than the cache this list shows:
+    // a client that lists, then watches from the list's resourceVersion,
+    // finds every change after it.
+    feed.establish(&served);
     list::list(&served, &shared.pages, &target, &query)
         .await
         .map(json_bytes)

@@ -248,7 +248,7 @@ impl Feed {
     /// Where the history stands for `resource`: its floor and generation,
     /// set once the recording handler has had the list, reset when the
     /// cache has listed again since. `None` while it is not established.
-    fn establish(&self, resource: &ServedResource) -> Option<(u64, u64)> {
+    pub(super) fn establish(&self, resource: &ServedResource) -> Option<(u64, u64)> {
         let informer = resource.informer.informer();
         let lists = informer.stats().lists.load(AtomicOrdering::Relaxed);
         let synced = self

@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support;
 
+mod watchers;
+
 /// A client of the server `credentials` describe.
 async fn client_of(credentials: &Credentials) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(&credentials.kubeconfig("kdi")).unwrap();
