@@ -101,7 +101,7 @@
 //! |---|---|---|
 //! | [`vocabulary`] | resource names and keys, scope, selectors, shard ranges, durations | [`vocabulary::VocabularyError`] |
 //! | [`wire`] | listing and watching, decoding | [`wire::ListWatchError`] |
-//! | [`cache`] | the store and its indexes, compact storage, projections, transforms, listers | [`cache::CacheError`] |
+//! | [`cache`] | the store and its indexes, conditions, compact storage, projections, transforms, listers | [`cache::CacheError`] |
 //! | [`informer`] | the shared informer, its handlers, the reflector, options, status | [`informer::InformerError`] |
 //! | [`factory`] | the informer factory, discovery, resource patterns, access checks | [`factory::FactoryError`] |
 //! | [`declarative`] | config files, resource sets, cluster sets, shard groups | [`declarative::DeclarativeError`] |

@@ -3,8 +3,9 @@
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::ResourceKey;
 
-/// Errors of the cache layer: reads of a store or lister, index and
-/// projection declarations, and resourceVersions that cannot be compared.
+/// Errors of the cache layer: reads of a store or lister, index,
+/// condition and projection declarations, and resourceVersions that cannot
+/// be compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheError {
@@ -139,6 +140,62 @@ pub enum CacheError {
         message: String,
     },
 
+    // Conditions.
+    /// A condition's JMESPath expression does not parse. The position is
+    /// counted as for [`CacheError::IndexSyntax`].
+    #[error(
+        "condition '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    ConditionSyntax {
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What the parser expected or found.
+        message: String,
+    },
+    /// A condition calls a function in a way that fails whatever the
+    /// object (as [`CacheError::IndexFunction`] for an index).
+    #[error(
+        "condition '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    ConditionFunction {
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What is wrong with the call.
+        message: String,
+    },
+    /// A condition's expression exceeds a limit (as
+    /// [`CacheError::IndexTooComplex`] for an index).
+    #[error("condition '{expression}' is too complex: {reason}")]
+    ConditionTooComplex {
+        /// The expression as given (cut to its first 80 characters).
+        expression: String,
+        /// Which limit was exceeded.
+        reason: String,
+    },
+    /// A `kubectl wait --for` form that cannot be read, or has no condition
+    /// to translate to (a JSONPath feature JMESPath lacks).
+    #[error("kubectl form {form:?}: {reason}")]
+    KubectlForm {
+        /// The form as given (`condition=Ready`, `jsonpath={.status.phase}=Running`).
+        form: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A path of a projection was rejected.
     #[error("projection path {path:?}, column {column}: {reason}")]
     Projection {
@@ -231,6 +288,28 @@ mod tests {
                 object: "a/b".into(),
                 message: "an object".into(),
             },
+            CacheError::ConditionSyntax {
+                expression: "status.[".into(),
+                line: 0,
+                column: 8,
+                offset: 8,
+                message: "expected an identifier".into(),
+            },
+            CacheError::ConditionFunction {
+                expression: "lenght(a)".into(),
+                line: 0,
+                column: 0,
+                offset: 0,
+                message: "unknown function".into(),
+            },
+            CacheError::ConditionTooComplex {
+                expression: "a".into(),
+                reason: "too deep".into(),
+            },
+            CacheError::KubectlForm {
+                form: "jsonpath={..name}".into(),
+                reason: "recursive descent has no JMESPath equivalent".into(),
+            },
             CacheError::Projection {
                 path: "spec..x".into(),
                 column: 6,
@@ -255,15 +334,19 @@ mod tests {
             CacheError::IndexFunction { .. } => 8,
             CacheError::IndexTooComplex { .. } => 9,
             CacheError::IndexEvaluation { .. } => 10,
-            CacheError::Projection { .. } => 11,
-            CacheError::IncomparableResourceVersion(_) => 12,
+            CacheError::ConditionSyntax { .. } => 11,
+            CacheError::ConditionFunction { .. } => 12,
+            CacheError::ConditionTooComplex { .. } => 13,
+            CacheError::KubectlForm { .. } => 14,
+            CacheError::Projection { .. } => 15,
+            CacheError::IncomparableResourceVersion(_) => 16,
         }
     }
 
     #[test]
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
-        assert_every_variant(&all, variant, 13);
+        assert_every_variant(&all, variant, 17);
         let chained = crate::vocabulary::error_chain(&all[1]);
         assert_eq!(
             chained,

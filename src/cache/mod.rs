@@ -1,4 +1,5 @@
-//! The cache: the [`Store`] and its indexes ([`IndexFn`]), the compact form
+//! The cache: the [`Store`] and its indexes ([`IndexFn`]), conditions over
+//! its objects ([`Condition`]), the compact form
 //! objects can be kept in ([`Storage`]), the [`Projection`] and
 //! [`Transform`] applied before an object is cached, and the [`Lister`]
 //! that reads it by label selector, namespace and index.
@@ -181,6 +182,12 @@
 //! `"3"` for `3` and for `3.0`). `avg([])` gives no value (the specification
 //! says `null`).
 //!
+//! ### Functions
+//!
+//! The functions of the JMESPath specification, and two of JMESPath
+//! Community's: `lower(string)` and `upper(string)`, so that an expression
+//! can compare text without regard to case.
+//!
 //! ## Checked when compiled
 //!
 //! [`IndexFn::jmespath`] rejects, naming the index and the position, an
@@ -225,6 +232,36 @@
 //! nested expression would otherwise overflow the stack (which aborts the
 //! process rather than panicking). A panic inside a user closure is
 //! caught and reported as an evaluation error.
+//!
+//! # Conditions
+//!
+//! A [`Condition`] is a JMESPath expression over one object that is true or
+//! false: `status.readyReplicas == spec.replicas`, `status.phase ==
+//! 'Running'`. It is compiled by the compiler of index expressions and
+//! checked as they are (a syntax error or an impossible call is refused with
+//! its position, as [`CacheError::ConditionSyntax`] and
+//! [`CacheError::ConditionFunction`]), and evaluated on an [`IndexInput`],
+//! the one conversion of an object that every index and condition evaluated
+//! on it shares. Only `true` holds; a `null` (a field not there yet) does
+//! not; any other value, or an error on that object, does not either and is
+//! a mistake to report ([`Verdict`]). The forms of `kubectl wait --for`
+//! translate into conditions: `condition=Ready`,
+//! `jsonpath={.status.phase}=Running` ([`Condition::from_kubectl`]).
+//!
+//! ```
+//! use kube_dynamic_informer::cache::{Condition, Verdict};
+//!
+//! let job: kube_core::DynamicObject = serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "batch/v1", "kind": "Job",
+//!     "metadata": { "name": "migrate", "namespace": "shop" },
+//!     "status": { "succeeded": 1, "conditions": [{ "type": "Complete", "status": "True" }] }
+//! }))?;
+//! let done = Condition::new("status.succeeded >= `1`")?;
+//! assert_eq!(done.evaluate_object(&job), Verdict::Met);
+//! let complete = Condition::from_kubectl("condition=complete")?;
+//! assert!(complete.evaluate_object(&job).is_met());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Listers
 //!
@@ -450,6 +487,7 @@
 //! list. They cut cache memory, not network traffic.
 
 pub(crate) mod compact;
+pub(crate) mod condition;
 pub(crate) mod error;
 pub(crate) mod index;
 pub(crate) mod lister;
@@ -462,6 +500,7 @@ pub use compact::{
     ArrayRef, CompactEntry, CompactObject, Interner, ManagedFieldView, ObjectIter, ObjectRef,
     OwnerRefView, StrMap, StrMapIter, ValueRef,
 };
+pub use condition::{Condition, Verdict};
 pub use error::CacheError;
 pub use index::{
     IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX,

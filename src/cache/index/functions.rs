@@ -8,7 +8,9 @@
 
 use std::sync::LazyLock;
 
-use jmespath::functions::{AvgFn, Function, ToStringFn};
+use jmespath::functions::{
+    ArgumentType, AvgFn, CustomFunction, Function, Signature as FnSignature, ToStringFn,
+};
 use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, SearchResult, Variable};
 
 use super::numbers;
@@ -20,14 +22,35 @@ use crate::vocabulary::resource::bounded_edit_distance;
 /// - `avg` of an empty array is `null`, as the JMESPath specification says
 ///   (the crate divides by zero and fails);
 /// - `to_string` spells numbers as index values do (``to_string(`3.0`)`` is
-///   `"3"`), so that equal numbers give equal text there too.
+///   `"3"`), so that equal numbers give equal text there too;
+///
+/// and two string functions of JMESPath Community's specification,
+/// `lower(string)` and `upper(string)`, so that a condition can compare
+/// without regard to case, as `kubectl wait --for=condition=ready` does.
 pub(super) static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
     let mut runtime = Runtime::new();
     runtime.register_builtin_functions();
     runtime.register_function("avg", Box::new(AvgOfEmptyIsNull(AvgFn::new())));
     runtime.register_function("to_string", Box::new(CanonicalToString(ToStringFn::new())));
+    runtime.register_function("lower", Box::new(string_function(str::to_lowercase)));
+    runtime.register_function("upper", Box::new(string_function(str::to_uppercase)));
     runtime
 });
+
+/// A function of one string to a string, its argument checked as the
+/// crate checks its own functions' arguments.
+fn string_function(f: fn(&str) -> String) -> CustomFunction {
+    CustomFunction::new(
+        FnSignature::new(vec![ArgumentType::String], None),
+        Box::new(move |args: &[Rcvar], _: &mut Context<'_>| {
+            let text = args
+                .first()
+                .and_then(|arg| arg.as_string())
+                .map_or_else(String::new, |s| f(s));
+            Ok(Rcvar::new(Variable::String(text)))
+        }),
+    )
+}
 
 struct AvgOfEmptyIsNull(AvgFn);
 
@@ -141,7 +164,8 @@ const fn variadic(name: &'static str, params: &'static [Param], rest: Param) -> 
 
 use Type as T;
 
-/// The crate's built-in functions (`jmespath::functions`), by name.
+/// The functions of [`RUNTIME`], by name: the crate's built-in ones
+/// (`jmespath::functions`) and `lower` and `upper`.
 pub(super) const FUNCTIONS: &[Signature] = &[
     sig("abs", &[&[T::Number]]),
     sig("avg", &[&[T::Numbers]]),
@@ -152,6 +176,7 @@ pub(super) const FUNCTIONS: &[Signature] = &[
     sig("join", &[&[T::String], &[T::Strings]]),
     sig("keys", &[&[T::Object]]),
     sig("length", &[&[T::Array, T::Object, T::String]]),
+    sig("lower", &[&[T::String]]),
     sig("map", &[&[T::Expref], &[T::Array]]),
     sig("max", &[&[T::Strings, T::Numbers]]),
     sig("max_by", &[&[T::Array], &[T::Expref]]),
@@ -178,6 +203,7 @@ pub(super) const FUNCTIONS: &[Signature] = &[
         ]],
     ),
     sig("type", &[&[T::Any]]),
+    sig("upper", &[&[T::String]]),
     sig("values", &[&[T::Object]]),
 ];
 

@@ -158,7 +158,7 @@ impl<'a> IndexInput<'a> {
         Ok(Rcvar::new(Variable::Object(fields)))
     }
 
-    pub(super) fn describe(&self) -> String {
+    pub(in crate::cache) fn describe(&self) -> String {
         let meta = &self.object.metadata;
         describe(meta.namespace.as_deref(), meta.name.as_deref())
     }

@@ -19,6 +19,7 @@ mod numbers;
 mod values;
 
 pub use input::IndexInput;
+pub(in crate::cache) use numbers::json_text;
 
 use crate::cache::CacheError;
 use compile::{Failure, Plan, Position};
@@ -111,9 +112,30 @@ enum Kind {
     Closure(Arc<ClosureFn>),
 }
 
-struct CompiledExpression {
+/// A JMESPath expression compiled once, as indexes and
+/// [conditions](crate::cache::Condition) evaluate it.
+pub(in crate::cache) struct CompiledExpression {
     expression: String,
     plan: Plan,
+}
+
+/// Why an expression does not compile: where (for a syntax error or a call
+/// that can never succeed) and what.
+pub(in crate::cache) enum Refusal {
+    /// It does not parse.
+    Syntax(Located),
+    /// It calls a function in a way that fails on every object.
+    Call(Located),
+    /// It exceeds [`MAX_EXPRESSION_LEN`] or [`MAX_EXPRESSION_DEPTH`].
+    TooComplex(String),
+}
+
+/// What is wrong at a place in an expression.
+pub(in crate::cache) struct Located {
+    pub(in crate::cache) line: usize,
+    pub(in crate::cache) column: usize,
+    pub(in crate::cache) offset: usize,
+    pub(in crate::cache) message: String,
 }
 
 impl IndexFn {
@@ -144,40 +166,35 @@ impl IndexFn {
     /// );
     /// ```
     pub fn jmespath(index: &str, expression: &str) -> Result<Self, CacheError> {
-        let plan = compile::compile(expression).map_err(|failure| match failure {
-            Failure::Syntax { offset, message } => {
-                let at = Position::at(expression, offset);
-                CacheError::IndexSyntax {
-                    index: index.to_owned(),
-                    expression: expression.to_owned(),
+        let compiled = CompiledExpression::compile(expression).map_err(|refusal| {
+            let index = index.to_owned();
+            let expression = expression.to_owned();
+            match refusal {
+                Refusal::Syntax(at) => CacheError::IndexSyntax {
+                    index,
+                    expression,
                     line: at.line,
                     column: at.column,
                     offset: at.offset,
-                    message,
-                }
-            }
-            Failure::Call { offset, message } => {
-                let at = Position::at(expression, offset);
-                CacheError::IndexFunction {
-                    index: index.to_owned(),
-                    expression: expression.to_owned(),
+                    message: at.message,
+                },
+                Refusal::Call(at) => CacheError::IndexFunction {
+                    index,
+                    expression,
                     line: at.line,
                     column: at.column,
                     offset: at.offset,
-                    message,
-                }
+                    message: at.message,
+                },
+                Refusal::TooComplex(reason) => CacheError::IndexTooComplex {
+                    index,
+                    expression: expression.chars().take(80).collect(),
+                    reason,
+                },
             }
-            Failure::TooComplex(reason) => CacheError::IndexTooComplex {
-                index: index.to_owned(),
-                expression: expression.chars().take(80).collect(),
-                reason,
-            },
         })?;
         Ok(Self {
-            kind: Kind::Jmespath(Arc::new(CompiledExpression {
-                expression: expression.to_owned(),
-                plan,
-            })),
+            kind: Kind::Jmespath(Arc::new(compiled)),
         })
     }
 
@@ -321,10 +338,38 @@ impl IndexFn {
 }
 
 impl CompiledExpression {
+    /// Compiles `expression` (see [`IndexFn::jmespath`] for what is
+    /// checked).
+    pub(in crate::cache) fn compile(expression: &str) -> Result<Self, Refusal> {
+        let located = |offset, message| {
+            let at = Position::at(expression, offset);
+            Located {
+                line: at.line,
+                column: at.column,
+                offset: at.offset,
+                message,
+            }
+        };
+        let plan = compile::compile(expression).map_err(|failure| match failure {
+            Failure::Syntax { offset, message } => Refusal::Syntax(located(offset, message)),
+            Failure::Call { offset, message } => Refusal::Call(located(offset, message)),
+            Failure::TooComplex(reason) => Refusal::TooComplex(reason),
+        })?;
+        Ok(Self {
+            expression: expression.to_owned(),
+            plan,
+        })
+    }
+
+    /// The expression as written.
+    pub(in crate::cache) fn text(&self) -> &str {
+        &self.expression
+    }
+
     /// The expression's JMESPath result, on the parts of the object it reads
-    /// (for a plain field path: on the object converted, which only the
-    /// tests need).
-    fn result(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
+    /// (for a plain field path: on the object converted, which indexes
+    /// read directly instead).
+    pub(in crate::cache) fn result(&self, input: &IndexInput<'_>) -> Result<Rcvar, String> {
         match &self.plan {
             Plan::Direct(path) => Ok(follow(input.converted(&Needs::of_path(path))?, path)),
             Plan::Converted { path, needs } => Ok(follow(input.converted(needs)?, path)),

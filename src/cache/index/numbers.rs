@@ -52,7 +52,7 @@ pub(super) fn text(number: &Number) -> String {
 
 /// The compact JSON text of `value` as the `jmespath` crate writes it for
 /// `to_string`, but with every number in its one spelling.
-pub(super) fn json_text(value: &Variable) -> Result<String, serde_json::Error> {
+pub(in crate::cache) fn json_text(value: &Variable) -> Result<String, serde_json::Error> {
     serde_json::to_string(&Canonical(value))
 }
 
