@@ -17,6 +17,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use super::negotiate::Accepted;
+use super::represent::Representation;
 use super::request::{Query, Route, Target};
 use super::served::ServedResource;
 use super::status::Refusal;
@@ -251,17 +253,27 @@ async fn object(
     let query = Query::parse(request.uri().query())?;
     if query.watch {
         *verb = "watch";
-        let events = watch::watch(&served, &feed, &target, &query, cancel)?;
+    }
+    // As Go's `Header.Get`: the first Accept header.
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()));
+    let accepted = Accepted::of(accept.as_deref())?;
+    let list = target.name.is_none() && !query.watch;
+    let representation = Representation::of(accepted, &query, &served, list).await?;
+    if query.watch {
+        let events = watch::watch(&served, &feed, &target, &query, representation, cancel)?;
         return Ok(stream(events));
     }
     if target.name.is_some() {
-        return list::get(&served, &target).map(json_bytes);
+        return list::get(&served, &target, &representation).map(json_bytes);
     }
     // The watch history starts no later than the cache this list shows:
     // a client that lists, then watches from the list's resourceVersion,
     // finds every change after it.
     feed.establish(&served);
-    list::list(&served, &shared.pages, &target, &query)
+    list::list(&served, &shared.pages, &target, &query, &representation)
         .await
         .map(json_bytes)
 }

@@ -1,5 +1,5 @@
 //! `get` and `list` from a cache: which objects, at which resourceVersion,
-//! in which pages, written as JSON.
+//! in which pages (written as [`Representation`] says).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::cache::store::compare_resource_versions;
-use crate::cache::{CacheError, CachedObject, Redaction};
+use crate::cache::{CacheError, CachedObject};
 use crate::informer::NotSynced;
 
 use super::ServedResource;
+use super::represent::{ListHead, Representation};
 use super::request::{Query, Target, VersionMatch};
 use super::status::Refusal;
 
@@ -81,7 +82,11 @@ fn parse_token(token: &str) -> Option<(u64, usize)> {
 const TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
 
 /// The JSON of one object of `served`, or a 404.
-pub(super) fn get(served: &ServedResource, target: &Target) -> Result<Vec<u8>, Refusal> {
+pub(super) fn get(
+    served: &ServedResource,
+    target: &Target,
+    representation: &Representation,
+) -> Result<Vec<u8>, Refusal> {
     ready(served)?;
     let name = target.name.as_deref().unwrap_or_default();
     let lister = served.informer.lister();
@@ -96,9 +101,7 @@ pub(super) fn get(served: &ServedResource, target: &Target) -> Result<Vec<u8>, R
     let object = found.ok_or_else(|| {
         Refusal::not_found(format!("{} \"{name}\" not found", resource_name(served)))
     })?;
-    let mut out = Vec::with_capacity(2048);
-    write_object(served.redaction, &object, &mut out)?;
-    Ok(out)
+    representation.object(served, &object)
 }
 
 /// The JSON of a list of `served`'s objects as `query` selects them.
@@ -107,6 +110,7 @@ pub(super) async fn list(
     pages: &Pages,
     target: &Target,
     query: &Query,
+    representation: &Representation,
 ) -> Result<Vec<u8>, Refusal> {
     if let Some(token) = &query.continue_token {
         let (id, offset) = parse_token(token)
@@ -115,7 +119,14 @@ pub(super) async fn list(
             .find(id)
             .filter(|s| s.resource == served.key().to_string())
             .ok_or_else(|| Refusal::expired(TOO_OLD))?;
-        return Ok(page(served, &snapshot, id, offset, query.limit));
+        return Ok(page(
+            served,
+            &snapshot,
+            id,
+            offset,
+            query.limit,
+            representation,
+        ));
     }
     let resource_version = fresh_enough(served, query).await?;
     let objects = select(served, target, query)?;
@@ -133,9 +144,15 @@ pub(super) async fn list(
     match limit {
         Some(limit) if limit < snapshot.objects.len() => {
             let (id, snapshot) = pages.keep(snapshot);
-            Ok(page(served, &snapshot, id, 0, Some(limit)))
+            Ok(page(served, &snapshot, id, 0, Some(limit), representation))
         }
-        _ => Ok(write_list(served, &snapshot, &snapshot.objects, None)),
+        _ => {
+            let head = ListHead {
+                resource_version: &snapshot.resource_version,
+                more: None,
+            };
+            Ok(representation.list(served, &head, &snapshot.objects))
+        }
     }
 }
 
@@ -146,6 +163,7 @@ fn page(
     id: u64,
     offset: usize,
     limit: Option<usize>,
+    representation: &Representation,
 ) -> Vec<u8> {
     let offset = offset.min(snapshot.objects.len());
     let end = limit.map_or(snapshot.objects.len(), |l| {
@@ -153,7 +171,11 @@ fn page(
     });
     let more =
         (end < snapshot.objects.len()).then(|| (token(id, end), snapshot.objects.len() - end));
-    write_list(served, snapshot, &snapshot.objects[offset..end], more)
+    let head = ListHead {
+        resource_version: &snapshot.resource_version,
+        more,
+    };
+    representation.list(served, &head, &snapshot.objects[offset..end])
 }
 
 /// The objects `query` selects, sorted by key (the API server's order).
@@ -270,81 +292,4 @@ fn refusal(served: &ServedResource, e: &CacheError) -> Refusal {
         // An unknown index, a selector that does not parse.
         _ => Refusal::bad_request(e.to_string()),
     }
-}
-
-/// The list's JSON: its kind, resourceVersion, continue token and the
-/// number of objects after this page.
-fn write_list(
-    served: &ServedResource,
-    snapshot: &Snapshot,
-    objects: &[CachedObject],
-    more: Option<(String, usize)>,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256 + objects.len() * 2048);
-    let mut metadata = serde_json::json!({ "resourceVersion": snapshot.resource_version });
-    if let Some((token, remaining)) = more {
-        metadata["continue"] = token.into();
-        metadata["remainingItemCount"] = remaining.into();
-    }
-    let head = serde_json::json!({
-        "kind": served.list_kind(),
-        "apiVersion": served.known.key().api_version(),
-        "metadata": metadata,
-    });
-    let head = head.to_string();
-    // `{"apiVersion":..,"kind":..,"metadata":{..}` then the items.
-    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
-    out.extend_from_slice(b",\"items\":[");
-    let mut first = true;
-    for object in objects {
-        let mark = out.len();
-        if !first {
-            out.push(b',');
-        }
-        if write_object(served.redaction, object, &mut out).is_ok() {
-            first = false;
-        } else {
-            out.truncate(mark);
-        }
-    }
-    out.extend_from_slice(b"]}");
-    out
-}
-
-/// Appends `object`'s JSON, redacted as `redaction` says.
-pub(super) fn write_object(
-    redaction: Redaction,
-    object: &CachedObject,
-    out: &mut Vec<u8>,
-) -> Result<(), Refusal> {
-    let failed = |e: serde_json::Error| {
-        Refusal::internal(format!("writing {}: {e}", object.key().unwrap_or_default()))
-    };
-    if redaction == Redaction::None {
-        return object.write_json(out).map_err(failed);
-    }
-    serde_json::to_writer(&mut *out, &shown(redaction, &*object.object())).map_err(failed)
-}
-
-/// `object` as `redaction` shows it, in the types of the API: a Secret's
-/// `data` holds base64, so each redacted value (`<redacted: 7 bytes>`, as
-/// `kdi get` prints it) is sent base64-encoded, and a client that decodes
-/// the Secret reads that note.
-pub(super) fn shown(redaction: Redaction, object: &impl serde::Serialize) -> serde_json::Value {
-    use base64::Engine as _;
-    let mut shown = redaction.object(object);
-    if redaction == Redaction::SecretData
-        && let Some(data) = shown
-            .get_mut("data")
-            .and_then(serde_json::Value::as_object_mut)
-    {
-        for value in data.values_mut() {
-            if let Some(note) = value.as_str() {
-                *value = base64::engine::general_purpose::STANDARD
-                    .encode(note)
-                    .into();
-            }
-        }
-    }
-    shown
 }

@@ -17,6 +17,17 @@
 //!   to get there (then 504 `Timeout`), `Exact` answers only at the cache's
 //!   own resourceVersion (else 410 `Expired`); a list at `"0"` is answered
 //!   whole, `limit` notwithstanding;
+//! - the answer in the form the `Accept` header negotiates, as the API
+//!   server negotiates it: the objects; a `Table` (`as=Table;g=meta.k8s.io`,
+//!   `v1` or `v1beta1`, as `kubectl get` asks) with the columns the API
+//!   server would print — a CRD's `additionalPrinterColumns` (see
+//!   [`ServedResource::from_factory`]), the API server's own printers' for
+//!   common built-in kinds, else `Name` and `Created At` — and rows holding
+//!   what `includeObject` says; or `PartialObjectMetadata(List)`, as
+//!   client-go's metadata clients ask. A watch asked as a table gets a
+//!   one-row table an event, the column definitions in the first only.
+//!   Everything is JSON: a client that accepts nothing else gets 406
+//!   `NotAcceptable`;
 //! - the informer's indexes as a query: `?index=NAME&indexValue=VALUE` on a
 //!   list path gives the objects filed under VALUE
 //!   (`kubectl get --raw '/apis/example.com/v1/widgets?index=node&indexValue=n1'`);
@@ -41,7 +52,8 @@
 //! Writes answer 405 `MethodNotAllowed`, anything not served 404
 //! `NotFound`, bad parameters 400 `BadRequest`, each a `Status` object.
 //! Secrets are redacted as `kdi get` redacts them ([`Redaction`]) unless a
-//! [`ServedResource`] says otherwise.
+//! [`ServedResource`] says otherwise; table cells are computed from the
+//! object as shown, so no column shows what is redacted.
 //!
 //! **Who may read.** By default a server listens on loopback with TLS (a
 //! certificate signed by a CA made at start) and a random bearer token;
@@ -62,12 +74,11 @@
 //! factory.start()?;
 //! let server = CacheServer::new(ServeOptions::default());
 //! server.serve(
-//!     ServedResource::from_discovery(widgets, &factory.discovery().snapshot())
-//!         .expect("resolved through discovery"),
+//!     ServedResource::from_factory(widgets, &factory).expect("resolved through discovery"),
 //! );
 //! let listening = server.listen(CancellationToken::new()).await?;
 //! listening.credentials().write_kubeconfig("kdi.kubeconfig".as_ref(), "kdi")?;
-//! // KUBECONFIG=kdi.kubeconfig kubectl get widgets
+//! // KUBECONFIG=kdi.kubeconfig kubectl get widgets -o wide
 //! listening.stopped().await;
 //! # Ok(()) }
 //! ```
@@ -77,9 +88,12 @@
 mod access;
 mod http;
 mod list;
+mod negotiate;
+mod represent;
 mod request;
 mod served;
 mod status;
+mod table;
 mod watch;
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -142,6 +142,9 @@ pub(super) struct Query {
     /// `index=NAME&indexValue=VALUE`: the objects filed under VALUE in the
     /// informer's index NAME.
     pub(super) index: Option<(String, String)>,
+    /// `includeObject`: what a table's rows hold, read when a table is
+    /// asked for.
+    pub(super) include_object: Option<String>,
 }
 
 /// One term of a field selector: `metadata.name` or `metadata.namespace`,
@@ -208,6 +211,7 @@ impl Query {
                 "timeoutSeconds" => q.timeout_seconds = number(&key, &value)?.map(|n| n as u64),
                 "index" if !value.is_empty() => index_name = Some(value),
                 "indexValue" => index_value = Some(value),
+                "includeObject" => q.include_object = Some(value),
                 _ => {}
             }
         }

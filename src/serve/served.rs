@@ -5,25 +5,27 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition;
 use serde_json::{Value, json};
 
 use crate::cache::Redaction;
-use crate::factory::InformerHandle;
 use crate::factory::discovery::DiscoverySnapshot;
+use crate::factory::{InformerFactory, InformerHandle};
 use crate::informer::NotSynced;
 use crate::vocabulary::resource::{KnownResource, ResourceKey};
 
+use super::table::Columns;
 use super::watch::Feed;
 
-/// One resource served: its informer, what discovery says of it, and what
-/// of its objects may be shown.
+/// One resource served: its informer, what discovery says of it, what of
+/// its objects may be shown, and the columns of its tables.
 ///
 /// ```no_run
 /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
 /// use kube_dynamic_informer::serve::ServedResource;
 ///
 /// let widgets = factory.for_resource("widgets.example.com").await?;
-/// let served = ServedResource::from_discovery(widgets, &factory.discovery().snapshot())
+/// let served = ServedResource::from_factory(widgets, &factory)
 ///     .expect("discovery knows the resource it resolved");
 /// # Ok(()) }
 /// ```
@@ -33,35 +35,87 @@ pub struct ServedResource {
     pub(super) known: KnownResource,
     pub(super) categories: Vec<String>,
     pub(super) redaction: Redaction,
+    pub(super) columns: Columns,
 }
 
 impl ServedResource {
     /// `informer`'s resource as `known` describes it (its kind, names,
     /// scope), with the redaction [`Redaction::for_resource`] gives it
-    /// (Secrets' data hidden).
+    /// (Secrets' data hidden). Its tables have the columns the API server
+    /// prints for a common built-in kind, else the API server's default
+    /// (`Name`, `Created At`); [`printer_columns`](Self::printer_columns)
+    /// gives a CRD's.
     #[must_use]
     pub fn new(informer: InformerHandle, known: KnownResource) -> Self {
         let redaction = Redaction::for_resource(&known.key(), false, false);
+        let columns = Columns::of(&known, None);
         ServedResource {
             informer,
             known,
             categories: Vec::new(),
             redaction,
+            columns,
         }
     }
 
     /// `informer`'s resource as `discovery` describes it, its categories
     /// included; `None` when discovery does not serve it (a CRD not
-    /// installed yet).
+    /// installed yet). A custom resource's tables have the columns of a
+    /// CRD without printer columns (`Name`, `Age`) unless
+    /// [`printer_columns`](Self::printer_columns) gives them;
+    /// [`from_factory`](Self::from_factory) reads them from the CRD.
     #[must_use]
     pub fn from_discovery(informer: InformerHandle, discovery: &DiscoverySnapshot) -> Option<Self> {
         let key = informer.resource();
         let known = discovery.get(&key)?.clone();
         let categories = discovery.categories(&key).to_vec();
+        let columns = Columns::of(&known, discovery.is_custom(&known.group, &known.plural));
         Some(ServedResource {
             categories,
+            columns,
             ..Self::new(informer, known)
         })
+    }
+
+    /// [`from_discovery`](Self::from_discovery) with `factory`'s discovery,
+    /// and a custom resource's table columns (the
+    /// `additionalPrinterColumns` of the served version) read from its
+    /// CustomResourceDefinition through `factory`'s client the first time
+    /// a table is asked for. Where the CRD cannot be read (kdi may not get
+    /// `customresourcedefinitions`), the tables have `Name` and `Age`.
+    #[must_use]
+    pub fn from_factory(informer: InformerHandle, factory: &InformerFactory) -> Option<Self> {
+        let discovery = factory.discovery().snapshot();
+        let served = Self::from_discovery(informer, &discovery)?;
+        let custom = discovery.is_custom(&served.known.group, &served.known.plural);
+        let columns = Columns::read(factory.client().clone(), &served.known, custom);
+        Some(ServedResource { columns, ..served })
+    }
+
+    /// Gives the resource's table columns as a CRD's
+    /// `additionalPrinterColumns` (evaluated as the API server does; none:
+    /// `Name` and `Age`), instead of reading them.
+    ///
+    /// ```no_run
+    /// # fn demo(served: kube_dynamic_informer::serve::ServedResource) {
+    /// use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition;
+    ///
+    /// let served = served.printer_columns([CustomResourceColumnDefinition {
+    ///     name: "Node".into(),
+    ///     type_: "string".into(),
+    ///     json_path: ".spec.node".into(),
+    ///     ..Default::default()
+    /// }]);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn printer_columns(
+        mut self,
+        columns: impl IntoIterator<Item = CustomResourceColumnDefinition>,
+    ) -> Self {
+        let columns: Vec<CustomResourceColumnDefinition> = columns.into_iter().collect();
+        self.columns = Columns::given(&columns);
+        self
     }
 
     /// What of the objects is shown (see [`Redaction`]).

@@ -46,6 +46,10 @@ impl Refusal {
         )
     }
 
+    pub(super) fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
     pub(super) fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }

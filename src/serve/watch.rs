@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,6 +26,7 @@ use crate::informer::{Event, EventHandler, HandlerOptions, Registration};
 
 use super::ServedResource;
 use super::list::resource_name;
+use super::represent::{Representation, shown, shown_object, write_object};
 use super::request::{Query, Target};
 use super::status::Refusal;
 
@@ -197,7 +198,7 @@ impl Recorder {
         {
             return Recorded::Cached(cached);
         }
-        let shown = super::list::shown(self.resource.redaction, &**object);
+        let shown = shown(self.resource.redaction, &**object);
         let metadata = &object.metadata;
         Recorded::Json(Arc::new(Written {
             json: Bytes::from(shown.to_string()),
@@ -275,13 +276,14 @@ impl Feed {
     }
 }
 
-/// Starts a watch of `resource` as `query` asks; the response body's
-/// receiver.
+/// Starts a watch of `resource` as `query` asks, its events' objects in
+/// `representation`; the response body's receiver.
 pub(super) fn watch(
     resource: &ServedResource,
     feed: &Arc<Feed>,
     target: &Target,
     query: &Query,
+    representation: Representation,
     cancel: &CancellationToken,
 ) -> Result<mpsc::Receiver<Bytes>, Refusal> {
     super::list::ready(resource)?;
@@ -318,6 +320,8 @@ pub(super) fn watch(
         namespace: target.namespace.clone(),
         name: target.name.clone(),
         query: WatchQuery::of(query),
+        representation,
+        headers: AtomicBool::new(true),
         generation,
         tx,
     };
@@ -368,6 +372,10 @@ struct Watcher {
     namespace: Option<String>,
     name: Option<String>,
     query: WatchQuery,
+    representation: Representation,
+    /// Whether the next table still carries its column definitions: only
+    /// the first event's does, as from the API server.
+    headers: AtomicBool,
     generation: u64,
     tx: mpsc::Sender<Bytes>,
 }
@@ -476,6 +484,12 @@ impl Watcher {
         }
     }
 
+    /// Whether this event's table carries the column definitions: the
+    /// first's only.
+    fn take_headers(&self) -> bool {
+        self.headers.swap(false, AtomicOrdering::Relaxed)
+    }
+
     async fn send(&self, chunk: Vec<u8>) -> bool {
         self.tx.send(Bytes::from(chunk)).await.is_ok()
     }
@@ -487,16 +501,15 @@ impl Watcher {
         if end_of_initial {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        let line = json!({
-            "type": "BOOKMARK",
-            "object": {
-                "kind": self.resource.known.kind,
-                "apiVersion": self.resource.known.key().api_version(),
-                "metadata": metadata,
-            },
-        })
-        .to_string()
-            + "\n";
+        let object = json!({
+            "kind": self.resource.known.kind,
+            "apiVersion": self.resource.known.key().api_version(),
+            "metadata": metadata,
+        });
+        let object = self
+            .representation
+            .bookmark_object(object, self.take_headers());
+        let line = json!({ "type": "BOOKMARK", "object": object }).to_string() + "\n";
         self.send(line.into_bytes()).await
     }
 
@@ -543,13 +556,26 @@ impl Watcher {
         out.extend_from_slice(b"{\"type\":\"");
         out.extend_from_slice(kind.as_bytes());
         out.extend_from_slice(b"\",\"object\":");
-        let written = match object {
-            Recorded::Cached(object) => {
-                super::list::write_object(self.resource.redaction, object, out).is_ok()
+        let written = match (&self.representation, object) {
+            (Representation::Objects, Recorded::Cached(object)) => {
+                write_object(self.resource.redaction, object, out).is_ok()
             }
-            Recorded::Json(written) => {
+            (Representation::Objects, Recorded::Json(written)) => {
                 out.extend_from_slice(&written.json);
                 true
+            }
+            (representation, object) => {
+                let shown = match object {
+                    Recorded::Cached(object) => shown_object(self.resource.redaction, object),
+                    Recorded::Json(written) => {
+                        serde_json::from_slice(&written.json).unwrap_or_default()
+                    }
+                };
+                let headers = self.take_headers();
+                let converted = representation.event_object(&shown, headers);
+                converted
+                    .map(|value| serde_json::to_writer(&mut *out, &value))
+                    .is_some_and(|written| written.is_ok())
             }
         };
         if written {

@@ -586,3 +586,380 @@ async fn what_kdi_may_not_list_is_absent_from_what_it_serves() {
     assert_eq!(ready, "ok", "what is absent does not hold readiness up");
     cancel.cancel();
 }
+
+/// What `kubectl get` asks for.
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+
+/// `uri` read with the `Accept` header `accept`, as JSON.
+async fn read_as(
+    client: &Client,
+    uri: &str,
+    accept: &str,
+) -> Result<serde_json::Value, kube_client::Error> {
+    let request = http::Request::get(uri)
+        .header(http::header::ACCEPT, accept)
+        .body(Vec::new())
+        .unwrap();
+    let text = client.request_text(request).await?;
+    Ok(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{uri}: {e}: {text}")))
+}
+
+/// What of a `Table` (or a list) both servers must write alike: all but
+/// the list's resourceVersion and continue token (a cache's list is not
+/// the API server's), and with each `Age` cell a placeholder once it reads
+/// as an age (a second may pass between the two requests).
+fn comparable(mut table: serde_json::Value) -> serde_json::Value {
+    if let Some(metadata) = table["metadata"].as_object_mut() {
+        metadata.remove("resourceVersion");
+        metadata.remove("continue");
+    }
+    let ages: Vec<usize> = table["columnDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, c)| c["name"] == "Age")
+        .map(|(i, _)| i)
+        .collect();
+    for row in table["rows"].as_array_mut().into_iter().flatten() {
+        for &i in &ages {
+            let cell = &mut row["cells"][i];
+            let age = cell.as_str().unwrap_or_default();
+            assert!(
+                age.ends_with(['s', 'm', 'h', 'd', 'y'])
+                    && age.starts_with(|c: char| c.is_ascii_digit()),
+                "not an age: {cell}"
+            );
+            *cell = json!("<age>");
+        }
+    }
+    table
+}
+
+/// A namespaced CRD `gizmos.<group>` with printer columns of every type,
+/// a filter, a list, a negative index and a date among them.
+fn gizmo_crd(
+    group: &str,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": format!("gizmos.{group}") },
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": { "plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList" },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true
+                }},
+                "additionalPrinterColumns": [
+                    { "name": "Node", "type": "string", "jsonPath": ".spec.node" },
+                    { "name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas" },
+                    { "name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status" },
+                    { "name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1 },
+                    { "name": "Paused", "type": "boolean", "jsonPath": ".spec.paused" },
+                    { "name": "Port", "type": "string", "jsonPath": ".spec.ports[*].port", "description": "The first port." },
+                    { "name": "Last", "type": "string", "jsonPath": ".spec.items[-1]" },
+                    { "name": "Notes", "type": "string", "jsonPath": ".metadata.annotations" },
+                    { "name": "Since", "type": "date", "jsonPath": ".status.since", "format": "date-time" },
+                    { "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp" }
+                ]
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+/// Gizmos and ConfigMaps in a namespace, served through `from_factory`.
+struct Tables {
+    ns: String,
+    gizmos: ApiResource,
+    _factory: InformerFactory,
+    cancel: CancellationToken,
+    client: Client,
+}
+
+async fn serve_tables(admin: &Client) -> Tables {
+    let gizmos = support::install_crd(admin, &gizmo_crd(&support::unique_group())).await;
+    let ns = support::namespace(admin, "serve-tables").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &ns, &gizmos);
+    for (name, data) in [
+        (
+            "g1",
+            json!({
+                "metadata": { "labels": { "app": "shop" }, "annotations": { "tier": "<web> & more" } },
+                "spec": {
+                    "node": "n1", "replicas": 3, "ratio": 0.5, "paused": false,
+                    "ports": [{ "port": 80 }, { "port": 443 }], "items": ["a", "b"]
+                },
+                "status": {
+                    "conditions": [{ "type": "Other", "status": "False" }, { "type": "Ready", "status": "True" }],
+                    "since": "2020-01-01T00:00:00Z"
+                }
+            }),
+        ),
+        (
+            "g2",
+            json!({ "spec": { "node": "n2", "replicas": 1.7, "ratio": 2 }, "status": { "since": "soon" } }),
+        ),
+        ("g3", json!({})),
+    ] {
+        let mut gizmo = DynamicObject::new(name, &gizmos);
+        let strings = |map: &serde_json::Value| {
+            map.as_object().map(|map| {
+                map.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                    .collect()
+            })
+        };
+        gizmo.metadata.labels = strings(&data["metadata"]["labels"]);
+        gizmo.metadata.annotations = strings(&data["metadata"]["annotations"]);
+        gizmo.data = json!({ "spec": data["spec"], "status": data["status"] });
+        api.create(&PostParams::default(), &gizmo).await.unwrap();
+    }
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(admin.clone(), &ns);
+    for (name, data) in [
+        ("c1", json!({ "data": { "a": "1", "b": "2" } })),
+        (
+            "c2",
+            json!({ "data": { "a": "1" }, "binaryData": { "x": "AAE=" } }),
+        ),
+        ("c3", json!({})),
+    ] {
+        let mut config_map = data.clone();
+        config_map["metadata"] = json!({ "name": name });
+        config_maps
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(config_map).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+
+    let factory = InformerFactory::with_options(admin.clone(), support::options().namespace(&ns));
+    let gizmo_informer = factory
+        .for_resource(format!("gizmos.{}", gizmos.group))
+        .await
+        .unwrap();
+    let config_map_informer = factory.for_resource("configmaps").await.unwrap();
+    factory.start().unwrap();
+    let report = factory.wait_for_cache_sync(Duration::from_secs(60)).await;
+    assert!(report.all_synced(), "{report:?}");
+    let server = CacheServer::new(ServeOptions::default());
+    for informer in [gizmo_informer, config_map_informer] {
+        server.serve(ServedResource::from_factory(informer, &factory).unwrap());
+    }
+    let cancel = CancellationToken::new();
+    let listening = server.listen(cancel.clone()).await.unwrap();
+    let client = client_of(listening.credentials()).await;
+    tokio::spawn(listening.stopped());
+    Tables {
+        ns,
+        gizmos,
+        _factory: factory,
+        cancel,
+        client,
+    }
+}
+
+#[tokio::test]
+async fn kubectl_gets_the_tables_the_api_server_prints_printer_columns_included() {
+    let admin = support::admin().await;
+    let served = serve_tables(&admin).await;
+    let gizmos = format!(
+        "/apis/{}/v1/namespaces/{}/gizmos",
+        served.gizmos.group, served.ns
+    );
+    let config_maps = format!("/api/v1/namespaces/{}/configmaps", served.ns);
+
+    // Asked both ways, the same table: columns, cells, and what each row
+    // holds.
+    for (uri, accept) in [
+        (gizmos.clone(), TABLE),
+        (format!("{gizmos}/g1"), TABLE),
+        (format!("{gizmos}?includeObject=None"), TABLE),
+        (format!("{gizmos}?includeObject=Object"), TABLE),
+        (format!("{gizmos}?labelSelector=app%3Dshop"), TABLE),
+        (config_maps.clone(), TABLE),
+        (format!("{config_maps}/c2"), TABLE),
+        (
+            config_maps.clone(),
+            "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+        ),
+        (
+            config_maps.clone(),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        ),
+        (
+            format!("{config_maps}/c1"),
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+        ),
+    ] {
+        let from_cache = read_as(&served.client, &uri, accept).await.unwrap();
+        // The API server would answer the protobuf asked for first.
+        let json_only: Vec<&str> = accept
+            .split(',')
+            .filter(|clause| !clause.contains("protobuf"))
+            .collect();
+        let from_server = read_as(&admin, &uri, &json_only.join(",")).await.unwrap();
+        assert_eq!(
+            comparable(from_cache),
+            comparable(from_server),
+            "{uri} as {accept}"
+        );
+    }
+
+    // What the cells are, for the record.
+    let table = read_as(&served.client, &gizmos, TABLE).await.unwrap();
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Name", "Node", "Replicas", "Ready", "Ratio", "Paused", "Port", "Last", "Notes",
+            "Since", "Age"
+        ]
+    );
+    let g1 = &table["rows"][0]["cells"];
+    assert_eq!(
+        g1.as_array().unwrap()[..9],
+        [
+            json!("g1"),
+            json!("n1"),
+            json!(3),
+            json!("True"),
+            json!(0.5),
+            json!(false),
+            json!("80"),
+            json!("b"),
+            json!(r#"{"tier":"\u003cweb\u003e \u0026 more"}"#),
+        ]
+    );
+    assert_eq!(table["rows"][1]["cells"][9], "<invalid>");
+    assert_eq!(table["rows"][2]["cells"][1], serde_json::Value::Null);
+
+    // Pages of a table.
+    let page = read_as(&served.client, &format!("{config_maps}?limit=2"), TABLE)
+        .await
+        .unwrap();
+    assert_eq!(page["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let token = page["metadata"]["continue"].as_str().unwrap();
+    let rest = read_as(
+        &served.client,
+        &format!("{config_maps}?limit=2&continue={token}"),
+        TABLE,
+    )
+    .await
+    .unwrap();
+    assert_eq!(rest["rows"][0]["cells"][0], "c3");
+
+    // What kdi cannot write, or what is not what was asked: 406; a bad
+    // includeObject: 400, as from the API server.
+    for (uri, accept) in [
+        (config_maps.clone(), "application/yaml"),
+        (
+            config_maps.clone(),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ),
+        (format!("{config_maps}?includeObject=Everything"), TABLE),
+    ] {
+        let refused = read_as(&served.client, &uri, accept).await.unwrap_err();
+        let expected = if uri.contains("includeObject") {
+            400
+        } else {
+            406
+        };
+        assert_eq!(code(&refused), expected, "{uri} as {accept}: {refused}");
+        if accept != "application/yaml" {
+            assert_eq!(
+                code(&read_as(&admin, &uri, accept).await.unwrap_err()),
+                expected,
+                "the API server, {uri} as {accept}"
+            );
+        }
+    }
+    served.cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_watch_asked_as_a_table_gets_a_row_an_event_as_from_the_api_server() {
+    let admin = support::admin().await;
+    let served = serve_tables(&admin).await;
+    let gizmos = format!(
+        "/apis/{}/v1/namespaces/{}/gizmos",
+        served.gizmos.group, served.ns
+    );
+    let mut watches = Vec::new();
+    for client in [&served.client, &admin] {
+        let listed = read_as(client, &gizmos, TABLE).await.unwrap();
+        let version = listed["metadata"]["resourceVersion"].as_str().unwrap();
+        let request = http::Request::get(format!(
+            "{gizmos}?watch=true&resourceVersion={version}&timeoutSeconds=30"
+        ))
+        .header(http::header::ACCEPT, TABLE)
+        .body(Vec::new())
+        .unwrap();
+        let events = client
+            .request_events::<serde_json::Value>(request)
+            .await
+            .unwrap();
+        watches.push((listed, Box::pin(events)));
+    }
+
+    let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &served.ns, &served.gizmos);
+    let mut gizmo = DynamicObject::new("g4", &served.gizmos);
+    gizmo.data = json!({ "spec": { "node": "n4", "replicas": 1 } });
+    api.create(&PostParams::default(), &gizmo).await.unwrap();
+    api.patch(
+        "g4",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": { "replicas": 5 } })),
+    )
+    .await
+    .unwrap();
+    api.delete("g4", &Default::default()).await.unwrap();
+
+    let mut seen = Vec::new();
+    for (listed, events) in &mut watches {
+        let mut tables = Vec::new();
+        while tables.len() < 3 {
+            let event = tokio::time::timeout(Duration::from_secs(20), events.try_next())
+                .await
+                .expect("an event within 20 s")
+                .unwrap()
+                .expect("the watch goes on");
+            let (kind, table) = match event {
+                WatchEvent::Added(t) => ("ADDED", t),
+                WatchEvent::Modified(t) => ("MODIFIED", t),
+                WatchEvent::Deleted(t) => ("DELETED", t),
+                other => panic!("unexpected event: {other:?}"),
+            };
+            assert_eq!(table["kind"], "Table");
+            assert_eq!(table["rows"].as_array().unwrap().len(), 1, "{table}");
+            // The column definitions come with the first event only.
+            if tables.is_empty() {
+                assert_eq!(table["columnDefinitions"], listed["columnDefinitions"]);
+            } else {
+                assert_eq!(table["columnDefinitions"], serde_json::Value::Null);
+            }
+            let mut table = table;
+            table["columnDefinitions"] = listed["columnDefinitions"].clone();
+            let mut table = comparable(table);
+            table["columnDefinitions"] = serde_json::Value::Null;
+            tables.push((kind, table["rows"][0]["cells"].clone()));
+        }
+        seen.push(tables);
+    }
+    assert_eq!(seen[0], seen[1], "kdi's events, then the API server's");
+    assert_eq!(seen[0][1].1[2], 5, "the modified row's replicas");
+    served.cancel.cancel();
+}
