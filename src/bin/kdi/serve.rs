@@ -134,12 +134,12 @@ fn options(args: &ServeArgs) -> Result<ServeOptions, Failure> {
     Ok(options)
 }
 
-/// Serves `member`'s informer when discovery serves its resource.
+/// Serves `member`'s informer when discovery serves its resource (a CRD's
+/// table columns read from the CRD at the first table asked for).
 fn offer(server: &CacheServer, set: &ResourceSet, member: &SetMember, show_secrets: bool) {
-    let discovery = set.factory().discovery().snapshot();
     let redaction =
         Redaction::for_resource(&member.informer.resource(), member.sensitive, show_secrets);
-    if let Some(served) = ServedResource::from_discovery(member.informer.clone(), &discovery) {
+    if let Some(served) = ServedResource::from_factory(member.informer.clone(), set.factory()) {
         server.serve(served.redaction(redaction));
     }
 }
