@@ -71,6 +71,30 @@
 //! touching what did not change, and can leave out what the user may not
 //! watch ([`factory::AccessCheck`]) until access is granted.
 //!
+//! # Waiting for a state
+//!
+//! A [`informer::Wait`] waits until a [`cache::Condition`] (a JMESPath
+//! expression that is true or false, or one of `kubectl wait`'s forms) is
+//! true of all, any or none of some objects — one by name, or those a
+//! selector, a namespace or an index value picks — of one or several
+//! informers, or until they are deleted; answered from the caches as
+//! events arrive, and, when the time runs out, with each object that does
+//! not hold yet and why. kube-runtime's `await_condition` does this for one
+//! object of a typed resource; `kdi wait` does it from the command line.
+//!
+//! ```no_run
+//! # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use kube_dynamic_informer::informer::{Objects, WaitFor};
+//!
+//! let deployments = factory.for_resource("deployments.apps").await?;
+//! factory.start()?;
+//! let ready = WaitFor::condition("status.readyReplicas == spec.replicas")?;
+//! deployments.wait_until("shop/web", ready, Duration::from_secs(120)).await?;
+//! deployments.wait_until(Objects::all(), WaitFor::parse("condition=Available")?, Duration::from_secs(120)).await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # For client-go users
 //!
 //! What client-go calls a dynamic shared informer factory, handing out a
@@ -150,6 +174,7 @@ pub use informer::InformerOptions;
 /// `use kube_dynamic_informer::prelude::*;`.
 pub mod prelude {
     pub use crate::cache::CacheError;
+    pub use crate::cache::condition::Condition;
     pub use crate::cache::index::IndexFn;
     pub use crate::cache::lister::Lister;
     pub use crate::cache::projection::Projection;
@@ -159,8 +184,8 @@ pub mod prelude {
     pub use crate::factory::{CacheSyncReport, FactoryError, InformerFactory, InformerHandle};
     pub use crate::informer::options::InformerOptions;
     pub use crate::informer::{
-        Event, EventHandler, HandlerOptions, InformerError, InformerStatus, SharedInformer,
-        SnapshotOptions,
+        Event, EventHandler, HandlerOptions, InformerError, InformerStatus, Objects,
+        SharedInformer, SnapshotOptions, Wait, WaitFor,
     };
     pub use crate::vocabulary::resource::ResourceKey;
     pub use crate::vocabulary::scope::{Namespaces, Scope};

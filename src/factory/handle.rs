@@ -1,13 +1,16 @@
 //! [`InformerHandle`]: what the factory hands out.
 
 use std::fmt;
+use std::time::Duration;
 
 use kube_core::ApiResource;
 use tokio::sync::watch;
 
 use crate::cache::lister::Lister;
 use crate::informer::options::InformerOptions;
-use crate::informer::{InformerStatus, SharedInformer};
+use crate::informer::{
+    InformerError, InformerStatus, Objects, SharedInformer, WaitFor, WaitReport,
+};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
 
@@ -85,6 +88,49 @@ impl InformerHandle {
     #[must_use]
     pub fn options(&self) -> &InformerOptions {
         self.informer.options()
+    }
+}
+
+impl InformerHandle {
+    /// Waits until `goal` is true of all of `objects` of this informer, for
+    /// at most `timeout` ([`SharedInformer::wait_until`]; a
+    /// [`Wait`](crate::informer::Wait) takes
+    /// several informers, and any or none of their objects). The resource
+    /// may be one not served yet: the wait goes on until it is, and its
+    /// objects are listed.
+    ///
+    /// ```no_run
+    /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use kube_dynamic_informer::informer::{ObjectSelection, WaitFor};
+    ///
+    /// let widgets = factory.for_resource("widgets.example.com").await?;
+    /// factory.start()?;
+    /// let shop = ObjectSelection::default().namespace("shop");
+    /// let report = widgets
+    ///     .wait_until(shop, WaitFor::condition("status.ready")?, Duration::from_secs(120))
+    ///     .await?;
+    /// println!("{report}");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`Wait::run`](crate::informer::Wait::run).
+    pub async fn wait_until(
+        &self,
+        objects: impl Into<Objects>,
+        goal: impl Into<WaitFor>,
+        timeout: Duration,
+    ) -> Result<WaitReport, InformerError> {
+        self.informer.wait_until(objects, goal, timeout).await
+    }
+}
+
+/// The handle's informer, for what takes any informer
+/// ([`Wait::on`](crate::informer::Wait::on)).
+impl AsRef<SharedInformer> for InformerHandle {
+    fn as_ref(&self) -> &SharedInformer {
+        &self.informer
     }
 }
 

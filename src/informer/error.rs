@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::status::InformerStatus;
 use super::sync::NotSynced;
+use super::wait::WaitReport;
 use crate::cache::CacheError;
 use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::ResourceKey;
@@ -11,7 +12,8 @@ use crate::wire::list_watch::ListWatchError;
 
 /// Errors of the informer layer: construction and use of an informer,
 /// list and watch failures (handed to [`SharedInformer::on_error`](super::SharedInformer::on_error)),
-/// and waits for a resourceVersion that did not end with the cache there.
+/// and waits for a resourceVersion or a condition that did not end with the
+/// cache there.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InformerError {
@@ -150,7 +152,17 @@ pub enum InformerError {
         /// What the informer was doing then.
         status: Box<InformerStatus>,
     },
-    /// The informer stopped while a caller waited for a resourceVersion.
+    /// [`Wait::run`](super::Wait::run): the time ran out before what was
+    /// waited for held. The report says, for each object that counted,
+    /// where it stood (not met, not a boolean, missing, ...), and for each
+    /// informer whether its cache had synced.
+    #[error("timed out after {:?}: {report}", report.waited())]
+    ConditionTimedOut {
+        /// How the wait ended.
+        report: Box<WaitReport>,
+    },
+    /// The informer stopped while a caller waited for a resourceVersion or
+    /// a condition.
     #[error("{resource}: the informer stopped")]
     Stopped {
         /// The resource.
@@ -258,6 +270,16 @@ mod tests {
                 timeout,
                 status: Box::new(InformerStatus::Synced),
             },
+            InformerError::ConditionTimedOut {
+                report: Box::new(WaitReport {
+                    goal: crate::informer::WaitFor::Deleted,
+                    quantifier: crate::informer::Quantifier::All,
+                    holds: false,
+                    objects: Vec::new(),
+                    informers: Vec::new(),
+                    waited: timeout,
+                }),
+            },
             InformerError::Stopped {
                 resource: resource(),
             },
@@ -282,14 +304,15 @@ mod tests {
             InformerError::NoResourceVersion { .. } => 11,
             InformerError::RelistInProgress { .. } => 12,
             InformerError::WaitTimedOut { .. } => 13,
-            InformerError::Stopped { .. } => 14,
+            InformerError::ConditionTimedOut { .. } => 14,
+            InformerError::Stopped { .. } => 15,
         }
     }
 
     #[test]
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
-        assert_every_variant(&all, variant, 15);
+        assert_every_variant(&all, variant, 16);
         assert_eq!(
             crate::vocabulary::error_chain(&all[1]),
             r#"adding an index to widgets.v1.example.com: index "owner" already exists with another definition"#

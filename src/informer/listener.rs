@@ -521,10 +521,21 @@ impl EventStream {
     }
 }
 
-impl Stream for EventStream {
-    type Item = Event;
+/// What an [`EventStream`] hands its consumer: an event, or the mark that
+/// every initial Add came before it.
+pub(super) enum Delivery {
+    Event(Event),
+    Synced,
+}
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+impl EventStream {
+    /// The next event, or the synced mark where it falls among them (which
+    /// [`Stream::poll_next`] passes over): a consumer that must act the
+    /// moment it has the whole cache reads the stream through this.
+    pub(super) fn poll_delivery(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Delivery>> {
         loop {
             match self.buffer.pop_front() {
                 Some(Item::Event(queued)) => {
@@ -535,11 +546,11 @@ impl Stream for EventStream {
                         .state
                         .metrics
                         .delivered(event.kind(), Duration::ZERO);
-                    return Poll::Ready(Some(event));
+                    return Poll::Ready(Some(Delivery::Event(event)));
                 }
                 Some(Item::Synced) => {
                     self.mailbox.state.mark_synced();
-                    continue;
+                    return Poll::Ready(Some(Delivery::Synced));
                 }
                 Some(Item::Settlement(_)) => continue,
                 None => {}
@@ -557,6 +568,21 @@ impl Stream for EventStream {
             }
             self.mailbox.end_turn();
             self.buffer.extend(items);
+        }
+    }
+}
+
+impl Stream for EventStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        loop {
+            match self.as_mut().poll_delivery(cx) {
+                Poll::Ready(Some(Delivery::Event(event))) => return Poll::Ready(Some(event)),
+                Poll::Ready(Some(Delivery::Synced)) => continue,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 }

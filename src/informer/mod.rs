@@ -46,6 +46,46 @@
 //!
 //! [`StoreWriter`]: crate::cache::store::StoreWriter
 //!
+//! # Waiting for a state
+//!
+//! A [`Wait`] waits until [`WaitFor`] — a
+//! [`Condition`](crate::cache::Condition) on an object, or its deletion —
+//! is true of all, any or none ([`Quantifier`]) of some [`Objects`] of one
+//! or several informers: one object by name, those a label selector, a
+//! namespace or an index value picks, across informers of several
+//! resources, and of a resource whose CRD is not installed yet. It is
+//! answered from the caches as events arrive (a coalesced registration of
+//! its own on each informer, read the moment an event is queued), without a
+//! request of its own, and returns within moments of the event that makes
+//! it hold. When the time runs out, [`InformerError::ConditionTimedOut`]
+//! holds a [`WaitReport`]: every object that kept the wait from holding,
+//! with why (not met, not a boolean, missing, still there), and every
+//! cache that did not sync, with why. [`SharedInformer::wait_until`] is the
+//! one-informer shortcut; `kdi wait` the command line over it.
+//!
+//! ```no_run
+//! # async fn demo(pods: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use kube_dynamic_informer::informer::{InformerError, ObjectSelection, Wait, WaitFor};
+//! use kube_dynamic_informer::vocabulary::Selector;
+//!
+//! let job = ObjectSelection::default().namespace("ci").labels(Selector::parse("job-name=build")?);
+//! let wait = Wait::new(WaitFor::condition("status.phase == 'Pending'")?)
+//!     .none()
+//!     .on(&pods, job)
+//!     .timeout(Duration::from_secs(120));
+//! match wait.run().await {
+//!     Ok(report) => println!("{report}"), // none of 4 objects holds 'status.phase == 'Pending''
+//!     Err(InformerError::ConditionTimedOut { report }) => {
+//!         for pod in report.blocking() {
+//!             eprintln!("still pending: {}", pod.key);
+//!         }
+//!     }
+//!     Err(other) => return Err(other.into()),
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Warm restarts
 //!
 //! An informer with [`InformerOptions::snapshot`] writes its cache to a
@@ -143,6 +183,7 @@ pub(crate) mod snapshot;
 pub(crate) mod status;
 mod sync;
 pub mod telemetry;
+mod wait;
 
 use std::fmt;
 use std::sync::Arc;
@@ -167,6 +208,10 @@ pub(crate) use reflector::Reflector;
 pub use reflector::{ReflectorCounters, ReflectorStats};
 pub use snapshot::{SnapshotOptions, SnapshotRefusal, SnapshotStart};
 pub use sync::{NotSynced, SyncPolicy};
+pub use wait::{
+    DEFAULT_WAIT_TIMEOUT, InformerOutcome, ObjectOutcome, ObjectSelection, ObjectState, Objects,
+    Quantifier, Wait, WaitFor, WaitProgress, WaitReport,
+};
 
 pub use crate::informer::status::InformerStatus;
 

@@ -20,7 +20,7 @@ impl Condition {
     ///   kubectl splits them; quotes around the value are dropped.
     ///
     /// (`delete` and `create` are not conditions on an object; see
-    /// the informer layer's waits.)
+    /// [`WaitFor::parse`](crate::informer::WaitFor::parse).)
     ///
     /// ```
     /// use kube_dynamic_informer::cache::Condition;

@@ -19,7 +19,7 @@ mod kubectl;
 const QUOTED_VALUE_CHARS: usize = 60;
 
 /// A JMESPath expression over an object that is true or false: what a wait
-/// waits for.
+/// waits for (see [`crate::informer::Wait`]).
 ///
 /// Compiled once, by the same compiler as index expressions, and checked as
 /// they are: an expression that does not parse, or that calls a function in

@@ -616,6 +616,29 @@ impl Store {
         self.shared.read().index_names()
     }
 
+    /// The function of the index `index`: to tell whether an object the
+    /// store is not asked about (an event's) is filed under a value.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cache::{IndexFn, IndexInput, StoreWriter};
+    ///
+    /// let store = StoreWriter::new().reader();
+    /// store.add_index("color", IndexFn::jmespath("color", "spec.color")?)?;
+    /// let color = store.index_function("color")?;
+    /// assert_eq!(color.expression(), Some("spec.color"));
+    /// assert!(store.index_function("size").is_err());
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CacheError::UnknownIndex`] when there is no such index.
+    pub fn index_function(&self, index: &str) -> Result<IndexFn, CacheError> {
+        let state = self.shared.read();
+        let slot = state.slot(index)?;
+        Ok(state.defs[slot].func.clone())
+    }
+
     /// How many times the index function of `index` has failed on an object
     /// (each failure left that object out of the index), or `None` when there
     /// is no such index.

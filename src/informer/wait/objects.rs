@@ -1,0 +1,190 @@
+//! Which objects of an informer a wait is about: some by name, or those a
+//! selection picks.
+
+use std::collections::BTreeSet;
+
+use kube_core::DynamicObject;
+
+use crate::cache::index::{IndexFn, IndexInput};
+use crate::cache::store::Store;
+use crate::informer::InformerError;
+use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::selector::Selector;
+
+/// The objects of one informer a [`Wait`](super::Wait) is about.
+///
+/// ```
+/// use kube_dynamic_informer::informer::{ObjectSelection, Objects};
+/// use kube_dynamic_informer::vocabulary::Selector;
+///
+/// let one = Objects::from("shop/web");
+/// let some = Objects::named(["shop/web", "shop/api"]);
+/// let web = Objects::from(
+///     ObjectSelection::default()
+///         .namespace("shop")
+///         .labels(Selector::parse("app=web")?)
+///         .index("node", "node-1"),
+/// );
+/// assert_eq!(Objects::all(), Objects::from(ObjectSelection::default()));
+/// # Ok::<(), kube_dynamic_informer::vocabulary::VocabularyError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Objects {
+    /// These objects, by cache key (`namespace/name`, or `name` for a
+    /// cluster-scoped resource), whether they are in the cache or not.
+    Named(BTreeSet<String>),
+    /// The objects in the cache that the selection picks, as they come
+    /// and go.
+    Selected(ObjectSelection),
+}
+
+impl Objects {
+    /// Every object in the cache.
+    #[must_use]
+    pub fn all() -> Self {
+        Objects::Selected(ObjectSelection::default())
+    }
+
+    /// These objects, by cache key.
+    #[must_use]
+    pub fn named<I, S>(keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Objects::Named(keys.into_iter().map(Into::into).collect())
+    }
+}
+
+impl From<&str> for Objects {
+    /// The one object with this key.
+    fn from(key: &str) -> Self {
+        Objects::named([key])
+    }
+}
+
+impl From<String> for Objects {
+    /// The one object with this key.
+    fn from(key: String) -> Self {
+        Objects::named([key])
+    }
+}
+
+impl From<ObjectSelection> for Objects {
+    fn from(selection: ObjectSelection) -> Self {
+        Objects::Selected(selection)
+    }
+}
+
+/// Which cached objects a wait picks: those of a namespace, with labels a
+/// selector matches, filed under a value of an index; each given narrows
+/// the others. The default picks every object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ObjectSelection {
+    /// Only objects of this namespace.
+    pub namespace: Option<String>,
+    /// Only objects whose labels this selector matches (in the cache: the
+    /// labels its projection keeps).
+    pub labels: Selector,
+    /// Only objects that an index of the informer, by name, files under a
+    /// value: `(index, value)`.
+    pub index: Option<(String, String)>,
+}
+
+impl ObjectSelection {
+    /// Sets [`namespace`](Self::namespace).
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets [`labels`](Self::labels).
+    #[must_use]
+    pub fn labels(mut self, selector: Selector) -> Self {
+        self.labels = selector;
+        self
+    }
+
+    /// Sets [`index`](Self::index).
+    #[must_use]
+    pub fn index(mut self, index: impl Into<String>, value: impl Into<String>) -> Self {
+        self.index = Some((index.into(), value.into()));
+        self
+    }
+}
+
+/// [`Objects`] checked against one informer's store: the index function
+/// of a selection by index value found.
+pub(super) enum Membership {
+    Named(BTreeSet<String>),
+    Selected {
+        namespace: Option<String>,
+        labels: Selector,
+        index: Option<(String, String, IndexFn)>,
+    },
+}
+
+impl Membership {
+    /// # Errors
+    /// [`InformerError::Index`] for an index the store does not have.
+    pub(super) fn new(
+        objects: &Objects,
+        store: &Store,
+        resource: &ResourceKey,
+    ) -> Result<Self, InformerError> {
+        Ok(match objects {
+            Objects::Named(keys) => Membership::Named(keys.clone()),
+            Objects::Selected(selection) => Membership::Selected {
+                namespace: selection.namespace.clone(),
+                labels: selection.labels.clone(),
+                index: match &selection.index {
+                    None => None,
+                    Some((name, value)) => {
+                        let func =
+                            store
+                                .index_function(name)
+                                .map_err(|source| InformerError::Index {
+                                    resource: resource.clone(),
+                                    source: Box::new(source),
+                                })?;
+                        Some((name.clone(), value.clone(), func))
+                    }
+                },
+            },
+        })
+    }
+
+    /// The keys of named objects.
+    pub(super) fn names(&self) -> Option<&BTreeSet<String>> {
+        match self {
+            Membership::Named(keys) => Some(keys),
+            Membership::Selected { .. } => None,
+        }
+    }
+
+    /// Whether the object with `key` is one of the wait's: named, or picked
+    /// by the selection. An index that fails on the object leaves it out,
+    /// as it leaves it out of the index.
+    pub(super) fn picks(&self, key: &str, object: &DynamicObject, input: &IndexInput<'_>) -> bool {
+        match self {
+            Membership::Named(keys) => keys.contains(key),
+            Membership::Selected {
+                namespace,
+                labels,
+                index,
+            } => {
+                namespace
+                    .as_deref()
+                    .is_none_or(|ns| object.metadata.namespace.as_deref() == Some(ns))
+                    && labels.matches_object(object)
+                    && index.as_ref().is_none_or(|(name, value, func)| {
+                        func.evaluate(name, input)
+                            .is_ok_and(|values| values.iter().any(|v| v == value))
+                    })
+            }
+        }
+    }
+}
