@@ -9,6 +9,7 @@ mod support;
 mod cli;
 
 mod cluster_set;
+mod condition;
 mod discovery;
 mod factory;
 mod freshness;
