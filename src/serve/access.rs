@@ -150,23 +150,134 @@ pub(super) fn bearer_matches(header: Option<&[u8]>, token: &str) -> bool {
         == 0
 }
 
-/// A CA made for this run, and a serving certificate it signed for
-/// `localhost`, the loopback addresses and `addr`'s address. Returns the
-/// acceptor and the CA's PEM.
-pub(super) fn self_signed(addr: SocketAddr) -> Result<(TlsAcceptor, String), ServeError> {
-    let failed = |e: rcgen::Error| ServeError::Tls(e.to_string());
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
-    ca_params
+/// The CA that signs the serving certificate: made for this run, or kept
+/// in a credentials directory.
+pub(super) struct Ca {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    pem: String,
+}
+
+/// What the CA's certificate says of it; its issuer is rebuilt from these
+/// and its key, so that a kept CA signs as the one made first.
+fn ca_params() -> Result<rcgen::CertificateParams, rcgen::Error> {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
+    params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "kdi serve CA");
-    ca_params.key_usages = vec![
+    params.key_usages = vec![
         rcgen::KeyUsagePurpose::KeyCertSign,
         rcgen::KeyUsagePurpose::DigitalSignature,
     ];
-    let ca_key = rcgen::KeyPair::generate().map_err(failed)?;
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(failed)?;
+    Ok(params)
+}
 
+impl Ca {
+    /// A new CA.
+    pub(super) fn new() -> Result<Ca, ServeError> {
+        let failed = |e: rcgen::Error| ServeError::Tls(e.to_string());
+        let key = rcgen::KeyPair::generate().map_err(failed)?;
+        let certified = rcgen::CertifiedIssuer::self_signed(ca_params().map_err(failed)?, key)
+            .map_err(failed)?;
+        let pem = certified.pem();
+        let key = rcgen::KeyPair::from_pem(&certified.key().serialize_pem()).map_err(failed)?;
+        Ok(Ca {
+            issuer: rcgen::Issuer::new(ca_params().map_err(failed)?, key),
+            pem,
+        })
+    }
+
+    /// The CA of this certificate (PEM) and key (PEM).
+    fn of(pem: String, key: &str) -> Result<Ca, String> {
+        let key = rcgen::KeyPair::from_pem(key).map_err(|e| format!("the CA key: {e}"))?;
+        let params = ca_params().map_err(|e| e.to_string())?;
+        Ok(Ca {
+            issuer: rcgen::Issuer::new(params, key),
+            pem,
+        })
+    }
+}
+
+/// A credentials directory ([`ServeOptions::credentials_dir`]): `ca.crt`,
+/// `ca.key` and `token`, each made when missing.
+///
+/// [`ServeOptions::credentials_dir`]: super::ServeOptions::credentials_dir
+pub(super) struct Kept<'a> {
+    dir: &'a Path,
+}
+
+impl<'a> Kept<'a> {
+    pub(super) fn new(dir: &'a Path) -> Kept<'a> {
+        Kept { dir }
+    }
+
+    fn failed(&self, file: &str, reason: impl std::fmt::Display) -> ServeError {
+        ServeError::Credentials {
+            path: self.dir.join(file),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The kept CA, made and written first when the directory has none.
+    pub(super) fn ca(&self) -> Result<Ca, ServeError> {
+        let cert = self.read("ca.crt")?;
+        let key = self.read("ca.key")?;
+        match (cert, key) {
+            (Some(cert), Some(key)) => Ca::of(cert, &key).map_err(|e| self.failed("ca.key", e)),
+            (None, None) => {
+                let ca = Ca::new()?;
+                self.write("ca.key", &ca.issuer.key().serialize_pem())?;
+                self.write("ca.crt", &ca.pem)?;
+                Ok(ca)
+            }
+            (Some(_), None) => Err(self.failed("ca.key", "missing beside ca.crt")),
+            (None, Some(_)) => Err(self.failed("ca.crt", "missing beside ca.key")),
+        }
+    }
+
+    /// The kept token, made and written first when the directory has none.
+    pub(super) fn token(&self) -> Result<String, ServeError> {
+        match self.read("token")? {
+            Some(token) if !token.trim().is_empty() => Ok(token.trim().to_owned()),
+            Some(_) => Err(self.failed("token", "the file is empty")),
+            None => {
+                let token = new_token();
+                self.write("token", &format!("{token}\n"))?;
+                Ok(token)
+            }
+        }
+    }
+
+    fn read(&self, file: &str) -> Result<Option<String>, ServeError> {
+        match std::fs::read_to_string(self.dir.join(file)) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.failed(file, e)),
+        }
+    }
+
+    /// Writes `file` readable by the owner only, in a directory made so.
+    fn write(&self, file: &str, text: &str) -> Result<(), ServeError> {
+        let mut dir = std::fs::DirBuilder::new();
+        dir.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+        dir.create(self.dir).map_err(|e| self.failed("", e))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut out = options
+            .open(self.dir.join(file))
+            .map_err(|e| self.failed(file, e))?;
+        std::io::Write::write_all(&mut out, text.as_bytes()).map_err(|e| self.failed(file, e))
+    }
+}
+
+/// A serving certificate signed by `ca` for `localhost`, the loopback
+/// addresses and `addr`'s address. Returns the acceptor and the CA's PEM.
+pub(super) fn serving(ca: &Ca, addr: SocketAddr) -> Result<(TlsAcceptor, String), ServeError> {
+    let failed = |e: rcgen::Error| ServeError::Tls(e.to_string());
     let mut names = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
@@ -181,7 +292,9 @@ pub(super) fn self_signed(addr: SocketAddr) -> Result<(TlsAcceptor, String), Ser
         .push(rcgen::DnType::CommonName, "kdi serve");
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     let key = rcgen::KeyPair::generate().map_err(failed)?;
-    let cert = params.signed_by(&key, &ca).map_err(failed)?;
+    let cert = params.signed_by(&key, &ca.issuer).map_err(failed)?;
+    let ca_der =
+        pem_der(&ca.pem).ok_or_else(|| ServeError::Tls("the CA certificate is not PEM".into()))?;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -189,12 +302,26 @@ pub(super) fn self_signed(addr: SocketAddr) -> Result<(TlsAcceptor, String), Ser
         .map_err(|e| ServeError::Tls(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(
-            vec![cert.der().clone(), ca.der().clone()],
+            vec![cert.der().clone(), ca_der],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         )
         .map_err(|e| ServeError::Tls(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok((TlsAcceptor::from(Arc::new(config)), ca.pem()))
+    Ok((TlsAcceptor::from(Arc::new(config)), ca.pem.clone()))
+}
+
+/// The DER of the first certificate of a PEM text.
+fn pem_der(pem: &str) -> Option<rustls::pki_types::CertificateDer<'static>> {
+    let body: String = pem
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE-----"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .ok()?;
+    Some(rustls::pki_types::CertificateDer::from(der))
 }
 
 #[cfg(test)]
@@ -234,5 +361,29 @@ mod tests {
         );
         assert!(config.contains("current-context: \"kdi\""), "{config}");
         assert!(!format!("{credentials:?}").contains("abc"));
+    }
+
+    #[test]
+    fn a_credentials_directory_is_made_once_and_kept() {
+        let dir = std::env::temp_dir().join(format!("kdi-credentials-{}", new_token()));
+        let kept = Kept::new(&dir);
+        let first = (kept.ca().unwrap().pem, kept.token().unwrap());
+        let second = (kept.ca().unwrap().pem, kept.token().unwrap());
+        assert_eq!(first, second);
+        assert!(first.0.starts_with("-----BEGIN CERTIFICATE-----"));
+        let addr = "127.0.0.1:6443".parse().unwrap();
+        assert!(serving(&kept.ca().unwrap(), addr).is_ok());
+
+        // What is broken is named, never replaced.
+        std::fs::write(dir.join("ca.key"), "not a key").unwrap();
+        let broken = kept.ca().err().unwrap().to_string();
+        assert!(broken.contains("ca.key"), "{broken}");
+        std::fs::remove_file(dir.join("ca.key")).unwrap();
+        let missing = kept.ca().err().unwrap().to_string();
+        assert!(missing.contains("missing beside ca.crt"), "{missing}");
+        std::fs::write(dir.join("token"), "\n").unwrap();
+        let empty = kept.token().unwrap_err().to_string();
+        assert!(empty.contains("empty"), "{empty}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

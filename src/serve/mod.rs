@@ -58,7 +58,8 @@
 //! **Who may read.** By default a server listens on loopback with TLS (a
 //! certificate signed by a CA made at start) and a random bearer token;
 //! [`Listening::credentials`] gives what a client needs, as a kubeconfig
-//! too. It refuses to listen beyond loopback without both
+//! too; [`ServeOptions::credentials_dir`] keeps the CA and token across
+//! restarts, so that a kubeconfig written once stays good. It refuses to listen beyond loopback without both
 //! ([`ServeError::Insecure`]). `/healthz`, `/livez` and `/readyz` answer
 //! without a token, as the API server's do. A resource whose informer the
 //! API server refuses (401, 403) is absent — from discovery, its paths
@@ -133,6 +134,12 @@ pub struct ServeOptions {
     /// by default, at least 1); a watch from an older resourceVersion, or
     /// one that falls further behind, gets 410 `Expired` and lists again.
     pub history: usize,
+    /// Keep the CA, its key and the token in this directory (made on the
+    /// first start, readable by the owner only, and reused by every later
+    /// one), so that a kubeconfig written once keeps working across
+    /// restarts. `None` (the default) makes new ones at each start. A
+    /// [`token`](Self::token) given explicitly wins over the kept one.
+    pub credentials_dir: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -143,6 +150,7 @@ impl Default for ServeOptions {
             token: None,
             anonymous: false,
             history: watch::HISTORY,
+            credentials_dir: None,
         }
     }
 }
@@ -163,6 +171,9 @@ impl ServeOptions {
 
         /// Sets [`history`](Self::history).
         history(changes: usize) => changes.max(1);
+
+        /// Sets [`credentials_dir`](Self::credentials_dir).
+        credentials_dir(dir: impl Into<PathBuf>) => Some(dir.into());
     }
 }
 
@@ -192,6 +203,14 @@ pub enum ServeError {
     /// The serving certificate could not be made.
     #[error("making the serving certificate: {0}")]
     Tls(String),
+    /// The credentials directory could not be read or written.
+    #[error("the credentials in {path}: {reason}")]
+    Credentials {
+        /// The file or directory.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
     /// The kubeconfig could not be written.
     #[error("writing the kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -279,14 +298,23 @@ impl CacheServer {
         let bound = listener
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;
+        let kept = options.credentials_dir.as_deref().map(access::Kept::new);
         let (tls, ca_pem) = if options.tls {
-            let (acceptor, pem) = access::self_signed(bound)?;
+            let ca = match &kept {
+                Some(kept) => kept.ca()?,
+                None => access::Ca::new()?,
+            };
+            let (acceptor, pem) = access::serving(&ca, bound)?;
             (Some(acceptor), Some(pem))
         } else {
             (None, None)
         };
-        let token =
-            (!options.anonymous).then(|| options.token.clone().unwrap_or_else(access::new_token));
+        let token = match (&options.token, &kept) {
+            _ if options.anonymous => None,
+            (Some(token), _) => Some(token.clone()),
+            (None, Some(kept)) => Some(kept.token()?),
+            (None, None) => Some(access::new_token()),
+        };
         let credentials = Credentials {
             addr: bound,
             ca_pem,

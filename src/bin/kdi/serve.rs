@@ -33,7 +33,13 @@ pub struct ServeArgs {
     /// Read the token clients must send from FILE instead of making one.
     #[arg(long, value_name = "FILE", conflicts_with = "anonymous")]
     pub token_file: Option<PathBuf>,
-    /// Serve plain HTTP instead of HTTPS (loopback only).
+    /// Keep the CA, its key and the token in DIR (made on the first start,
+    /// owner-readable only) and reuse them at every later start, so that a
+    /// kubeconfig written once keeps working after a restart.
+    #[arg(long, value_name = "DIR")]
+    pub credentials_dir: Option<PathBuf>,
+    /// Serve plain HTTP instead of HTTPS (loopback only). kubectl and
+    /// client-go send no token over plain HTTP: add --anonymous for them.
     #[arg(long)]
     pub insecure_http: bool,
     /// Accept clients without a token (loopback only).
@@ -119,6 +125,14 @@ fn options(args: &ServeArgs) -> Result<ServeOptions, Failure> {
         .history(args.history)
         .tls(!args.insecure_http)
         .anonymous(args.anonymous);
+    if let Some(dir) = &args.credentials_dir {
+        options = options.credentials_dir(dir);
+    }
+    if args.insecure_http && !args.anonymous {
+        say(
+            "kdi: warning: kubectl and client-go send no token over plain HTTP; they are refused unless --anonymous is given too",
+        );
+    }
     if let Some(path) = &args.token_file {
         let token = std::fs::read_to_string(path)
             .map_err(|e| Failure::usage(format!("--token-file {}: {e}", path.display())))?;

@@ -463,6 +463,7 @@ async fn client_go_informers_through_kdi_serve_stay_equal_through_a_warm_restart
     std::fs::create_dir_all(&dir).unwrap();
     let listen = format!("127.0.0.1:{}", free_port());
     let snapshots = dir.join("snapshots").display().to_string();
+    let credentials = dir.join("credentials").display().to_string();
     let args = [
         "-r",
         &plural_group,
@@ -470,11 +471,10 @@ async fn client_go_informers_through_kdi_serve_stay_equal_through_a_warm_restart
         &ns,
         "--listen",
         &listen,
-        // Plain HTTP on loopback, without a token (client-go sends no token
-        // over plain HTTP): a certificate and token made anew at each
-        // start would not be trusted by the kubeconfig of the first start.
-        "--insecure-http",
-        "--anonymous",
+        // The CA and token of the first start, kept for the second: the
+        // kubeconfig written once stays good.
+        "--credentials-dir",
+        &credentials,
         "--snapshot-dir",
         &snapshots,
     ];
@@ -504,7 +504,22 @@ async fn client_go_informers_through_kdi_serve_stay_equal_through_a_warm_restart
     .await
     .unwrap();
     api.delete("b", &DeleteParams::default()).await.unwrap();
+    let first_kubeconfig = std::fs::read_to_string(&served).unwrap();
     let (running, _) = serve(&admin, &dir, &args).await;
+    assert_eq!(
+        std::fs::read_to_string(&served).unwrap(),
+        first_kubeconfig,
+        "the second start writes the kubeconfig of the first"
+    );
+    #[cfg(unix)]
+    for file in ["ca.key", "token"] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.join("credentials").join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
     assert!(
         running
             .stderr_seen
