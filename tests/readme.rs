@@ -146,6 +146,41 @@ mod readme_resource_set {
     // README: end
 }
 
+#[allow(dead_code)]
+mod readme_wait {
+    // README: wait
+    use std::time::Duration;
+
+    use kube_dynamic_informer::informer::{InformerError, ObjectSelection, Wait, WaitFor};
+    use kube_dynamic_informer::prelude::*;
+    use kube_dynamic_informer::vocabulary::Selector;
+
+    async fn web_ready(factory: &InformerFactory) -> Result<bool, Box<dyn std::error::Error>> {
+        let deployments = factory.for_resource("deployments.apps").await?;
+        let widgets = factory.for_resource("widgets.example.com").await?; // installed later is fine
+        factory.start()?;
+        let web = ObjectSelection::default()
+            .namespace("shop")
+            .labels(Selector::parse("app=web")?);
+        let wait = Wait::new(WaitFor::condition("status.readyReplicas == spec.replicas")?)
+            .on(&deployments, web.clone())
+            .on(&widgets, web)
+            .timeout(Duration::from_secs(120));
+        match wait.run().await {
+            Ok(report) => println!("{report}"), // all of 4 objects hold '...'
+            Err(InformerError::ConditionTimedOut { report }) => {
+                for object in report.blocking() {
+                    eprintln!("{} {}: {}", object.resource, object.key, object.state); // not met, missing
+                }
+                return Ok(false);
+            }
+            Err(other) => return Err(other.into()),
+        }
+        Ok(true)
+    }
+    // README: end
+}
+
 /// The lines of this file between `// README: NAME` and `// README: end`,
 /// without the module's indentation.
 fn compiled(name: &str) -> String {
@@ -172,6 +207,7 @@ fn the_readme_rust_blocks_are_code_this_file_compiles() {
         ("**A resource that is not served yet**", "not served"),
         ("**Checking a file without a cluster.**", "check"),
         ("**Running a file from Rust.**", "resource set"),
+        ("**Waiting from Rust.**", "wait"),
     ] {
         assert_eq!(
             block_after(&readme, after, "rust"),

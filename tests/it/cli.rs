@@ -22,6 +22,7 @@ mod shard;
 mod snapshot;
 mod stop;
 mod terminal;
+mod wait;
 
 /// Kubeconfig of `user` for the process (external clusters: the admin's).
 fn kubeconfig(user: User) -> PathBuf {

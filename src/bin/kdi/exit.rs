@@ -17,6 +17,8 @@ pub mod code {
     /// A cache that did not sync: access denied, a resource not served, or
     /// not synced within `--timeout`.
     pub const NOT_SYNCED: u8 = 3;
+    /// `wait`: what it waited for did not hold within `--timeout`.
+    pub const TIMED_OUT: u8 = 4;
 }
 
 /// A failure with the exit code it maps to.
@@ -51,6 +53,11 @@ impl Failure {
     /// A cache that did not sync.
     pub fn not_synced(message: impl Display) -> Self {
         Self::with(code::NOT_SYNCED, message)
+    }
+
+    /// A wait that timed out.
+    pub fn timed_out(message: impl Display) -> Self {
+        Self::with(code::TIMED_OUT, message)
     }
 
     fn with(code: u8, message: impl Display) -> Self {

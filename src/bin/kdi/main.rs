@@ -6,6 +6,7 @@
 //! kdi get -r pods --index node=node-1 -o table
 //! kdi get -r deploy -l 'app in (web, api)' -o yaml
 //! kdi get -r pods --keep spec.nodeName -o json # only that field cached
+//! kdi wait -r deploy -l app=web --for 'status.readyReplicas == spec.replicas'
 //! kdi resources                                 # what discovery offers
 //! kdi resources widgets.example.com deploy       # what names designate
 //! kdi check informers.yaml                      # validate without a cluster
@@ -16,7 +17,8 @@
 //! success; 1 the cluster cannot be reached or answers with an error (the
 //! message names the server and every cause); 2 invalid arguments,
 //! kubeconfig or config file; 3 caches that did not sync (each with its
-//! reason on stderr).
+//! reason on stderr); 4 a `wait` that timed out (a line per object that
+//! keeps it from holding on stdout).
 //!
 //! stderr says what each informer is doing when that changes, and again at
 //! `--progress-interval` what it still waits for (see [`progress`]): as
@@ -49,6 +51,7 @@ mod serve;
 mod set_changes;
 mod stderr;
 mod stop;
+mod wait;
 mod watch;
 
 use std::path::PathBuf;
@@ -65,6 +68,7 @@ use get::GetArgs;
 use resources::ResourcesArgs;
 use serve::ServeArgs;
 use stderr::Stderr;
+use wait::WaitArgs;
 use watch::WatchArgs;
 
 /// Informers for any Kubernetes resource, from the command line.
@@ -96,6 +100,13 @@ enum Command {
     /// Wait for sync, then print the objects that match an index value or a
     /// label selector.
     Get(GetArgs),
+    /// Wait until a condition holds for all, any or none of the objects
+    /// (or until they are deleted), answered from the caches as events
+    /// arrive; kubectl's `--for` forms are accepted too.
+    #[command(mut_arg("timeout", |a| a
+        .default_value("30s")
+        .help("How long to wait, the caches' sync included; `0` waits for ever")))]
+    Wait(WaitArgs),
     /// List the resources discovery offers (like `kubectl api-resources`),
     /// or say what the names given designate, and why not.
     Resources(ResourcesArgs),
@@ -238,6 +249,27 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 return clusters::get(&contexts, set, args).await;
             }
             get::get(&connect().await?, set, args).await
+        }
+        Command::Wait(mut args) => {
+            if contexts.all || contexts.contexts.len() > 1 {
+                return Err(Failure::usage("wait reads one cluster: name one --context"));
+            }
+            let goal = wait::check(&args)?;
+            // Named objects need the cluster to know their namespace;
+            // otherwise the config is read first.
+            let early = if args.names.is_empty() {
+                None
+            } else {
+                let cluster = connect().await?;
+                wait::namespace_of_names(&cluster, &mut args).await;
+                Some(cluster)
+            };
+            let set = wait::informers(&args)?;
+            let cluster = match early {
+                Some(cluster) => cluster,
+                None => connect().await?,
+            };
+            wait::wait(&cluster, set, args, goal).await
         }
         Command::Serve(args) => {
             let set = informers::informer_set(&args.selection)?;
