@@ -185,7 +185,8 @@ async fn run(
     let mut wait = Wait::new(goal.clone())
         .quantifier(args.quantifier())
         .timeout(timeout)
-        .sync_policy(SyncPolicy::GiveUpWhenRefused);
+        .sync_policy(SyncPolicy::GiveUpWhenRefused)
+        .on_mistake(say_mistake);
     for m in members {
         wait = wait.on(&m.informer, objects(m, args)?);
     }
@@ -331,6 +332,29 @@ impl Lines {
             }
             _ => format!("{kubectl_type}/{name}: {}", o.state),
         }
+    }
+}
+
+/// Says on stderr, once per object, that the condition is not a boolean
+/// on it or fails on it.
+fn say_mistake(o: &ObjectOutcome) {
+    let stderr = Stderr::process();
+    if stderr.json() {
+        let mut line = json!({
+            "resource": o.resource.to_string(),
+            "name": o.name(),
+            "state": o.reason(),
+            "detail": o.state.to_string(),
+        });
+        if let Some(ns) = o.namespace() {
+            line["namespace"] = json!(ns);
+        }
+        stderr.say(line);
+    } else {
+        stderr.say(format!(
+            "kdi: {} {}: the condition is {}; it counts as not met",
+            o.resource, o.key, o.state
+        ));
     }
 }
 

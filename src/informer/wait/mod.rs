@@ -28,7 +28,7 @@ use super::sync::{NotSynced, SyncPolicy};
 use super::{InformerError, SharedInformer};
 use crate::vocabulary::resource::ResourceKey;
 use objects::Membership;
-use tracker::Tracker;
+use tracker::{MistakeHook, Tracker};
 
 /// How long a wait goes on by default: kubectl's 30 s.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -66,8 +66,8 @@ const FLOOD_GRACE: Duration = Duration::from_secs(2);
 /// wait (each true once it is gone, or out of the selection).
 ///
 /// A condition that is not a boolean on an object, or fails on it, counts
-/// as not met; it is said once per object (a `tracing` warning) and
-/// counted in the report.
+/// as not met; it is said once per object (a `tracing` warning, and to the
+/// hook of [`on_mistake`](Self::on_mistake)) and counted in the report.
 ///
 /// ```no_run
 /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
@@ -106,6 +106,7 @@ pub struct Wait {
     policy: SyncPolicy,
     sources: Vec<(SharedInformer, Objects)>,
     progress: watch::Sender<WaitProgress>,
+    on_mistake: Option<MistakeHook>,
 }
 
 impl Wait {
@@ -122,6 +123,7 @@ impl Wait {
             policy: SyncPolicy::KeepWaiting,
             sources: Vec::new(),
             progress: watch::Sender::new(WaitProgress::default()),
+            on_mistake: None,
         }
     }
 
@@ -210,6 +212,26 @@ impl Wait {
         self
     }
 
+    /// Calls `hook` with each object the condition is a mistake on (not a
+    /// boolean, or failing), once per object, as it is found: for a
+    /// program that says so where its user looks (`kdi wait` on stderr).
+    /// Such an object counts as not met; it is also said in a `tracing`
+    /// warning and counted in the report.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::informer::{Wait, WaitFor};
+    ///
+    /// let wait = Wait::new(WaitFor::condition("status.phase")?).on_mistake(|object| {
+    ///     eprintln!("{} {}: {}", object.resource, object.key, object.state);
+    /// });
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+    /// ```
+    #[must_use]
+    pub fn on_mistake(mut self, hook: impl Fn(&ObjectOutcome) + Send + Sync + 'static) -> Self {
+        self.on_mistake = Some(std::sync::Arc::new(hook));
+        self
+    }
+
     /// Where the wait stands, updated as it runs (how many objects are
     /// true of how many, how many caches it has whole): for a progress
     /// report.
@@ -239,7 +261,12 @@ impl Wait {
         for (i, (informer, objects)) in self.sources.iter().enumerate() {
             let resource = informer.shared.key.clone();
             let membership = Membership::new(objects, &informer.store(), &resource)?;
-            trackers.push(Tracker::new(resource, membership, &self.goal));
+            trackers.push(Tracker::new(
+                resource,
+                membership,
+                &self.goal,
+                self.on_mistake.clone(),
+            ));
             let events = informer.events_with(
                 HandlerOptions::default()
                     .name("wait")

@@ -400,7 +400,12 @@ async fn deletion_of_a_selection_holds_when_nothing_is_picked_any_more() {
 #[tokio::test]
 async fn a_mistake_is_said_once_per_object_and_counts_as_not_met() {
     let mut f = Fixture::new(vec![widget("shop", "w1", json!({ "ready": "yes" }))]);
-    let wait = Wait::new(goal()).on(&f.informer, "shop/w1").timeout(LONG);
+    let said = std::sync::Arc::new(StdMutex::new(Vec::new()));
+    let hook = said.clone();
+    let wait = Wait::new(goal())
+        .on(&f.informer, "shop/w1")
+        .timeout(LONG)
+        .on_mistake(move |o| hook.lock().unwrap().push(format!("{} {}", o.key, o.state)));
     let mut progress = wait.progress();
     let waiting = tokio::spawn(wait.run());
     progress.wait_for(|p| p.synced == 1).await.unwrap();
@@ -414,6 +419,7 @@ async fn a_mistake_is_said_once_per_object_and_counts_as_not_met() {
     );
     let report = waiting.await.unwrap().unwrap();
     assert_eq!(report.informers()[0].mistakes, 1);
+    assert_eq!(*said.lock().unwrap(), [r#"shop/w1 not a boolean: "yes""#]);
 }
 
 #[tokio::test]

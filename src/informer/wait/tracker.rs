@@ -2,6 +2,7 @@
 //! and how many of them count, kept as each event arrives.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kube_core::DynamicObject;
 
@@ -34,6 +35,9 @@ struct Entry {
     reported: bool,
 }
 
+/// What is told of each object a condition is a mistake on.
+pub(super) type MistakeHook = Arc<dyn Fn(&ObjectOutcome) + Send + Sync>;
+
 /// One informer's objects, as far as a wait is concerned.
 pub(super) struct Tracker {
     pub(super) resource: ResourceKey,
@@ -47,11 +51,18 @@ pub(super) struct Tracker {
     pub(super) holding: usize,
     /// Objects the condition was found not to be a boolean on, or to fail on.
     pub(super) mistakes: u64,
+    on_mistake: Option<MistakeHook>,
 }
 
 impl Tracker {
-    pub(super) fn new(resource: ResourceKey, membership: Membership, goal: &WaitFor) -> Self {
+    pub(super) fn new(
+        resource: ResourceKey,
+        membership: Membership,
+        goal: &WaitFor,
+        on_mistake: Option<MistakeHook>,
+    ) -> Self {
         let mut tracker = Tracker {
+            on_mistake,
             resource,
             condition: goal.as_condition().cloned(),
             entries: HashMap::new(),
@@ -177,6 +188,16 @@ impl Tracker {
                 condition = %condition,
                 "the condition is {mistake} on this object; it counts as not met (said once per object)"
             );
+            if let Some(hook) = &self.on_mistake {
+                hook(&ObjectOutcome {
+                    resource: self.resource.clone(),
+                    key,
+                    state: ObjectState::Present {
+                        verdict: Some(mistake),
+                    },
+                    holds: false,
+                });
+            }
         }
     }
 

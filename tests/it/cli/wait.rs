@@ -247,6 +247,19 @@ async fn a_timeout_prints_each_object_not_done_with_why() {
             "state": "notBoolean", "detail": "not a boolean: \"Running\""
         })]
     );
+    // Said on stderr as it was found, once.
+    let said: Vec<Value> = stderr(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["state"] == "notBoolean")
+        .collect();
+    assert_eq!(
+        said,
+        [json!({
+            "resource": full, "namespace": ns, "name": "a",
+            "state": "notBoolean", "detail": "not a boolean: \"Running\""
+        })]
+    );
 
     // --any holds with one, --none does not while one holds.
     let ready = ["--for", "status.readyReplicas == spec.replicas"];
