@@ -31,6 +31,11 @@ pub(super) type Body = BoxBody<Bytes, Infallible>;
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a connection buffers of a response not yet written to its socket
+/// (and of a request's headers): enough for a few of a watch's chunks, so
+/// that a slow reader holds little in the server.
+const CONNECTION_BUFFER: usize = 64 * 1024;
+
 /// Accepts connections until `cancel`, then lets open ones finish.
 pub(super) async fn run(
     listener: TcpListener,
@@ -72,7 +77,10 @@ pub(super) async fn run(
             });
             let result = match tls {
                 Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(stream) => serve_connection(TokioIo::new(stream), service, cancel).await,
+                    Ok(mut stream) => {
+                        stream.get_mut().1.set_buffer_limit(Some(CONNECTION_BUFFER));
+                        serve_connection(TokioIo::new(stream), service, cancel).await
+                    }
                     Err(e) => {
                         tracing::debug!(%peer, error = %e, "TLS handshake failed");
                         return;
@@ -105,6 +113,7 @@ where
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(CONNECTION_BUFFER)
         .serve_connection(io, service);
     tokio::pin!(connection);
     tokio::select! {

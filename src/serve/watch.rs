@@ -36,8 +36,14 @@ pub(super) const HISTORY: usize = 10_000;
 /// How often an idle watch that allows bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(30);
 
-/// Objects written into one chunk of a watch's initial events.
+/// Changes taken from the history at a time.
 const CHUNK: usize = 100;
+
+/// A watch's events are handed to its connection in chunks of about this
+/// many bytes, one at a time: a client that reads slowly (a hundred
+/// informers syncing at once) holds a few of them in the server, not its
+/// whole initial list.
+const CHUNK_BYTES: usize = 16 * 1024;
 
 /// One recorded change.
 #[derive(Clone)]
@@ -313,7 +319,8 @@ pub(super) fn watch(
             "too old resource version: {from} ({floor})"
         )));
     }
-    let (tx, rx) = mpsc::channel(16);
+    // One chunk waits while the connection writes the one before.
+    let (tx, rx) = mpsc::channel(1);
     let watcher = Watcher {
         resource: resource.clone(),
         history: feed.history.clone(),
@@ -399,14 +406,11 @@ impl Watcher {
                 .unwrap_or(floor);
             let objects = self.resource.informer.lister().list_all();
             let mut chunk = Vec::new();
-            for (i, object) in objects.iter().enumerate() {
+            for object in &objects {
                 if self.selects_cached(object) {
                     self.write_event(&mut chunk, "ADDED", &Recorded::Cached(object.clone()));
                 }
-                if (i + 1) % CHUNK == 0
-                    && !chunk.is_empty()
-                    && !self.send(std::mem::take(&mut chunk)).await
-                {
+                if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
                     return;
                 }
             }
@@ -461,6 +465,11 @@ impl Watcher {
                         self.write_event(&mut chunk, change.kind, &change.object);
                     }
                     after = change.resource_version;
+                    if chunk.len() >= CHUNK_BYTES
+                        && !self.send(std::mem::take(&mut chunk)).await
+                    {
+                        return;
+                    }
                 }
                 if !chunk.is_empty() && !self.send(chunk).await {
                     return;
