@@ -105,7 +105,7 @@ enum Command {
     /// arrive; kubectl's `--for` forms are accepted too.
     #[command(mut_arg("timeout", |a| a
         .default_value("30s")
-        .help("How long to wait, the caches' sync included; `0` waits for ever")))]
+        .help("How long to wait, the caches' sync included; `0` checks once (after the caches have synced), as kubectl's does")))]
     Wait(WaitArgs),
     /// List the resources discovery offers (like `kubectl api-resources`),
     /// or say what the names given designate, and why not.

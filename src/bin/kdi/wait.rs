@@ -163,8 +163,10 @@ pub async fn wait(
     let (_joins, joined) = tokio::sync::mpsc::unbounded_channel();
     let reporting = tokio::spawn(progress.follow(following.clone(), joined));
 
+    // `0` checks once, as kubectl's does (the caches synced first, for as
+    // long as that takes).
     let timeout = match sel.timeout {
-        Duration::ZERO => Duration::MAX,
+        Duration::ZERO => Duration::ZERO,
         t => t.saturating_sub(started.elapsed()),
     };
     let result = run(&members, &args, goal, timeout).await;

@@ -199,8 +199,9 @@ async fn a_timeout_prints_each_object_not_done_with_why() {
             &ns,
             "--for",
             "status.readyReplicas == spec.replicas",
+            // Checked once, as kubectl checks with `--timeout=0`.
             "--timeout",
-            "1s",
+            "0",
         ],
     )
     .await;
@@ -221,6 +222,23 @@ async fn a_timeout_prints_each_object_not_done_with_why() {
         err.contains("2 of 3 objects do not hold 'status.readyReplicas == spec.replicas'"),
         "{err}"
     );
+    let once = kdi(
+        User::Admin,
+        &[
+            "wait",
+            "-r",
+            &full,
+            "-n",
+            &ns,
+            "a",
+            "--for",
+            "status.readyReplicas == spec.replicas",
+            "--timeout",
+            "0",
+        ],
+    )
+    .await;
+    assert_exit(&once, documented_exit("Success"));
 
     // Not a boolean: said, and not met.
     let out = kdi(
