@@ -397,23 +397,38 @@ async fn bad_requests_get_a_status_and_the_server_refuses_to_listen_unprotected(
         404
     );
 
-    // A wrong token: 401.
+    // A wrong or missing token: 401.
     let mut config = Config::from_custom_kubeconfig(
         Kubeconfig::from_yaml(&served.credentials.kubeconfig("kdi")).unwrap(),
         &KubeConfigOptions::default(),
     )
     .await
     .unwrap();
-    config.auth_info.token = Some("wrong".to_owned().into());
-    let intruder: Api<DynamicObject> = Api::namespaced_with(
-        Client::try_from(config).unwrap(),
-        &served.ns,
-        &served.widgets,
-    );
-    assert_eq!(
-        code(&intruder.list(&ListParams::default()).await.unwrap_err()),
-        401
-    );
+    for token in [Some("wrong"), None] {
+        config.auth_info.token = token.map(|t| t.to_owned().into());
+        let intruder: Api<DynamicObject> = Api::namespaced_with(
+            Client::try_from(config.clone()).unwrap(),
+            &served.ns,
+            &served.widgets,
+        );
+        assert_eq!(
+            code(&intruder.list(&ListParams::default()).await.unwrap_err()),
+            401,
+            "token {token:?}"
+        );
+    }
+
+    // A verb the API has no use for: 405, as for writes.
+    let odd = http::Request::builder()
+        .method(http::Method::from_bytes(b"PROPFIND").unwrap())
+        .uri(format!(
+            "/apis/{}/v1/namespaces/{}/widgets",
+            served.widgets.group, served.ns
+        ))
+        .body(Vec::new())
+        .unwrap();
+    let refused = client.request_text(odd).await.unwrap_err();
+    assert_eq!(code(&refused), 405, "{refused}");
 
     // Beyond loopback, never without TLS and a token.
     for options in [
