@@ -396,28 +396,10 @@ impl Watcher {
             (inner.first, from.unwrap_or(floor))
         };
         if initial {
-            // The cache as it is, then the changes after its version.
-            let current: u64 = self
-                .resource
-                .informer
-                .informer()
-                .synced_resource_version()
-                .and_then(|rv| rv.parse().ok())
-                .unwrap_or(floor);
-            let objects = self.resource.informer.lister().list_all();
-            let mut chunk = Vec::new();
-            for object in &objects {
-                if self.selects_cached(object) {
-                    self.write_event(&mut chunk, "ADDED", &Recorded::Cached(object.clone()));
-                }
-                if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
-                    return;
-                }
+            match self.initial_events(floor).await {
+                Some(current) => after = current.max(after),
+                None => return,
             }
-            if !chunk.is_empty() && !self.send(chunk).await {
-                return;
-            }
-            after = current.max(after);
             if self.query.bookmarks && !self.bookmark(after, true).await {
                 return;
             }
@@ -465,9 +447,7 @@ impl Watcher {
                         self.write_event(&mut chunk, change.kind, &change.object);
                     }
                     after = change.resource_version;
-                    if chunk.len() >= CHUNK_BYTES
-                        && !self.send(std::mem::take(&mut chunk)).await
-                    {
+                    if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
                         return;
                     }
                 }
@@ -491,6 +471,32 @@ impl Watcher {
                 () = self.tx.closed() => return,
             }
         }
+    }
+
+    /// Sends the cache as it is, as ADDED events; returns the
+    /// resourceVersion they show (`None` once the client has gone).
+    async fn initial_events(&self, floor: u64) -> Option<u64> {
+        let current: u64 = self
+            .resource
+            .informer
+            .informer()
+            .synced_resource_version()
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(floor);
+        let objects = self.resource.informer.lister().list_all();
+        let mut chunk = Vec::new();
+        for object in &objects {
+            if self.selects_cached(object) {
+                self.write_event(&mut chunk, "ADDED", &Recorded::Cached(object.clone()));
+            }
+            if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
+                return None;
+            }
+        }
+        if !chunk.is_empty() && !self.send(chunk).await {
+            return None;
+        }
+        Some(current)
     }
 
     /// Whether this event's table carries the column definitions: the

@@ -13,125 +13,16 @@ use super::format::{Time, human_duration, parse_time};
 /// The cells of `pod`, and its row's condition once it has completed.
 pub(super) fn cells(pod: &Value, now: Timestamp) -> Row {
     let phase = text(pod, "/status/phase");
-    let mut reason = match text(pod, "/status/reason") {
-        "" => phase.to_owned(),
-        reason => reason.to_owned(),
-    };
-    if items(pod, "/status/conditions")
-        .iter()
-        .any(|c| text(c, "/type") == "PodScheduled" && text(c, "/reason") == "SchedulingGated")
-    {
-        reason = "SchedulingGated".to_owned();
-    }
-
-    let init_containers = items(pod, "/spec/initContainers");
-    let restartable = |name: &str| {
-        init_containers
-            .iter()
-            .any(|c| text(c, "/name") == name && text(c, "/restartPolicy") == "Always")
-    };
-    let total = items(pod, "/spec/containers").len()
-        + init_containers
-            .iter()
-            .filter(|c| text(c, "/restartPolicy") == "Always")
-            .count();
-    let mut ready = 0usize;
-    let mut restarts = 0i64;
-    let mut last_restart: Option<Timestamp> = None;
-    let mut sidecar_restarts = 0i64;
-    let mut last_sidecar_restart: Option<Timestamp> = None;
-
-    let mut initializing = false;
-    for (i, container) in items(pod, "/status/initContainerStatuses")
-        .iter()
-        .enumerate()
-    {
-        let count = number(container, "/restartCount");
-        let finished = finished_at(container);
-        restarts += count;
-        last_restart = later(last_restart, finished);
-        let is_sidecar = restartable(text(container, "/name"));
-        if is_sidecar {
-            sidecar_restarts += count;
-            last_sidecar_restart = later(last_sidecar_restart, finished);
-        }
-        let terminated = container.pointer("/state/terminated");
-        let waiting_reason = text(container, "/state/waiting/reason");
-        match terminated {
-            Some(t) if number(t, "/exitCode") == 0 => continue,
-            _ if is_sidecar && container.pointer("/started") == Some(&Value::Bool(true)) => {
-                if container.pointer("/ready") == Some(&Value::Bool(true)) {
-                    ready += 1;
-                }
-                continue;
-            }
-            Some(t) => {
-                reason = match text(t, "/reason") {
-                    "" => exit_words("Init:", t),
-                    why => format!("Init:{why}"),
-                };
-            }
-            None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
-                reason = format!("Init:{waiting_reason}");
-            }
-            None => reason = format!("Init:{i}/{}", init_containers.len()),
-        }
-        initializing = true;
-        break;
-    }
-
-    let initialized = items(pod, "/status/conditions")
-        .iter()
-        .any(|c| text(c, "/type") == "Initialized" && text(c, "/status") == "True");
-    if !initializing || initialized {
-        restarts = sidecar_restarts;
-        last_restart = last_sidecar_restart;
-        let mut running = false;
-        for container in items(pod, "/status/containerStatuses").iter().rev() {
-            restarts += number(container, "/restartCount");
-            last_restart = later(last_restart, finished_at(container));
-            let waiting = text(container, "/state/waiting/reason");
-            let terminated = container.pointer("/state/terminated");
-            if !waiting.is_empty() {
-                reason = waiting.to_owned();
-            } else if let Some(t) = terminated {
-                reason = match text(t, "/reason") {
-                    "" => exit_words("", t),
-                    why => why.to_owned(),
-                };
-            } else if container.pointer("/ready") == Some(&Value::Bool(true))
-                && container.pointer("/state/running").is_some()
-            {
-                running = true;
-                ready += 1;
-            }
-        }
-        // Still running a container: not Completed yet.
-        if reason == "Completed" && running {
-            let pod_ready = items(pod, "/status/conditions")
-                .iter()
-                .any(|c| text(c, "/type") == "Ready" && text(c, "/status") == "True");
-            reason = if pod_ready { "Running" } else { "NotReady" }.to_owned();
-        }
-    }
-
-    let deleting = pod
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null());
-    if deleting && text(pod, "/status/reason") == "NodeLost" {
-        reason = "Unknown".to_owned();
-    } else if deleting && !matches!(phase, "Succeeded" | "Failed") {
-        reason = "Terminating".to_owned();
-    }
-
-    let restarts = match last_restart {
-        Some(at) if restarts != 0 => {
+    let status = Status::of(pod);
+    let restarts = match status.last_restart {
+        Some(at) if status.restarts != 0 => {
             format!(
-                "{restarts} ({} ago)",
+                "{} ({} ago)",
+                status.restarts,
                 human_duration(now.duration_since(at))
             )
         }
-        _ => restarts.to_string(),
+        _ => status.restarts.to_string(),
     };
     let none = |value: &str| -> Value {
         if value.is_empty() {
@@ -139,23 +30,6 @@ pub(super) fn cells(pod: &Value, now: Timestamp) -> Row {
         } else {
             value.into()
         }
-    };
-    let gates = items(pod, "/spec/readinessGates");
-    let gates = if gates.is_empty() {
-        "<none>".to_owned()
-    } else {
-        let conditions = items(pod, "/status/conditions");
-        let passed = gates
-            .iter()
-            .filter(|gate| {
-                let wanted = text(gate, "/conditionType");
-                conditions
-                    .iter()
-                    .find(|c| text(c, "/type") == wanted)
-                    .is_some_and(|c| text(c, "/status") == "True")
-            })
-            .count();
-        format!("{passed}/{}", gates.len())
     };
     let ip = items(pod, "/status/podIPs")
         .first()
@@ -171,17 +45,181 @@ pub(super) fn cells(pod: &Value, now: Timestamp) -> Row {
     Row {
         cells: vec![
             text(pod, "/metadata/name").into(),
-            format!("{ready}/{total}").into(),
-            reason.into(),
+            format!("{}/{}", status.ready, status.total).into(),
+            status.reason.into(),
             restarts.into(),
             created(pod, now),
             none(ip),
             none(text(pod, "/spec/nodeName")),
             none(text(pod, "/status/nominatedNodeName")),
-            gates.into(),
+            readiness_gates(pod).into(),
         ],
         conditions,
     }
+}
+
+/// What the STATUS, READY and RESTARTS columns say of a pod, worked out as
+/// the API server's printer works them out.
+struct Status {
+    reason: String,
+    ready: usize,
+    total: usize,
+    restarts: i64,
+    last_restart: Option<Timestamp>,
+}
+
+impl Status {
+    fn of(pod: &Value) -> Status {
+        let phase = text(pod, "/status/phase");
+        let mut reason = match text(pod, "/status/reason") {
+            "" => phase.to_owned(),
+            reason => reason.to_owned(),
+        };
+        if items(pod, "/status/conditions")
+            .iter()
+            .any(|c| text(c, "/type") == "PodScheduled" && text(c, "/reason") == "SchedulingGated")
+        {
+            reason = "SchedulingGated".to_owned();
+        }
+        let init_containers = items(pod, "/spec/initContainers");
+        let total = items(pod, "/spec/containers").len()
+            + init_containers
+                .iter()
+                .filter(|c| text(c, "/restartPolicy") == "Always")
+                .count();
+        let mut status = Status {
+            reason,
+            ready: 0,
+            total,
+            restarts: 0,
+            last_restart: None,
+        };
+        let (initializing, sidecar_restarts, last_sidecar_restart) =
+            status.init_containers(pod, init_containers);
+        let initialized = items(pod, "/status/conditions")
+            .iter()
+            .any(|c| text(c, "/type") == "Initialized" && text(c, "/status") == "True");
+        if !initializing || initialized {
+            status.restarts = sidecar_restarts;
+            status.last_restart = last_sidecar_restart;
+            status.containers(pod);
+        }
+        let deleting = pod
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        if deleting && text(pod, "/status/reason") == "NodeLost" {
+            status.reason = "Unknown".to_owned();
+        } else if deleting && !matches!(phase, "Succeeded" | "Failed") {
+            status.reason = "Terminating".to_owned();
+        }
+        status
+    }
+
+    /// Counts the init containers' restarts and ready sidecars, and says
+    /// why the pod is still initializing; returns whether it is, and the
+    /// sidecars' restarts and last restart.
+    fn init_containers(
+        &mut self,
+        pod: &Value,
+        init_containers: &[Value],
+    ) -> (bool, i64, Option<Timestamp>) {
+        let restartable = |name: &str| {
+            init_containers
+                .iter()
+                .any(|c| text(c, "/name") == name && text(c, "/restartPolicy") == "Always")
+        };
+        let mut sidecar_restarts = 0i64;
+        let mut last_sidecar_restart: Option<Timestamp> = None;
+        for (i, container) in items(pod, "/status/initContainerStatuses")
+            .iter()
+            .enumerate()
+        {
+            let count = number(container, "/restartCount");
+            let finished = finished_at(container);
+            self.restarts += count;
+            self.last_restart = later(self.last_restart, finished);
+            let is_sidecar = restartable(text(container, "/name"));
+            if is_sidecar {
+                sidecar_restarts += count;
+                last_sidecar_restart = later(last_sidecar_restart, finished);
+            }
+            let terminated = container.pointer("/state/terminated");
+            let waiting_reason = text(container, "/state/waiting/reason");
+            match terminated {
+                Some(t) if number(t, "/exitCode") == 0 => continue,
+                _ if is_sidecar && container.pointer("/started") == Some(&Value::Bool(true)) => {
+                    if container.pointer("/ready") == Some(&Value::Bool(true)) {
+                        self.ready += 1;
+                    }
+                    continue;
+                }
+                Some(t) => {
+                    self.reason = match text(t, "/reason") {
+                        "" => exit_words("Init:", t),
+                        why => format!("Init:{why}"),
+                    };
+                }
+                None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
+                    self.reason = format!("Init:{waiting_reason}");
+                }
+                None => self.reason = format!("Init:{i}/{}", init_containers.len()),
+            }
+            return (true, sidecar_restarts, last_sidecar_restart);
+        }
+        (false, sidecar_restarts, last_sidecar_restart)
+    }
+
+    /// Counts the containers' restarts and ready ones, and takes the reason
+    /// of the first (in the printer's order) that is waiting or ended.
+    fn containers(&mut self, pod: &Value) {
+        let mut running = false;
+        for container in items(pod, "/status/containerStatuses").iter().rev() {
+            self.restarts += number(container, "/restartCount");
+            self.last_restart = later(self.last_restart, finished_at(container));
+            let waiting = text(container, "/state/waiting/reason");
+            let terminated = container.pointer("/state/terminated");
+            if !waiting.is_empty() {
+                self.reason = waiting.to_owned();
+            } else if let Some(t) = terminated {
+                self.reason = match text(t, "/reason") {
+                    "" => exit_words("", t),
+                    why => why.to_owned(),
+                };
+            } else if container.pointer("/ready") == Some(&Value::Bool(true))
+                && container.pointer("/state/running").is_some()
+            {
+                running = true;
+                self.ready += 1;
+            }
+        }
+        // Still running a container: not Completed yet.
+        if self.reason == "Completed" && running {
+            let pod_ready = items(pod, "/status/conditions")
+                .iter()
+                .any(|c| text(c, "/type") == "Ready" && text(c, "/status") == "True");
+            self.reason = if pod_ready { "Running" } else { "NotReady" }.to_owned();
+        }
+    }
+}
+
+/// The READINESS GATES column: how many of the pod's gates have passed.
+fn readiness_gates(pod: &Value) -> String {
+    let gates = items(pod, "/spec/readinessGates");
+    if gates.is_empty() {
+        return "<none>".to_owned();
+    }
+    let conditions = items(pod, "/status/conditions");
+    let passed = gates
+        .iter()
+        .filter(|gate| {
+            let wanted = text(gate, "/conditionType");
+            conditions
+                .iter()
+                .find(|c| text(c, "/type") == wanted)
+                .is_some_and(|c| text(c, "/status") == "True")
+        })
+        .count();
+    format!("{passed}/{}", gates.len())
 }
 
 /// The `Completed` condition of a finished pod's row.
