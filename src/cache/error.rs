@@ -4,8 +4,8 @@ use crate::vocabulary::VocabularyError;
 use crate::vocabulary::resource::ResourceKey;
 
 /// Errors of the cache layer: reads of a store or lister, index,
-/// condition and projection declarations, and resourceVersions that cannot
-/// be compared.
+/// condition, change predicate and projection declarations, and
+/// resourceVersions that cannot be compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheError {
@@ -196,6 +196,58 @@ pub enum CacheError {
         reason: String,
     },
 
+    // Change predicates.
+    /// An expression of a change predicate does not parse. The position is
+    /// counted as for [`CacheError::IndexSyntax`].
+    #[error(
+        "change expression '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    ChangeSyntax {
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What the parser expected or found.
+        message: String,
+    },
+    /// An expression of a change predicate calls a function in a way that
+    /// fails whatever the object (as [`CacheError::IndexFunction`] for an
+    /// index).
+    #[error(
+        "change expression '{expression}' invalid at {}: {message}",
+        position(*line, *column)
+    )]
+    ChangeFunction {
+        /// The expression as given.
+        expression: String,
+        /// Line of the error, counted from 0.
+        line: usize,
+        /// Column of the error on its line, counted from 0.
+        column: usize,
+        /// Characters before the error in the whole expression.
+        offset: usize,
+        /// What is wrong with the call.
+        message: String,
+    },
+    /// An expression of a change predicate exceeds a limit (as
+    /// [`CacheError::IndexTooComplex`] for an index).
+    #[error("change expression '{expression}' is too complex: {reason}")]
+    ChangeTooComplex {
+        /// The expression as given (cut to its first 80 characters).
+        expression: String,
+        /// Which limit was exceeded.
+        reason: String,
+    },
+    /// A change predicate was asked for with no expression: it would let
+    /// no update through.
+    #[error("a change predicate needs at least one expression")]
+    NoChangeExpression,
+
     /// A path of a projection was rejected.
     #[error("projection path {path:?}, column {column}: {reason}")]
     Projection {
@@ -310,6 +362,25 @@ mod tests {
                 form: "jsonpath={..name}".into(),
                 reason: "recursive descent has no JMESPath equivalent".into(),
             },
+            CacheError::ChangeSyntax {
+                expression: "spec.[".into(),
+                line: 0,
+                column: 6,
+                offset: 6,
+                message: "expected an identifier".into(),
+            },
+            CacheError::ChangeFunction {
+                expression: "lenght(a)".into(),
+                line: 0,
+                column: 0,
+                offset: 0,
+                message: "unknown function".into(),
+            },
+            CacheError::ChangeTooComplex {
+                expression: "a".into(),
+                reason: "too deep".into(),
+            },
+            CacheError::NoChangeExpression,
             CacheError::Projection {
                 path: "spec..x".into(),
                 column: 6,
@@ -338,15 +409,19 @@ mod tests {
             CacheError::ConditionFunction { .. } => 12,
             CacheError::ConditionTooComplex { .. } => 13,
             CacheError::KubectlForm { .. } => 14,
-            CacheError::Projection { .. } => 15,
-            CacheError::IncomparableResourceVersion(_) => 16,
+            CacheError::ChangeSyntax { .. } => 15,
+            CacheError::ChangeFunction { .. } => 16,
+            CacheError::ChangeTooComplex { .. } => 17,
+            CacheError::NoChangeExpression => 18,
+            CacheError::Projection { .. } => 19,
+            CacheError::IncomparableResourceVersion(_) => 20,
         }
     }
 
     #[test]
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
-        assert_every_variant(&all, variant, 17);
+        assert_every_variant(&all, variant, 21);
         let chained = crate::vocabulary::error_chain(&all[1]);
         assert_eq!(
             chained,

@@ -1,5 +1,6 @@
 //! The cache: the [`Store`] and its indexes ([`IndexFn`]), conditions over
-//! its objects ([`Condition`]), the compact form
+//! its objects ([`Condition`]) and over their changes
+//! ([`ChangePredicate`]), the compact form
 //! objects can be kept in ([`Storage`]), the [`Projection`] and
 //! [`Transform`] applied before an object is cached, and the [`Lister`]
 //! that reads it by label selector, namespace and index.
@@ -263,6 +264,29 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Conditions are also what a handler filters its events by
+//! ([`HandlerOptions::filter`](crate::informer::HandlerOptions::filter)).
+//!
+//! # Change predicates
+//!
+//! A [`ChangePredicate`] says which updates of an object matter: those that
+//! change the value of one of its JMESPath expressions (`spec`,
+//! `metadata.generation`, `metadata.labels`, any expression), compiled and
+//! refused as conditions are ([`CacheError::ChangeSyntax`]). A plain field
+//! path is read in place in both states of the object, in either storage;
+//! in a compact cache, a `spec` written alike in both compares by its
+//! bytes, so that telling a status update from a change of `spec` costs
+//! well under a microsecond and decodes nothing. A handler given one
+//! ([`HandlerOptions::changes`](crate::informer::HandlerOptions::changes))
+//! receives only the updates it lets through.
+//!
+//! ```
+//! use kube_dynamic_informer::cache::ChangePredicate;
+//!
+//! let desired = ChangePredicate::generation().or(ChangePredicate::labels());
+//! assert_eq!(desired.to_string(), "metadata.generation, metadata.labels");
+//! ```
+//!
 //! # Listers
 //!
 //! Listers: read views over an informer's cache, by label selector, by name,
@@ -486,6 +510,7 @@
 //! list's peak memory is that of the transformed objects, not of the raw
 //! list. They cut cache memory, not network traffic.
 
+pub(crate) mod change;
 pub(crate) mod compact;
 pub(crate) mod condition;
 pub(crate) mod error;
@@ -496,6 +521,7 @@ pub(crate) mod redaction;
 pub(crate) mod store;
 pub(crate) mod transform;
 
+pub use change::ChangePredicate;
 pub use compact::{
     ArrayRef, CompactEntry, CompactObject, Interner, ManagedFieldView, ObjectIter, ObjectRef,
     OwnerRefView, StrMap, StrMapIter, ValueRef,

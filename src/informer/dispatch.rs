@@ -18,6 +18,7 @@ use crate::vocabulary::object_key::{key_from_parts, object_key};
 use crate::vocabulary::shard::{Settlement, ShardSelector};
 
 use super::event::Event;
+use super::filter::{Dropped, Gate, Passed};
 use super::listener::{Listener, Mailbox, Queued};
 use super::reflector::Delta;
 use super::{FORGET_EVERY, Shared};
@@ -44,6 +45,11 @@ pub(super) struct Dispatch {
     pub(super) deferred: Vec<CachedObject>,
     /// Async handlers' tasks, awaited on stop.
     pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The filters and change predicates of the listeners that have them,
+    /// one per distinct pair.
+    pub(super) gates: Vec<Gate>,
+    /// The id of the last gate.
+    pub(super) next_gate: u64,
 }
 
 impl Dispatch {
@@ -52,10 +58,40 @@ impl Dispatch {
     /// handler's queue refuses them; the next delta's dispatch drops it.
     pub(super) fn hand_on_deferred(&mut self) {
         let deferred = std::mem::take(&mut self.deferred);
+        if deferred.is_empty() {
+            return;
+        }
+        // Which objects each gate lets through, taken once per gate.
+        let admitted: Vec<(u64, Vec<bool>)> = self
+            .gates
+            .iter_mut()
+            .map(|g| (g.id, deferred.iter().map(|o| g.offered(o)).collect()))
+            .collect();
         for l in &mut self.listeners {
-            for object in &deferred {
-                l.push(Queued::Replay(object.clone()));
+            let admitted = l
+                .gate
+                .and_then(|id| admitted.iter().find(|(g, _)| *g == id))
+                .map(|(_, admitted)| admitted);
+            let mut dropped = 0;
+            for (i, object) in deferred.iter().enumerate() {
+                if admitted.is_none_or(|a| a[i]) {
+                    l.push(Queued::Replay(object.clone()));
+                } else {
+                    dropped += 1;
+                }
             }
+            l.mailbox.state.filtered(Dropped::Condition, dropped);
+        }
+    }
+
+    /// Drops the gates no listener passes any more, and the hooks of
+    /// listeners gone.
+    pub(super) fn drop_unused_gates(&mut self) {
+        let listeners = &self.listeners;
+        self.gates
+            .retain(|g| listeners.iter().any(|l| l.gate == Some(g.id)));
+        for gate in &mut self.gates {
+            gate.keep_hooks(|id| listeners.iter().any(|l| l.mailbox.state.id == id));
         }
     }
 }
@@ -110,6 +146,9 @@ struct Applied {
     settlement: Option<Settlement>,
     /// Objects a relist found gone, delivered with a final state unknown.
     tombstones: u64,
+    /// The cache's handle on the new state of a lone upsert, for the change
+    /// predicates (see [`Gate::pass`]).
+    stored: Option<CachedObject>,
 }
 
 impl Applied {
@@ -202,7 +241,10 @@ impl Shared {
             }
             Delta::Upsert(object) => {
                 let new = Arc::new(object);
-                Applied::event(match writer.upsert(new.clone()) {
+                let Some((stored, old)) = writer.upsert_held(new.clone()) else {
+                    return Applied::default();
+                };
+                let mut applied = Applied::event(match old {
                     Some(old) => Event::Update {
                         old,
                         new,
@@ -212,14 +254,21 @@ impl Shared {
                         object: new,
                         in_initial_list: false,
                         entered_shard: false,
+                        entered_filter: false,
                     },
-                })
+                });
+                // Only a change predicate reads it.
+                if !d.gates.is_empty() {
+                    applied.stored = Some(stored);
+                }
+                applied
             }
             Delta::Delete(object) => match object_key(&object) {
                 Some(key) if writer.remove(&key) => Applied::event(Event::Delete {
                     object: Arc::new(object),
                     final_state_unknown: false,
                     left_shard: false,
+                    left_filter: false,
                 }),
                 _ => Applied::default(),
             },
@@ -227,13 +276,54 @@ impl Shared {
     }
 
     /// Queues what a delta made to every listener, dropping those that
-    /// closed.
+    /// closed. A listener with a filter or a change predicate gets what its
+    /// gate lets through, each gate passed once.
     fn hand_to_listeners(&self, d: &mut Dispatch, applied: Applied) {
-        if d.listeners.iter().any(|l| l.mailbox.runs_elsewhere()) {
-            d.retired.keep(&applied.events, self.options.cache.storage);
-        }
-        d.listeners.retain_mut(|l| {
-            if l.is_closed() || !applied.events.iter().all(|e| l.push(e.clone())) {
+        let Dispatch {
+            listeners,
+            gates,
+            retired,
+            ..
+        } = d;
+        let passed: Vec<(u64, Passed)> = if applied.events.is_empty() {
+            Vec::new()
+        } else {
+            gates
+                .iter_mut()
+                .map(|g| (g.id, g.pass(&applied.events, applied.stored.as_ref())))
+                .collect()
+        };
+        let passed_by = |gate: Option<u64>| {
+            gate.and_then(|id| passed.iter().find(|(g, _)| *g == id))
+                .map(|(_, p)| p)
+        };
+        retire(
+            retired,
+            listeners,
+            &applied.events,
+            &passed_by,
+            self.options.cache.storage,
+        );
+        listeners.retain_mut(|l| {
+            if l.is_closed() {
+                return false;
+            }
+            let pushed = match passed_by(l.gate) {
+                None => applied.events.iter().all(|e| l.push(e.clone())),
+                Some(passed) => {
+                    let state = &l.mailbox.state;
+                    state.filtered(
+                        Dropped::Condition,
+                        passed.dropped[Dropped::Condition as usize],
+                    );
+                    state.filtered(
+                        Dropped::Unchanged,
+                        passed.dropped[Dropped::Unchanged as usize],
+                    );
+                    passed.events.iter().all(|(_, e)| l.push(e.clone()))
+                }
+            };
+            if !pushed {
                 return false;
             }
             if applied.first_sync {
@@ -244,6 +334,12 @@ impl Shared {
             }
             true
         });
+        if gates
+            .iter()
+            .any(|g| !listeners.iter().any(|l| l.gate == Some(g.id)))
+        {
+            d.drop_unused_gates();
+        }
     }
 
     /// Something arrived: the cache is current again, not stale.
@@ -292,6 +388,7 @@ impl Shared {
                     object: cached.object(),
                     final_state_unknown: false,
                     left_shard: true,
+                    left_filter: false,
                 });
             }
         }
@@ -321,10 +418,22 @@ impl Shared {
             return;
         }
         let objects = self.store.list_all();
-        for l in d.listeners.iter_mut().filter(|l| due(l)) {
+        let Dispatch {
+            listeners, gates, ..
+        } = &mut *d;
+        for l in listeners.iter_mut().filter(|l| due(l)) {
+            // A resync of what the handler sees: the objects its filter
+            // lets through (a change predicate drops no resync).
+            let gate = l.gate.and_then(|id| gates.iter().find(|g| g.id == id));
+            let mut dropped = 0;
             for o in &objects {
-                l.push(Queued::Resync(o.clone()));
+                if gate.is_none_or(|g| g.admits(o)) {
+                    l.push(Queued::Resync(o.clone()));
+                } else {
+                    dropped += 1;
+                }
             }
+            l.mailbox.state.filtered(Dropped::Condition, dropped);
             l.next_resync = Some(now + l.resync);
         }
     }
@@ -387,6 +496,7 @@ impl Shared {
         let (mailboxes, tasks) = {
             let mut d = self.dispatch.lock();
             let mailboxes: Vec<Arc<Mailbox>> = d.listeners.drain(..).map(|l| l.mailbox).collect();
+            d.gates.clear();
             (mailboxes, std::mem::take(&mut d.tasks))
         };
         for m in &mailboxes {
@@ -429,6 +539,7 @@ pub(super) fn push_outcome(
         entered_shard: entered(&object),
         object,
         in_initial_list,
+        entered_filter: false,
     }));
     events.extend(outcome.updated.into_iter().map(|(old, new)| Event::Update {
         old,
@@ -443,6 +554,7 @@ pub(super) fn push_outcome(
             object,
             final_state_unknown: !left_shard,
             left_shard,
+            left_filter: false,
         }
     }));
     tombstones
@@ -515,6 +627,48 @@ impl Retired {
 /// The smallest queue of retired objects swept whole.
 const RETIRED_SWEEP: usize = 1024;
 
+/// Hands `retired` the objects of the `events` that a listener running
+/// elsewhere receives: every event when one of them has no gate, else
+/// those its gate passed (in whatever form: an Add or a Delete it became
+/// holds the same objects). Each event's objects once, so that the queue
+/// can tell when it holds their last handle.
+fn retire<'a>(
+    retired: &mut Retired,
+    listeners: &[Listener],
+    events: &[Event],
+    passed_by: &impl Fn(Option<u64>) -> Option<&'a Passed>,
+    storage: Storage,
+) {
+    let elsewhere = || listeners.iter().filter(|l| l.mailbox.runs_elsewhere());
+    if elsewhere().next().is_none() {
+        return;
+    }
+    if elsewhere().any(|l| passed_by(l.gate).is_none()) {
+        retired.keep(events, storage);
+        return;
+    }
+    let passed = |l: &Listener| passed_by(l.gate).is_some_and(|p| !p.events.is_empty());
+    if !elsewhere().any(passed) {
+        retired.keep(&[], storage);
+        return;
+    }
+    let mut kept = vec![false; events.len()];
+    for l in elsewhere() {
+        if let Some(passed) = passed_by(l.gate) {
+            for (i, _) in &passed.events {
+                kept[*i] = true;
+            }
+        }
+    }
+    let kept: Vec<Event> = events
+        .iter()
+        .zip(kept)
+        .filter(|(_, kept)| *kept)
+        .map(|(e, _)| e.clone())
+        .collect();
+    retired.keep(&kept, storage);
+}
+
 #[cfg(test)]
 mod retired_tests {
     use super::*;
@@ -531,6 +685,7 @@ mod retired_tests {
             object: object.clone(),
             in_initial_list: false,
             entered_shard: false,
+            entered_filter: false,
         }
     }
 
@@ -571,6 +726,7 @@ mod retired_tests {
                     object: gone.clone(),
                     final_state_unknown: false,
                     left_shard: false,
+                    left_filter: false,
                 },
             ],
             Storage::Objects,

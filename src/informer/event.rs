@@ -13,7 +13,8 @@ use crate::cache::store::CachedObject;
 #[derive(Clone, Debug)]
 #[doc(alias = "DeletedFinalStateUnknown")]
 pub enum Event {
-    /// An object appeared in the cache.
+    /// An object appeared in the cache (or, for a handler with a filter, in
+    /// its view: see `entered_filter`).
     Add {
         /// The object.
         object: Arc<DynamicObject>,
@@ -25,6 +26,10 @@ pub enum Event {
         /// the former ones. It was there before (or was created while the
         /// ranges changed): the server did not add it.
         entered_shard: bool,
+        /// True when the object started to meet this handler's
+        /// [filter](super::HandlerOptions::filter): an update made it match.
+        /// It was in the cache before, unseen by this handler.
+        entered_filter: bool,
     },
     /// An object changed, or a resync re-delivered it.
     Update {
@@ -38,7 +43,8 @@ pub enum Event {
         /// True for a resync: nothing changed on the server.
         is_resync: bool,
     },
-    /// An object left the cache.
+    /// An object left the cache (or, for a handler with a filter, its
+    /// view: see `left_filter`).
     Delete {
         /// The object's final state, or, when `final_state_unknown`, the
         /// last state the cache knew.
@@ -52,6 +58,12 @@ pub enum Event {
         /// was not deleted on the server (unless that happened while the
         /// ranges changed). `final_state_unknown` is then false.
         left_shard: bool,
+        /// True when the object stopped meeting this handler's
+        /// [filter](super::HandlerOptions::filter): an update made it no
+        /// longer match. It is still in the cache; `object` is its new
+        /// state, the one that does not match (the handler saw the one
+        /// before), and `final_state_unknown` is false.
+        left_filter: bool,
     },
 }
 

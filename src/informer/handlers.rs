@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::cache::store::CachedObject;
+
 use super::dispatch::Dispatch;
 use super::error::InformerError;
 use super::event::{Event, EventHandler};
+use super::filter::{Dropped, Gate};
 use super::listener::{
     EventStream, HandlerOptions, Listener, ListenerState, Mailbox, Queued, Registration, Target,
 };
@@ -132,34 +135,78 @@ impl SharedInformer {
             .unwrap_or_else(|| format!("handler-{id}"));
         let state = Arc::new(ListenerState {
             id,
-            metrics: self.shared.metrics.handler(&name),
+            metrics: self.shared.metrics.handler(&name, options.filters()),
             name,
             ..ListenerState::default()
         });
         let mailbox = Mailbox::new(state, options.coalesce, target, self.shared.key.clone());
         let resync = self.admit_resync(&mut d, options.resync, &mailbox.state.name);
+        // A snapshot's objects the others have not had yet go to them
+        // first: the new one has them in its replay.
+        d.hand_on_deferred();
+        let cached = self.shared.store.list_all();
+        let gate = options
+            .filters()
+            .then(|| self.gate_for(&mut d, options, id, &cached));
         let mut listener = Listener {
             mailbox: mailbox.clone(),
             requested_resync: options.resync,
             resync,
             next_resync: (!resync.is_zero()).then(|| Instant::now() + resync),
             sync_marked: false,
+            gate,
         };
-        // A snapshot's objects the others have not had yet go to them
-        // first: the new one has them in its replay.
-        d.hand_on_deferred();
         // Replay under the dispatch lock: no event can slip between the
         // snapshot and the registration.
         if !options.skip_replay {
-            for object in self.shared.store.list_all() {
-                listener.push(Queued::Replay(object));
+            let gate = gate.and_then(|g| d.gates.iter().find(|gate| gate.id == g));
+            let mut dropped = 0;
+            for object in cached {
+                if gate.is_none_or(|g| g.admits(&object)) {
+                    listener.push(Queued::Replay(object));
+                } else {
+                    dropped += 1;
+                }
             }
+            mailbox.state.filtered(Dropped::Condition, dropped);
         }
         if d.synced {
             listener.mark_synced();
         }
         d.listeners.push(listener);
         mailbox
+    }
+
+    /// The gate of registration `id`'s filter and change predicate: the
+    /// one of the handlers that ask the same, or a new one that takes the
+    /// verdict of each of the `cached` objects.
+    fn gate_for(
+        &self,
+        d: &mut Dispatch,
+        options: &HandlerOptions,
+        id: u64,
+        cached: &[CachedObject],
+    ) -> u64 {
+        let (filter, changes) = (options.filter.as_ref(), options.changes.as_ref());
+        if let Some(gate) = d.gates.iter_mut().find(|g| g.is(filter, changes)) {
+            if let Some(hook) = &options.on_mistake {
+                gate.add_hook(id, hook.clone());
+            }
+            return gate.id;
+        }
+        d.next_gate += 1;
+        let mut gate = Gate::new(
+            d.next_gate,
+            self.shared.key.clone(),
+            filter.cloned(),
+            changes.cloned(),
+        );
+        if let Some(hook) = &options.on_mistake {
+            gate.add_hook(id, hook.clone());
+        }
+        gate.fill(cached);
+        d.gates.push(gate);
+        d.next_gate
     }
 
     /// The resync period a new handler gets for what it asked

@@ -17,10 +17,12 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::event::{Event, EventHandler};
+use super::filter::{Dropped, FilterMistake, MistakeHook};
 use super::options::setters;
 use super::pool::{HandlerPool, Runnable, TURN};
 pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
+use crate::cache::{ChangePredicate, Condition};
 use crate::informer::telemetry::HandlerMetrics;
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::shard::Settlement;
@@ -29,13 +31,17 @@ use crate::vocabulary::shard::Settlement;
 ///
 /// ```
 /// use std::time::Duration;
+/// use kube_dynamic_informer::cache::{ChangePredicate, Condition};
 /// use kube_dynamic_informer::informer::HandlerOptions;
 ///
 /// let options = HandlerOptions::default()
 ///     .name("audit")
 ///     .resync(Duration::from_secs(600))
-///     .coalesce(true);
+///     .coalesce(true)
+///     .filter(Condition::new("metadata.labels.tier == 'web'")?)
+///     .changes(ChangePredicate::generation().or(ChangePredicate::labels()));
 /// assert!(options.coalesce);
+/// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -63,6 +69,29 @@ pub struct HandlerOptions {
     /// record of changes. Off by default: a late handler gets the cache
     /// first, as client-go's.
     pub skip_replay: bool,
+    /// Only the objects that meet this condition (client-go's
+    /// `FilteringResourceEventHandler`): the handler sees the cache through
+    /// it. An object that starts to meet it arrives as an
+    /// [`Event::Add`] (`entered_filter`), one that stops as an
+    /// [`Event::Delete`] (`left_filter`, with the new state, the one that
+    /// does not meet it); the others' events never reach the handler. A
+    /// late handler's replay and a resync hold only the objects that meet
+    /// it. A condition that is not a boolean on an object, or fails on it,
+    /// is not met; it is said once per object ([`FilterMistake`],
+    /// [`on_mistake`](Self::on_mistake)). See the
+    /// [informer docs](crate::informer#filters-and-change-predicates).
+    ///
+    /// [`FilterMistake`]: super::FilterMistake
+    pub filter: Option<Condition>,
+    /// Only the updates that change one of these values (see
+    /// [`ChangePredicate`]): an update of an object the handler sees that
+    /// changes none of them does not reach it. Adds, deletes, an object
+    /// entering or leaving the filter's view and resyncs always do (a
+    /// handler that wants no resync sets its [`resync`](Self::resync) to
+    /// zero).
+    pub changes: Option<ChangePredicate>,
+    /// Told of the filter's mistakes, once per object.
+    pub(super) on_mistake: Option<MistakeHook>,
 }
 
 impl HandlerOptions {
@@ -78,6 +107,38 @@ impl HandlerOptions {
 
         /// Sets [`skip_replay`](Self::skip_replay).
         skip_replay(skip: bool) => skip;
+
+        /// Sets [`filter`](Self::filter).
+        filter(condition: Condition) => Some(condition);
+
+        /// Sets [`changes`](Self::changes).
+        changes(predicate: ChangePredicate) => Some(predicate);
+    }
+
+    /// Calls `hook` once for each object the [`filter`](Self::filter) is
+    /// not a boolean on, or fails on (it is then not met), besides the
+    /// `tracing` warning. Handlers that share a filter share its reports: a
+    /// mistake is found once per object, and said to the hooks of the
+    /// handlers registered with that filter then.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cache::Condition;
+    /// use kube_dynamic_informer::informer::HandlerOptions;
+    ///
+    /// let options = HandlerOptions::default()
+    ///     .filter(Condition::new("status.phase")?) // meant: status.phase == 'Running'
+    ///     .on_mistake(|mistake| eprintln!("{mistake}"));
+    /// # Ok::<(), kube_dynamic_informer::cache::CacheError>(())
+    /// ```
+    #[must_use]
+    pub fn on_mistake(mut self, hook: impl Fn(&FilterMistake) + Send + Sync + 'static) -> Self {
+        self.on_mistake = Some(MistakeHook(Arc::new(hook)));
+        self
+    }
+
+    /// Whether the handler asks for a filter or a change predicate.
+    pub(super) fn filters(&self) -> bool {
+        self.filter.is_some() || self.changes.is_some()
     }
 }
 
@@ -88,6 +149,8 @@ pub(super) struct ListenerState {
     pub(super) name: String,
     pub(super) backlog: AtomicUsize,
     pub(super) delivered: AtomicU64,
+    /// Events its filter or change predicate held back.
+    pub(super) filtered: AtomicU64,
     pub(super) panics: AtomicU64,
     pub(super) synced: AtomicBool,
     pub(super) removed: AtomicBool,
@@ -107,6 +170,14 @@ impl ListenerState {
     pub(super) fn mark_removed(&self) {
         self.removed.store(true, Ordering::Release);
         self.settled.notify_waiters();
+    }
+
+    /// `count` events held back for `why`.
+    pub(super) fn filtered(&self, why: Dropped, count: u64) {
+        if count > 0 {
+            self.filtered.fetch_add(count, Ordering::Relaxed);
+            self.metrics.filtered(why, count);
+        }
     }
 
     /// Publishes the backlog to its gauge.
@@ -329,6 +400,9 @@ pub(super) struct Listener {
     pub(super) next_resync: Option<Instant>,
     /// The Synced marker was sent.
     pub(super) sync_marked: bool,
+    /// The [`Gate`](super::filter::Gate) its events pass, with a filter or a
+    /// change predicate.
+    pub(super) gate: Option<u64>,
 }
 
 impl Listener {
@@ -461,6 +535,13 @@ impl Registration {
         self.state.delivered.load(Ordering::Relaxed)
     }
 
+    /// Events its [filter](HandlerOptions::filter) or
+    /// [change predicate](HandlerOptions::changes) held back so far (they
+    /// never reached its queue).
+    pub fn filtered(&self) -> u64 {
+        self.state.filtered.load(Ordering::Relaxed)
+    }
+
     /// Panics caught in this handler.
     pub fn panics(&self) -> u64 {
         self.state.panics.load(Ordering::Relaxed)
@@ -485,6 +566,7 @@ fn unregister(informer: &std::sync::Weak<Shared>, state: &ListenerState) {
             .position(|l| l.mailbox.state.id == state.id)
         {
             d.listeners.swap_remove(i).mailbox.close();
+            d.drop_unused_gates();
         }
     }
 }

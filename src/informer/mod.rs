@@ -86,6 +86,74 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Filters and change predicates
+//!
+//! A handler may ask for the objects it wants and the updates it cares
+//! about ([`HandlerOptions::filter`], [`HandlerOptions::changes`]): a
+//! [`Condition`](crate::cache::Condition) the object must meet, and a
+//! [`ChangePredicate`](crate::cache::ChangePredicate) whose values an
+//! update must change. The handler then sees the cache through them, as
+//! client-go's `FilteringResourceEventHandler` and controller-runtime's
+//! predicates let it:
+//!
+//! | the event | the object met the filter before / after | the handler gets |
+//! |---|---|---|
+//! | Add | — / yes | the Add |
+//! | Update | yes / yes | the Update, if a value of the change predicate differs (a resync always) |
+//! | Update | no / yes | an Add of the new state, `entered_filter` |
+//! | Update | yes / no | a Delete of the new state (the one that does not meet it), `left_filter` |
+//! | Update | no / no | nothing |
+//! | Delete (a tombstone of a relist, a shard's `left_shard` too) | yes / — | the Delete, as it is |
+//! | Delete | no / — | nothing |
+//!
+//! A late handler's replay and its resyncs hold the objects that meet the
+//! filter, marked as usual (`in_initial_list`, `is_resync`); a change
+//! predicate drops no resync, since a handler that asked for resyncs wants
+//! them (one that does not sets its resync period to zero). The relist
+//! after a 410 is reconciled as a whole, then passed through the same
+//! rules: a tombstone reaches the handlers that had the object.
+//!
+//! "Before" is the verdict the filter gave on the state before, taken when
+//! that state arrived: a handler never receives a Delete or an Update of an
+//! object it was not given, and the state before is never evaluated again
+//! (a compact cache does not decode it). The dispatcher passes each event
+//! once through each distinct pair of filter and change predicate, for all
+//! the handlers that ask for it, before anything is queued: an event a
+//! handler does not want costs it no queue, no wake-up and no call, and a
+//! change predicate of plain field paths (`spec`) compares the two states
+//! in place, in a compact cache by their bytes (BENCHMARKS.md, "Handler
+//! filters"). A filter added to a running informer is evaluated once on
+//! each cached object, when the first handler asks for it.
+//!
+//! A filter that is not a boolean on an object, or fails on it, is not met;
+//! it is said once per object ([`FilterMistake`]: a `tracing` warning, and
+//! to [`HandlerOptions::on_mistake`]). What the filters held back is
+//! counted per handler ([`Registration::filtered`], and the metric
+//! `kdi_handler_events_filtered_total`, see [`telemetry`]).
+//!
+//! ```no_run
+//! # fn demo(widgets: kube_dynamic_informer::informer::SharedInformer) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::cache::{ChangePredicate, Condition};
+//! use kube_dynamic_informer::informer::{Event, HandlerOptions};
+//!
+//! // The web Widgets, and of their updates only those of spec or labels.
+//! let options = HandlerOptions::default()
+//!     .name("reconcile-web")
+//!     .filter(Condition::new("metadata.labels.tier == 'web'")?)
+//!     .changes(ChangePredicate::spec().or(ChangePredicate::labels()));
+//! widgets.add_handler_with(
+//!     |event: Event| match event {
+//!         Event::Add { object, .. } => println!("reconcile {:?}", object.metadata.name),
+//!         Event::Update { new, .. } => println!("reconcile {:?}", new.metadata.name),
+//!         Event::Delete { object, left_filter, .. } => {
+//!             println!("forget {:?} (left the filter: {left_filter})", object.metadata.name)
+//!         }
+//!     },
+//!     options,
+//! );
+//! # Ok(()) }
+//! ```
+//!
 //! # Warm restarts
 //!
 //! An informer with [`InformerOptions::snapshot`] writes its cache to a
@@ -170,6 +238,7 @@ mod dispatch;
 use dispatch::{Dispatcher, LastHeard};
 mod error;
 mod event;
+mod filter;
 mod freshness;
 mod handlers;
 mod listener;
@@ -198,6 +267,7 @@ use tokio_util::sync::CancellationToken;
 pub use backoff::BackoffConfig;
 pub use error::InformerError;
 pub use event::{Event, EventHandler};
+pub use filter::FilterMistake;
 pub use freshness::{ObjectTypes, WrittenObject};
 pub use listener::{EventStream, HandlerOptions, Registration};
 pub use lone::Informer;

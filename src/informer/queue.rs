@@ -31,6 +31,7 @@ impl Queued {
                 object: cached.object(),
                 in_initial_list: true,
                 entered_shard: false,
+                entered_filter: false,
             },
             Queued::Resync(cached) => Event::Update {
                 new: cached.object(),
@@ -142,16 +143,19 @@ impl Pending {
             Some(Queued::Ready(Event::Add {
                 in_initial_list,
                 entered_shard,
+                entered_filter,
                 ..
             })) => Event::Add {
                 object: new,
                 in_initial_list,
                 entered_shard,
+                entered_filter,
             },
             Some(Queued::Replay(_)) => Event::Add {
                 object: new,
                 in_initial_list: true,
                 entered_shard: false,
+                entered_filter: false,
             },
             Some(Queued::Ready(Event::Update { old, .. })) => Event::Update {
                 old,
@@ -291,6 +295,7 @@ mod tests {
             object: obj(name, rv),
             in_initial_list: false,
             entered_shard: false,
+            entered_filter: false,
         }
     }
     fn update(name: &str, old: u32, new: u32) -> Event {
@@ -313,6 +318,7 @@ mod tests {
             object: obj(name, rv),
             final_state_unknown: false,
             left_shard: false,
+            left_filter: false,
         }
     }
 

@@ -47,6 +47,7 @@
 //! | `kdi_handler_backlog` | gauge | | events queued for the handler | client-go `informer_queued_items` (one FIFO per informer, not per handler); controller-runtime `workqueue_depth` |
 //! | `kdi_handler_processing_seconds` | histogram | | time in the handler per event | client-go `informer_processing_latency_seconds`; controller-runtime `workqueue_work_duration_seconds` |
 //! | `kdi_handler_panics_total` | counter | | panics caught in the handler | controller-runtime `controller_runtime_reconcile_panics_total` |
+//! | `kdi_handler_events_filtered_total` | counter | `reason`: `condition` (the object does not meet the handler's [filter](crate::informer::HandlerOptions::filter)), `unchanged` (an update its [change predicate](crate::informer::HandlerOptions::changes) lets by) | events held back before the handler's queue; series only for handlers with a filter or a change predicate | — |
 //! | `kdi_handler_pool_threads` | gauge | (none) | worker threads of the [handler pool](crate::informer::HandlerPoolSettings) | — |
 //! | `kdi_handler_pool_blocked` | gauge | (none) | workers in one handler call longer than the stall threshold | — |
 //! | `kdi_handler_pool_waiting` | gauge | (none) | handler queues waiting for a worker | controller-runtime `workqueue_depth` (roughly) |
@@ -175,6 +176,8 @@ fn describe() {
         describe_histogram "kdi_handler_processing_seconds" [Seconds]:
             "Time in the handler per event.";
         describe_counter "kdi_handler_panics_total": "Panics caught in the handler.";
+        describe_counter "kdi_handler_events_filtered_total":
+            "Events held back by the handler's filter or change predicate, by reason.";
         describe_gauge "kdi_handler_pool_threads": "Worker threads of the handler pool.";
         describe_gauge "kdi_handler_pool_blocked":
             "Workers in one handler call longer than the stall threshold.";
@@ -290,8 +293,9 @@ impl InformerMetrics {
         counter!("kdi_informer_index_failures_total", labels)
     }
 
-    /// The series of a handler of this informer.
-    pub(crate) fn handler(&self, name: &str) -> HandlerMetrics {
+    /// The series of a handler of this informer; the filtered events' only
+    /// for one that `filters` (has a filter or a change predicate).
+    pub(crate) fn handler(&self, name: &str, filters: bool) -> HandlerMetrics {
         let labels = with_label(&self.labels, "handler", name.to_owned());
         let delivered = |kind: &'static str| {
             counter!(
@@ -299,8 +303,19 @@ impl InformerMetrics {
                 with_label(&labels, "type", kind)
             )
         };
+        let filtered = |reason: &'static str| {
+            if filters {
+                counter!(
+                    "kdi_handler_events_filtered_total",
+                    with_label(&labels, "reason", reason)
+                )
+            } else {
+                Counter::noop()
+            }
+        };
         HandlerMetrics {
             delivered: ["Add", "Update", "Resync", "Delete"].map(delivered),
+            filtered: ["condition", "unchanged"].map(filtered),
             backlog: gauge!("kdi_handler_backlog", labels.clone()),
             processing: histogram!("kdi_handler_processing_seconds", labels.clone()),
             panics: counter!("kdi_handler_panics_total", labels.clone()),
@@ -319,6 +334,8 @@ fn with_label(labels: &[Label], key: &'static str, value: impl Into<SharedString
 #[derive(Clone)]
 pub(crate) struct HandlerMetrics {
     delivered: [Counter; 4],
+    /// By [`Dropped`](super::filter::Dropped) (its order).
+    filtered: [Counter; 2],
     backlog: Gauge,
     processing: Histogram,
     pub(crate) panics: Counter,
@@ -338,6 +355,11 @@ impl HandlerMetrics {
         self.processing.record(took.as_secs_f64());
     }
 
+    /// `count` events held back for `why`.
+    pub(super) fn filtered(&self, why: super::filter::Dropped, count: u64) {
+        self.filtered[why as usize].increment(count);
+    }
+
     /// Sets the backlog gauge.
     pub(crate) fn backlog(&self, backlog: usize) {
         #[allow(clippy::cast_precision_loss)]
@@ -350,6 +372,7 @@ impl Default for HandlerMetrics {
     fn default() -> Self {
         Self {
             delivered: std::array::from_fn(|_| Counter::noop()),
+            filtered: std::array::from_fn(|_| Counter::noop()),
             backlog: Gauge::noop(),
             processing: Histogram::noop(),
             panics: Counter::noop(),

@@ -29,6 +29,7 @@ use serde_json::{Number, Value};
 
 pub(crate) mod binary;
 mod build;
+mod equal;
 mod json;
 mod node;
 mod object;

@@ -144,6 +144,19 @@ impl<'a> Seq<'a> {
         self.len
     }
 
+    /// Whether `self` and `other` are written the same over the same
+    /// tables: then they hold the same value (the converse does not hold:
+    /// a key or string interned in one and written out in the other).
+    pub(super) fn same_bytes(self, other: Seq<'_>) -> bool {
+        std::ptr::eq(self.doc.tables, other.doc.tables)
+            && self.len == other.len
+            && self
+                .doc
+                .bytes
+                .get(self.start..self.end)
+                .is_some_and(|mine| other.doc.bytes.get(other.start..other.end) == Some(mine))
+    }
+
     pub(super) fn tables(self) -> &'a Tables {
         self.doc.tables
     }

@@ -215,7 +215,7 @@ impl Serialize for ValueRef<'_> {
 
 /// A borrowed array.
 #[derive(Clone, Copy)]
-pub struct ArrayRef<'a>(Seq<'a>);
+pub struct ArrayRef<'a>(pub(super) Seq<'a>);
 
 impl fmt::Debug for ArrayRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -263,7 +263,7 @@ impl ExactSizeIterator for ArrayIter<'_> {}
 
 /// A borrowed object: a map of the compact object.
 #[derive(Clone, Copy)]
-pub struct ObjectRef<'a>(Seq<'a>);
+pub struct ObjectRef<'a>(pub(super) Seq<'a>);
 
 impl fmt::Debug for ObjectRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

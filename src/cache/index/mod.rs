@@ -366,6 +366,16 @@ impl CompiledExpression {
         &self.expression
     }
 
+    /// The fields of a plain field path that reads, in place, what the
+    /// `jmespath` crate reads on the converted object (not through a
+    /// `metadata` timestamp or list of structs); `None` for anything else.
+    pub(in crate::cache) fn direct_path(&self) -> Option<&[String]> {
+        match &self.plan {
+            Plan::Direct(path) if field_path::is_direct(path) => Some(path),
+            _ => None,
+        }
+    }
+
     /// The expression's JMESPath result, on the parts of the object it reads
     /// (for a plain field path: on the object converted, which indexes
     /// read directly instead).

@@ -77,7 +77,7 @@ impl CachedObject {
 
     /// The object, to read once (indexing, comparing): a decode with
     /// [`Storage::Compact`] that leaves no `Weak` behind.
-    pub(super) fn with_object<T>(&self, f: impl FnOnce(&DynamicObject) -> T) -> T {
+    pub(crate) fn with_object<T>(&self, f: impl FnOnce(&DynamicObject) -> T) -> T {
         match &self.0 {
             Held::Object(object) => f(object),
             Held::Compact(entry) => f(&entry.compact().to_object()),
@@ -316,13 +316,43 @@ fn decoded_metadata_pointer<'a>(meta: &'a ObjectMeta, pointer: &str) -> Option<V
         ("uid", "", _) => string(&meta.uid),
         ("resourceVersion", "", _) => string(&meta.resource_version),
         ("generateName", "", _) => string(&meta.generate_name),
+        ("generation", "", _) => meta.generation.map(|g| ValueRef::Number(g.into())),
         ("labels", _, Some((key, _))) => from_map(&meta.labels, &key),
         ("annotations", _, Some((key, _))) => from_map(&meta.annotations, &key),
-        _ => serde_json::to_value(meta)
-            .ok()?
-            .pointer(pointer)
-            .cloned()
-            .map(ValueRef::Owned),
+        // The one field serialised, not the whole metadata (whose
+        // managedFields may be most of the object).
+        _ => {
+            let value = metadata_field_json(meta, &field)?;
+            if rest.is_empty() {
+                return Some(ValueRef::Owned(value));
+            }
+            value.pointer(rest).cloned().map(ValueRef::Owned)
+        }
+    }
+}
+
+/// One field of the metadata as it serialises; `None` when absent.
+fn metadata_field_json(meta: &ObjectMeta, field: &str) -> Option<serde_json::Value> {
+    fn json<T: Serialize>(value: Option<&T>) -> Option<serde_json::Value> {
+        value.and_then(|v| serde_json::to_value(v).ok())
+    }
+    match field {
+        "annotations" => json(meta.annotations.as_ref()),
+        "creationTimestamp" => json(meta.creation_timestamp.as_ref()),
+        "deletionGracePeriodSeconds" => json(meta.deletion_grace_period_seconds.as_ref()),
+        "deletionTimestamp" => json(meta.deletion_timestamp.as_ref()),
+        "finalizers" => json(meta.finalizers.as_ref()),
+        "generateName" => json(meta.generate_name.as_ref()),
+        "generation" => json(meta.generation.as_ref()),
+        "labels" => json(meta.labels.as_ref()),
+        "managedFields" => json(meta.managed_fields.as_ref()),
+        "name" => json(meta.name.as_ref()),
+        "namespace" => json(meta.namespace.as_ref()),
+        "ownerReferences" => json(meta.owner_references.as_ref()),
+        "resourceVersion" => json(meta.resource_version.as_ref()),
+        "selfLink" => json(meta.self_link.as_ref()),
+        "uid" => json(meta.uid.as_ref()),
+        _ => None,
     }
 }
 

@@ -105,15 +105,29 @@ impl StoreWriter {
     /// An object without a name cannot be keyed: it is skipped with a warning
     /// and `None` is returned.
     pub fn upsert(&mut self, object: Arc<DynamicObject>) -> Option<CachedObject> {
+        self.upsert_held(object).and_then(|(_, old)| old)
+    }
+
+    /// [`upsert`](Self::upsert), handing back the cache's own handle on the
+    /// object stored beside the one it replaced; `None` for an object
+    /// without a name.
+    pub(crate) fn upsert_held(
+        &mut self,
+        object: Arc<DynamicObject>,
+    ) -> Option<(CachedObject, Option<CachedObject>)> {
         let Some(key) = object_key(&object) else {
             tracing::warn!("skipping an object without metadata.name");
             return None;
         };
         let computed = evaluate_all(&self.store.defs(), &key, &object);
         let held = self.hold(&object);
-        let old = self.store.shared.write().insert(&key, held, computed);
+        let old = self
+            .store
+            .shared
+            .write()
+            .insert(&key, held.clone(), computed);
         self.wrote(1);
-        old
+        Some((held, old))
     }
 
     /// Removes the object with this key (a watch Deleted event) and returns

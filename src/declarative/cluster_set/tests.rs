@@ -290,7 +290,7 @@ fn series_of_a_cluster_carry_its_name() {
                 })),
                 None => InformerMetrics::new(&key, ""),
             };
-            let _ = metrics.handler("print");
+            let _ = metrics.handler("print", false);
         });
         recorder.0.into_inner()
     };

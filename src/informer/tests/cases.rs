@@ -160,12 +160,14 @@ fn describe(e: &Event) -> String {
         Event::Add {
             object,
             in_initial_list,
+            entered_filter,
             ..
         } => {
             format!(
-                "add {}{}",
+                "add {}{}{}",
                 name(object),
-                if *in_initial_list { " (initial)" } else { "" }
+                if *in_initial_list { " (initial)" } else { "" },
+                if *entered_filter { " (entered)" } else { "" }
             )
         }
         Event::Update {
@@ -182,15 +184,17 @@ fn describe(e: &Event) -> String {
         Event::Delete {
             object,
             final_state_unknown,
+            left_filter,
             ..
         } => format!(
-            "delete {}{}",
+            "delete {}{}{}",
             name(object),
             if *final_state_unknown {
                 " (tombstone)"
             } else {
                 ""
-            }
+            },
+            if *left_filter { " (left)" } else { "" }
         ),
     }
 }
@@ -1445,5 +1449,145 @@ async fn a_wait_without_end_is_no_deadline() {
     inf.wait_for_sync_with(Duration::MAX, SyncPolicy::GiveUpWhenRefused)
         .await
         .unwrap();
+    cancel.cancel();
+}
+
+/// A Widget of `tier` whose spec holds `n`.
+fn tiered(name: &str, rv: u64, tier: &str, n: u64) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": { "name": name, "namespace": "ns", "resourceVersion": rv.to_string(),
+                      "labels": { "tier": tier } },
+        "spec": { "n": n }
+    }))
+    .unwrap()
+}
+
+fn web_spec_changes() -> HandlerOptions {
+    HandlerOptions::default()
+        .filter(crate::cache::Condition::new("metadata.labels.tier == 'web'").unwrap())
+        .changes(crate::cache::ChangePredicate::spec())
+}
+
+/// A handler with a filter and a change predicate sees the cache through
+/// them: objects entering and leaving as adds and deletes, status-like
+/// updates dropped, a relist's tombstones only of what it had, a late
+/// handler's replay only of what matches; the unfiltered handler beside it
+/// sees everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_handler_sees_the_cache_through_its_filter_across_a_relist() {
+    let server = FakeServer::with_list(vec![
+        tiered("a", 1, "web", 1),
+        tiered("b", 2, "db", 1),
+        tiered("c", 3, "web", 1),
+    ]);
+    let inf = informer(&server, options());
+    let (all, web) = (Recorder::default(), Recorder::default());
+    inf.add_handler(all.handler());
+    let filtered = inf.add_handler_with(web.handler(), web_spec_changes().name("web"));
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1)));
+    server.send(WatchEvent::Modified(tiered("c", 5, "db", 1)));
+    server.send(WatchEvent::Modified(tiered("a", 6, "web", 1)));
+    server.send(WatchEvent::Modified(tiered("a", 7, "web", 2)));
+    server.send(WatchEvent::Modified(tiered("c", 8, "db", 2)));
+    eventually("the watch's events", || all.len() == 8).await;
+    eventually("the filtered ones", || web.len() == 5).await;
+    assert_eq!(
+        web.take(),
+        [
+            "add a (initial)",
+            "add c (initial)",
+            "add b (entered)",
+            "delete c (left)",
+            "update a 6->7",
+        ]
+    );
+    // 410: the relist finds a gone, b no longer web, c web again (with a
+    // new spec), d new and web, e new and not.
+    server.queue_list(vec![
+        tiered("b", 9, "db", 1),
+        tiered("c", 10, "web", 3),
+        tiered("d", 11, "web", 1),
+        tiered("e", 12, "db", 1),
+    ]);
+    server.expire();
+    eventually("the relist's events", || all.len() == 8 + 5).await;
+    eventually("the filtered ones", || web.len() == 4).await;
+    let mut relisted = web.take();
+    relisted.sort();
+    assert_eq!(
+        relisted,
+        [
+            "add c (entered)",
+            "add d",
+            "delete a (tombstone)",
+            "delete b (left)",
+        ]
+    );
+    // A late handler with the same filter gets what matches now.
+    let late = Recorder::default();
+    let late_registration = inf.add_handler_with(late.handler(), web_spec_changes());
+    eventually("the late replay", || late.len() == 2).await;
+    let mut replayed = late.take();
+    replayed.sort();
+    assert_eq!(replayed, ["add c (initial)", "add d (initial)"]);
+    eventually("the late handler synced", || late_registration.has_synced()).await;
+    // Held back: b's initial add, a's update that left spec as it was,
+    // c's while it was not web, e's add; the late handler's replay of b
+    // and e.
+    assert_eq!(filtered.filtered(), 4);
+    assert_eq!(late_registration.filtered(), 2);
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_filtered_stream_is_resynced_what_meets_its_filter_whatever_changed() {
+    let server = FakeServer::with_list(vec![tiered("a", 1, "web", 1), tiered("b", 2, "db", 1)]);
+    let inf = informer(&server, options().resync(Duration::from_secs(10)));
+    let mut web = inf.events_with(web_spec_changes());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(1)).await.unwrap();
+    assert_eq!(drain(&mut web), ["add a (initial)"]);
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    assert_eq!(drain(&mut web), ["resync a"]);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_added_to_a_running_informer_takes_each_cached_objects_verdict_once() {
+    let server = FakeServer::with_list(vec![
+        tiered("a", 1, "web", 1),
+        tiered("b", 2, "db", 1),
+    ]);
+    let inf = informer(&server, options());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let mistakes: Arc<StdMutex<Vec<String>>> = Arc::default();
+    let said = mistakes.clone();
+    let web = Recorder::default();
+    let registration = inf.add_handler_with(
+        web.handler(),
+        HandlerOptions::default()
+            .filter(crate::cache::Condition::new("metadata.labels.tier").unwrap())
+            .on_mistake(move |m| said.lock().unwrap().push(m.key.clone())),
+    );
+    eventually("synced", || registration.has_synced()).await;
+    assert_eq!(web.len(), 0, "a string is not true");
+    let mut said = mistakes.lock().unwrap().clone();
+    said.sort();
+    assert_eq!(said, ["ns/a", "ns/b"]);
+    // Said once per object: another change of a is not said again.
+    server.send(WatchEvent::Modified(tiered("a", 3, "web", 2)));
+    server.send(WatchEvent::Added(tiered("c", 4, "web", 2)));
+    eventually("c said", || mistakes.lock().unwrap().len() == 3).await;
+    // The replay of a and b, a's update, c's add.
+    assert_eq!(registration.filtered(), 4);
     cancel.cancel();
 }
