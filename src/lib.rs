@@ -95,6 +95,29 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Which events a handler wants
+//!
+//! A handler may declare the objects it wants (a [`cache::Condition`]) and
+//! the updates it cares about (a [`cache::ChangePredicate`]: `spec`,
+//! `metadata.generation`, `metadata.labels`, any expression whose value
+//! must change), in code ([`informer::HandlerOptions::filter`],
+//! [`informer::HandlerOptions::changes`]), in a config file (`filter:` and
+//! `changes:` of an entry) or with `kdi watch --filter/--changes`. An
+//! object that starts or stops matching arrives as an Add or a Delete, as
+//! client-go's `FilteringResourceEventHandler` does; the rest never reaches
+//! the handler's queue (see the [informer docs](informer#filters-and-change-predicates)).
+//!
+//! ```no_run
+//! # fn demo(deployments: kube_dynamic_informer::InformerHandle) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_dynamic_informer::prelude::*;
+//!
+//! let options = HandlerOptions::default()
+//!     .filter(Condition::new("metadata.labels.tier == 'web'")?)
+//!     .changes(ChangePredicate::generation());
+//! deployments.informer().add_handler_with(|e: Event| println!("{} {:?}", e.kind(), e.object().metadata.name), options);
+//! # Ok(()) }
+//! ```
+//!
 //! # For client-go users
 //!
 //! What client-go calls a dynamic shared informer factory, handing out a
@@ -125,7 +148,7 @@
 //! |---|---|---|
 //! | [`vocabulary`] | resource names and keys, scope, selectors, shard ranges, durations | [`vocabulary::VocabularyError`] |
 //! | [`wire`] | listing and watching, decoding | [`wire::ListWatchError`] |
-//! | [`cache`] | the store and its indexes, conditions, compact storage, projections, transforms, listers | [`cache::CacheError`] |
+//! | [`cache`] | the store and its indexes, conditions, change predicates, compact storage, projections, transforms, listers | [`cache::CacheError`] |
 //! | [`informer`] | the shared informer, its handlers, the reflector, options, status | [`informer::InformerError`] |
 //! | [`factory`] | the informer factory, discovery, resource patterns, access checks | [`factory::FactoryError`] |
 //! | [`declarative`] | config files, resource sets, cluster sets, shard groups | [`declarative::DeclarativeError`] |
@@ -174,6 +197,7 @@ pub use informer::InformerOptions;
 /// `use kube_dynamic_informer::prelude::*;`.
 pub mod prelude {
     pub use crate::cache::CacheError;
+    pub use crate::cache::change::ChangePredicate;
     pub use crate::cache::condition::Condition;
     pub use crate::cache::index::IndexFn;
     pub use crate::cache::lister::Lister;

@@ -45,6 +45,10 @@ pub const KIND: &str = "InformerSet";
 /// this many, indexes are counted while the file is read, never built.
 pub const MAX_INDEXES: usize = 100;
 
+/// The most expressions an entry's `changes` may list: each is compared on
+/// every update of every object its handlers see.
+pub const MAX_CHANGES: usize = 20;
+
 /// A config file: the informers to run and the indexes to keep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -125,6 +129,24 @@ pub struct PatternSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(extend("maxProperties" = MAX_INDEXES))]
     pub indexes: BTreeMap<String, String>,
+    /// Which objects the handlers of this entry want (what `kdi watch`
+    /// prints, and [`SetMember::handler_options`](crate::declarative::SetMember::handler_options)
+    /// gives a program): a JMESPath condition, true or false (see
+    /// [`Condition`](crate::cache::Condition)), e.g.
+    /// `metadata.labels.tier == 'web'`. An object that starts or stops
+    /// meeting it arrives as an add or a delete. It filters events, not
+    /// the cache: the informer still caches every object its options
+    /// select. Checked when the file is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Which updates the handlers of this entry want: those that change the
+    /// value of one of these JMESPath expressions (see
+    /// [`ChangePredicate`](crate::cache::ChangePredicate)), e.g.
+    /// `[spec, metadata.labels]`, `[metadata.generation]`. Adds, deletes
+    /// and resyncs always pass. Checked when the file is loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("maxItems" = MAX_CHANGES))]
+    pub changes: Vec<String>,
 }
 
 impl PatternSpec {
@@ -136,6 +158,8 @@ impl PatternSpec {
             pattern,
             options: InformerOptions::default(),
             indexes: BTreeMap::new(),
+            filter: None,
+            changes: Vec::new(),
         }
     }
 }
@@ -228,6 +252,24 @@ pub struct InformerSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(extend("maxProperties" = MAX_INDEXES))]
     pub indexes: BTreeMap<String, String>,
+    /// Which objects the handlers of this entry want (what `kdi watch`
+    /// prints, and [`SetMember::handler_options`](crate::declarative::SetMember::handler_options)
+    /// gives a program): a JMESPath condition, true or false (see
+    /// [`Condition`](crate::cache::Condition)), e.g.
+    /// `metadata.labels.tier == 'web'`. An object that starts or stops
+    /// meeting it arrives as an add or a delete. It filters events, not
+    /// the cache: the informer still caches every object its options
+    /// select. Checked when the file is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Which updates the handlers of this entry want: those that change the
+    /// value of one of these JMESPath expressions (see
+    /// [`ChangePredicate`](crate::cache::ChangePredicate)), e.g.
+    /// `[spec, metadata.labels]`, `[metadata.generation]`. Adds, deletes
+    /// and resyncs always pass. Checked when the file is loaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("maxItems" = MAX_CHANGES))]
+    pub changes: Vec<String>,
 }
 
 impl InformerSpec {
@@ -239,6 +281,8 @@ impl InformerSpec {
             resource: resource.into(),
             options: InformerOptions::default(),
             indexes: BTreeMap::new(),
+            filter: None,
+            changes: Vec::new(),
         }
     }
 

@@ -296,8 +296,9 @@ pub use cluster_set::{
 };
 #[cfg(feature = "config")]
 pub use config::{
-    API_VERSION, ClustersConfig, ConfigProblem, InformerSet, InformerSpec, KIND, MAX_INDEXES,
-    Overlay, PatternSpec, Position, ShardGroupSpec, json_schema, pointer_path, position_of,
+    API_VERSION, ClustersConfig, ConfigProblem, InformerSet, InformerSpec, KIND, MAX_CHANGES,
+    MAX_INDEXES, Overlay, PatternSpec, Position, ShardGroupSpec, json_schema, pointer_path,
+    position_of,
 };
 pub use error::DeclarativeError;
 #[cfg(feature = "config")]

@@ -15,7 +15,7 @@ use crate::declarative::resource_set::EntryFailure;
 use crate::declarative::{ResourceSet, SetEvent, SetMember};
 use crate::factory::InformerFactory;
 use crate::informer::options::InformerOptions;
-use crate::informer::{Event, HandlerOptions, NotSynced};
+use crate::informer::{Event, NotSynced};
 use crate::vocabulary::error_chain;
 
 /// `options` for cluster `cluster`: snapshots in a directory of its own
@@ -112,7 +112,11 @@ pub(super) fn attach_handler(
     let cluster_name = cluster.clone();
     let resource = name.clone();
     let left = held.left.clone();
-    let options = HandlerOptions::default().name(format!("cluster-set {cluster_name} {resource}"));
+    // The entry's filter and changes, as for the handlers of a resource set.
+    let options = held
+        .member
+        .handler_options()
+        .name(format!("cluster-set {cluster_name} {resource}"));
     // The registration lives as long as the informer, which stops when the
     // cluster is removed; the token keeps calls already queued from reaching
     // the handler afterwards, and after the member left.

@@ -570,3 +570,60 @@ fn a_bad_duration_is_said_once_in_words_and_snapshots_are_checked() {
         ]
     );
 }
+
+#[test]
+fn filters_and_changes_load_and_their_mistakes_are_located() {
+    let set = load(
+        r#"informers:
+  - resource: widgets.example.com
+    filter: "metadata.labels.tier == 'web'"
+    changes: [spec, metadata.labels]
+patterns:
+  - name: crds
+    match: { groups: ["*.example.com"] }
+    changes: [metadata.generation]
+"#,
+    )
+    .unwrap();
+    let widgets = &set.informers[0];
+    assert_eq!(
+        widgets.filter.as_deref(),
+        Some("metadata.labels.tier == 'web'")
+    );
+    assert_eq!(widgets.changes, ["spec", "metadata.labels"]);
+    assert_eq!(set.patterns[0].filter, None);
+    assert_eq!(set.patterns[0].changes, ["metadata.generation"]);
+
+    let found = errors(
+        r#"informers:
+  - resource: pods
+    filter: "status.["
+    changes: [spec, "lenght(spec)", 3]
+  - resource: deploy
+    filter: [not, a, string]
+    changes: spec
+"#,
+    );
+    let text = found.join("\n");
+    for expected in [
+        "5:13 condition 'status.[' invalid at column",
+        "6:21 change expression 'lenght(spec)' invalid at column 0: unknown function lenght()",
+        "6:37",
+        "8:13",
+        "9:14",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert_eq!(found.len(), 5, "{text}");
+}
+
+#[test]
+fn an_entry_lists_at_most_max_changes_expressions() {
+    let many: Vec<String> = (0..=MAX_CHANGES).map(|i| format!("spec.f{i}")).collect();
+    let found = errors(&format!(
+        "informers:\n  - resource: pods\n    changes: [{}]\n",
+        many.join(", ")
+    ));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("5:14"), "{found:?}");
+}

@@ -3,6 +3,7 @@
 //! problem located.
 
 use super::*;
+use crate::cache::{ChangePredicate, Condition};
 use crate::declarative::shard_group::is_dns_label;
 
 /// The document with each informer's unset options taken from `defaults`:
@@ -151,6 +152,7 @@ impl Validation<'_> {
                 self.unique_name(&mut names, name.to_string(), &name_at);
             }
             self.indexes(&at, informer);
+            self.filters(&at, informer);
         }
         for (i, entry) in patterns.iter().enumerate() {
             let at = format!("/patterns/{i}");
@@ -180,6 +182,28 @@ impl Validation<'_> {
                 }
             }
             self.indexes(&at, entry);
+            self.filters(&at, entry);
+        }
+    }
+
+    /// An entry's `filter` (a condition) and `changes` (expressions whose
+    /// change an update must bring): each compiled, refused with its
+    /// position (other types are the schema's to report).
+    pub(super) fn filters(&mut self, at: &str, entry: &serde_json::Value) {
+        self.check(at, entry, "filter", Condition::new);
+        if let Some(changes) = entry
+            .get("changes")
+            .and_then(|c| c.as_array())
+            .filter(|c| c.len() <= MAX_CHANGES)
+        {
+            for (i, expression) in changes.iter().enumerate() {
+                if let Some(expression) = expression.as_str() {
+                    let pointer = format!("{at}/changes/{i}");
+                    if let Err(e) = ChangePredicate::new(expression) {
+                        self.error(&pointer, e.to_string());
+                    }
+                }
+            }
         }
     }
 

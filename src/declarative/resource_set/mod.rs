@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::index::IndexFn;
+use crate::cache::{ChangePredicate, Condition};
 use crate::declarative::DeclarativeError;
 pub use access::{AccessPolicy, SkippedMember};
 pub use follow::ReloadTriggers;
@@ -32,7 +33,7 @@ use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
 use crate::factory::{FactoryError, InformerFactory, InformerHandle};
 use crate::informer::options::{InformerOptions, WhenNotServed};
-use crate::informer::{InformerStatus, NotSynced};
+use crate::informer::{HandlerOptions, InformerStatus, NotSynced};
 use crate::vocabulary::error_chain;
 use crate::vocabulary::resource::ResourceKey;
 
@@ -57,6 +58,39 @@ pub struct SetMember {
     pub sensitive: bool,
     /// Its indexes, compiled from the entry's JMESPath expressions.
     pub indexes: BTreeMap<String, IndexFn>,
+    /// The objects its handlers want (the entry's `filter`): a mark of the
+    /// entry, not of the informer it shares.
+    pub filter: Option<Condition>,
+    /// The updates its handlers want (the entry's `changes`).
+    pub changes: Option<ChangePredicate>,
+}
+
+impl SetMember {
+    /// The options a handler of this member registers with to receive what
+    /// its entry asks for: its [`filter`](Self::filter) and
+    /// [`changes`](Self::changes) (the rest as
+    /// [`HandlerOptions::default`]; set them on what this returns).
+    ///
+    /// ```no_run
+    /// # async fn demo(set: kube_dynamic_informer::declarative::ResourceSet) {
+    /// use kube_dynamic_informer::informer::Event;
+    ///
+    /// for member in set.members().await {
+    ///     let options = member.handler_options().name("audit");
+    ///     member
+    ///         .informer
+    ///         .informer()
+    ///         .add_handler_with(|e: Event| println!("{}", e.kind()), options);
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn handler_options(&self) -> HandlerOptions {
+        let mut options = HandlerOptions::default();
+        options.filter = self.filter.clone();
+        options.changes = self.changes.clone();
+        options
+    }
 }
 
 /// Why a member left the set.
@@ -217,6 +251,9 @@ struct Want {
     /// The resource, when discovery knows it.
     known: Option<crate::vocabulary::resource::KnownResource>,
     indexes: BTreeMap<String, IndexFn>,
+    /// The entry's `filter` and `changes`, compiled.
+    filter: Option<Condition>,
+    changes: Option<ChangePredicate>,
 }
 
 enum Target {
@@ -549,10 +586,13 @@ impl ResourceSet {
                     events.push(SetEvent::Added(member.clone()));
                 }
                 // Another informer, or the same one now shown otherwise
-                // (its entry's `sensitive` mark changed).
+                // (its entry's `sensitive` mark, filter or changes
+                // changed): its handlers register again.
                 Some(current)
                     if current.informer != member.informer
-                        || current.sensitive != member.sensitive =>
+                        || current.sensitive != member.sensitive
+                        || current.filter != member.filter
+                        || current.changes != member.changes =>
                 {
                     counts.replaced += 1;
                     events.push(SetEvent::Removed {

@@ -53,6 +53,8 @@ impl ResourceSet {
                 informer,
                 sensitive: want.options.sensitive,
                 indexes: want.indexes,
+                filter: want.filter,
+                changes: want.changes,
             };
             let replace = state.members.get(&key).is_some_and(|current| {
                 current.informer == member.informer
@@ -119,6 +121,11 @@ impl ResourceSet {
             let Some(indexes) = plan.compile_indexes(&at, spec.name(), &spec.indexes) else {
                 continue;
             };
+            let Some((filter, changes)) =
+                plan.compile_filters(&at, spec.name(), spec.filter.as_deref(), &spec.changes)
+            else {
+                continue;
+            };
             wants.push(Want {
                 at,
                 entry: spec.name().to_string(),
@@ -137,6 +144,8 @@ impl ResourceSet {
                 .normalized(),
                 known,
                 indexes,
+                filter,
+                changes,
             });
         }
         wants
@@ -156,6 +165,14 @@ impl ResourceSet {
         let Some(indexes) = plan.compile_indexes(&at, &pattern.name, &pattern.indexes) else {
             return Vec::new();
         };
+        let Some((filter, changes)) = plan.compile_filters(
+            &at,
+            &pattern.name,
+            pattern.filter.as_deref(),
+            &pattern.changes,
+        ) else {
+            return Vec::new();
+        };
         let factory = &self.inner.factory;
         match factory.matching(&pattern.pattern).await {
             Ok(selected) => selected
@@ -170,6 +187,8 @@ impl ResourceSet {
                         .normalized(),
                     known: Some(resource),
                     indexes: indexes.clone(),
+                    filter: filter.clone(),
+                    changes: changes.clone(),
                 })
                 .collect(),
             Err(e) => {
@@ -193,6 +212,8 @@ impl ResourceSet {
                         options: current.informer.informer().options().clone(),
                         known: None,
                         indexes: indexes.clone(),
+                        filter: filter.clone(),
+                        changes: changes.clone(),
                     })
                     .collect()
             }
@@ -277,6 +298,48 @@ impl Plan {
             }
         }
         (compiled.len() == indexes.len()).then_some(compiled)
+    }
+
+    /// The `filter` and `changes` of the entry at `at`, compiled: the one
+    /// place they become a condition and a change predicate. An expression
+    /// that does not compile (possible in a set built in code; a loaded
+    /// file was validated) is an error located at it, and the entry is
+    /// left out.
+    fn compile_filters(
+        &mut self,
+        at: &str,
+        entry: &str,
+        filter: Option<&str>,
+        changes: &[String],
+    ) -> Option<(Option<Condition>, Option<ChangePredicate>)> {
+        let mut refused = false;
+        let mut refuse = |pointer: String, e: crate::cache::CacheError| {
+            refused = true;
+            self.errors.push(PlanError {
+                pointer,
+                message: e.to_string(),
+                entry: Some(entry.to_owned()),
+                answer: None,
+            });
+        };
+        let filter = filter.and_then(|f| {
+            Condition::new(f)
+                .map_err(|e| refuse(format!("{at}/filter"), e))
+                .ok()
+        });
+        let mut compiled: Option<ChangePredicate> = None;
+        for (i, expression) in changes.iter().enumerate() {
+            match ChangePredicate::new(expression) {
+                Ok(one) => {
+                    compiled = Some(match compiled {
+                        Some(all) => all.or(one),
+                        None => one,
+                    });
+                }
+                Err(e) => refuse(format!("{at}/changes/{i}"), e),
+            }
+        }
+        (!refused).then_some((filter, compiled))
     }
 
     /// Records why the factory gave no informer for `want`: left out (not
