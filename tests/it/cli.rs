@@ -13,6 +13,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::support::{self, User};
 
+mod filter;
 mod kubectl_habits;
 mod namespace_index;
 mod scope;

@@ -232,8 +232,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         // The config is read first: its problems need no cluster.
         Command::Watch(args) => {
-            let set = informers::informer_set(&args.selection)?;
+            let mut set = informers::informer_set(&args.selection)?;
             watch::check_index_values(&set, &args)?;
+            watch::check_filters(&args)?;
+            watch::lay_filters(args.filter.as_ref(), &args.changes, &mut set);
             if contexts.many(&set) {
                 return clusters::watch(&contexts, set, args).await;
             }

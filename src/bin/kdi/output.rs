@@ -87,21 +87,29 @@ pub fn event_line(
         Event::Add {
             in_initial_list,
             entered_shard,
+            entered_filter,
             ..
         } => {
             line["initial"] = json!(in_initial_list);
             if *entered_shard {
                 line["enteredShard"] = json!(true);
             }
+            if *entered_filter {
+                line["enteredFilter"] = json!(true);
+            }
         }
         Event::Delete {
             final_state_unknown,
             left_shard,
+            left_filter,
             ..
         } => {
             line["finalStateUnknown"] = json!(final_state_unknown);
             if *left_shard {
                 line["leftShard"] = json!(true);
+            }
+            if *left_filter {
+                line["leftFilter"] = json!(true);
             }
         }
         Event::Update { .. } => {}

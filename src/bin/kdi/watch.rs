@@ -8,11 +8,12 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use clap::Args;
-use kube_dynamic_informer::cache::{IndexFn, Redaction};
+use kube_dynamic_informer::cache::{ChangePredicate, Condition, IndexFn, Redaction};
 use kube_dynamic_informer::declarative::{
     AccessPolicy, InformerSet, ReloadTriggers, ResourceSet, SetEvent, SetMember,
 };
-use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration};
+use kube_dynamic_informer::informer::{Event, FilterMistake, Registration};
+use serde_json::json;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -72,10 +73,78 @@ pub struct WatchArgs {
     /// Leave out the initial Add events of objects that existed at start.
     #[arg(long)]
     pub skip_initial: bool,
+    /// Print only the events of the objects that meet this condition (a
+    /// JMESPath expression, true or false: `metadata.labels.tier ==
+    /// 'web'`, `status.phase == 'Failed'`). An object that starts meeting
+    /// it prints as an Add (`"enteredFilter": true`), one that stops as a
+    /// Delete of its new state (`"leftFilter": true`). In place of the
+    /// config entries' `filter`.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Print only the updates that change the value of this JMESPath
+    /// expression (repeatable: of any of them): `spec`,
+    /// `metadata.generation`, `metadata.labels`. Adds, deletes and resyncs
+    /// are printed. In place of the config entries' `changes`.
+    #[arg(long = "changes", value_name = "EXPR")]
+    pub changes: Vec<String>,
     /// Serve metrics in the Prometheus text format on this address (e.g.
     /// `127.0.0.1:9464`), from the start, syncing included.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// `--filter` and `--changes` compile, checked before the cluster is
+/// contacted (they are compiled again where every entry's are).
+pub fn check_filters(args: &WatchArgs) -> Result<(), Failure> {
+    if let Some(filter) = &args.filter {
+        Condition::new(filter).map_err(|e| Failure::usage(format!("--filter: {e}")))?;
+    }
+    for expression in &args.changes {
+        ChangePredicate::new(expression).map_err(|e| Failure::usage(format!("--changes: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Lays `--filter` and `--changes` over every entry of `set`, in place of
+/// the file's.
+pub fn lay_filters(filter: Option<&String>, changes: &[String], set: &mut InformerSet) {
+    let entries = set
+        .informers
+        .iter_mut()
+        .map(|i| (&mut i.filter, &mut i.changes))
+        .chain(
+            set.patterns
+                .iter_mut()
+                .map(|p| (&mut p.filter, &mut p.changes)),
+        );
+    for (entry_filter, entry_changes) in entries {
+        if let Some(filter) = filter {
+            *entry_filter = Some(filter.clone());
+        }
+        if !changes.is_empty() {
+            *entry_changes = changes.to_vec();
+        }
+    }
+}
+
+/// Says on stderr, once per object, that the filter is not a boolean on it
+/// or fails on it.
+fn say_mistake(m: &FilterMistake) {
+    let stderr = Stderr::process();
+    if stderr.json() {
+        stderr.say(json!({
+            "resource": m.resource.to_string(),
+            "key": m.key,
+            "filter": m.filter.to_string(),
+            "state": m.verdict.reason(),
+            "detail": m.verdict.to_string(),
+        }));
+    } else {
+        stderr.say(format!(
+            "kdi: {} {}: the filter is {}; it counts as not met",
+            m.resource, m.key, m.verdict
+        ));
+    }
 }
 
 /// Whether a watch follows a set that may change (a config file reloaded,
@@ -148,7 +217,12 @@ fn reload(
         check_every: Some(args.reload_check),
         on_sighup: true,
     };
-    let adjust = move |set: &mut InformerSet| adjust(&sel, set).map_err(|e| e.message);
+    let (filter, changes) = (args.filter.clone(), args.changes.clone());
+    let adjust = move |set: &mut InformerSet| {
+        adjust(&sel, set).map_err(|e| e.message)?;
+        lay_filters(filter.as_ref(), &changes, set);
+        Ok(())
+    };
     Some(resource_set.follow_file(path, triggers, adjust, stop.clone()))
 }
 
@@ -188,7 +262,10 @@ fn add_printer(
             };
             let _ = tx.send(event_line(&name, resource, &e, object, redaction, &indexes));
         },
-        HandlerOptions::default().name("print"),
+        member
+            .handler_options()
+            .name("print")
+            .on_mistake(say_mistake),
     )
 }
 
