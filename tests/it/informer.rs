@@ -95,7 +95,7 @@ fn pod_template_list_watch(client: &Client, ns: &str) -> ApiListWatch {
 /// A `ListWatch` that can hold back continue-token pages or watch requests
 /// until the test opens the gate, and that records what it was asked.
 #[derive(Clone)]
-struct Gated {
+pub(crate) struct Gated {
     inner: ApiListWatch,
     client: Client,
     ns: String,
@@ -104,13 +104,18 @@ struct Gated {
     open: Arc<AtomicBool>,
     opened: Arc<tokio::sync::Notify>,
     list_limits: Arc<Mutex<Vec<Option<u32>>>>,
-    first_rv: Arc<Mutex<Option<String>>>,
+    pub(crate) first_rv: Arc<Mutex<Option<String>>>,
     watches: Arc<AtomicU64>,
 }
 
 impl Gated {
     /// Over the pod templates of namespace `ns`.
-    fn pod_templates(client: &Client, ns: &str, hold_pages: bool, hold_watches: bool) -> Self {
+    pub(crate) fn pod_templates(
+        client: &Client,
+        ns: &str,
+        hold_pages: bool,
+        hold_watches: bool,
+    ) -> Self {
         Self {
             inner: pod_template_list_watch(client, ns),
             client: client.clone(),
@@ -125,7 +130,7 @@ impl Gated {
         }
     }
 
-    fn open_gate(&self) {
+    pub(crate) fn open_gate(&self) {
         self.open.store(true, Ordering::SeqCst);
         self.opened.notify_waiters();
     }

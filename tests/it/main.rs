@@ -12,6 +12,7 @@ mod cluster_set;
 mod condition;
 mod discovery;
 mod factory;
+mod filter;
 mod freshness;
 mod informer;
 mod lister;
