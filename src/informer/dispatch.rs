@@ -670,6 +670,9 @@ fn retire<'a>(
 }
 
 #[cfg(test)]
+mod measure;
+
+#[cfg(test)]
 mod retired_tests {
     use super::*;
 

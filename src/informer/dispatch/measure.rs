@@ -1,0 +1,292 @@
+//! A measurement for BENCHMARKS.md ("Handler filters"): what delivering a
+//! burst of status-only updates of 50,000 Widgets costs a handler of every
+//! event, and one that asks for changes of `spec` only.
+//!
+//! ```text
+//! cargo test --release --lib -- --ignored --nocapture a_burst_of_status_updates
+//! ```
+//!
+//! The updates are fed to the dispatcher directly, as the informer hands
+//! them on once its cache has taken them (the store's writes and the
+//! decoding of the wire are done beforehand, outside what is measured): a
+//! handler's cost is the CPU of the dispatching thread while it hands the
+//! events on (read from `/proc/thread-self/schedstat`, in nanoseconds),
+//! plus that of every other thread — the handler pool's — until the handler
+//! is done with them. The handlers do next to nothing (count the event,
+//! read the object's name): what is measured is delivering an event.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kube_client::api::{ListParams, WatchParams};
+use kube_core::{ApiResource, DynamicObject};
+use serde_json::json;
+
+use super::{Applied, Event};
+use crate::cache::store::{Storage, StoreWriter};
+use crate::cache::{ChangePredicate, ValueRef};
+use crate::informer::{HandlerOptions, InformerOptions, SharedInformer};
+use crate::wire::list_watch::{ListPage, ListWatch, ListWatchError, WatchStream};
+
+const OBJECTS: usize = 50_000;
+/// Events handed on between two readings of the clocks.
+const CHUNK: usize = 1_000;
+const ROUNDS: usize = 5;
+
+/// A list-watch never asked: the informer is not started.
+struct Unused;
+
+impl ListWatch for Unused {
+    fn list(&self, _: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
+        futures::future::pending().boxed()
+    }
+
+    fn watch(
+        &self,
+        _: &WatchParams,
+        _: &str,
+    ) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {
+        futures::future::pending().boxed()
+    }
+}
+
+/// CPU time of this thread, in nanoseconds.
+fn this_thread_ns() -> u64 {
+    schedstat(std::path::Path::new("/proc/thread-self/schedstat"))
+}
+
+/// CPU time of every other thread of the process, in nanoseconds.
+fn other_threads_ns() -> u64 {
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_owned()));
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter(|t| Some(t.file_name()) != me)
+                .map(|t| schedstat(&t.path().join("schedstat")))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn schedstat(path: &std::path::Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn widget(template: &serde_json::Value, i: usize, rv: u64) -> Arc<DynamicObject> {
+    let mut w = template.clone();
+    w["metadata"]["name"] = json!(format!("widget-{i:06}"));
+    w["metadata"]["namespace"] = json!(format!("bench-{}", i % 10));
+    w["metadata"]["resourceVersion"] = json!(rv.to_string());
+    w["status"]["tick"] = json!(rv);
+    Arc::new(serde_json::from_value(w).expect("a widget"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handler {
+    /// No handler: what the dispatcher costs anyway.
+    None,
+    /// A handler of every event that does nothing with it: what delivering
+    /// an event costs.
+    EveryEvent,
+    /// A handler of every event that tells a change of `spec` apart itself,
+    /// reading both states in place (`CachedObject::pointer`).
+    ComparesInPlace,
+    /// A handler of every event that tells a change of `spec` apart itself
+    /// from the decoded objects (`CachedObject::object`).
+    ComparesDecoded,
+    /// A handler of `spec` changes (`HandlerOptions::changes`).
+    SpecChanges,
+}
+
+impl Handler {
+    const ALL: [Handler; 5] = [
+        Handler::None,
+        Handler::EveryEvent,
+        Handler::ComparesInPlace,
+        Handler::ComparesDecoded,
+        Handler::SpecChanges,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Handler::None => "no handler",
+            Handler::EveryEvent => "every event, doing nothing",
+            Handler::ComparesInPlace => "every event, comparing spec in place",
+            Handler::ComparesDecoded => "every event, comparing spec decoded",
+            Handler::SpecChanges => "spec changes only (a change predicate)",
+        }
+    }
+}
+
+/// CPU of one burst: on the dispatching thread, and on the others, in
+/// nanoseconds an event.
+struct Spent {
+    dispatch: f64,
+    handler_threads: f64,
+}
+
+/// One burst of status updates of every Widget, handed to `kind`.
+fn burst(
+    informer: &SharedInformer,
+    writer: &mut StoreWriter,
+    template: &serde_json::Value,
+    rv: &mut u64,
+    kind: Handler,
+) -> Spent {
+    let (tx, rx) = mpsc::channel::<()>();
+    let seen = Arc::new(AtomicU64::new(0));
+    let handler = {
+        let seen = seen.clone();
+        let tx = parking_lot::Mutex::new(tx);
+        move |e: Event| {
+            std::hint::black_box(e.object().metadata.name.as_ref().map(String::len));
+            if let Event::Update { old, new, .. } = &e {
+                let spec_changed = match kind {
+                    Handler::ComparesInPlace => {
+                        old.pointer("/spec") != new.data.get("spec").map(ValueRef::Json)
+                    }
+                    Handler::ComparesDecoded => {
+                        old.object().data.get("spec") != new.data.get("spec")
+                    }
+                    _ => true,
+                };
+                std::hint::black_box(spec_changed);
+            }
+            if (seen.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(CHUNK as u64) {
+                let _ = tx.lock().send(());
+            }
+        }
+    };
+    let options = HandlerOptions::default().skip_replay(true);
+    let registration = match kind {
+        Handler::None => None,
+        Handler::EveryEvent | Handler::ComparesInPlace | Handler::ComparesDecoded => {
+            Some(informer.add_handler_with(handler, options))
+        }
+        Handler::SpecChanges => {
+            Some(informer.add_handler_with(handler, options.changes(ChangePredicate::spec())))
+        }
+    };
+    let shared = &informer.shared;
+    let (mut dispatch, mut others) = (0, 0);
+    for chunk in 0..OBJECTS / CHUNK {
+        // The updates as the cache has taken them; their objects are kept
+        // until the chunk is done, so that freeing them (which the informer
+        // does with or without handlers) is not counted.
+        let mut kept = Vec::with_capacity(CHUNK);
+        let applied: Vec<Applied> = (chunk * CHUNK..(chunk + 1) * CHUNK)
+            .map(|i| {
+                *rv += 1;
+                let new = widget(template, i, *rv);
+                let (stored, old) = writer.upsert_held(new.clone()).expect("keyed");
+                let old = old.expect("replaced");
+                kept.push((new.clone(), old.clone()));
+                let mut applied = Applied::event(Event::Update {
+                    old,
+                    new,
+                    is_resync: false,
+                });
+                applied.stored = Some(stored);
+                applied
+            })
+            .collect();
+        let (started, elsewhere) = (this_thread_ns(), other_threads_ns());
+        for a in applied {
+            let mut d = shared.dispatch.lock();
+            shared.hand_to_listeners(&mut d, a);
+        }
+        dispatch += this_thread_ns() - started;
+        if !matches!(kind, Handler::None | Handler::SpecChanges) {
+            rx.recv().expect("the handler runs");
+        }
+        others += other_threads_ns() - elsewhere;
+        // Freed outside the count: the informer frees them with or without
+        // handlers (see `Retired`).
+        drop(kept);
+        shared.dispatch.lock().retired.release_all();
+    }
+    if let Some(registration) = registration {
+        match kind {
+            Handler::SpecChanges => assert_eq!(registration.filtered(), OBJECTS as u64),
+            _ => assert_eq!(registration.delivered(), OBJECTS as u64),
+        }
+        registration.remove();
+    }
+    if kind == Handler::SpecChanges {
+        assert_eq!(
+            seen.load(Ordering::Relaxed),
+            0,
+            "no status update delivered"
+        );
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let per = |ns: u64| ns as f64 / OBJECTS as f64;
+    Spent {
+        dispatch: per(dispatch),
+        handler_threads: per(others),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[test]
+#[ignore = "a measurement for BENCHMARKS.md: prints what a handler of spec changes costs beside one of every event"]
+fn a_burst_of_status_updates_costs_a_handler_of_spec_changes_next_to_nothing() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/peers/data/widget.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let template: serde_json::Value = serde_json::from_str(&text).expect("widget.json");
+    let resource = ApiResource {
+        group: "bench.kdi.dev".into(),
+        version: "v1".into(),
+        api_version: "bench.kdi.dev/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    for storage in [Storage::Compact, Storage::Objects] {
+        let options = InformerOptions::default().storage(storage);
+        let informer = SharedInformer::with_list_watch(Unused, resource.clone(), options);
+        let (_, mut writer) = informer.prepare().expect("not started");
+        let mut rv = 1;
+        for i in 0..OBJECTS {
+            writer.upsert(widget(&template, i, rv));
+        }
+        let mut totals: Vec<Vec<f64>> = vec![Vec::new(); Handler::ALL.len()];
+        for round in 0..ROUNDS {
+            for (k, kind) in Handler::ALL.iter().enumerate() {
+                let spent = burst(&informer, &mut writer, &template, &mut rv, *kind);
+                eprintln!(
+                    "{storage:?} round {round} {kind:?}: {:.3} µs dispatching + {:.3} µs on the handler's threads, an event",
+                    spent.dispatch / 1000.0,
+                    spent.handler_threads / 1000.0
+                );
+                totals[k].push(spent.dispatch + spent.handler_threads);
+            }
+        }
+        let medians: Vec<f64> = totals.into_iter().map(median).collect();
+        let spec = medians[4] - medians[0];
+        eprintln!(
+            "{storage:?}, {OBJECTS} Widgets, status-only updates, median of {ROUNDS} bursts: CPU an event, beyond the {:.3} µs with no handler:",
+            medians[0] / 1000.0
+        );
+        for (k, kind) in Handler::ALL.iter().enumerate().skip(1) {
+            let cost = medians[k] - medians[0];
+            eprintln!(
+                "  {:<40} {:>7.3} µs  (spec changes only: {:.3}× this)",
+                kind.name(),
+                cost / 1000.0,
+                spec / cost
+            );
+        }
+    }
+}
