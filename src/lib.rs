@@ -138,6 +138,7 @@
 //! | `cache.Store`, `cache.Indexer` | [`cache::Store`] (read-only; the informer writes it) |
 //! | `cache.MetaNamespaceKeyFunc` | [`vocabulary::object_key`] |
 //! | `cache.DeletedFinalStateUnknown` | [`informer::Event::Delete`] with `final_state_unknown: true` |
+//! | `cache.FilteringResourceEventHandler` | [`informer::HandlerOptions::filter`] |
 //!
 //! # The layers
 //!

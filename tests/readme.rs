@@ -181,6 +181,42 @@ mod readme_wait {
     // README: end
 }
 
+#[allow(dead_code)]
+mod readme_filter {
+    // README: filter
+    use kube_dynamic_informer::cache::{ChangePredicate, Condition};
+    use kube_dynamic_informer::informer::{Event, HandlerOptions};
+    use kube_dynamic_informer::prelude::*;
+
+    fn reconcile_web(widgets: &InformerHandle) -> Result<(), Box<dyn std::error::Error>> {
+        let options = HandlerOptions::default()
+            .name("reconcile-web")
+            .filter(Condition::new("metadata.labels.tier == 'web'")?)
+            .changes(ChangePredicate::spec().or(ChangePredicate::labels()))
+            .on_mistake(|mistake| eprintln!("{mistake}"));
+        let registration = widgets.informer().add_handler_with(
+            |event: Event| match event {
+                Event::Add { object, .. } => println!("reconcile {:?}", object.metadata.name),
+                Event::Update { new, .. } => println!("reconcile {:?}", new.metadata.name),
+                Event::Delete {
+                    object,
+                    left_filter,
+                    ..
+                } => {
+                    println!(
+                        "forget {:?} (left the filter: {left_filter})",
+                        object.metadata.name
+                    )
+                }
+            },
+            options,
+        );
+        println!("{} events held back so far", registration.filtered());
+        Ok(())
+    }
+    // README: end
+}
+
 /// The lines of this file between `// README: NAME` and `// README: end`,
 /// without the module's indentation.
 fn compiled(name: &str) -> String {
@@ -208,6 +244,7 @@ fn the_readme_rust_blocks_are_code_this_file_compiles() {
         ("**Checking a file without a cluster.**", "check"),
         ("**Running a file from Rust.**", "resource set"),
         ("**Waiting from Rust.**", "wait"),
+        ("**Filtering from Rust.**", "filter"),
     ] {
         assert_eq!(
             block_after(&readme, after, "rust"),
@@ -265,6 +302,11 @@ fn the_readme_config_file_loads_with_the_entries_it_shows() {
 
     assert_eq!(widgets.options.when_not_served, WhenNotServed::Wait);
     assert!(widgets.indexes.contains_key("color"));
+    assert_eq!(
+        widgets.filter.as_deref(),
+        Some("metadata.labels.tier == 'web'")
+    );
+    assert_eq!(widgets.changes, ["spec", "metadata.labels"]);
 
     let [pattern] = &set.patterns[..] else {
         panic!("one pattern: {:?}", set.patterns)
