@@ -34,7 +34,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a connection buffers of a response not yet written to its socket
 /// (and of a request's headers): enough for a few of a watch's chunks, so
 /// that a slow reader holds little in the server.
-const CONNECTION_BUFFER: usize = 64 * 1024;
+const CONNECTION_BUFFER: usize = 16 * 1024;
 
 /// Accepts connections until `cancel`, then lets open ones finish.
 pub(super) async fn run(

@@ -10,8 +10,8 @@
 //! bounded whatever the clients do.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,11 +39,38 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(30);
 /// Changes taken from the history at a time.
 const CHUNK: usize = 100;
 
-/// A watch's events are handed to its connection in chunks of about this
-/// many bytes, one at a time: a client that reads slowly (a hundred
-/// informers syncing at once) holds a few of them in the server, not its
-/// whole initial list.
-const CHUNK_BYTES: usize = 16 * 1024;
+/// A watch's events are handed to its connection in chunks of at most
+/// about this many bytes, one at a time: a client that reads slowly (a
+/// hundred informers syncing at once) holds a few of them in the server, not
+/// its whole initial list.
+const CHUNK_BYTES: usize = 8 * 1024;
+
+/// The events of a watch being gathered into one chunk, sent before the
+/// next event would overflow it (as far as the last one tells), so that a
+/// chunk stays in the allocation it was given.
+struct Chunk {
+    bytes: Vec<u8>,
+    /// The size of the event written last.
+    last: usize,
+}
+
+impl Chunk {
+    fn new() -> Self {
+        Chunk {
+            bytes: Vec::with_capacity(CHUNK_BYTES),
+            last: 0,
+        }
+    }
+
+    /// Whether another event like the last one would not fit.
+    fn is_full(&self) -> bool {
+        self.bytes.len() + self.last > CHUNK_BYTES
+    }
+
+    fn take(&mut self) -> Vec<u8> {
+        std::mem::replace(&mut self.bytes, Vec::with_capacity(CHUNK_BYTES))
+    }
+}
 
 /// One recorded change.
 #[derive(Clone)]
@@ -76,6 +103,18 @@ pub(super) struct History {
     /// Woken at each change recorded and at each reset.
     changed: Notify,
     capacity: usize,
+    /// The cache's objects that watches starting now send as their initial
+    /// events, shared by every watch that starts while the cache stays as
+    /// it was (a hundred clients syncing at once hold one list, not a
+    /// hundred).
+    initial: Mutex<Option<Initial>>,
+}
+
+/// A list of the cache's objects, and the cache's state it shows.
+struct Initial {
+    resource_version: Option<Arc<str>>,
+    lists: u64,
+    objects: Weak<Vec<CachedObject>>,
 }
 
 struct Inner {
@@ -104,7 +143,33 @@ impl History {
             }),
             changed: Notify::new(),
             capacity,
+            initial: Mutex::new(None),
         })
+    }
+
+    /// The objects of `resource`'s cache, as a watch starting now sends
+    /// them: the list another watch holds when the cache has not changed
+    /// since it was taken, else a new one.
+    fn initial_objects(&self, resource: &ServedResource) -> Arc<Vec<CachedObject>> {
+        let informer = resource.informer.informer();
+        let store = informer.store();
+        let mut initial = self.initial.lock();
+        let resource_version = store.resource_version();
+        let lists = informer.stats().lists.load(AtomicOrdering::Relaxed);
+        if let Some(held) = initial.as_ref()
+            && held.resource_version == resource_version
+            && held.lists == lists
+            && let Some(objects) = held.objects.upgrade()
+        {
+            return objects;
+        }
+        let objects = Arc::new(store.list_all());
+        *initial = Some(Initial {
+            resource_version,
+            lists,
+            objects: Arc::downgrade(&objects),
+        });
+        objects
     }
 
     /// Records `change`, made after the reflector's `lists`-th list.
@@ -438,7 +503,7 @@ impl Watcher {
                 return;
             };
             if !batch.is_empty() {
-                let mut chunk = Vec::new();
+                let mut chunk = Chunk::new();
                 for change in &batch {
                     if change.resource_version <= after {
                         continue;
@@ -447,11 +512,11 @@ impl Watcher {
                         self.write_event(&mut chunk, change.kind, &change.object);
                     }
                     after = change.resource_version;
-                    if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
+                    if chunk.is_full() && !self.send(chunk.take()).await {
                         return;
                     }
                 }
-                if !chunk.is_empty() && !self.send(chunk).await {
+                if !chunk.bytes.is_empty() && !self.send(chunk.bytes).await {
                     return;
                 }
                 continue;
@@ -483,17 +548,18 @@ impl Watcher {
             .synced_resource_version()
             .and_then(|rv| rv.parse().ok())
             .unwrap_or(floor);
-        let objects = self.resource.informer.lister().list_all();
-        let mut chunk = Vec::new();
-        for object in &objects {
+        let objects = self.history.initial_objects(&self.resource);
+        let mut chunk = Chunk::new();
+        for object in objects.iter() {
             if self.selects_cached(object) {
                 self.write_event(&mut chunk, "ADDED", &Recorded::Cached(object.clone()));
             }
-            if chunk.len() >= CHUNK_BYTES && !self.send(std::mem::take(&mut chunk)).await {
+            if chunk.is_full() && !self.send(chunk.take()).await {
                 return None;
             }
         }
-        if !chunk.is_empty() && !self.send(chunk).await {
+        drop(objects);
+        if !chunk.bytes.is_empty() && !self.send(chunk.bytes).await {
             return None;
         }
         Some(current)
@@ -566,7 +632,8 @@ impl Watcher {
                 .all(|t| t.admits(namespace, name))
     }
 
-    fn write_event(&self, out: &mut Vec<u8>, kind: &str, object: &Recorded) {
+    fn write_event(&self, chunk: &mut Chunk, kind: &str, object: &Recorded) {
+        let out = &mut chunk.bytes;
         let mark = out.len();
         out.extend_from_slice(b"{\"type\":\"");
         out.extend_from_slice(kind.as_bytes());
@@ -595,6 +662,7 @@ impl Watcher {
         };
         if written {
             out.extend_from_slice(b"}\n");
+            chunk.last = out.len() - mark;
         } else {
             out.truncate(mark);
         }
