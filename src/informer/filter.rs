@@ -187,86 +187,92 @@ impl Gate {
         event: &Event,
         stored: Option<&CachedObject>,
     ) -> Result<Event, Dropped> {
-        let input = OnceCell::new();
         match event {
-            Event::Add { object, .. } => {
-                if self.filter.is_none() {
-                    return Ok(event.clone());
-                }
-                let key = object_key(object).ok_or(Dropped::Condition)?;
-                if !self.meets(&key, object, &input) {
-                    return Err(Dropped::Condition);
-                }
-                self.matching.insert(key);
-                Ok(event.clone())
-            }
-            Event::Delete { object, .. } => {
-                if self.filter.is_none() {
-                    return Ok(event.clone());
-                }
-                let key = object_key(object).ok_or(Dropped::Condition)?;
-                self.reported.remove(&key);
-                if self.matching.remove(&key) {
-                    Ok(event.clone())
-                } else {
-                    Err(Dropped::Condition)
-                }
-            }
+            Event::Add { object, .. } => self.enters(object).map(|()| event.clone()),
+            Event::Delete { object, .. } => self.leaves(object).map(|()| event.clone()),
             Event::Update {
                 old,
                 new,
                 is_resync,
-            } => {
-                let (was, is) = match &self.filter {
-                    None => (true, true),
-                    Some(_) => {
-                        let key = object_key(new).ok_or(Dropped::Condition)?;
-                        let was = self.matching.contains(&key);
-                        let is = self.meets(&key, new, &input);
-                        match (was, is) {
-                            (false, true) => {
-                                self.matching.insert(key);
-                            }
-                            (true, false) => {
-                                self.matching.remove(&key);
-                            }
-                            _ => {}
-                        }
-                        (was, is)
-                    }
-                };
-                match (was, is) {
-                    (true, true) => {
-                        let unchanged = !is_resync
-                            && self.changes.as_ref().is_some_and(|changes| {
-                                let new = match stored {
-                                    Some(stored) => stored.clone(),
-                                    None => CachedObject::from(new.clone()),
-                                };
-                                !changes.changed(old, &new)
-                            });
-                        if unchanged {
-                            Err(Dropped::Unchanged)
-                        } else {
-                            Ok(event.clone())
-                        }
-                    }
-                    (false, true) => Ok(Event::Add {
-                        object: new.clone(),
-                        in_initial_list: false,
-                        entered_shard: false,
-                        entered_filter: true,
-                    }),
-                    (true, false) => Ok(Event::Delete {
-                        object: new.clone(),
-                        final_state_unknown: false,
-                        left_shard: false,
-                        left_filter: true,
-                    }),
-                    (false, false) => Err(Dropped::Condition),
+            } => match self.moves(new)? {
+                (true, true) if !is_resync && self.unchanged(old, new, stored) => {
+                    Err(Dropped::Unchanged)
                 }
-            }
+                (true, true) => Ok(event.clone()),
+                (false, true) => Ok(Event::Add {
+                    object: new.clone(),
+                    in_initial_list: false,
+                    entered_shard: false,
+                    entered_filter: true,
+                }),
+                (true, false) => Ok(Event::Delete {
+                    object: new.clone(),
+                    final_state_unknown: false,
+                    left_shard: false,
+                    left_filter: true,
+                }),
+                (false, false) => Err(Dropped::Condition),
+            },
         }
+    }
+
+    /// An added object: in the handlers' view if it meets the filter.
+    fn enters(&mut self, object: &DynamicObject) -> Result<(), Dropped> {
+        if self.filter.is_none() {
+            return Ok(());
+        }
+        let key = object_key(object).ok_or(Dropped::Condition)?;
+        if !self.meets(&key, object, &OnceCell::new()) {
+            return Err(Dropped::Condition);
+        }
+        self.matching.insert(key);
+        Ok(())
+    }
+
+    /// A deleted object: passed on if it was in the handlers' view.
+    fn leaves(&mut self, object: &DynamicObject) -> Result<(), Dropped> {
+        if self.filter.is_none() {
+            return Ok(());
+        }
+        let key = object_key(object).ok_or(Dropped::Condition)?;
+        self.reported.remove(&key);
+        if self.matching.remove(&key) {
+            Ok(())
+        } else {
+            Err(Dropped::Condition)
+        }
+    }
+
+    /// Whether an updated object was in the handlers' view and is now,
+    /// the view taking its new state.
+    fn moves(&mut self, new: &DynamicObject) -> Result<(bool, bool), Dropped> {
+        if self.filter.is_none() {
+            return Ok((true, true));
+        }
+        let key = object_key(new).ok_or(Dropped::Condition)?;
+        let was = self.matching.contains(&key);
+        let is = self.meets(&key, new, &OnceCell::new());
+        if is && !was {
+            self.matching.insert(key);
+        } else if was && !is {
+            self.matching.remove(&key);
+        }
+        Ok((was, is))
+    }
+
+    /// Whether an update changes none of the change predicate's values.
+    fn unchanged(
+        &self,
+        old: &CachedObject,
+        new: &Arc<DynamicObject>,
+        stored: Option<&CachedObject>,
+    ) -> bool {
+        self.changes.as_ref().is_some_and(|changes| {
+            let new = stored
+                .cloned()
+                .unwrap_or_else(|| CachedObject::from(new.clone()));
+            !changes.changed(old, &new)
+        })
     }
 
     /// Whether `object` meets the filter; a mistake is not met, and said

@@ -22,7 +22,7 @@ use kube_dynamic_informer::informer::SyncPolicy;
 use kube_dynamic_informer::vocabulary::error_chain;
 use serde_json::json;
 
-use crate::cluster::read_kubeconfig;
+use crate::cluster::{Cluster, read_kubeconfig};
 use crate::exit::Failure;
 use crate::get::GetArgs;
 use crate::output::{Origin, Printable, event_line, print_objects, printable, say, written};
@@ -40,7 +40,18 @@ pub struct Contexts<'a> {
 impl Contexts<'_> {
     /// Whether the command runs over a cluster set rather than one cluster.
     pub fn many(&self, set: &InformerSet) -> bool {
-        self.all || self.contexts.len() > 1 || !set.clusters.is_empty()
+        self.several() || !set.clusters.is_empty()
+    }
+
+    /// Whether the command line names more than one cluster.
+    pub fn several(&self) -> bool {
+        self.all || self.contexts.len() > 1
+    }
+
+    /// Connects to the cluster of the first context named (else the
+    /// kubeconfig's current one).
+    pub async fn connect(&self) -> Result<Cluster, Failure> {
+        Cluster::connect(self.kubeconfig, self.contexts.first().map(String::as_str)).await
     }
 }
 

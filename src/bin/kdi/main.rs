@@ -62,7 +62,6 @@ use clap::{Args, Parser, Subcommand};
 use kube_dynamic_informer::declarative::InformerSet;
 use kube_dynamic_informer::vocabulary::parse_duration;
 
-use cluster::Cluster;
 use exit::Failure;
 use get::GetArgs;
 use resources::ResourcesArgs;
@@ -218,61 +217,23 @@ fn check(args: &CheckArgs) -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let connect = || {
-        Cluster::connect(
-            cli.kubeconfig.as_ref(),
-            cli.context.first().map(String::as_str),
-        )
-    };
     let contexts = clusters::Contexts {
         kubeconfig: cli.kubeconfig.as_ref(),
         contexts: &cli.context,
         all: cli.all_contexts,
     };
     match cli.command {
-        // The config is read first: its problems need no cluster.
-        Command::Watch(args) => {
-            let mut set = informers::informer_set(&args.selection)?;
-            watch::check_index_values(&set, &args)?;
-            watch::check_filters(&args)?;
-            watch::lay_filters(args.filter.as_ref(), &args.changes, &mut set);
-            if contexts.many(&set) {
-                return clusters::watch(&contexts, set, args).await;
-            }
-            if let Some(addr) = args.metrics_addr {
-                metrics::serve(addr)?;
-            }
-            watch::watch(&connect().await?, set, args).await
-        }
+        Command::Watch(args) => run_watch(&contexts, args).await,
         Command::Get(args) => {
+            // The config is read first: its problems need no cluster.
             let set = informers::informer_set(&args.selection)?;
             get::check_query(&set, &args)?;
             if contexts.many(&set) {
                 return clusters::get(&contexts, set, args).await;
             }
-            get::get(&connect().await?, set, args).await
+            get::get(&contexts.connect().await?, set, args).await
         }
-        Command::Wait(mut args) => {
-            if contexts.all || contexts.contexts.len() > 1 {
-                return Err(Failure::usage("wait reads one cluster: name one --context"));
-            }
-            let goal = wait::check(&args)?;
-            // Named objects need the cluster to know their namespace;
-            // otherwise the config is read first.
-            let early = if args.names.is_empty() {
-                None
-            } else {
-                let cluster = connect().await?;
-                wait::namespace_of_names(&cluster, &mut args).await;
-                Some(cluster)
-            };
-            let set = wait::informers(&args)?;
-            let cluster = match early {
-                Some(cluster) => cluster,
-                None => connect().await?,
-            };
-            wait::wait(&cluster, set, args, goal).await
-        }
+        Command::Wait(args) => run_wait(&contexts, args).await,
         Command::Serve(args) => {
             let set = informers::informer_set(&args.selection)?;
             if contexts.many(&set) {
@@ -280,12 +241,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "serve reads one cluster: name one --context",
                 ));
             }
-            serve::serve(&connect().await?, set, args).await
+            serve::serve(&contexts.connect().await?, set, args).await
         }
-        Command::Resources(_) if contexts.all || contexts.contexts.len() > 1 => Err(
-            Failure::usage("resources reads one cluster: name one --context"),
-        ),
-        Command::Resources(args) => resources::resources(&connect().await?, args).await,
+        Command::Resources(_) if contexts.several() => Err(Failure::usage(
+            "resources reads one cluster: name one --context",
+        )),
+        Command::Resources(args) => resources::resources(&contexts.connect().await?, args).await,
         // Valid files, checked against the cluster (`--cluster`).
         Command::Check(args) => {
             let mut sets = Vec::new();
@@ -294,12 +255,50 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     InformerSet::load_file(file).map_err(|e| Failure::usage(e.to_string()))?;
                 sets.push((file.display().to_string(), set));
             }
-            access::check_cluster(&connect().await?, &sets).await
+            access::check_cluster(&contexts.connect().await?, &sets).await
         }
         Command::ShardRole(_) => {
             unreachable!("handled before the runtime starts")
         }
     }
+}
+
+/// `kdi watch`: the config and the flags' expressions are checked before
+/// any cluster is asked.
+async fn run_watch(contexts: &clusters::Contexts<'_>, args: WatchArgs) -> Result<(), Failure> {
+    let mut set = informers::informer_set(&args.selection)?;
+    watch::check_index_values(&set, &args)?;
+    watch::check_filters(&args)?;
+    watch::lay_filters(args.filter.as_ref(), &args.changes, &mut set);
+    if contexts.many(&set) {
+        return clusters::watch(contexts, set, args).await;
+    }
+    if let Some(addr) = args.metrics_addr {
+        metrics::serve(addr)?;
+    }
+    watch::watch(&contexts.connect().await?, set, args).await
+}
+
+/// `kdi wait`: one cluster. Named objects need the cluster to know their
+/// namespace; otherwise the config is read first.
+async fn run_wait(contexts: &clusters::Contexts<'_>, mut args: WaitArgs) -> Result<(), Failure> {
+    if contexts.several() {
+        return Err(Failure::usage("wait reads one cluster: name one --context"));
+    }
+    let goal = wait::check(&args)?;
+    let early = if args.names.is_empty() {
+        None
+    } else {
+        let cluster = contexts.connect().await?;
+        wait::namespace_of_names(&cluster, &mut args).await;
+        Some(cluster)
+    };
+    let set = wait::informers(&args)?;
+    let cluster = match early {
+        Some(cluster) => cluster,
+        None => contexts.connect().await?,
+    };
+    wait::wait(&cluster, set, args, goal).await
 }
 
 /// The exit code of a command's result; a failure is said on stderr first.
