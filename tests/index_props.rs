@@ -404,7 +404,7 @@ proptest! {
         for expression in &expressions {
             compiled.push(match IndexFn::jmespath("p", expression) {
                 Ok(f) => Some(f),
-                Err(CacheError::IndexSyntax { .. }) => {
+                Err(CacheError::ExpressionSyntax { .. }) => {
                     prop_assert!(jmespath::parse(expression).is_err(), "{}", expression);
                     None
                 }

@@ -3,7 +3,7 @@
 //! be `TimeoutError`s, `LookupError`s and `ValueError`s). Messages are the
 //! library's, unchanged.
 
-use kube_dynamic_informer::cache::CacheError;
+use kube_dynamic_informer::cache::{CacheError, ExpressionOf};
 use kube_dynamic_informer::declarative::DeclarativeError;
 use kube_dynamic_informer::factory::FactoryError;
 use kube_dynamic_informer::informer::{InformerError, NotSynced};
@@ -69,9 +69,18 @@ fn cache_class(e: &CacheError) -> &'static str {
         CacheError::UnknownIndex { .. } => "UnknownIndexError",
         CacheError::DuplicateIndex { .. }
         | CacheError::ReservedIndexName { .. }
-        | CacheError::IndexSyntax { .. }
-        | CacheError::IndexFunction { .. }
-        | CacheError::IndexTooComplex { .. } => "IndexDefinitionError",
+        | CacheError::ExpressionSyntax {
+            of: ExpressionOf::Index(_),
+            ..
+        }
+        | CacheError::ExpressionFunction {
+            of: ExpressionOf::Index(_),
+            ..
+        }
+        | CacheError::ExpressionTooComplex {
+            of: ExpressionOf::Index(_),
+            ..
+        } => "IndexDefinitionError",
         _ => "CacheError",
     }
 }

@@ -69,62 +69,6 @@ pub enum CacheError {
         name: String,
     },
 
-    // Index functions.
-    /// The JMESPath expression does not parse. `line` counts from 0,
-    /// `column` is the number of characters before the error on that line,
-    /// `offset` the number of characters before it in the whole expression.
-    #[error(
-        "index {index:?}: expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    IndexSyntax {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What the parser expected or found.
-        message: String,
-    },
-    /// The expression parses but calls a function in a way that fails
-    /// whatever the object: a function that does not exist, a wrong number
-    /// of arguments, or a literal argument of a type the function does not
-    /// accept. The position (counted as for [`CacheError::IndexSyntax`]) is that
-    /// of the function's name or of the argument.
-    #[error(
-        "index {index:?}: expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    IndexFunction {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What is wrong with the call.
-        message: String,
-    },
-    /// The expression is longer than [`MAX_EXPRESSION_LEN`](crate::cache::MAX_EXPRESSION_LEN) or nests deeper
-    /// than [`MAX_EXPRESSION_DEPTH`](crate::cache::MAX_EXPRESSION_DEPTH).
-    #[error("index {index:?}: expression '{expression}' is too complex: {reason}")]
-    IndexTooComplex {
-        /// Name of the index being declared.
-        index: String,
-        /// The expression as given (cut to its first 80 characters).
-        expression: String,
-        /// Which limit was exceeded.
-        reason: String,
-    },
     /// Evaluating the index function on one object failed: the expression
     /// returned an object or failed on this object (a function given a value
     /// of the wrong type), a closure returned an error or panicked, or the
@@ -140,14 +84,18 @@ pub enum CacheError {
         message: String,
     },
 
-    // Conditions.
-    /// A condition's JMESPath expression does not parse. The position is
-    /// counted as for [`CacheError::IndexSyntax`].
+    // Expressions: of indexes, conditions and change predicates.
+    /// A JMESPath expression does not parse. `line` counts from 0,
+    /// `column` is the number of characters before the error on that line,
+    /// `offset` the number of characters before it in the whole expression.
     #[error(
-        "condition '{expression}' invalid at {}: {message}",
+        "{of} '{expression}' invalid at {}: {message}",
         position(*line, *column)
     )]
-    ConditionSyntax {
+    ExpressionSyntax {
+        /// What the expression is for: an index (named), a condition, or
+        /// a change predicate.
+        of: ExpressionOf,
         /// The expression as given.
         expression: String,
         /// Line of the error, counted from 0.
@@ -159,13 +107,19 @@ pub enum CacheError {
         /// What the parser expected or found.
         message: String,
     },
-    /// A condition calls a function in a way that fails whatever the
-    /// object (as [`CacheError::IndexFunction`] for an index).
+    /// The expression parses but calls a function in a way that fails
+    /// whatever the object: a function that does not exist, a wrong number
+    /// of arguments, or a literal argument of a type the function does not
+    /// accept. The position (counted as for
+    /// [`CacheError::ExpressionSyntax`]) is that of the function's name or
+    /// of the argument.
     #[error(
-        "condition '{expression}' invalid at {}: {message}",
+        "{of} '{expression}' invalid at {}: {message}",
         position(*line, *column)
     )]
-    ConditionFunction {
+    ExpressionFunction {
+        /// What the expression is for.
+        of: ExpressionOf,
         /// The expression as given.
         expression: String,
         /// Line of the error, counted from 0.
@@ -177,10 +131,12 @@ pub enum CacheError {
         /// What is wrong with the call.
         message: String,
     },
-    /// A condition's expression exceeds a limit (as
-    /// [`CacheError::IndexTooComplex`] for an index).
-    #[error("condition '{expression}' is too complex: {reason}")]
-    ConditionTooComplex {
+    /// The expression is longer than [`MAX_EXPRESSION_LEN`](crate::cache::MAX_EXPRESSION_LEN) or nests deeper
+    /// than [`MAX_EXPRESSION_DEPTH`](crate::cache::MAX_EXPRESSION_DEPTH).
+    #[error("{of} '{expression}' is too complex: {reason}")]
+    ExpressionTooComplex {
+        /// What the expression is for.
+        of: ExpressionOf,
         /// The expression as given (cut to its first 80 characters).
         expression: String,
         /// Which limit was exceeded.
@@ -196,53 +152,6 @@ pub enum CacheError {
         reason: String,
     },
 
-    // Change predicates.
-    /// An expression of a change predicate does not parse. The position is
-    /// counted as for [`CacheError::IndexSyntax`].
-    #[error(
-        "change expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    ChangeSyntax {
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What the parser expected or found.
-        message: String,
-    },
-    /// An expression of a change predicate calls a function in a way that
-    /// fails whatever the object (as [`CacheError::IndexFunction`] for an
-    /// index).
-    #[error(
-        "change expression '{expression}' invalid at {}: {message}",
-        position(*line, *column)
-    )]
-    ChangeFunction {
-        /// The expression as given.
-        expression: String,
-        /// Line of the error, counted from 0.
-        line: usize,
-        /// Column of the error on its line, counted from 0.
-        column: usize,
-        /// Characters before the error in the whole expression.
-        offset: usize,
-        /// What is wrong with the call.
-        message: String,
-    },
-    /// An expression of a change predicate exceeds a limit (as
-    /// [`CacheError::IndexTooComplex`] for an index).
-    #[error("change expression '{expression}' is too complex: {reason}")]
-    ChangeTooComplex {
-        /// The expression as given (cut to its first 80 characters).
-        expression: String,
-        /// Which limit was exceeded.
-        reason: String,
-    },
     /// A change predicate was asked for with no expression: it would let
     /// no update through.
     #[error("a change predicate needs at least one expression")]
@@ -264,6 +173,28 @@ pub enum CacheError {
         "resourceVersion {0:?} is not comparable: expected a decimal number without leading zeros"
     )]
     IncomparableResourceVersion(String),
+}
+
+/// What a JMESPath expression is for, as its errors name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExpressionOf {
+    /// The index of this name (`index "node": expression`).
+    Index(String),
+    /// A [`Condition`](crate::cache::Condition) (`condition`).
+    Condition,
+    /// A [`ChangePredicate`](crate::cache::ChangePredicate) (`change expression`).
+    Change,
+}
+
+impl std::fmt::Display for ExpressionOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpressionOf::Index(name) => write!(f, "index {name:?}: expression"),
+            ExpressionOf::Condition => f.write_str("condition"),
+            ExpressionOf::Change => f.write_str("change expression"),
+        }
+    }
 }
 
 fn position(line: usize, column: usize) -> String {
@@ -314,71 +245,35 @@ mod tests {
             CacheError::ReservedIndexName {
                 name: "namespace".into(),
             },
-            CacheError::IndexSyntax {
+            CacheError::IndexEvaluation {
                 index: "i".into(),
+                object: "a/b".into(),
+                message: "an object".into(),
+            },
+            CacheError::ExpressionSyntax {
+                of: ExpressionOf::Index("i".into()),
                 expression: "spec.[".into(),
                 line: 0,
                 column: 6,
                 offset: 6,
                 message: "expected an identifier".into(),
             },
-            CacheError::IndexFunction {
-                index: "i".into(),
+            CacheError::ExpressionFunction {
+                of: ExpressionOf::Condition,
                 expression: "lenght(a)".into(),
                 line: 0,
                 column: 0,
                 offset: 0,
                 message: "unknown function".into(),
             },
-            CacheError::IndexTooComplex {
-                index: "i".into(),
-                expression: "a".into(),
-                reason: "too deep".into(),
-            },
-            CacheError::IndexEvaluation {
-                index: "i".into(),
-                object: "a/b".into(),
-                message: "an object".into(),
-            },
-            CacheError::ConditionSyntax {
-                expression: "status.[".into(),
-                line: 0,
-                column: 8,
-                offset: 8,
-                message: "expected an identifier".into(),
-            },
-            CacheError::ConditionFunction {
-                expression: "lenght(a)".into(),
-                line: 0,
-                column: 0,
-                offset: 0,
-                message: "unknown function".into(),
-            },
-            CacheError::ConditionTooComplex {
+            CacheError::ExpressionTooComplex {
+                of: ExpressionOf::Change,
                 expression: "a".into(),
                 reason: "too deep".into(),
             },
             CacheError::KubectlForm {
                 form: "jsonpath={..name}".into(),
                 reason: "recursive descent has no JMESPath equivalent".into(),
-            },
-            CacheError::ChangeSyntax {
-                expression: "spec.[".into(),
-                line: 0,
-                column: 6,
-                offset: 6,
-                message: "expected an identifier".into(),
-            },
-            CacheError::ChangeFunction {
-                expression: "lenght(a)".into(),
-                line: 0,
-                column: 0,
-                offset: 0,
-                message: "unknown function".into(),
-            },
-            CacheError::ChangeTooComplex {
-                expression: "a".into(),
-                reason: "too deep".into(),
             },
             CacheError::NoChangeExpression,
             CacheError::Projection {
@@ -401,27 +296,21 @@ mod tests {
             CacheError::UnknownIndex { .. } => 4,
             CacheError::DuplicateIndex { .. } => 5,
             CacheError::ReservedIndexName { .. } => 6,
-            CacheError::IndexSyntax { .. } => 7,
-            CacheError::IndexFunction { .. } => 8,
-            CacheError::IndexTooComplex { .. } => 9,
-            CacheError::IndexEvaluation { .. } => 10,
-            CacheError::ConditionSyntax { .. } => 11,
-            CacheError::ConditionFunction { .. } => 12,
-            CacheError::ConditionTooComplex { .. } => 13,
-            CacheError::KubectlForm { .. } => 14,
-            CacheError::ChangeSyntax { .. } => 15,
-            CacheError::ChangeFunction { .. } => 16,
-            CacheError::ChangeTooComplex { .. } => 17,
-            CacheError::NoChangeExpression => 18,
-            CacheError::Projection { .. } => 19,
-            CacheError::IncomparableResourceVersion(_) => 20,
+            CacheError::IndexEvaluation { .. } => 7,
+            CacheError::ExpressionSyntax { .. } => 8,
+            CacheError::ExpressionFunction { .. } => 9,
+            CacheError::ExpressionTooComplex { .. } => 10,
+            CacheError::KubectlForm { .. } => 11,
+            CacheError::NoChangeExpression => 12,
+            CacheError::Projection { .. } => 13,
+            CacheError::IncomparableResourceVersion(_) => 14,
         }
     }
 
     #[test]
     fn every_variant_says_each_fact_of_its_chain_once() {
         let all = every_variant();
-        assert_every_variant(&all, variant, 21);
+        assert_every_variant(&all, variant, 15);
         let chained = crate::vocabulary::error_chain(&all[1]);
         assert_eq!(
             chained,

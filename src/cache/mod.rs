@@ -192,9 +192,9 @@
 //! ## Checked when compiled
 //!
 //! [`IndexFn::jmespath`] rejects, naming the index and the position, an
-//! expression that does not parse ([`CacheError::IndexSyntax`]) and one that
+//! expression that does not parse ([`CacheError::ExpressionSyntax`]) and one that
 //! calls a function in a way that fails on every object
-//! ([`CacheError::IndexFunction`]): an unknown function (`lenght(@)`), a wrong
+//! ([`CacheError::ExpressionFunction`]): an unknown function (`lenght(@)`), a wrong
 //! number of arguments, or a literal argument of the wrong type
 //! (`abs('x')`). What depends on the object (`abs(spec.name)` where the name
 //! is a string) fails for that object only, as an [`CacheError::IndexEvaluation`].
@@ -240,8 +240,8 @@
 //! false: `status.readyReplicas == spec.replicas`, `status.phase ==
 //! 'Running'`. It is compiled by the compiler of index expressions and
 //! checked as they are (a syntax error or an impossible call is refused with
-//! its position, as [`CacheError::ConditionSyntax`] and
-//! [`CacheError::ConditionFunction`]), and evaluated on an [`IndexInput`],
+//! its position, as [`CacheError::ExpressionSyntax`] and
+//! [`CacheError::ExpressionFunction`]), and evaluated on an [`IndexInput`],
 //! the one conversion of an object that every index and condition evaluated
 //! on it shares. Only `true` holds; a `null` (a field not there yet) does
 //! not; any other value, or an error on that object, does not either and is
@@ -272,7 +272,7 @@
 //! A [`ChangePredicate`] says which updates of an object matter: those that
 //! change the value of one of its JMESPath expressions (`spec`,
 //! `metadata.generation`, `metadata.labels`, any expression), compiled and
-//! refused as conditions are ([`CacheError::ChangeSyntax`]). A plain field
+//! refused as conditions are ([`CacheError::ExpressionSyntax`]). A plain field
 //! path is read in place in both states of the object, in either storage;
 //! in a compact cache, a `spec` written alike in both compares by its
 //! bytes, so that telling a status update from a change of `spec` costs
@@ -527,7 +527,7 @@ pub use compact::{
     OwnerRefView, StrMap, StrMapIter, ValueRef,
 };
 pub use condition::{Condition, Verdict};
-pub use error::CacheError;
+pub use error::{CacheError, ExpressionOf};
 pub use index::{
     IndexFn, IndexInput, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN, NAMESPACE_INDEX,
     check_index_name,

@@ -21,7 +21,7 @@ pub enum InformerError {
     #[error(transparent)]
     ClusterScoped(#[from] VocabularyError),
     /// An index could not be added: its expression does not compile
-    /// ([`CacheError::IndexSyntax`] and the other `Index*` variants) or its
+    /// ([`CacheError::ExpressionSyntax`] and the other `Expression*` variants) or its
     /// name is taken ([`CacheError::DuplicateIndex`]).
     #[error("adding an index to {resource}")]
     Index {

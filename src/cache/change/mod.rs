@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::cache::CacheError;
 use crate::cache::compact::{StrMap, ValueRef};
-use crate::cache::index::{CompiledExpression, IndexInput, Refusal};
+use crate::cache::index::{CompiledExpression, IndexInput};
 use crate::cache::store::CachedObject;
+use crate::cache::{CacheError, ExpressionOf};
 
 /// Which updates of an object matter: those that change the value of at
 /// least one of its JMESPath expressions (`spec`, `metadata.generation`,
@@ -138,11 +138,11 @@ impl ChangePredicate {
     /// The updates that change the value of `expression`.
     ///
     /// # Errors
-    /// [`CacheError::ChangeSyntax`] with the position of the error, when
-    /// the expression does not parse; [`CacheError::ChangeFunction`] with
+    /// [`CacheError::ExpressionSyntax`] with the position of the error, when
+    /// the expression does not parse; [`CacheError::ExpressionFunction`] with
     /// the position of the call or argument, when it calls an unknown
     /// function, or a function with the wrong number of arguments or a
-    /// literal argument of the wrong type; [`CacheError::ChangeTooComplex`]
+    /// literal argument of the wrong type; [`CacheError::ExpressionTooComplex`]
     /// beyond [`MAX_EXPRESSION_LEN`](crate::cache::MAX_EXPRESSION_LEN) or
     /// [`MAX_EXPRESSION_DEPTH`](crate::cache::MAX_EXPRESSION_DEPTH).
     pub fn new(expression: &str) -> Result<Self, CacheError> {
@@ -170,7 +170,7 @@ impl ChangePredicate {
         let compiled = expressions
             .into_iter()
             .map(|e| {
-                let compiled = compile(e.as_ref())?;
+                let compiled = CompiledExpression::compile(e.as_ref(), ExpressionOf::Change)?;
                 let place = compiled.direct_path().and_then(Place::of);
                 Ok(Arc::new(Watched { compiled, place }))
             })
@@ -254,33 +254,6 @@ impl ChangePredicate {
     pub fn changed(&self, old: &CachedObject, new: &CachedObject) -> bool {
         self.expressions.iter().any(|e| differs(e, old, new))
     }
-}
-
-/// Compiles one expression; the errors of [`ChangePredicate::new`].
-fn compile(expression: &str) -> Result<CompiledExpression, CacheError> {
-    CompiledExpression::compile(expression).map_err(|refusal| {
-        let expression = expression.to_owned();
-        match refusal {
-            Refusal::Syntax(at) => CacheError::ChangeSyntax {
-                expression,
-                line: at.line,
-                column: at.column,
-                offset: at.offset,
-                message: at.message,
-            },
-            Refusal::Call(at) => CacheError::ChangeFunction {
-                expression,
-                line: at.line,
-                column: at.column,
-                offset: at.offset,
-                message: at.message,
-            },
-            Refusal::TooComplex(reason) => CacheError::ChangeTooComplex {
-                expression: expression.chars().take(80).collect(),
-                reason,
-            },
-        }
-    })
 }
 
 /// Whether `expression` gives `old` and `new` different values: read in

@@ -208,7 +208,11 @@ fn predicates_are_refused_with_the_position_of_the_mistake() {
     );
     assert!(matches!(
         ChangePredicate::new("spec.[").unwrap_err(),
-        CacheError::ChangeSyntax { column: 6, .. }
+        CacheError::ExpressionSyntax {
+            of: ExpressionOf::Change,
+            column: 6,
+            ..
+        }
     ));
     assert_eq!(
         ChangePredicate::any_of(Vec::<String>::new()).unwrap_err(),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use jmespath::Variable;
 use kube_core::DynamicObject;
 
-use crate::cache::CacheError;
-use crate::cache::index::{CompiledExpression, IndexInput, Refusal, json_text};
+use crate::cache::index::{CompiledExpression, IndexInput, json_text};
+use crate::cache::{CacheError, ExpressionOf};
 
 mod kubectl;
 
@@ -90,11 +90,11 @@ impl Condition {
     /// Compiles a condition.
     ///
     /// # Errors
-    /// [`CacheError::ConditionSyntax`] with the position of the error, when
-    /// the expression does not parse; [`CacheError::ConditionFunction`] with
+    /// [`CacheError::ExpressionSyntax`] with the position of the error, when
+    /// the expression does not parse; [`CacheError::ExpressionFunction`] with
     /// the position of the call or argument, when it calls an unknown
     /// function, or a function with the wrong number of arguments or a
-    /// literal argument of the wrong type; [`CacheError::ConditionTooComplex`]
+    /// literal argument of the wrong type; [`CacheError::ExpressionTooComplex`]
     /// beyond [`MAX_EXPRESSION_LEN`](crate::cache::MAX_EXPRESSION_LEN) or
     /// [`MAX_EXPRESSION_DEPTH`](crate::cache::MAX_EXPRESSION_DEPTH).
     ///
@@ -110,7 +110,7 @@ impl Condition {
     pub fn new(expression: &str) -> Result<Self, CacheError> {
         Ok(Self {
             inner: Arc::new(Inner {
-                compiled: compile(expression)?,
+                compiled: CompiledExpression::compile(expression, ExpressionOf::Condition)?,
                 written: None,
             }),
         })
@@ -139,7 +139,7 @@ impl Condition {
     fn written_as(expression: &str, written: &str) -> Result<Self, CacheError> {
         Ok(Self {
             inner: Arc::new(Inner {
-                compiled: compile(expression)?,
+                compiled: CompiledExpression::compile(expression, ExpressionOf::Condition)?,
                 written: Some(written.to_owned()),
             }),
         })
@@ -190,33 +190,6 @@ impl Condition {
     pub fn evaluate_object(&self, object: &DynamicObject) -> Verdict {
         self.evaluate(&IndexInput::new(object))
     }
-}
-
-/// Compiles a condition's expression; the errors of [`Condition::new`].
-fn compile(expression: &str) -> Result<CompiledExpression, CacheError> {
-    CompiledExpression::compile(expression).map_err(|refusal| {
-        let expression = expression.to_owned();
-        match refusal {
-            Refusal::Syntax(at) => CacheError::ConditionSyntax {
-                expression,
-                line: at.line,
-                column: at.column,
-                offset: at.offset,
-                message: at.message,
-            },
-            Refusal::Call(at) => CacheError::ConditionFunction {
-                expression,
-                line: at.line,
-                column: at.column,
-                offset: at.offset,
-                message: at.message,
-            },
-            Refusal::TooComplex(reason) => CacheError::ConditionTooComplex {
-                expression: expression.chars().take(80).collect(),
-                reason,
-            },
-        }
-    })
 }
 
 /// A value as a verdict quotes it: its JSON text, cut to

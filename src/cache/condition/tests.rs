@@ -133,7 +133,8 @@ fn bad_expressions_are_refused_with_their_position() {
     assert!(
         matches!(
             err,
-            CacheError::ConditionSyntax {
+            CacheError::ExpressionSyntax {
+                of: ExpressionOf::Condition,
                 line: 0,
                 column: 15,
                 ..
@@ -151,7 +152,7 @@ fn bad_expressions_are_refused_with_their_position() {
     assert!(
         matches!(
             &err,
-            CacheError::ConditionFunction {
+            CacheError::ExpressionFunction {
                 line: 1,
                 column: 2,
                 offset: 18,
@@ -175,7 +176,7 @@ fn bad_expressions_are_refused_with_their_position() {
 
     let err = Condition::new(&("!".repeat(60) + "status.ready")).unwrap_err();
     assert!(
-        matches!(err, CacheError::ConditionTooComplex { .. }),
+        matches!(err, CacheError::ExpressionTooComplex { .. }),
         "{err:?}"
     );
 }

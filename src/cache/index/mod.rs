@@ -21,7 +21,7 @@ mod values;
 pub use input::IndexInput;
 pub(in crate::cache) use numbers::json_text;
 
-use crate::cache::CacheError;
+use crate::cache::{CacheError, ExpressionOf};
 use compile::{Failure, Plan, Position};
 use needs::Needs;
 use values::values_of_variable;
@@ -119,25 +119,6 @@ pub(in crate::cache) struct CompiledExpression {
     plan: Plan,
 }
 
-/// Why an expression does not compile: where (for a syntax error or a call
-/// that can never succeed) and what.
-pub(in crate::cache) enum Refusal {
-    /// It does not parse.
-    Syntax(Located),
-    /// It calls a function in a way that fails on every object.
-    Call(Located),
-    /// It exceeds [`MAX_EXPRESSION_LEN`] or [`MAX_EXPRESSION_DEPTH`].
-    TooComplex(String),
-}
-
-/// What is wrong at a place in an expression.
-pub(in crate::cache) struct Located {
-    pub(in crate::cache) line: usize,
-    pub(in crate::cache) column: usize,
-    pub(in crate::cache) offset: usize,
-    pub(in crate::cache) message: String,
-}
-
 impl IndexFn {
     /// Compiles a JMESPath expression for the index `index`.
     ///
@@ -145,12 +126,12 @@ impl IndexFn {
     ///
     /// # Errors
     ///
-    /// Each naming the index: [`CacheError::IndexSyntax`], with the position of
+    /// Each naming the index: [`CacheError::ExpressionSyntax`], with the position of
     /// the error, when the expression does not parse;
-    /// [`CacheError::IndexFunction`], with the position of the call or argument,
+    /// [`CacheError::ExpressionFunction`], with the position of the call or argument,
     /// when it calls an unknown function, or a function with the wrong number
     /// of arguments or a literal argument of the wrong type;
-    /// [`CacheError::IndexTooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
+    /// [`CacheError::ExpressionTooComplex`] when it exceeds [`MAX_EXPRESSION_LEN`] or
     /// [`MAX_EXPRESSION_DEPTH`].
     ///
     /// ```
@@ -166,33 +147,7 @@ impl IndexFn {
     /// );
     /// ```
     pub fn jmespath(index: &str, expression: &str) -> Result<Self, CacheError> {
-        let compiled = CompiledExpression::compile(expression).map_err(|refusal| {
-            let index = index.to_owned();
-            let expression = expression.to_owned();
-            match refusal {
-                Refusal::Syntax(at) => CacheError::IndexSyntax {
-                    index,
-                    expression,
-                    line: at.line,
-                    column: at.column,
-                    offset: at.offset,
-                    message: at.message,
-                },
-                Refusal::Call(at) => CacheError::IndexFunction {
-                    index,
-                    expression,
-                    line: at.line,
-                    column: at.column,
-                    offset: at.offset,
-                    message: at.message,
-                },
-                Refusal::TooComplex(reason) => CacheError::IndexTooComplex {
-                    index,
-                    expression: expression.chars().take(80).collect(),
-                    reason,
-                },
-            }
-        })?;
+        let compiled = CompiledExpression::compile(expression, ExpressionOf::Index(index.into()))?;
         Ok(Self {
             kind: Kind::Jmespath(Arc::new(compiled)),
         })
@@ -339,21 +294,49 @@ impl IndexFn {
 
 impl CompiledExpression {
     /// Compiles `expression` (see [`IndexFn::jmespath`] for what is
-    /// checked).
-    pub(in crate::cache) fn compile(expression: &str) -> Result<Self, Refusal> {
-        let located = |offset, message| {
-            let at = Position::at(expression, offset);
-            Located {
-                line: at.line,
-                column: at.column,
-                offset: at.offset,
-                message,
+    /// checked), its errors naming what it is `of`.
+    pub(in crate::cache) fn compile(
+        expression: &str,
+        of: ExpressionOf,
+    ) -> Result<Self, CacheError> {
+        let plan = compile::compile(expression).map_err(|failure| {
+            let (syntax, offset, message) = match failure {
+                Failure::Syntax { offset, message } => (true, offset, message),
+                Failure::Call { offset, message } => (false, offset, message),
+                Failure::TooComplex(reason) => {
+                    let expression = expression.chars().take(80).collect();
+                    return CacheError::ExpressionTooComplex {
+                        of,
+                        expression,
+                        reason,
+                    };
+                }
+            };
+            let Position {
+                line,
+                column,
+                offset,
+            } = Position::at(expression, offset);
+            let expression = expression.to_owned();
+            if syntax {
+                CacheError::ExpressionSyntax {
+                    of,
+                    expression,
+                    line,
+                    column,
+                    offset,
+                    message,
+                }
+            } else {
+                CacheError::ExpressionFunction {
+                    of,
+                    expression,
+                    line,
+                    column,
+                    offset,
+                    message,
+                }
             }
-        };
-        let plan = compile::compile(expression).map_err(|failure| match failure {
-            Failure::Syntax { offset, message } => Refusal::Syntax(located(offset, message)),
-            Failure::Call { offset, message } => Refusal::Call(located(offset, message)),
-            Failure::TooComplex(reason) => Refusal::TooComplex(reason),
         })?;
         Ok(Self {
             expression: expression.to_owned(),

@@ -232,8 +232,8 @@ fn runtime_errors_are_evaluation_errors() {
 #[test]
 fn syntax_error_names_index_and_position() {
     let err = IndexFn::jmespath("by-node", "spec.[").unwrap_err();
-    let CacheError::IndexSyntax {
-        index,
+    let CacheError::ExpressionSyntax {
+        of: ExpressionOf::Index(index),
         line,
         column,
         offset,
@@ -262,7 +262,7 @@ fn syntax_error_names_index_and_position() {
     assert!(
         matches!(
             err,
-            CacheError::IndexSyntax {
+            CacheError::ExpressionSyntax {
                 line: 0,
                 column: 8,
                 offset: 8,
@@ -275,7 +275,7 @@ fn syntax_error_names_index_and_position() {
     assert!(
         matches!(
             err,
-            CacheError::IndexSyntax {
+            CacheError::ExpressionSyntax {
                 line: 1,
                 column: 6,
                 offset: 12,
@@ -286,11 +286,11 @@ fn syntax_error_names_index_and_position() {
     );
     assert!(matches!(
         IndexFn::jmespath("x", ""),
-        Err(CacheError::IndexSyntax { .. })
+        Err(CacheError::ExpressionSyntax { .. })
     ));
     assert!(matches!(
         IndexFn::jmespath("x", "a = b"),
-        Err(CacheError::IndexSyntax { .. })
+        Err(CacheError::ExpressionSyntax { .. })
     ));
 }
 
@@ -300,8 +300,8 @@ fn syntax_error_names_index_and_position() {
 #[test]
 fn impossible_calls_are_rejected_when_compiled() {
     let rejected = |expression: &str| match IndexFn::jmespath("by-x", expression) {
-        Err(CacheError::IndexFunction {
-            index,
+        Err(CacheError::ExpressionFunction {
+            of: ExpressionOf::Index(index),
             line,
             column,
             message,
@@ -518,7 +518,10 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
     assert!(IndexFn::jmespath("parens", &parens).is_ok());
 
     let err = IndexFn::jmespath("deep", &("!".repeat(60) + "a")).unwrap_err();
-    assert!(matches!(err, CacheError::IndexTooComplex { .. }), "{err:?}");
+    assert!(
+        matches!(err, CacheError::ExpressionTooComplex { .. }),
+        "{err:?}"
+    );
     assert!(
         err.to_string()
             .starts_with(r#"index "deep": expression '!!!"#),
@@ -541,7 +544,7 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
         assert!(
             matches!(
                 IndexFn::jmespath("deep", &deep),
-                Err(CacheError::IndexTooComplex { .. })
+                Err(CacheError::ExpressionTooComplex { .. })
             ),
             "{}",
             &deep[..20]
@@ -551,7 +554,7 @@ fn too_complex_expressions_are_rejected_not_overflowing() {
     let long = "a".repeat(MAX_EXPRESSION_LEN + 1);
     assert!(matches!(
         IndexFn::jmespath("long", &long),
-        Err(CacheError::IndexTooComplex { .. })
+        Err(CacheError::ExpressionTooComplex { .. })
     ));
 }
 
@@ -607,7 +610,7 @@ fn plain_field_paths_of_any_length_are_accepted() {
         assert!(
             matches!(
                 IndexFn::jmespath("deep", &recursing),
-                Err(CacheError::IndexTooComplex { .. })
+                Err(CacheError::ExpressionTooComplex { .. })
             ),
             "{recursing}"
         );

@@ -1361,7 +1361,7 @@ async fn a_jmespath_index_is_added_with_its_name_said_once() {
     inf.add_jmespath_index("app", "metadata.labels.app").unwrap();
     let err = inf.add_jmespath_index("bad", "metadata.(").unwrap_err();
     assert!(
-        matches!(&err, InformerError::Index { source, .. } if matches!(**source, CacheError::IndexSyntax { .. })),
+        matches!(&err, InformerError::Index { source, .. } if matches!(**source, CacheError::ExpressionSyntax { .. })),
         "{err}"
     );
     let said = crate::vocabulary::error_chain(&err);
