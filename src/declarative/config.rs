@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::index::{IndexFn, check_index_name};
 use crate::cache::projection::Projection;
+use crate::cache::{CacheError, ChangePredicate, Condition};
 use crate::declarative::shard_group::ShardGroupConfig;
 use crate::factory::pattern::ResourcePattern;
 use crate::informer::options::InformerOptions;
@@ -289,6 +290,57 @@ impl InformerSpec {
     /// The informer's name: `name`, or else `resource`.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.resource)
+    }
+}
+
+/// An entry's indexes, `filter` and `changes`, compiled: the one place
+/// they become index functions, a condition and a change predicate, when a
+/// file is loaded (to locate their mistakes) and when a resource set plans.
+#[derive(Clone, Default)]
+pub(crate) struct Compiled {
+    pub(crate) indexes: BTreeMap<String, IndexFn>,
+    pub(crate) filter: Option<Condition>,
+    pub(crate) changes: Option<ChangePredicate>,
+}
+
+impl Compiled {
+    /// Compiles the expressions of the entry at `at` (a JSON pointer): its
+    /// indexes by name, its filter, and its changes by their place in the
+    /// list; or says every one refused, each at its JSON pointer.
+    pub(crate) fn entry<'a>(
+        at: &str,
+        indexes: impl IntoIterator<Item = (&'a String, &'a str)>,
+        filter: Option<&str>,
+        changes: impl IntoIterator<Item = (usize, &'a str)>,
+    ) -> Result<Self, Vec<(String, CacheError)>> {
+        let mut compiled = Self::default();
+        let mut refused = Vec::new();
+        for (name, expression) in indexes {
+            match IndexFn::jmespath(name, expression) {
+                Ok(func) => drop(compiled.indexes.insert(name.clone(), func)),
+                Err(e) => refused.push((format!("{at}/indexes/{}", yaml::escape(name)), e)),
+            }
+        }
+        match filter.map(Condition::new) {
+            Some(Err(e)) => refused.push((format!("{at}/filter"), e)),
+            filter => compiled.filter = filter.and_then(Result::ok),
+        }
+        for (i, expression) in changes {
+            match ChangePredicate::new(expression) {
+                Ok(one) => {
+                    compiled.changes = Some(match compiled.changes.take() {
+                        Some(all) => all.or(one),
+                        None => one,
+                    });
+                }
+                Err(e) => refused.push((format!("{at}/changes/{i}"), e)),
+            }
+        }
+        if refused.is_empty() {
+            Ok(compiled)
+        } else {
+            Err(refused)
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 //! problem located.
 
 use super::*;
-use crate::cache::{ChangePredicate, Condition};
 use crate::declarative::shard_group::is_dns_label;
 
 /// The document with each informer's unset options taken from `defaults`:
@@ -151,8 +150,7 @@ impl Validation<'_> {
                 let name = name.and_then(|n| n.as_str()).unwrap_or(resource);
                 self.unique_name(&mut names, name.to_string(), &name_at);
             }
-            self.indexes(&at, informer);
-            self.filters(&at, informer);
+            self.expressions(&at, informer);
         }
         for (i, entry) in patterns.iter().enumerate() {
             let at = format!("/patterns/{i}");
@@ -181,29 +179,45 @@ impl Validation<'_> {
                     self.error(&pointer, problem.to_string());
                 }
             }
-            self.indexes(&at, entry);
-            self.filters(&at, entry);
+            self.expressions(&at, entry);
         }
     }
 
-    /// An entry's `filter` (a condition) and `changes` (expressions whose
-    /// change an update must bring): each compiled, refused with its
-    /// position (other types are the schema's to report).
-    pub(super) fn filters(&mut self, at: &str, entry: &serde_json::Value) {
-        self.check(at, entry, "filter", Condition::new);
-        if let Some(changes) = entry
+    /// An entry's index names, and its indexes', `filter`'s and `changes`'
+    /// expressions compiled as a resource set compiles them, each refusal
+    /// located. Past their limits (which the schema reports) they are not
+    /// compiled: there may be hundreds of thousands; another type is the
+    /// schema's to report.
+    pub(super) fn expressions(&mut self, at: &str, entry: &serde_json::Value) {
+        let indexes = entry
+            .get("indexes")
+            .and_then(|x| x.as_object())
+            .filter(|x| x.len() <= MAX_INDEXES);
+        for name in indexes.into_iter().flat_map(|x| x.keys()) {
+            if let Err(e) = check_index_name(name) {
+                let at = format!("{at}/indexes/{}", yaml::escape(name));
+                self.key_error(&at, e.to_string());
+            }
+        }
+        let changes = entry
             .get("changes")
             .and_then(|c| c.as_array())
-            .filter(|c| c.len() <= MAX_CHANGES)
-        {
-            for (i, expression) in changes.iter().enumerate() {
-                if let Some(expression) = expression.as_str() {
-                    let pointer = format!("{at}/changes/{i}");
-                    if let Err(e) = ChangePredicate::new(expression) {
-                        self.error(&pointer, e.to_string());
-                    }
-                }
-            }
+            .filter(|c| c.len() <= MAX_CHANGES);
+        let compiled = Compiled::entry(
+            at,
+            indexes
+                .into_iter()
+                .flatten()
+                .filter_map(|(n, e)| Some((n, e.as_str()?))),
+            entry.get("filter").and_then(|f| f.as_str()),
+            changes
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(i, e)| Some((i, e.as_str()?))),
+        );
+        for (pointer, e) in compiled.err().into_iter().flatten() {
+            self.error(&pointer, e.to_string());
         }
     }
 
@@ -240,28 +254,6 @@ impl Validation<'_> {
                 at,
                 format!("duplicate informer name {name:?}; give one of them a distinct `name`"),
             );
-        }
-    }
-
-    pub(super) fn indexes(&mut self, at: &str, entry: &serde_json::Value) {
-        // Past the limit (which the schema reports) the expressions are
-        // not compiled: there may be hundreds of thousands.
-        if let Some(indexes) = entry
-            .get("indexes")
-            .and_then(|x| x.as_object())
-            .filter(|x| x.len() <= MAX_INDEXES)
-        {
-            for (name, expr) in indexes {
-                let index_at = format!("{at}/indexes/{}", yaml::escape(name));
-                if let Err(e) = check_index_name(name) {
-                    self.key_error(&index_at, e.to_string());
-                }
-                if let Some(expr) = expr.as_str()
-                    && let Err(e) = IndexFn::jmespath(name, expr)
-                {
-                    self.error(&index_at, e.to_string());
-                }
-            }
         }
     }
 

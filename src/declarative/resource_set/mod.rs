@@ -27,7 +27,7 @@ pub use follow::ReloadTriggers;
 pub use reload::ReloadStatus;
 
 use crate::declarative::config::{
-    ConfigProblem, InformerSet, ShardGroupSpec, pointer_path, position_of, read_text,
+    Compiled, ConfigProblem, InformerSet, ShardGroupSpec, pointer_path, position_of, read_text,
 };
 use crate::declarative::shard_group::ShardGroup;
 use crate::factory::access::{AccessCheck, AccessTable, Allowed};
@@ -250,10 +250,8 @@ struct Want {
     options: InformerOptions,
     /// The resource, when discovery knows it.
     known: Option<crate::vocabulary::resource::KnownResource>,
-    indexes: BTreeMap<String, IndexFn>,
-    /// The entry's `filter` and `changes`, compiled.
-    filter: Option<Condition>,
-    changes: Option<ChangePredicate>,
+    /// The entry's indexes, `filter` and `changes`.
+    compiled: Compiled,
 }
 
 enum Target {

@@ -52,9 +52,9 @@ impl ResourceSet {
                 from_pattern: matches!(want.target, Target::Key(_)),
                 informer,
                 sensitive: want.options.sensitive,
-                indexes: want.indexes,
-                filter: want.filter,
-                changes: want.changes,
+                indexes: want.compiled.indexes,
+                filter: want.compiled.filter,
+                changes: want.compiled.changes,
             };
             let replace = state.members.get(&key).is_some_and(|current| {
                 current.informer == member.informer
@@ -118,12 +118,8 @@ impl ResourceSet {
                 .ok()
                 .and_then(|n| n.resolve(snapshot.resources()).ok().cloned());
             let at = format!("/informers/{i}");
-            let Some(indexes) = plan.compile_indexes(&at, spec.name(), &spec.indexes) else {
-                continue;
-            };
-            let Some((filter, changes)) =
-                plan.compile_filters(&at, spec.name(), spec.filter.as_deref(), &spec.changes)
-            else {
+            let expressions = (&spec.indexes, spec.filter.as_deref(), &spec.changes[..]);
+            let Some(compiled) = plan.compile(&at, spec.name(), expressions) else {
                 continue;
             };
             wants.push(Want {
@@ -143,9 +139,7 @@ impl ResourceSet {
                 }
                 .normalized(),
                 known,
-                indexes,
-                filter,
-                changes,
+                compiled,
             });
         }
         wants
@@ -162,15 +156,12 @@ impl ResourceSet {
         plan: &mut Plan,
     ) -> Vec<Want> {
         let at = format!("/patterns/{i}");
-        let Some(indexes) = plan.compile_indexes(&at, &pattern.name, &pattern.indexes) else {
-            return Vec::new();
-        };
-        let Some((filter, changes)) = plan.compile_filters(
-            &at,
-            &pattern.name,
+        let expressions = (
+            &pattern.indexes,
             pattern.filter.as_deref(),
-            &pattern.changes,
-        ) else {
+            &pattern.changes[..],
+        );
+        let Some(compiled) = plan.compile(&at, &pattern.name, expressions) else {
             return Vec::new();
         };
         let factory = &self.inner.factory;
@@ -186,9 +177,7 @@ impl ResourceSet {
                         .pattern_options(&resource, pattern.options.clone())
                         .normalized(),
                     known: Some(resource),
-                    indexes: indexes.clone(),
-                    filter: filter.clone(),
-                    changes: changes.clone(),
+                    compiled: compiled.clone(),
                 })
                 .collect(),
             Err(e) => {
@@ -211,9 +200,7 @@ impl ResourceSet {
                         target: Target::Key(current.informer.resource().clone()),
                         options: current.informer.informer().options().clone(),
                         known: None,
-                        indexes: indexes.clone(),
-                        filter: filter.clone(),
-                        changes: changes.clone(),
+                        compiled: compiled.clone(),
                     })
                     .collect()
             }
@@ -272,74 +259,31 @@ impl ResourceSet {
 }
 
 impl Plan {
-    /// The indexes of the entry at `at`, compiled: the one place a declared
-    /// index becomes an index function. An expression that does not
-    /// compile (possible in a set built in code; a loaded file was
-    /// validated) is an error located at its index, and the entry is left
-    /// out.
-    fn compile_indexes(
-        &mut self,
-        at: &str,
-        entry: &str,
-        indexes: &BTreeMap<String, String>,
-    ) -> Option<BTreeMap<String, IndexFn>> {
-        let mut compiled = BTreeMap::new();
-        for (name, expression) in indexes {
-            match IndexFn::jmespath(name, expression) {
-                Ok(func) => {
-                    compiled.insert(name.clone(), func);
-                }
-                Err(e) => self.errors.push(PlanError {
-                    pointer: format!("{at}/indexes/{name}"),
-                    message: e.to_string(),
-                    entry: Some(entry.to_owned()),
-                    answer: None,
-                }),
-            }
-        }
-        (compiled.len() == indexes.len()).then_some(compiled)
-    }
-
-    /// The `filter` and `changes` of the entry at `at`, compiled: the one
-    /// place they become a condition and a change predicate. An expression
-    /// that does not compile (possible in a set built in code; a loaded
-    /// file was validated) is an error located at it, and the entry is
+    /// The expressions of the entry at `at`, compiled; `None` when one
+    /// does not compile (possible in a set built in code; a loaded file was
+    /// checked), each refusal an error located at it, and the entry is
     /// left out.
-    fn compile_filters(
+    fn compile(
         &mut self,
         at: &str,
         entry: &str,
-        filter: Option<&str>,
-        changes: &[String],
-    ) -> Option<(Option<Condition>, Option<ChangePredicate>)> {
-        let mut refused = false;
-        let mut refuse = |pointer: String, e: crate::cache::CacheError| {
-            refused = true;
+        (indexes, filter, changes): (&BTreeMap<String, String>, Option<&str>, &[String]),
+    ) -> Option<Compiled> {
+        let indexes = indexes.iter().map(|(name, e)| (name, e.as_str()));
+        let changes = changes.iter().map(String::as_str).enumerate();
+        let refused = match Compiled::entry(at, indexes, filter, changes) {
+            Ok(compiled) => return Some(compiled),
+            Err(refused) => refused,
+        };
+        for (pointer, e) in refused {
             self.errors.push(PlanError {
                 pointer,
                 message: e.to_string(),
                 entry: Some(entry.to_owned()),
                 answer: None,
             });
-        };
-        let filter = filter.and_then(|f| {
-            Condition::new(f)
-                .map_err(|e| refuse(format!("{at}/filter"), e))
-                .ok()
-        });
-        let mut compiled: Option<ChangePredicate> = None;
-        for (i, expression) in changes.iter().enumerate() {
-            match ChangePredicate::new(expression) {
-                Ok(one) => {
-                    compiled = Some(match compiled {
-                        Some(all) => all.or(one),
-                        None => one,
-                    });
-                }
-                Err(e) => refuse(format!("{at}/changes/{i}"), e),
-            }
         }
-        (!refused).then_some((filter, compiled))
+        None
     }
 
     /// Records why the factory gave no informer for `want`: left out (not
