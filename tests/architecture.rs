@@ -30,6 +30,7 @@ const LAYERS: &[&str] = &[
     "informer",
     "factory",
     "declarative",
+    "reconcile",
     "serve",
 ];
 

@@ -1,0 +1,91 @@
+//! The reconcile layer: turning events into work, as client-go's
+//! `workqueue` and controller-runtime's reconcilers do, on the caches of
+//! this library.
+//!
+//! Events say that an object changed; a program mostly wants to bring
+//! something in line with the object as it is *now*, once per change
+//! however many events arrived, never for the same object in two places
+//! at once, and again later when it failed. That is a queue of keys, not
+//! of events: a [`WorkQueue`] of [`ObjectRef`]s (a resource and the
+//! object's namespace and name). The object itself stays in the cache,
+//! read through the resource's [`Lister`](crate::cache::Lister) when its
+//! key is handed out: nothing is copied, and what is read is never older
+//! than the key.
+//!
+//! # The work queue
+//!
+//! [`WorkQueue`] keeps client-go's guarantees:
+//!
+//! - a key waiting is queued once, however often it is added (events
+//!   coalesce);
+//! - a key handed out by [`get`](WorkQueue::get) is handed out to no one
+//!   else until [`done`](WorkQueue::done); added meanwhile, it comes back
+//!   once then;
+//! - [`add_after`](WorkQueue::add_after) delays a key (the earlier of two
+//!   deadlines wins), [`add_rate_limited`](WorkQueue::add_rate_limited)
+//!   delays it by its [`RateLimiter`]'s answer for one more failure, and
+//!   [`forget`](WorkQueue::forget) starts its backoff over;
+//! - [`shut_down`](WorkQueue::shut_down) stops at once (keys waiting are
+//!   dropped), [`shut_down_with_drain`](WorkQueue::shut_down_with_drain)
+//!   hands out what waits and ends when all of it is done.
+//!
+//! Retries are rate limited as client-go's controllers retry by default
+//! ([`default_controller`]): the longest of a per-key exponential backoff
+//! ([`ItemExponentialBackoff`], 5 ms doubling to 1000 s) and an overall
+//! token bucket ([`TokenBucket`], 10 a second, bursts of 100), combined by
+//! [`MaxOf`]; any [`RateLimiter`] can take their place.
+//!
+//! ```no_run
+//! # async fn demo(pods: kube_dynamic_informer::InformerHandle) {
+//! use kube_dynamic_informer::informer::Event;
+//! use kube_dynamic_informer::reconcile::{ObjectRef, WorkQueue};
+//!
+//! let queue = WorkQueue::new("pods");
+//! let (resource, events) = (pods.resource(), queue.clone());
+//! pods.informer().add_handler(move |e: Event| {
+//!     if let Some(key) = ObjectRef::from_object(&resource, e.object()) {
+//!         events.add(key); // a burst of events for one pod: one key
+//!     }
+//! });
+//! while let Some(key) = queue.get().await {
+//!     let worked = match pods.lister().store().get(&key.key()) {
+//!         Some(pod) => pod.uid().is_some(), // reconcile the pod as cached now
+//!         None => true,                     // deleted
+//!     };
+//!     if worked {
+//!         queue.forget(&key);
+//!     } else {
+//!         queue.add_rate_limited(key.clone()); // again in 5 ms, 10 ms, 20 ms...
+//!     }
+//!     queue.done(&key);
+//! }
+//! # }
+//! ```
+//!
+//! # For client-go users
+//!
+//! | client-go | here |
+//! |---|---|
+//! | `workqueue.RateLimitingInterface` (`TypedRateLimitingInterface`) | [`WorkQueue`] |
+//! | `workqueue.NewNamedRateLimitingQueue` | [`WorkQueue::with_rate_limiter`] |
+//! | `workqueue.RateLimiter` | [`RateLimiter`] |
+//! | `workqueue.DefaultControllerRateLimiter` | [`default_controller`] |
+//! | `workqueue.ItemExponentialFailureRateLimiter` | [`ItemExponentialBackoff`] |
+//! | `workqueue.BucketRateLimiter` | [`TokenBucket`] |
+//! | `workqueue.MaxOfRateLimiter` | [`MaxOf`] |
+//! | `cache.MetaNamespaceKeyFunc`'s keys | [`ObjectRef`] (with its resource; [`ObjectRef::key`] is that key) |
+//!
+//! Searching these docs for a client-go name finds ours.
+
+mod error;
+mod key;
+mod queue;
+mod rate_limit;
+
+pub use error::ReconcileError;
+pub use key::ObjectRef;
+pub use queue::WorkQueue;
+pub use rate_limit::{
+    DEFAULT_BASE_DELAY, DEFAULT_BURST, DEFAULT_MAX_DELAY, DEFAULT_QPS, ItemExponentialBackoff,
+    MaxOf, RateLimiter, TokenBucket, default_controller,
+};
