@@ -6,32 +6,25 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::vocabulary::duration::go;
+
 /// Settings of the retry backoff.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct BackoffConfig {
     /// Wait after the first failure. client-go: 800 ms.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub initial: Duration,
     /// Upper bound of the wait before jitter. client-go: 30 s.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub max: Duration,
     /// Failure-free time after which the next failure starts again from
     /// `initial`. client-go: 2 minutes.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub reset_after: Duration,
     /// Each wait is extended by a random fraction of itself up to this factor
     /// (0.0 = no jitter). client-go uses 1.0; the default here is 0.5, so

@@ -311,15 +311,9 @@ impl Shared {
             let pushed = match passed_by(l.gate) {
                 None => applied.events.iter().all(|e| l.push(e.clone())),
                 Some(passed) => {
-                    let state = &l.mailbox.state;
-                    state.filtered(
-                        Dropped::Condition,
-                        passed.dropped[Dropped::Condition as usize],
-                    );
-                    state.filtered(
-                        Dropped::Unchanged,
-                        passed.dropped[Dropped::Unchanged as usize],
-                    );
+                    for why in [Dropped::Condition, Dropped::Unchanged] {
+                        l.mailbox.state.filtered(why, passed.dropped[why as usize]);
+                    }
                     passed.events.iter().all(|(_, e)| l.push(e.clone()))
                 }
             };

@@ -14,6 +14,7 @@ use crate::cache::projection::Projection;
 pub use crate::cache::store::Storage;
 use crate::cache::transform::{Transform, TransformFn};
 use crate::informer::backoff::BackoffConfig;
+use crate::vocabulary::duration::go;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::shard::{
     HandoverFollower, ShardAssignment, ShardKey, ShardRange, StaticShard,
@@ -157,11 +158,8 @@ pub struct WatchOptions {
     pub page_size: u32,
     /// Shortest server-side watch timeout; each watch asks for a random
     /// timeout between this and twice this. client-go: 5 minutes.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub min_watch_timeout: Duration,
     /// A synced informer that has received no event, bookmark or list for
     /// this long reports [`InformerStatus::Stale`](crate::informer::status::InformerStatus::Stale)
@@ -170,11 +168,8 @@ pub struct WatchOptions {
     /// watch ends (and is reopened) every `minWatchTimeout`–twice that, so
     /// silence beyond a few minutes means the watch is not delivering.
     /// Zero turns the signal off. Default: 3 minutes.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub stale_after: Duration,
     /// Retry backoff after list and watch errors.
     pub backoff: BackoffConfig,
@@ -191,11 +186,8 @@ pub struct CacheOptions {
     /// default, as client-go's `NewSharedIndexInformer(..., 0, ...)`)
     /// disables resync. Resync re-delivers the cache from memory; it never
     /// contacts the server.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub resync: Duration,
     /// Remove `metadata.managedFields` before caching (often the largest
     /// part of an object, rarely read).

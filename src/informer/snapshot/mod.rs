@@ -30,6 +30,7 @@ use super::telemetry::InformerMetrics;
 use crate::cache::compact::binary::{self, Decoder, Encoder};
 use crate::cache::compact::{CompactObject, Interner};
 use crate::cache::store::{CachedObject, Store};
+use crate::vocabulary::duration::go;
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
 
@@ -58,11 +59,8 @@ pub struct SnapshotOptions {
     pub dir: PathBuf,
     /// How often a running informer writes its cache (it writes it when it
     /// stops too). Default 5 minutes; zero writes only when it stops.
-    #[serde(with = "crate::vocabulary::duration::go")]
-    #[cfg_attr(
-        feature = "config",
-        schemars(schema_with = "crate::vocabulary::duration::go::schema")
-    )]
+    #[serde(with = "go")]
+    #[cfg_attr(feature = "config", schemars(schema_with = "go::schema"))]
     pub interval: Duration,
     /// Write Secrets and resources marked `sensitive` too. Off by default:
     /// their informers list at every start.

@@ -24,7 +24,7 @@ pub use report::{InformerOutcome, ObjectOutcome, ObjectState, WaitProgress, Wait
 
 use super::listener::{Delivery, EventStream, HandlerOptions};
 use super::status::InformerStatus;
-use super::sync::{NotSynced, SyncPolicy};
+use super::sync::{NotSynced, SyncPolicy, deadline_passed};
 use super::{InformerError, SharedInformer};
 use crate::vocabulary::resource::ResourceKey;
 use objects::Membership;
@@ -290,7 +290,7 @@ impl Wait {
         for i in 0..self.sources.len() {
             self.check_status(&trackers, i)?;
         }
-        let mut sleep = std::pin::pin!(deadline_sleep(deadline));
+        let mut sleep = std::pin::pin!(deadline_passed(deadline));
         loop {
             self.publish(&trackers);
             if self.holds(&trackers) {
@@ -443,14 +443,6 @@ impl Stream for Deliveries {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
         Pin::new(&mut self.0).poll_delivery(cx)
-    }
-}
-
-/// Resolves at `deadline`; never without one.
-async fn deadline_sleep(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 
