@@ -62,6 +62,29 @@
 //! # }
 //! ```
 //!
+//! # Metrics
+//!
+//! Each queue records client-go's workqueue series through the
+//! [`metrics`](::metrics) facade (see [`informer::telemetry`](crate::informer::telemetry)
+//! for why, and how to export them), labelled with `name`, the queue's
+//! [name](WorkQueue::name). A queue registers its series when it is
+//! created: install the recorder before.
+//!
+//! | name | type | what |
+//! |---|---|---|
+//! | `workqueue_depth` | gauge | keys waiting to be handed out |
+//! | `workqueue_adds_total` | counter | keys added (not one already waiting; a delayed key when it is due) |
+//! | `workqueue_retries_total` | counter | rate-limited adds ([`add_rate_limited`](WorkQueue::add_rate_limited)) |
+//! | `workqueue_queue_duration_seconds` | histogram | time from a key's add to its hand-out |
+//! | `workqueue_work_duration_seconds` | histogram | time from a key's hand-out to its [`done`](WorkQueue::done) |
+//! | `workqueue_unfinished_work_seconds` | gauge | the time the keys in flight have been processed, summed |
+//! | `workqueue_longest_running_processor_seconds` | gauge | the time the longest key in flight has been processed |
+//!
+//! The two last are set when a key is handed out or done, and by
+//! [`WorkQueue::update_unfinished_work`], which a reconciler's workers call
+//! periodically (client-go every 500 ms), so that a key stuck in its work
+//! shows.
+//!
 //! # For client-go users
 //!
 //! | client-go | here |
@@ -79,6 +102,7 @@
 
 mod error;
 mod key;
+mod metrics;
 mod queue;
 mod rate_limit;
 

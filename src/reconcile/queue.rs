@@ -12,7 +12,7 @@
 //! [`get`]: WorkQueue::get
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
 use std::pin::pin;
@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::metrics::QueueMetrics;
 use super::rate_limit::{RateLimiter, default_controller};
 
 /// Delays beyond this many years are this many years (what tokio's timers
@@ -83,6 +84,7 @@ struct Shared<K> {
     ready: Notify,
     /// A key was done, or the queue stopped: drains look again.
     settled: Notify,
+    metrics: QueueMetrics,
 }
 
 /// Where the queue is in its life.
@@ -108,6 +110,10 @@ struct State<K> {
     /// Keys that joined `ready` since the last look, a getter to wake for
     /// each.
     queued: usize,
+    /// Keys added (not coalesced) since the last look, for the metrics.
+    added: u64,
+    /// When the keys in flight were handed out (how many at each instant).
+    started: BTreeMap<Instant, usize>,
 }
 
 /// What the queue knows of one key.
@@ -160,8 +166,8 @@ enum Added {
 
 /// What [`State::take`] found.
 enum Take<K> {
-    /// A key.
-    Key(K),
+    /// A key, and how long it waited.
+    Key(K, Duration),
     /// Nothing, ever again.
     Closed,
     /// Nothing yet; the earliest deadline, if any key is delayed.
@@ -177,11 +183,22 @@ impl<K: Clone + Eq + Hash> State<K> {
             delayed: BinaryHeap::new(),
             next_seq: 0,
             queued: 0,
+            added: 0,
+            started: BTreeMap::new(),
         }
     }
 
     /// Marks `key` waiting since `now`.
     fn add(&mut self, key: K, now: Instant) -> Added {
+        let added = self.waiting(key, now);
+        if added != Added::Coalesced {
+            self.added += 1;
+        }
+        added
+    }
+
+    /// [`add`](Self::add), uncounted.
+    fn waiting(&mut self, key: K, now: Instant) -> Added {
         match self.entries.get_mut(&key) {
             Some(entry) if entry.waiting.is_some() => Added::Coalesced,
             Some(entry) => {
@@ -226,9 +243,8 @@ impl<K: Clone + Eq + Hash> State<K> {
     }
 
     /// Adds the keys due by `now`, in deadline order, each waiting since
-    /// its deadline; how many were added (not coalesced).
-    fn promote(&mut self, now: Instant) -> u64 {
-        let mut added = 0;
+    /// its deadline.
+    fn promote(&mut self, now: Instant) {
         while self.delayed.peek().is_some_and(|Reverse(d)| d.at <= now) {
             let Some(Reverse(due)) = self.delayed.pop() else {
                 break;
@@ -240,11 +256,8 @@ impl<K: Clone + Eq + Hash> State<K> {
                 continue;
             }
             entry.due = None;
-            if self.add(due.key, due.at) != Added::Coalesced {
-                added += 1;
-            }
+            self.add(due.key, due.at);
         }
-        added
     }
 
     /// The next key, marked processing since `now`.
@@ -254,11 +267,13 @@ impl<K: Clone + Eq + Hash> State<K> {
         }
         if let Some(key) = self.ready.pop_front() {
             self.queued = self.queued.saturating_sub(1);
+            let mut waited = Duration::ZERO;
             if let Some(entry) = self.entries.get_mut(&key) {
-                entry.waiting = None;
+                waited = now.saturating_duration_since(entry.waiting.take().unwrap_or(now));
                 entry.processing = Some(now);
+                *self.started.entry(now).or_default() += 1;
             }
-            return Take::Key(key);
+            return Take::Key(key, waited);
         }
         // Draining: a key added while it was processing still comes back.
         if self.phase == Phase::Draining && self.entries.values().all(|e| e.waiting.is_none()) {
@@ -272,6 +287,12 @@ impl<K: Clone + Eq + Hash> State<K> {
     fn done(&mut self, key: &K, now: Instant) -> Option<(Duration, bool)> {
         let entry = self.entries.get_mut(key)?;
         let started = entry.processing.take()?;
+        if let Some(count) = self.started.get_mut(&started) {
+            *count -= 1;
+            if *count == 0 {
+                self.started.remove(&started);
+            }
+        }
         let requeued = entry.waiting.is_some();
         if requeued {
             self.ready.push_back(key.clone());
@@ -280,6 +301,20 @@ impl<K: Clone + Eq + Hash> State<K> {
             self.entries.remove(key);
         }
         Some((now.saturating_duration_since(started), requeued))
+    }
+
+    /// How long the keys in flight have been processed by `now`, in all
+    /// and the longest.
+    fn in_flight(&self, now: Instant) -> (Duration, Duration) {
+        let mut unfinished = Duration::ZERO;
+        for (&since, &count) in &self.started {
+            let count = u32::try_from(count).unwrap_or(u32::MAX);
+            unfinished = unfinished.saturating_add(now.saturating_duration_since(since) * count);
+        }
+        let longest = self.started.keys().next().map_or(Duration::ZERO, |&since| {
+            now.saturating_duration_since(since)
+        });
+        (unfinished, longest)
     }
 
     /// Stops: drops the keys waiting and delayed; keys being processed
@@ -324,9 +359,11 @@ where
     /// with `limiter`.
     #[must_use]
     pub fn with_rate_limiter(name: impl Into<String>, limiter: impl RateLimiter<K>) -> Self {
+        let name = name.into();
         WorkQueue {
             shared: Arc::new(Shared {
-                name: name.into(),
+                metrics: QueueMetrics::new(&name),
+                name,
                 limiter: Box::new(limiter),
                 state: Mutex::new(State::new()),
                 ready: Notify::new(),
@@ -379,6 +416,7 @@ where
             return;
         }
         let delay = self.shared.limiter.when(&key);
+        self.shared.metrics.retried();
         self.add_after(key, delay);
     }
 
@@ -405,7 +443,7 @@ where
             let mut notified = pin!(self.shared.ready.notified());
             notified.as_mut().enable();
             match self.take() {
-                Take::Key(key) => return Some(key),
+                Take::Key(key, _) => return Some(key),
                 Take::Closed => return None,
                 Take::Wait(None) => notified.await,
                 Take::Wait(Some(at)) => {
@@ -423,13 +461,21 @@ where
     #[must_use]
     pub fn try_get(&self) -> Option<K> {
         match self.take() {
-            Take::Key(key) => Some(key),
+            Take::Key(key, _) => Some(key),
             Take::Closed | Take::Wait(_) => None,
         }
     }
 
     fn take(&self) -> Take<K> {
-        self.update(State::take)
+        let take = self.update(|state, now| {
+            let take = state.take(now);
+            (take, state.in_flight(now))
+        });
+        if let (Take::Key(_, waited), (unfinished, longest)) = &take {
+            self.shared.metrics.handed_out(*waited);
+            self.shared.metrics.in_flight(*unfinished, *longest);
+        }
+        take.0
     }
 
     /// Runs `f` on the state at `now`, the keys due by then added first;
@@ -440,7 +486,10 @@ where
         state.promote(now);
         let result = f(&mut state, now);
         let queued = std::mem::take(&mut state.queued);
+        let added = std::mem::take(&mut state.added);
+        let depth = state.ready.len();
         drop(state);
+        self.shared.metrics.updated(added, depth);
         for _ in 0..queued {
             self.shared.ready.notify_one();
         }
@@ -450,15 +499,31 @@ where
     /// Ends the processing of `key`; if it was added meanwhile, it is
     /// queued again. Nothing for a key not being processed.
     pub fn done(&self, key: &K) {
-        let phase = self.update(|state, now| {
-            state.done(key, now);
-            state.phase
+        let (phase, done, in_flight) = self.update(|state, now| {
+            let done = state.done(key, now);
+            (state.phase, done, state.in_flight(now))
         });
+        if let Some((worked, _)) = done {
+            self.shared.metrics.done(worked);
+            self.shared.metrics.in_flight(in_flight.0, in_flight.1);
+        }
         if phase != Phase::Running {
             // A drain may be over, and getters may have nothing left.
             self.shared.ready.notify_waiters();
             self.shared.settled.notify_waiters();
         }
+    }
+
+    /// Sets the gauges of the keys in flight
+    /// (`workqueue_unfinished_work_seconds`,
+    /// `workqueue_longest_running_processor_seconds`, see
+    /// [the metrics](crate::reconcile#metrics)) to how long they have been
+    /// processed by now. The queue sets them when a key is handed out or
+    /// done; call this periodically (client-go: every 500 ms) so that a key
+    /// stuck in its work shows.
+    pub fn update_unfinished_work(&self) {
+        let (unfinished, longest) = self.update(|state, now| state.in_flight(now));
+        self.shared.metrics.in_flight(unfinished, longest);
     }
 
     /// How many keys wait to be handed out: not processing, not delayed
