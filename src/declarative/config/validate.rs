@@ -3,7 +3,7 @@
 //! problem located.
 
 use super::*;
-use crate::declarative::shard_group::is_dns_label;
+use crate::vocabulary::selector::is_dns_label;
 
 /// The document with each informer's unset options taken from `defaults`:
 /// keys are merged, so every option is inherited the same way.

@@ -17,6 +17,7 @@ use crate::vocabulary::shard::{Handover, ShardAssignment, ShardRange, ShardSourc
 mod member;
 
 use crate::declarative::DeclarativeError;
+use crate::vocabulary::selector::is_dns_label;
 use member::Member;
 
 /// Label on every Lease of a group: its name.
@@ -158,18 +159,6 @@ impl ShardGroupConfig {
     fn renew_deadline(&self) -> Duration {
         self.lease_duration * 2 / 3
     }
-}
-
-/// Lowercase letters, digits and `-`, at most `max`, starting and ending
-/// with a letter or digit.
-pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= max
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
 }
 
 /// Where a member of a shard group stands.

@@ -120,11 +120,8 @@ impl ObjectSelection {
 /// of a selection by index value found.
 pub(super) enum Membership {
     Named(BTreeSet<String>),
-    Selected {
-        namespace: Option<String>,
-        labels: Selector,
-        index: Option<(String, String, IndexFn)>,
-    },
+    /// The selection, and the function of its index, if it names one.
+    Selected(ObjectSelection, Option<IndexFn>),
 }
 
 impl Membership {
@@ -137,23 +134,17 @@ impl Membership {
     ) -> Result<Self, InformerError> {
         Ok(match objects {
             Objects::Named(keys) => Membership::Named(keys.clone()),
-            Objects::Selected(selection) => Membership::Selected {
-                namespace: selection.namespace.clone(),
-                labels: selection.labels.clone(),
-                index: match &selection.index {
-                    None => None,
-                    Some((name, value)) => {
-                        let func =
-                            store
-                                .index_function(name)
-                                .map_err(|source| InformerError::Index {
-                                    resource: resource.clone(),
-                                    source: Box::new(source),
-                                })?;
-                        Some((name.clone(), value.clone(), func))
-                    }
-                },
-            },
+            Objects::Selected(selection) => {
+                let func = selection.index.as_ref().map(|(name, _)| {
+                    store
+                        .index_function(name)
+                        .map_err(|source| InformerError::Index {
+                            resource: resource.clone(),
+                            source: Box::new(source),
+                        })
+                });
+                Membership::Selected(selection.clone(), func.transpose()?)
+            }
         })
     }
 
@@ -161,7 +152,7 @@ impl Membership {
     pub(super) fn names(&self) -> Option<&BTreeSet<String>> {
         match self {
             Membership::Named(keys) => Some(keys),
-            Membership::Selected { .. } => None,
+            Membership::Selected(..) => None,
         }
     }
 
@@ -171,19 +162,18 @@ impl Membership {
     pub(super) fn picks(&self, key: &str, object: &DynamicObject, input: &IndexInput<'_>) -> bool {
         match self {
             Membership::Named(keys) => keys.contains(key),
-            Membership::Selected {
-                namespace,
-                labels,
-                index,
-            } => {
-                namespace
+            Membership::Selected(selection, func) => {
+                selection
+                    .namespace
                     .as_deref()
                     .is_none_or(|ns| object.metadata.namespace.as_deref() == Some(ns))
-                    && labels.matches_object(object)
-                    && index.as_ref().is_none_or(|(name, value, func)| {
-                        func.evaluate(name, input)
-                            .is_ok_and(|values| values.iter().any(|v| v == value))
-                    })
+                    && selection.labels.matches_object(object)
+                    && selection.index.as_ref().zip(func.as_ref()).is_none_or(
+                        |((name, value), func)| {
+                            func.evaluate(name, input)
+                                .is_ok_and(|values| values.iter().any(|v| v == value))
+                        },
+                    )
             }
         }
     }

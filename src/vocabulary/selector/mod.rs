@@ -10,6 +10,7 @@ mod requirement;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub(crate) use validate::is_dns_label;
 
 use std::collections::BTreeMap;
 use std::fmt;

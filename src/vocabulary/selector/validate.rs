@@ -22,13 +22,19 @@ fn is_qualified_name(s: &str) -> bool {
 }
 
 fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        let end_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        bytes.first().is_some_and(end_ok)
-            && bytes.last().is_some_and(end_ok)
-            && bytes.iter().all(|b| end_ok(b) || *b == b'-')
-    })
+    s.split('.').all(|label| is_dns_label(label, usize::MAX))
+}
+
+/// An RFC 1123 DNS label: lowercase letters, digits and `-`, at most
+/// `max`, starting and ending with a letter or digit.
+pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= max
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
 }
 
 pub(super) fn check_label_key(key: &str) -> Result<(), String> {
