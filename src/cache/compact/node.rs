@@ -248,6 +248,8 @@ impl<'a> Iterator for Items<'a> {
     }
 }
 
+impl ExactSizeIterator for Items<'_> {}
+
 /// A map's entries, in order (sorted by key, as `serde_json`'s maps and the
 /// typed metadata are).
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! Borrowed views into a [`CompactObject`].
 
-use super::node::{Entries as NodeEntries, Items};
+use super::node::Entries as NodeEntries;
 use super::object::{key_id, parse_index, to_time};
 use super::table::id;
 use super::*;
@@ -241,25 +241,9 @@ impl<'a> ArrayRef<'a> {
 
     /// The items, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = ValueRef<'a>> + 'a {
-        ArrayIter(self.0.items())
+        self.0.items().map(ValueRef::from_node)
     }
 }
-
-struct ArrayIter<'a>(Items<'a>);
-
-impl<'a> Iterator for ArrayIter<'a> {
-    type Item = ValueRef<'a>;
-
-    fn next(&mut self) -> Option<ValueRef<'a>> {
-        self.0.next().map(ValueRef::from_node)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
-    }
-}
-
-impl ExactSizeIterator for ArrayIter<'_> {}
 
 /// A borrowed object: a map of the compact object.
 #[derive(Clone, Copy)]
