@@ -153,7 +153,7 @@
 //! | [`informer`] | the shared informer, its handlers, the reflector, options, status | [`informer::InformerError`] |
 //! | [`factory`] | the informer factory, discovery, resource patterns, access checks | [`factory::FactoryError`] |
 //! | [`declarative`] | config files, resource sets, cluster sets, shard groups | [`declarative::DeclarativeError`] |
-//! | [`reconcile`] | work queues of object keys, rate limiters for retries | [`reconcile::ReconcileError`] |
+//! | [`reconcile`] | work queues of object keys, rate limiters for retries, controllers running reconcile functions over them | [`reconcile::ReconcileError`] |
 //! | `serve` (feature `serve`) | the caches served through the Kubernetes API (`kdi serve`) | `serve::ServeError` |
 //!
 //! Each layer has one error type, whose variants name what was refused and
@@ -214,7 +214,7 @@ pub mod prelude {
         Event, EventHandler, HandlerOptions, InformerError, InformerStatus, Objects,
         SharedInformer, SnapshotOptions, Wait, WaitFor,
     };
-    pub use crate::reconcile::{ObjectRef, ReconcileError};
+    pub use crate::reconcile::{Action, Context, Controller, ObjectRef, ReconcileError};
     pub use crate::vocabulary::resource::ResourceKey;
     pub use crate::vocabulary::scope::{Namespaces, Scope};
     pub use kube_core::{ApiResource, DynamicObject};

@@ -62,6 +62,42 @@
 //! # }
 //! ```
 //!
+//! # Reconcilers
+//!
+//! A [`Controller`] runs a reconcile function over such a queue, as
+//! controller-runtime's reconcilers run: `N` workers, never two on one
+//! key, fed by informers of resources named at run time
+//! ([`watch`](Controller::watch), with handler filters and change
+//! predicates through [`watch_with`](Controller::watch_with)), by owner
+//! references ([`owns`](Controller::owns): an event on an owned object
+//! queues its owner), by the members of a resource set as they come and go
+//! ([`watch_set`](Controller::watch_set)) and by a periodic requeue of
+//! everything cached. The function is handed a [`Context`] — the key, the
+//! object as cached (no copy; `None` once deleted), the listers of the
+//! controller's other resources, a client — and answers an [`Action`]
+//! (done, or again after a delay) or an error, retried with backoff; a
+//! panic is caught, logged, counted and retried like an error.
+//!
+//! ```no_run
+//! # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::convert::Infallible;
+//! use kube_dynamic_informer::reconcile::{Action, Context, Controller};
+//!
+//! let pods = factory.for_resource("pods").await?;
+//! factory.start()?;
+//! Controller::new("pods")
+//!     .workers(4)
+//!     .client(factory.client().clone())
+//!     .watch(&pods)
+//!     .run(|ctx: Context| async move {
+//!         let node = ctx.object().and_then(|pod| pod.pointer("/spec/nodeName")?.as_str().map(str::to_owned));
+//!         println!("{} on {node:?}", ctx.key());
+//!         Ok::<_, Infallible>(Action::Done)
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Metrics
 //!
 //! Each queue records client-go's workqueue series through the
@@ -97,15 +133,20 @@
 //! | `workqueue.BucketRateLimiter` | [`TokenBucket`] |
 //! | `workqueue.MaxOfRateLimiter` | [`MaxOf`] |
 //! | `cache.MetaNamespaceKeyFunc`'s keys | [`ObjectRef`] (with its resource; [`ObjectRef::key`] is that key) |
+//! | controller-runtime's `Reconciler`, `reconcile.Request` / `Result` | the function [`Controller::run`] calls, [`Context`] / [`Action`] |
+//! | controller-runtime's `builder` (`For`, `Owns`, `Watches`), `MaxConcurrentReconciles` | [`Controller`] ([`watch`](Controller::watch), [`owns`](Controller::owns), [`watch_set`](Controller::watch_set)), [`Controller::workers`] |
+//! | controller-runtime's `handler.EnqueueRequestForOwner` | [`Controller::owns`] ([`OwnsOptions::all_owners`]) |
 //!
 //! Searching these docs for a client-go name finds ours.
 
+mod controller;
 mod error;
 mod key;
 mod metrics;
 mod queue;
 mod rate_limit;
 
+pub use controller::{Action, Context, Controller, OwnsOptions, ShutdownHandle};
 pub use error::ReconcileError;
 pub use key::ObjectRef;
 pub use queue::WorkQueue;
