@@ -18,6 +18,7 @@ mod informer;
 mod lister;
 mod measure;
 mod projection;
+mod reconcile;
 mod reliability;
 mod resource_set;
 mod scale;
