@@ -139,6 +139,9 @@
 //! | `cache.MetaNamespaceKeyFunc` | [`vocabulary::object_key`] |
 //! | `cache.DeletedFinalStateUnknown` | [`informer::Event::Delete`] with `final_state_unknown: true` |
 //! | `cache.FilteringResourceEventHandler` | [`informer::HandlerOptions::filter`] |
+//! | `workqueue.TypedRateLimitingInterface` | [`reconcile::WorkQueue`] of [`reconcile::ObjectRef`] keys |
+//! | `workqueue.DefaultControllerRateLimiter` | [`reconcile::default_controller`] ([`reconcile::ItemExponentialBackoff`], [`reconcile::TokenBucket`], [`reconcile::MaxOf`]) |
+//! | controller-runtime's `Reconciler` and `builder` (`For`, `Owns`, `Watches`) | [`reconcile::Controller`] (`watch`, `owns`, `watch_set`) running a function of a [`reconcile::Context`] that answers a [`reconcile::Action`] |
 //!
 //! # The layers
 //!

@@ -217,6 +217,54 @@ mod readme_filter {
     // README: end
 }
 
+#[allow(dead_code)]
+mod readme_reconcile {
+    // README: reconcile
+    use std::time::Duration;
+
+    use kube_client::api::{Api, Patch, PatchParams};
+    use kube_dynamic_informer::prelude::*;
+    use kube_dynamic_informer::reconcile::{Action, Context, Controller};
+
+    async fn run(factory: &InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+        let widgets = factory.for_resource("widgets.example.com").await?;
+        let config_maps = factory.for_resource("configmaps").await?;
+        factory.start()?;
+        let spec_changes = HandlerOptions::default().changes(ChangePredicate::generation());
+        let controller = Controller::new("widgets")
+            .workers(4)
+            .client(factory.client().clone())
+            .watch_with(&widgets, spec_changes)
+            .owns(&config_maps);
+        let shutdown = controller.shutdown_handle();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            shutdown.shut_down_with_drain().await;
+        });
+        controller.run(observe).await?;
+        Ok(())
+    }
+
+    /// Writes `status.observedGeneration` once per change of a Widget's spec.
+    async fn observe(ctx: Context) -> Result<Action, kube_client::Error> {
+        let (Some(widget), Some(resource)) = (ctx.object(), ctx.handle().api_resource()) else {
+            return Ok(Action::Done); // deleted
+        };
+        let number = |path| widget.pointer(path).and_then(|n| n.as_i64());
+        let generation = number("/metadata/generation");
+        if generation != number("/status/observedGeneration") {
+            let ns = ctx.key().namespace.as_deref().unwrap_or_default();
+            let api = Api::<DynamicObject>::namespaced_with(ctx.client(), ns, &resource);
+            let status = serde_json::json!({ "status": { "observedGeneration": generation } });
+            let patch = Patch::Merge(status);
+            api.patch_status(&ctx.key().name, &PatchParams::default(), &patch)
+                .await?;
+        }
+        Ok(Action::RequeueAfter(Duration::from_secs(600)))
+    }
+    // README: end
+}
+
 /// The lines of this file between `// README: NAME` and `// README: end`,
 /// without the module's indentation.
 fn compiled(name: &str) -> String {
@@ -245,6 +293,7 @@ fn the_readme_rust_blocks_are_code_this_file_compiles() {
         ("**Running a file from Rust.**", "resource set"),
         ("**Waiting from Rust.**", "wait"),
         ("**Filtering from Rust.**", "filter"),
+        ("**Reconciling from Rust.**", "reconcile"),
     ] {
         assert_eq!(
             block_after(&readme, after, "rust"),
