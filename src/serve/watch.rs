@@ -473,27 +473,7 @@ impl Watcher {
             let notified = self.history.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let batch = {
-                let inner = self.history.inner.lock();
-                if inner.generation != self.generation {
-                    None
-                } else if next < inner.first {
-                    // Fell behind: what it needs is gone.
-                    None
-                } else {
-                    let skip = usize::try_from(next - inner.first).unwrap_or(usize::MAX);
-                    let batch: Vec<Change> = inner
-                        .changes
-                        .iter()
-                        .skip(skip)
-                        .take(CHUNK)
-                        .cloned()
-                        .collect();
-                    next += batch.len() as u64;
-                    Some(batch)
-                }
-            };
-            let Some(batch) = batch else {
+            let Some(batch) = self.next_changes(&mut next) else {
                 let status = Refusal::expired(
                     "the watch's history is gone (the cache relisted, or the client fell behind); list again",
                 )
@@ -503,20 +483,7 @@ impl Watcher {
                 return;
             };
             if !batch.is_empty() {
-                let mut chunk = Chunk::new();
-                for change in &batch {
-                    if change.resource_version <= after {
-                        continue;
-                    }
-                    if self.selects(&change.object) {
-                        self.write_event(&mut chunk, change.kind, &change.object);
-                    }
-                    after = change.resource_version;
-                    if chunk.is_full() && !self.send(chunk.take()).await {
-                        return;
-                    }
-                }
-                if !chunk.bytes.is_empty() && !self.send(chunk.bytes).await {
+                if !self.send_changes(&batch, &mut after).await {
                     return;
                 }
                 continue;
@@ -536,6 +503,46 @@ impl Watcher {
                 () = self.tx.closed() => return,
             }
         }
+    }
+
+    /// The next changes of the history from sequence number `next` (moved
+    /// past them); `None` when what this watch needs is gone (a relist
+    /// reset the history, or it fell behind).
+    fn next_changes(&self, next: &mut u64) -> Option<Vec<Change>> {
+        let inner = self.history.inner.lock();
+        if inner.generation != self.generation || *next < inner.first {
+            return None;
+        }
+        let skip = usize::try_from(*next - inner.first).unwrap_or(usize::MAX);
+        let batch: Vec<Change> = inner
+            .changes
+            .iter()
+            .skip(skip)
+            .take(CHUNK)
+            .cloned()
+            .collect();
+        *next += batch.len() as u64;
+        Some(batch)
+    }
+
+    /// Sends the changes of `batch` after resourceVersion `after` that the
+    /// watch selects, moving `after` past them; false once the client has
+    /// gone.
+    async fn send_changes(&self, batch: &[Change], after: &mut u64) -> bool {
+        let mut chunk = Chunk::new();
+        for change in batch {
+            if change.resource_version <= *after {
+                continue;
+            }
+            if self.selects(&change.object) {
+                self.write_event(&mut chunk, change.kind, &change.object);
+            }
+            *after = change.resource_version;
+            if chunk.is_full() && !self.send(chunk.take()).await {
+                return false;
+            }
+        }
+        chunk.bytes.is_empty() || self.send(chunk.bytes).await
     }
 
     /// Sends the cache as it is, as ADDED events; returns the
