@@ -5,6 +5,7 @@
 //	floor  list a resource page by page, counting bytes only
 //	peer   client-go's dynamic shared informer with 3 indexes and 2 handlers
 //	many   N dynamic shared informers, each its own client, syncing at once
+//	reconcile  a dynamic informer, a rate-limiting work queue and N workers doing a trivial reconcile
 //
 // It talks only to the server named in the kubeconfig (the bundled testenv
 // on 127.0.0.1).
@@ -52,7 +53,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kdi-bench load|burst|floor|peer|many [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kdi-bench load|burst|floor|peer|many|reconcile [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -67,6 +68,8 @@ func main() {
 		err = runPeer(os.Args[2:])
 	case "many":
 		err = runMany(os.Args[2:])
+	case "reconcile":
+		err = runReconcile(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -58,6 +58,8 @@ pub const NODES: u32 = 1000;
 pub struct Args {
     /// Kubeconfig of the test server.
     pub kubeconfig: PathBuf,
+    /// Workers of a reconciling peer (`--workers`, 4 by default).
+    pub workers: usize,
     /// `crd` (Widgets) or `configmap`.
     pub dataset: String,
     /// Drop `metadata.managedFields` before caching.
@@ -94,6 +96,7 @@ impl Args {
             kubeconfig: std::env::var_os("KUBECONFIG")
                 .map(PathBuf::from)
                 .unwrap_or_default(),
+            workers: 4,
             dataset: "crd".into(),
             strip_managed_fields: false,
             burst_id: String::new(),
@@ -112,6 +115,7 @@ impl Args {
             match flag.trim_start_matches('-') {
                 "kubeconfig" => args.kubeconfig = value().into(),
                 "dataset" => args.dataset = value(),
+                "workers" => args.workers = value().parse().expect("--workers"),
                 "strip-managed-fields" => args.strip_managed_fields = true,
                 // Read by the kdi peer itself.
                 "strip-per-page" | "streaming-list" => {}
