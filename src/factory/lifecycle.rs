@@ -18,18 +18,40 @@ impl InformerFactory {
         if state.shut_down {
             return Err(FactoryError::ShutDown);
         }
-        if !state.started {
-            state.started = true;
+        if !state.started && !state.discovery_fixed {
             let discovery = self.inner.discovery.clone();
             let cancel = self.inner.cancel.child_token();
             state.discovery_task = Some(tokio::spawn(async move {
                 discovery.keep_current(cancel).await;
             }));
         }
+        state.started = true;
         for entry in state.entries.values_mut() {
             start_entry(entry);
         }
         Ok(())
+    }
+
+    /// Whether [`start`](Self::start) keeps discovery current (the
+    /// default): watching CRDs and APIServices, so that informers of a
+    /// resource not served yet start once it is, and ones whose CRD goes
+    /// away say so. A program whose resources are all served and that need
+    /// not see CRDs come and go — a one-shot wait, `kdi wait` on resources
+    /// served when it starts — turns it off before `start`, and makes no
+    /// request beyond discovery's first read and its informers' lists and
+    /// watches. Asked after `start`, it changes nothing.
+    ///
+    /// ```no_run
+    /// # async fn demo(factory: kube_dynamic_informer::InformerFactory) -> Result<(), Box<dyn std::error::Error>> {
+    /// let pods = factory.for_resource("pods").await?;
+    /// if pods.api_resource().is_some() {
+    ///     factory.follow_discovery(false);
+    /// }
+    /// factory.start()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn follow_discovery(&self, follow: bool) {
+        self.inner.state.lock().discovery_fixed = !follow;
     }
 
     /// Stops every informer, then lets go of the shard groups they follow

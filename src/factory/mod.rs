@@ -296,6 +296,9 @@ type SharingKey = (WatchOptions, CacheOptions, bool);
 struct FactoryState {
     started: bool,
     shut_down: bool,
+    /// Whether `start` leaves discovery as it is (see
+    /// [`InformerFactory::follow_discovery`]).
+    discovery_fixed: bool,
     entries: HashMap<(ResourceKey, SharingKey), Entry>,
     discovery_task: Option<JoinHandle<()>>,
 }

@@ -459,3 +459,92 @@ async fn availability_follows_a_crd_as_it_comes_and_goes() {
     cancel.cancel();
     keeper.await.unwrap();
 }
+
+/// A client that records the path (and query) of every request it sends.
+fn recording_client(
+    config: kube_client::Config,
+) -> (kube_client::Client, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let layer = tower::util::MapRequestLayer::new(
+        move |request: http::Request<kube_client::client::Body>| {
+            log.lock().unwrap().push(request.uri().to_string());
+            request
+        },
+    );
+    let client = kube_client::client::ClientBuilder::try_from(config)
+        .expect("client stack")
+        .with_layer(&layer)
+        .build();
+    (client, seen)
+}
+
+/// A factory told not to follow discovery asks, once started, for nothing
+/// but its informers' lists and watches; one that follows it (the default)
+/// also watches CRDs and APIServices.
+#[tokio::test]
+async fn a_factory_that_does_not_follow_discovery_asks_only_for_its_informers_lists_and_watches() {
+    let admin = support::admin().await;
+    let ns = support::namespace(&admin, "disc-fixed").await;
+    for follow in [true, false] {
+        let (client, seen) = recording_client(support::config(support::User::Admin).await);
+        let factory = kube_dynamic_informer::InformerFactory::with_options(
+            client,
+            support::options().namespace(&ns),
+        );
+        let maps = factory.for_resource("configmaps").await.unwrap();
+        assert!(maps.api_resource().is_some(), "configmaps are served");
+        factory.follow_discovery(follow);
+        let resolved = seen.lock().unwrap().len();
+        factory.start().unwrap();
+        assert!(
+            factory
+                .wait_for_cache_sync(Duration::from_secs(30))
+                .await
+                .all_synced()
+        );
+        // A write seen through the watch: the factory has been running for
+        // a round trip of the server after its informers listed.
+        let name = format!("follow-{follow}");
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(support::admin().await, &ns);
+        let written = api
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap(),
+            )
+            .await
+            .unwrap();
+        maps.informer()
+            .wait_for_object(&written, Duration::from_secs(10))
+            .await
+            .unwrap();
+        if follow {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while !seen.lock().unwrap()[resolved..]
+                .iter()
+                .any(|uri| uri.contains("customresourcedefinitions"))
+            {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "a following factory watches CRDs: {:?}",
+                    seen.lock().unwrap()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        } else {
+            let after: Vec<String> = seen.lock().unwrap()[resolved..].to_vec();
+            assert!(
+                after
+                    .iter()
+                    .all(|uri| uri.starts_with(&format!("/api/v1/namespaces/{ns}/configmaps?"))),
+                "only the informer's list and watch: {after:?}"
+            );
+            assert!(
+                after.iter().any(|uri| uri.contains("watch=true")),
+                "{after:?}"
+            );
+        }
+        factory.shutdown().await;
+    }
+}

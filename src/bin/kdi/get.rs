@@ -11,7 +11,7 @@ use kube_dynamic_informer::vocabulary::{
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::indexes::IndexNames;
-use crate::informers::{Selection, open, start_and_wait};
+use crate::informers::{Selection, open, read_and_end, start_and_wait};
 use crate::output::{Format, Origin, print_objects, printable, say, written};
 
 #[derive(Args, Debug)]
@@ -79,7 +79,9 @@ pub fn check_query(set: &InformerSet, args: &GetArgs) -> Result<(), Failure> {
 pub async fn get(cluster: &Cluster, set: InformerSet, args: GetArgs) -> Result<(), Failure> {
     let origin = Origin::of(&set, false);
     let sel = &args.selection;
+    let patterns = !set.patterns.is_empty();
     let (resource_set, members) = open(cluster, set, sel, AccessPolicy::Watch).await?;
+    read_and_end(&resource_set, &members, patterns);
     for s in resource_set.status().await.skipped {
         say(format!("kdi: skipping {}: {}", s.entry, s.reason));
     }

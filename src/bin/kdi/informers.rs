@@ -335,6 +335,21 @@ pub async fn open(
     Ok((resource_set, members))
 }
 
+/// For a command that reads and ends (`get`, `wait`): when every member is
+/// served and no pattern may match more, the factory does not follow
+/// discovery (no CRD or APIService watch, no periodic re-read): the command
+/// makes no request beyond the first read of discovery and its informers'
+/// lists and watches. A member not served yet keeps it following, to start
+/// once its CRD is installed.
+pub fn read_and_end(resource_set: &ResourceSet, members: &[SetMember], patterns: bool) {
+    if !patterns
+        && !members.is_empty()
+        && members.iter().all(|m| m.informer.api_resource().is_some())
+    {
+        resource_set.factory().follow_discovery(false);
+    }
+}
+
 /// Starts `resource_set` once `ready` says so, and waits for the caches of
 /// its `members` until `stop` (a watch's `--duration`, SIGINT, SIGTERM),
 /// saying how it goes on stderr (see [`Progress::wait_for_sync`]); the

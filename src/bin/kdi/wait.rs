@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::exit::Failure;
 use crate::indexes::IndexNames;
-use crate::informers::{Selection, informer_set, open, start_and_wait};
+use crate::informers::{Selection, informer_set, open, read_and_end, start_and_wait};
 use crate::output::{print_line, say};
 use crate::stderr::Stderr;
 
@@ -146,7 +146,9 @@ pub async fn wait(
 ) -> Result<(), Failure> {
     let started = Instant::now();
     let sel = &args.selection;
+    let patterns = !set.patterns.is_empty();
     let (resource_set, members) = open(cluster, set, sel, AccessPolicy::Watch).await?;
+    read_and_end(&resource_set, &members, patterns);
     for s in resource_set.status().await.skipped {
         say(format!("kdi: skipping {}: {}", s.entry, s.reason));
     }
