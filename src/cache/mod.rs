@@ -515,6 +515,7 @@ pub(crate) mod compact;
 pub(crate) mod condition;
 pub(crate) mod error;
 pub(crate) mod index;
+pub(crate) mod jsonpath;
 pub(crate) mod lister;
 pub(crate) mod projection;
 pub(crate) mod redaction;

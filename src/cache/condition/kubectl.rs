@@ -1,13 +1,11 @@
 //! `kubectl wait --for` forms, translated into conditions: what kubectl
 //! checks, said in JMESPath.
 
-use std::iter::Peekable;
-use std::str::CharIndices;
-
 use serde_json::Value;
 
 use super::Condition;
 use crate::cache::CacheError;
+use crate::cache::jsonpath::{JsonPath, Op, Step};
 
 impl Condition {
     /// The condition a `kubectl wait --for` form of a condition says:
@@ -54,15 +52,7 @@ impl Condition {
             let parts = split_at_single_equals(rest);
             let (path, value) = match parts.as_slice() {
                 [path] => (path.as_str(), None),
-                [path, value] => {
-                    let value = value.trim_matches(['\'', '"']);
-                    if value.is_empty() {
-                        return Err(refused(
-                            "a value must follow the =, as in jsonpath={.status.readyReplicas}=3",
-                        ));
-                    }
-                    (path.as_str(), Some(value))
-                }
+                [path, value] => (path.as_str(), Some(value.trim_matches(['\'', '"']))),
                 _ => {
                     return Err(refused(
                         "expected jsonpath={.status.readyReplicas}=3 or jsonpath={.status.readyReplicas}",
@@ -264,328 +254,88 @@ struct Translated {
     projects: bool,
 }
 
+const RECURSIVE: &str =
+    "recursive descent (..) has no JMESPath equivalent: write a JMESPath condition";
+
 /// Translates a kubectl JSONPath (relaxed as kubectl relaxes it: braces and
 /// the leading dot optional) into JMESPath. Errors say what, and where in
 /// `path` (columns from 0).
 fn translate(path: &str) -> Result<Translated, String> {
-    let trimmed = path.trim();
-    let (inner, start) = match trimmed.strip_prefix('{') {
-        Some(rest) => match rest.strip_suffix('}') {
-            Some(inner) => (inner, 1),
-            None => return Err("a JSONPath that opens with { must close with }".to_owned()),
-        },
-        None => (trimmed, 0),
-    };
-    if inner.contains(['{', '}']) {
-        return Err(
-            "templates ({range}, several {...}) have no translation: write a JMESPath condition"
-                .to_owned(),
-        );
-    }
-    let offset = path.len() - path.trim_start().len() + start;
-    let (inner, offset) = match inner.strip_prefix('.') {
-        Some(rest) if !rest.starts_with('.') => (rest, offset + 1),
-        _ => (inner, offset),
-    };
-    if inner.is_empty() {
-        return Err("the JSONPath is empty".to_owned());
-    }
-    let mut reader = Reader {
-        chars: inner.char_indices().peekable(),
-        text: inner,
-        offset: path[..offset].chars().count(),
-    };
+    let steps = JsonPath::relaxed(path)
+        .map_err(|e| located(path, e.at, &e.why))?
+        .steps;
     let mut out = Translated {
         expression: String::new(),
         projects: false,
     };
-    let mut first = true;
-    loop {
-        match reader.peek() {
-            None if first => return Err("the JSONPath is empty".to_owned()),
-            None => return Ok(out),
-            Some('[') => reader.bracket(&mut out)?,
-            Some('.') if first => {
-                return Err(reader.at(
-                    "recursive descent (..) has no JMESPath equivalent: write a JMESPath condition",
-                ));
-            }
-            Some('.') => {
-                reader.next();
-                match reader.peek() {
-                    Some('.') => {
-                        return Err(reader.at(
-                            "recursive descent (..) has no JMESPath equivalent: write a JMESPath condition",
-                        ));
-                    }
-                    Some('*') => {
-                        reader.next();
-                        out.expression.push_str(".*");
-                        out.projects = true;
-                    }
-                    Some('[') => return Err(reader.at("a field name must follow the dot")),
-                    _ => {
-                        let name = reader.field()?;
-                        out.expression.push('.');
-                        out.expression.push_str(&quoted_field(&name));
-                    }
+    for (i, (at, step)) in steps.iter().enumerate() {
+        let e = &mut out.expression;
+        match step {
+            Step::Field(name) => push_field(e, name),
+            Step::All { bracketed: false } => e.push_str(if e.is_empty() { "*" } else { ".*" }),
+            Step::All { bracketed: true } => e.push_str("[*]"),
+            Step::Indexes(indexes) => match indexes.as_slice() {
+                [index] => e.push_str(&format!("[{index}]")),
+                _ => {
+                    let union = "unions ([a,b]) have no translation: write a JMESPath condition";
+                    return Err(located(path, *at, union));
                 }
+            },
+            Step::Slice { start, end, step } => {
+                let bound = |b: &Option<i64>| b.map_or(String::new(), |b| b.to_string());
+                let step = step.map_or(String::new(), |s| format!(":{s}"));
+                e.push_str(&format!("[{}:{}{step}]", bound(start), bound(end)));
             }
-            Some('*') if first => {
-                reader.next();
-                out.expression.push('*');
-                out.projects = true;
+            Step::Filter { path: lhs, test } => {
+                e.push_str(&format!("[?{}]", filter(path, lhs, test)?));
             }
-            Some(_) if first => {
-                let name = reader.field()?;
-                out.expression.push_str(&quoted_field(&name));
+            Step::Recursive(_) => return Err(located(path, *at, RECURSIVE)),
+            // The leading dot kubectl makes optional.
+            Step::Current if i == 0 => {}
+            Step::Current if i + 1 < steps.len() => {
+                return Err(located(path, *at, "a field name must follow the dot"));
             }
-            Some(_) => return Err(reader.at("expected . or [")),
+            Step::Current => return Err(located(path, *at, "expected a field name")),
         }
-        first = false;
+        out.projects |= matches!(
+            step,
+            Step::All { .. } | Step::Slice { .. } | Step::Filter { .. }
+        );
     }
+    if out.expression.is_empty() {
+        return Err("the JSONPath is empty".to_owned());
+    }
+    Ok(out)
 }
 
-/// Reads a JSONPath's field spec, keeping track of columns for errors.
-struct Reader<'a> {
-    chars: Peekable<CharIndices<'a>>,
-    text: &'a str,
-    /// Characters of the whole path before `text`.
-    offset: usize,
+/// A filter's test as the condition of a JMESPath filter: the field
+/// compared with a JSON literal, or `"ready" != null` for presence. Its
+/// path takes fields only.
+fn filter(path: &str, lhs: &[(usize, Step)], test: &Option<(Op, Value)>) -> Result<String, String> {
+    let mut field = String::new();
+    for (at, step) in lhs {
+        match step {
+            Step::Field(name) => push_field(&mut field, name),
+            Step::Recursive(_) => return Err(located(path, *at, RECURSIVE)),
+            _ => return Err(located(path, *at, "a filter's path takes fields only")),
+        }
+    }
+    if field.is_empty() {
+        field.push('@');
+    }
+    Ok(match test {
+        None => format!("{field} != null"),
+        Some((op, literal)) => format!("{field} {} {}", op.symbol(), json_literal(literal)),
+    })
 }
 
-impl Reader<'_> {
-    fn peek(&mut self) -> Option<char> {
-        self.chars.peek().map(|&(_, c)| c)
-    }
-
-    fn next(&mut self) -> Option<char> {
-        self.chars.next().map(|(_, c)| c)
-    }
-
-    /// The column (in characters of the whole path) of the next character.
-    fn column(&mut self) -> usize {
-        let byte = self.chars.peek().map_or(self.text.len(), |&(i, _)| i);
-        self.offset + self.text[..byte].chars().count()
-    }
-
-    /// `what` at the next character's column.
-    fn at(&mut self, what: &str) -> String {
-        format!("{what} (column {})", self.column())
-    }
-
-    /// A field name, up to an unescaped `.`, `[`, space, `)` or operator
-    /// (in a filter); `\` takes the next character as it is
-    /// (`app\.kubernetes\.io`).
-    fn field(&mut self) -> Result<String, String> {
-        let mut name = String::new();
-        while let Some(c) = self.peek() {
-            match c {
-                '.' | '[' | ')' | '=' | '!' | '<' | '>' | '&' | '|' => break,
-                c if c.is_whitespace() => break,
-                '\\' => {
-                    self.next();
-                    match self.next() {
-                        Some(c) => name.push(c),
-                        None => return Err(self.at("a \\ must be followed by a character")),
-                    }
-                }
-                ']' | ',' | '(' | '@' | '?' | '\'' | '"' => {
-                    return Err(self.at(&format!("unexpected {c:?} in a field name")));
-                }
-                c => {
-                    self.next();
-                    name.push(c);
-                }
-            }
-        }
-        if name.is_empty() {
-            return Err(self.at("expected a field name"));
-        }
-        Ok(name)
-    }
-
-    /// A quoted string (`'...'` or `"..."`, `\` taking the next character
-    /// as it is), the opening quote next.
-    fn quoted(&mut self) -> Result<String, String> {
-        let quote = self.next();
-        let mut text = String::new();
-        loop {
-            match self.next() {
-                None => return Err(self.at("the quoted name is not closed")),
-                Some('\\') => match self.next() {
-                    Some(c) => text.push(c),
-                    None => return Err(self.at("the quoted name is not closed")),
-                },
-                Some(c) if Some(c) == quote => return Ok(text),
-                Some(c) => text.push(c),
-            }
-        }
-    }
-
-    /// What a `[...]` says, the `[` next: a quoted field, `*`, a filter, an
-    /// index or a slice.
-    fn bracket(&mut self, out: &mut Translated) -> Result<(), String> {
-        self.next();
-        match self.peek() {
-            Some('\'' | '"') => {
-                let name = self.quoted()?;
-                self.close()?;
-                if !out.expression.is_empty() {
-                    out.expression.push('.');
-                }
-                out.expression.push_str(&quoted_field(&name));
-            }
-            Some('*') => {
-                self.next();
-                self.close()?;
-                out.expression.push_str("[*]");
-                out.projects = true;
-            }
-            Some('?') => {
-                self.next();
-                let filter = self.filter()?;
-                self.close()?;
-                out.expression.push_str(&format!("[?{filter}]"));
-                out.projects = true;
-            }
-            _ => {
-                let column = self.column();
-                let mut content = String::new();
-                while let Some(c) = self.peek() {
-                    if c == ']' {
-                        break;
-                    }
-                    self.next();
-                    content.push(c);
-                }
-                self.close()?;
-                let content = content.trim();
-                if content.contains(',') {
-                    return Err(format!(
-                        "unions ([a,b]) have no translation: write a JMESPath condition (column {column})"
-                    ));
-                }
-                if content.contains(':') {
-                    let parts: Vec<&str> = content.split(':').map(str::trim).collect();
-                    if parts.len() > 3
-                        || parts
-                            .iter()
-                            .any(|p| !p.is_empty() && p.parse::<i32>().is_err())
-                    {
-                        return Err(format!(
-                            "expected a slice [start:end:step] of integers (column {column})"
-                        ));
-                    }
-                    out.expression.push_str(&format!("[{}]", parts.join(":")));
-                    out.projects = true;
-                } else {
-                    let index: i32 = content.parse().map_err(|_| {
-                        format!("expected an index, '*', a quoted name or a filter in [...] (column {column})")
-                    })?;
-                    out.expression.push_str(&format!("[{index}]"));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The closing `]`.
-    fn close(&mut self) -> Result<(), String> {
-        match self.next() {
-            Some(']') => Ok(()),
-            _ => Err(self.at("expected ]")),
-        }
-    }
-
-    /// A filter, `?` read, up to its closing `)`: `(@.a.b OP literal)` or
-    /// `(@.a.b)`; as a JMESPath filter's condition.
-    fn filter(&mut self) -> Result<String, String> {
-        if self.next() != Some('(') {
-            return Err(self.at("expected ( after ?"));
-        }
-        self.spaces();
-        if self.next() != Some('@') {
-            return Err(self.at("a filter must start with @ (the element)"));
-        }
-        let mut lhs = String::new();
-        loop {
-            match self.peek() {
-                Some('.') => {
-                    self.next();
-                    let name = self.field()?;
-                    push_field(&mut lhs, &name);
-                }
-                Some('[') => {
-                    self.next();
-                    if !matches!(self.peek(), Some('\'' | '"')) {
-                        return Err(self.at("a filter's path takes fields only"));
-                    }
-                    let name = self.quoted()?;
-                    self.close()?;
-                    push_field(&mut lhs, &name);
-                }
-                _ => break,
-            }
-        }
-        if lhs.is_empty() {
-            lhs.push('@');
-        }
-        self.spaces();
-        let op = match (self.next(), self.peek()) {
-            (Some(')'), _) => return Ok(format!("{lhs} != null")),
-            (Some(c @ ('=' | '!' | '<' | '>')), Some('=')) => {
-                self.next();
-                format!("{c}=")
-            }
-            (Some(c @ ('<' | '>')), _) => c.to_string(),
-            (Some('&' | '|'), _) => {
-                return Err(self.at(
-                    "a filter that combines comparisons has no translation: write a JMESPath condition",
-                ));
-            }
-            _ => return Err(self.at("expected ==, !=, <, <=, > or >= in the filter")),
-        };
-        self.spaces();
-        let literal = match self.peek() {
-            Some('\'' | '"') => Value::String(self.quoted()?),
-            _ => {
-                let mut text = String::new();
-                while let Some(c) = self.peek() {
-                    if c == ')' || c.is_whitespace() {
-                        break;
-                    }
-                    self.next();
-                    text.push(c);
-                }
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Null)) => v,
-                    _ => {
-                        return Err(self.at(
-                            "expected a quoted string, a number, true, false or null after the comparison",
-                        ));
-                    }
-                }
-            }
-        };
-        self.spaces();
-        match self.next() {
-            Some(')') => Ok(format!("{lhs} {op} {}", json_literal(&literal))),
-            Some('&' | '|') => Err(self.at(
-                "a filter that combines comparisons has no translation: write a JMESPath condition",
-            )),
-            _ => Err(self.at("expected ) to close the filter")),
-        }
-    }
-
-    fn spaces(&mut self) {
-        while self.peek().is_some_and(char::is_whitespace) {
-            self.next();
-        }
-    }
+/// `what` at byte `at` of `path`, said as a column (in characters).
+fn located(path: &str, at: usize, what: &str) -> String {
+    let column = path.get(..at).map_or(at, |before| before.chars().count());
+    format!("{what} (column {column})")
 }
 
-/// Appends `.name` (or `name` first) to a relative path.
+/// Appends `.name` (or `name` first) to a path.
 fn push_field(path: &mut String, name: &str) {
     if !path.is_empty() {
         path.push('.');

@@ -1,319 +1,28 @@
-//! The JSONPath of a CRD's printer columns, as client-go's `jsonpath`
-//! package evaluates it for the API server's tables: `.spec.replicas`,
-//! `.metadata.labels.app\.kubernetes\.io/name`, `.spec.items[0]`,
-//! `.spec.items[-1]`, `.spec.items[*].name`, `.spec.items[1:3]`,
-//! `.spec['key']`, `..name`, and filters such as
-//! `.status.conditions[?(@.type=="Ready")].status`.
+//! The JSONPath of a CRD's printer columns, evaluated as client-go's
+//! `jsonpath` package evaluates it for the API server's tables; the path is
+//! read by [`JsonPath::parse`] (what it reads is listed there).
 //!
-//! A column shows the first value found, or nothing; a path this reader
-//! does not understand is refused when the columns are read (its cells stay
-//! empty), and no object makes evaluation fail.
+//! A column shows the first value found, or nothing; a path that cannot be
+//! read is refused when the columns are read (its cells stay empty), and no
+//! object makes evaluation fail.
 
 use std::cmp::Ordering;
 
 use serde_json::Value;
 
-/// A parsed path.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct JsonPath {
-    steps: Vec<Step>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Step {
-    /// `.name`, `['name']`.
-    Field(String),
-    /// `..name`: the field in the value and everything below it.
-    Recursive(String),
-    /// `.*`, `[*]`: every element or member.
-    All,
-    /// `[0]`, `[-1]`, `[2,0]`.
-    Indexes(Vec<i64>),
-    /// `[start:end:step]`.
-    Slice {
-        start: Option<i64>,
-        end: Option<i64>,
-        step: Option<i64>,
-    },
-    /// `[?(@.path OP literal)]`, or `[?(@.path)]` for presence.
-    Filter {
-        path: Vec<Step>,
-        test: Option<(Op, Literal)>,
-    },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Op {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Literal {
-    String(String),
-    Number(f64),
-    Bool(bool),
-}
-
-/// Why a path was not understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("JSONPath {path:?} at byte {at}: {why}")]
-pub(super) struct PathError {
-    path: String,
-    at: usize,
-    why: &'static str,
-}
+pub(super) use crate::cache::jsonpath::JsonPath;
+use crate::cache::jsonpath::{Op, Step};
 
 impl JsonPath {
-    /// Parses `path`, with or without the `{...}` that templates wrap it in.
-    pub(super) fn parse(path: &str) -> Result<JsonPath, PathError> {
-        let trimmed = path.trim();
-        let inner = trimmed
-            .strip_prefix('{')
-            .and_then(|p| p.strip_suffix('}'))
-            .unwrap_or(trimmed);
-        let inner = inner.strip_prefix('$').unwrap_or(inner);
-        let mut parser = Parser {
-            text: inner,
-            at: 0,
-            path,
-        };
-        let steps = parser.steps(false)?;
-        if parser.at < inner.len() {
-            return Err(parser.error("unexpected text"));
-        }
-        Ok(JsonPath { steps })
-    }
-
     /// The first value the path finds in `root`.
     pub(super) fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
         evaluate(&self.steps, vec![root]).into_iter().next()
     }
 }
 
-struct Parser<'p> {
-    text: &'p str,
-    at: usize,
-    path: &'p str,
-}
-
-impl Parser<'_> {
-    fn error(&self, why: &'static str) -> PathError {
-        PathError {
-            path: self.path.to_owned(),
-            at: self.at,
-            why,
-        }
-    }
-
-    fn rest(&self) -> &str {
-        &self.text[self.at..]
-    }
-
-    fn eat(&mut self, token: &str) -> bool {
-        if self.rest().starts_with(token) {
-            self.at += token.len();
-            true
-        } else {
-            false
-        }
-    }
-
-    fn skip_spaces(&mut self) {
-        let spaces = self.rest().len() - self.rest().trim_start().len();
-        self.at += spaces;
-    }
-
-    /// Steps until the end, or (inside a filter) until what ends the
-    /// filter's path: a space, an operator or `)`.
-    fn steps(&mut self, in_filter: bool) -> Result<Vec<Step>, PathError> {
-        let mut steps = Vec::new();
-        loop {
-            if self.rest().is_empty() {
-                break;
-            }
-            if self.eat("..") {
-                let name = self.name();
-                if name.is_empty() {
-                    return Err(self.error("a name must follow .."));
-                }
-                steps.push(Step::Recursive(name));
-            } else if self.eat(".") {
-                if self.eat("*") {
-                    steps.push(Step::All);
-                } else {
-                    let name = self.name();
-                    if name.is_empty() {
-                        // A lone `.` is the value itself.
-                        if !self.rest().is_empty() && !self.rest().starts_with('[') {
-                            return Err(self.error("a name must follow ."));
-                        }
-                    } else {
-                        steps.push(Step::Field(name));
-                    }
-                }
-            } else if self.eat("[") {
-                steps.push(self.bracket()?);
-            } else if in_filter {
-                break;
-            } else {
-                return Err(self.error("expected . or ["));
-            }
-        }
-        Ok(steps)
-    }
-
-    /// A field name, up to an unescaped `.` or `[` (or, in a filter, a
-    /// space, an operator or `)`); `\.` is a dot in the name.
-    fn name(&mut self) -> String {
-        let mut name = String::new();
-        let mut chars = self.rest().char_indices().peekable();
-        let mut end = self.rest().len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => {
-                    if let Some((_, next)) = chars.next() {
-                        name.push(next);
-                    }
-                }
-                '.' | '[' | ']' | ' ' | ')' | '=' | '!' | '<' | '>' | ',' => {
-                    end = i;
-                    break;
-                }
-                c => name.push(c),
-            }
-        }
-        self.at += end;
-        name
-    }
-
-    /// What follows `[`, up to and including its `]`.
-    fn bracket(&mut self) -> Result<Step, PathError> {
-        self.skip_spaces();
-        let step = if self.eat("*") {
-            Step::All
-        } else if self.eat("?(") {
-            self.filter()?
-        } else if self.rest().starts_with('\'') || self.rest().starts_with('"') {
-            Step::Field(self.quoted()?)
-        } else {
-            self.indexes()?
-        };
-        self.skip_spaces();
-        if !self.eat("]") {
-            return Err(self.error("expected ]"));
-        }
-        Ok(step)
-    }
-
-    fn quoted(&mut self) -> Result<String, PathError> {
-        let quote = self.rest().chars().next().unwrap_or('"');
-        self.at += 1;
-        let Some(end) = self.rest().find(quote) else {
-            return Err(self.error("unterminated quote"));
-        };
-        let text = self.rest()[..end].to_owned();
-        self.at += end + 1;
-        Ok(text)
-    }
-
-    /// `n`, `n,m,...` or `start:end:step`.
-    fn indexes(&mut self) -> Result<Step, PathError> {
-        let end = self.rest().find(']').unwrap_or(self.rest().len());
-        let inside = &self.rest()[..end];
-        let number = |s: &str| -> Result<Option<i64>, PathError> {
-            let s = s.trim();
-            if s.is_empty() {
-                return Ok(None);
-            }
-            s.parse()
-                .map(Some)
-                .map_err(|_| self.error("an index must be an integer"))
-        };
-        let step = if inside.contains(':') {
-            let parts: Vec<&str> = inside.split(':').collect();
-            if parts.len() > 3 {
-                return Err(self.error("a slice has at most three parts"));
-            }
-            Step::Slice {
-                start: number(parts[0])?,
-                end: number(parts.get(1).copied().unwrap_or(""))?,
-                step: number(parts.get(2).copied().unwrap_or(""))?,
-            }
-        } else {
-            let indexes = inside
-                .split(',')
-                .map(|part| number(part)?.ok_or_else(|| self.error("an empty index")))
-                .collect::<Result<Vec<i64>, PathError>>()?;
-            Step::Indexes(indexes)
-        };
-        self.at += end;
-        Ok(step)
-    }
-
-    /// `?(` read; the filter up to and including `)`.
-    fn filter(&mut self) -> Result<Step, PathError> {
-        self.skip_spaces();
-        if !self.eat("@") {
-            return Err(self.error("a filter starts with @"));
-        }
-        let path = self.steps(true)?;
-        self.skip_spaces();
-        let op = [
-            ("==", Op::Eq),
-            ("!=", Op::Ne),
-            ("<=", Op::Le),
-            (">=", Op::Ge),
-            ("<", Op::Lt),
-            (">", Op::Gt),
-        ]
-        .into_iter()
-        .find(|(token, _)| self.rest().starts_with(token));
-        let test = match op {
-            Some((token, op)) => {
-                self.at += token.len();
-                self.skip_spaces();
-                Some((op, self.literal()?))
-            }
-            None => None,
-        };
-        self.skip_spaces();
-        if !self.eat(")") {
-            return Err(self.error("expected ) to end the filter"));
-        }
-        Ok(Step::Filter { path, test })
-    }
-
-    fn literal(&mut self) -> Result<Literal, PathError> {
-        if self.rest().starts_with('\'') || self.rest().starts_with('"') {
-            return self.quoted().map(Literal::String);
-        }
-        let end = self
-            .rest()
-            .find(|c: char| c == ')' || c.is_whitespace())
-            .unwrap_or(self.rest().len());
-        let word = &self.rest()[..end];
-        let literal = match word {
-            "true" => Literal::Bool(true),
-            "false" => Literal::Bool(false),
-            number => Literal::Number(
-                number
-                    .parse()
-                    .map_err(|_| self.error("a filter compares with a string, number or bool"))?,
-            ),
-        };
-        self.at += end;
-        Ok(literal)
-    }
-}
-
 /// Applies `steps` to each of `values`, in order.
-fn evaluate<'a>(steps: &[Step], mut values: Vec<&'a Value>) -> Vec<&'a Value> {
-    for step in steps {
+fn evaluate<'a>(steps: &[(usize, Step)], mut values: Vec<&'a Value>) -> Vec<&'a Value> {
+    for (_, step) in steps {
         values = values
             .into_iter()
             .flat_map(|value| apply(step, value))
@@ -336,7 +45,8 @@ fn apply<'a>(step: &Step, value: &'a Value) -> Vec<&'a Value> {
                 .filter_map(|v| v.as_object()?.get(name.as_str()))
                 .collect()
         }
-        Step::All => match value {
+        Step::Current => vec![value],
+        Step::All { .. } => match value {
             Value::Array(items) => items.iter().collect(),
             Value::Object(map) => map.values().collect(),
             _ => Vec::new(),
@@ -419,11 +129,15 @@ fn descend<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
-fn compare(left: &Value, op: Op, right: &Literal) -> bool {
+fn compare(left: &Value, op: Op, right: &Value) -> bool {
     let ordering = match (left, right) {
-        (Value::String(l), Literal::String(r)) => Some(l.as_str().cmp(r.as_str())),
-        (Value::Number(l), Literal::Number(r)) => l.as_f64().and_then(|l| l.partial_cmp(r)),
-        (Value::Bool(l), Literal::Bool(r)) => Some(l.cmp(r)),
+        (Value::String(l), Value::String(r)) => Some(l.cmp(r)),
+        (Value::Number(l), Value::Number(r)) => l
+            .as_f64()
+            .zip(r.as_f64())
+            .and_then(|(l, r)| l.partial_cmp(&r)),
+        (Value::Bool(l), Value::Bool(r)) => Some(l.cmp(r)),
+        (Value::Null, Value::Null) => Some(Ordering::Equal),
         _ => None,
     };
     let Some(ordering) = ordering else {
