@@ -105,10 +105,11 @@ impl JsonPath {
 }
 
 fn read(path: &str, relaxed: bool) -> Result<JsonPath, JsonPathError> {
+    let end = path.trim_end().len();
     let mut parser = Parser {
         path,
-        at: path.len() - path.trim_start().len(),
-        end: path.trim_end().len(),
+        at: end - path[..end].trim_start().len(),
+        end,
     };
     if parser.eat('{') {
         if !parser.rest().ends_with('}') {
@@ -382,6 +383,13 @@ mod tests {
         let error = JsonPath::relaxed("{.a[?(@.b == 'c' || @.d)]}").unwrap_err();
         assert_eq!(error.at, 18, "{error}");
         assert!(error.why.contains("combines comparisons"), "{error}");
+    }
+
+    #[test]
+    fn blank_paths_have_no_steps() {
+        for blank in ["", "   ", " {} "] {
+            assert_eq!(JsonPath::relaxed(blank).unwrap().steps, [], "{blank:?}");
+        }
     }
 
     #[test]
