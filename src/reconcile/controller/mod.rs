@@ -17,6 +17,7 @@ use std::time::Duration;
 use kube_client::Client;
 use tokio::sync::watch;
 
+#[cfg(feature = "config")]
 use crate::declarative::ResourceSet;
 use crate::factory::InformerHandle;
 use crate::informer::HandlerOptions;
@@ -255,9 +256,21 @@ impl Controller {
     /// come and go: a member that joins is watched from then on (its
     /// objects queued), one that leaves is no longer; the keys of its
     /// objects still queued are reconciled as absent.
+    #[cfg(feature = "config")]
     pub fn watch_set(mut self, set: &ResourceSet) -> Self {
         self.sources.push(Source::Set(set.clone()));
         self
+    }
+
+    /// The client of the first resource set's factory, if any.
+    fn set_client(&self) -> Option<Client> {
+        #[cfg(feature = "config")]
+        for source in &self.sources {
+            if let Source::Set(set) = source {
+                return Some(set.factory().client().clone());
+            }
+        }
+        None
     }
 
     /// Queues the key of every object of the watched resources every
@@ -307,12 +320,7 @@ impl Controller {
                 controller: self.name,
             });
         }
-        let client = self.client.clone().or_else(|| {
-            self.sources.iter().find_map(|s| match s {
-                Source::Set(set) => Some(set.factory().client().clone()),
-                _ => None,
-            })
-        });
+        let client = self.client.clone().or_else(|| self.set_client());
         let Some(client) = client else {
             return Err(ReconcileError::NoClient {
                 controller: self.name,

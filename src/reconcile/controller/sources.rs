@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use kube_client::Client;
 use parking_lot::{Mutex, RwLock};
+#[cfg(feature = "config")]
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::cache::lister::Lister;
 use crate::cache::store::CachedObject;
+#[cfg(feature = "config")]
 use crate::declarative::{ResourceSet, SetEvent, SetMember};
 use crate::factory::InformerHandle;
 use crate::informer::{Event, HandlerOptions, Registration};
@@ -37,6 +39,7 @@ pub(super) enum Source {
         handle: InformerHandle,
         options: OwnsOptions,
     },
+    #[cfg(feature = "config")]
     Set(ResourceSet),
 }
 
@@ -54,6 +57,7 @@ enum Role {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Origin {
     Builder,
+    #[cfg_attr(not(feature = "config"), allow(dead_code))]
     Member {
         set: usize,
         entry: String,
@@ -217,6 +221,7 @@ pub(super) struct Running {
     shutdown: ShutdownHandle,
     registrations: Arc<Mutex<Vec<(Origin, Registration)>>>,
     tasks: Vec<JoinHandle<()>>,
+    #[cfg_attr(not(feature = "config"), allow(dead_code))]
     sets: usize,
 }
 
@@ -256,6 +261,7 @@ impl Running {
                     .lock()
                     .push((Origin::Builder, registration));
             }
+            #[cfg(feature = "config")]
             Source::Set(set) => {
                 let number = self.sets;
                 self.sets += 1;
@@ -379,6 +385,7 @@ fn register_owned(
 }
 
 /// Watches `member` of set number `set`.
+#[cfg(feature = "config")]
 fn join(
     shared: &Arc<Shared>,
     registrations: &Mutex<Vec<(Origin, Registration)>>,
@@ -396,6 +403,7 @@ fn join(
 
 /// Stops watching `member` of set number `set`: its handler is removed,
 /// its informer kept (retired) until the queue is idle.
+#[cfg(feature = "config")]
 fn leave(
     shared: &Shared,
     registrations: &Mutex<Vec<(Origin, Registration)>>,
@@ -424,6 +432,7 @@ fn leave(
 
 /// Follows the changes of set number `set` until it or the controller
 /// goes.
+#[cfg(feature = "config")]
 async fn follow_set(
     shared: Arc<Shared>,
     registrations: Arc<Mutex<Vec<(Origin, Registration)>>>,
