@@ -44,6 +44,21 @@ impl SharedInformer {
         self.registration(&mailbox)
     }
 
+    /// Adds a handler of the objects events name, called in place by
+    /// whoever hands the informer's events on (the dispatch, under its
+    /// lock, for live events; the caller, for the replay) with handles:
+    /// nothing is decoded for it, and it is spared the hop to the handler
+    /// pool. For a handler that only hands work on (queues a key) and never
+    /// blocks.
+    pub(crate) fn add_objects_handler(
+        &self,
+        handler: impl Fn(&CachedObject, Option<&CachedObject>) + Send + Sync + 'static,
+        options: HandlerOptions,
+    ) -> Registration {
+        let mailbox = self.register(&options, Target::Objects(Box::new(handler)));
+        self.registration(&mailbox)
+    }
+
     /// Adds an async handler with the informer's default resync period. See
     /// [`add_async_handler_with`](Self::add_async_handler_with).
     ///

@@ -22,6 +22,7 @@ use super::options::setters;
 use super::pool::{HandlerPool, Runnable, TURN};
 pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
+use crate::cache::store::CachedObject;
 use crate::cache::{ChangePredicate, Condition};
 use crate::informer::telemetry::HandlerMetrics;
 use crate::vocabulary::resource::ResourceKey;
@@ -186,6 +187,10 @@ impl ListenerState {
     }
 }
 
+/// A handler of the objects events name: the object, and for an update
+/// the state before it (see [`Queued::objects`]).
+pub(crate) type ObjectsHandler = Box<dyn Fn(&CachedObject, Option<&CachedObject>) + Send + Sync>;
+
 /// Who drains a mailbox.
 pub(super) enum Target {
     /// A handler run on the process's handler pool.
@@ -193,6 +198,10 @@ pub(super) enum Target {
     /// A handler called in place, by whoever queued the event (the
     /// non-shared informer's dispatch, under its lock).
     InPlace(Box<dyn EventHandler>),
+    /// A handler of the objects events name, as handles (nothing decoded),
+    /// called in place like [`InPlace`](Self::InPlace): a controller's,
+    /// which only queues their keys.
+    Objects(ObjectsHandler),
     /// A task on the tokio runtime (async handlers), woken by the notify.
     Task(tokio::sync::Notify),
     /// An [`EventStream`]'s consumer.
@@ -278,7 +287,7 @@ impl Mailbox {
     fn wake(self: &Arc<Self>) {
         match &self.target {
             Target::Pool(_) => HandlerPool::global().schedule(self.clone()),
-            Target::InPlace(_) => while self.run_turn() {},
+            Target::InPlace(_) | Target::Objects(_) => while self.run_turn() {},
             Target::Task(notify) => notify.notify_one(),
             Target::Stream(waker) => waker.wake(),
         }
@@ -287,7 +296,7 @@ impl Mailbox {
     /// Whether the handler runs on another thread or task than the
     /// dispatch.
     pub(super) fn runs_elsewhere(&self) -> bool {
-        !matches!(self.target, Target::InPlace(_))
+        !matches!(self.target, Target::InPlace(_) | Target::Objects(_))
     }
 
     /// Takes the next turn's items; an empty turn clears `scheduled`, so the
@@ -329,7 +338,7 @@ impl Mailbox {
             self.state.backlog.store(0, Ordering::Relaxed);
         }
         match &self.target {
-            Target::Pool(_) | Target::InPlace(_) => {}
+            Target::Pool(_) | Target::InPlace(_) | Target::Objects(_) => {}
             Target::Task(notify) => notify.notify_one(),
             Target::Stream(waker) => waker.wake(),
         }
@@ -349,8 +358,10 @@ impl Mailbox {
 
 impl Runnable for Mailbox {
     fn run_turn(&self) -> bool {
-        let (Target::Pool(handler) | Target::InPlace(handler)) = &self.target else {
-            return false;
+        let handler = match &self.target {
+            Target::Pool(handler) | Target::InPlace(handler) => handler,
+            Target::Objects(handler) => return self.run_objects_turn(handler),
+            Target::Task(_) | Target::Stream(_) => return false,
         };
         let mut items = Vec::with_capacity(TURN);
         self.take_turn(&mut items);
@@ -372,6 +383,39 @@ impl Runnable for Mailbox {
 }
 
 impl Mailbox {
+    /// A turn of a [`Target::Objects`] handler: each event's objects as
+    /// handles, a panic caught and counted as any handler's.
+    fn run_objects_turn(&self, handler: &ObjectsHandler) -> bool {
+        let mut items = Vec::with_capacity(TURN);
+        self.take_turn(&mut items);
+        if items.is_empty() {
+            return false;
+        }
+        for item in items {
+            if self.state.removed.load(Ordering::Acquire) {
+                break;
+            }
+            match item {
+                Item::Event(queued) => {
+                    let started = std::time::Instant::now();
+                    let (object, old) = queued.objects();
+                    let call = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&object, old)));
+                    if let Err(panic) = call {
+                        note_panic(panic.as_ref(), &self.state, &self.resource);
+                    }
+                    self.state.delivered.fetch_add(1, Ordering::Relaxed);
+                    self.state
+                        .metrics
+                        .delivered(queued.kind(), started.elapsed());
+                    self.handed_event();
+                }
+                Item::Synced => self.state.mark_synced(),
+                Item::Settlement(_) => {}
+            }
+        }
+        self.end_turn()
+    }
+
     /// Hands a turn's items to `handler`, until they run out or the
     /// registration is removed.
     fn hand_over(&self, handler: &dyn EventHandler, items: &mut std::vec::IntoIter<Item>) {

@@ -41,6 +41,29 @@ impl Queued {
         }
     }
 
+    /// The event's object as a handle, and for an update (not a resync)
+    /// the state before it: nothing decoded.
+    pub(super) fn objects(&self) -> (CachedObject, Option<&CachedObject>) {
+        match self {
+            Queued::Ready(Event::Update {
+                old,
+                new,
+                is_resync: false,
+            }) => (CachedObject::from(new.clone()), Some(old)),
+            Queued::Ready(event) => (CachedObject::from(event.object().clone()), None),
+            Queued::Replay(cached) | Queued::Resync(cached) => (cached.clone(), None),
+        }
+    }
+
+    /// The kind of event it is (see [`Event::kind`]).
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Queued::Ready(event) => event.kind(),
+            Queued::Replay(_) => "Add",
+            Queued::Resync(_) => "Resync",
+        }
+    }
+
     fn key(&self) -> Option<String> {
         match self {
             Queued::Ready(event) => object_key(event.object()),

@@ -13,6 +13,7 @@ use crate::informer::*;
 use crate::cache::index::IndexFn;
 use crate::wire::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
 use crate::cache::CacheError;
+use crate::cache::store::CachedObject;
 
 /// The options of every informer here: the defaults, in the storage mode
 /// under test.
@@ -514,6 +515,42 @@ async fn a_late_handler_that_skips_the_replay_gets_only_later_changes() {
     server.send(WatchEvent::Modified(obj("a", 3)));
     eventually("the change", || rec.len() == 1).await;
     assert_eq!(rec.take(), ["update a 1->3"]);
+    cancel.cancel();
+}
+
+/// A controller's kind of handler: called in place with handles, the
+/// replay before its registration returns, an update with the state before
+/// it; a panic is counted and the next event still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_objects_handler_gets_handles_in_place_and_the_replay_at_once() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let seen = Arc::new(StdMutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let reg = inf.add_objects_handler(
+        move |object: &CachedObject, old: Option<&CachedObject>| {
+            let name = object.name().unwrap_or_default();
+            assert_ne!(name, "boom", "a handler that panics");
+            let rv = object.resource_version().unwrap_or_default();
+            record.lock().unwrap().push(match old {
+                Some(old) => format!("{name} {}->{rv}", old.resource_version().unwrap_or_default()),
+                None => format!("{name} {rv}"),
+            });
+        },
+        HandlerOptions::default(),
+    );
+    assert_eq!(*seen.lock().unwrap(), ["a 1"], "the replay, in place");
+    assert!(reg.has_synced());
+    server.send(WatchEvent::Modified(obj("a", 3)));
+    server.send(WatchEvent::Added(obj("boom", 4)));
+    server.send(WatchEvent::Added(obj("b", 5)));
+    eventually("the changes", || seen.lock().unwrap().len() == 3).await;
+    assert_eq!(*seen.lock().unwrap(), ["a 1", "a 1->3", "b 5"]);
+    assert_eq!((reg.panics(), reg.delivered()), (1, 4));
     cancel.cancel();
 }
 

@@ -211,7 +211,10 @@ impl Controller {
     }
 
     /// Queues the key of the object of every event of `handle`'s informer
-    /// (at start, every object it holds, as a late handler's replay).
+    /// (at start, every object it holds, as a late handler's replay). The
+    /// key is queued in place, as the informer hands the event on, from the
+    /// cached handle: nothing is decoded for it, no handler-pool thread
+    /// woken.
     pub fn watch(self, handle: &InformerHandle) -> Self {
         self.watch_with(handle, HandlerOptions::default())
     }

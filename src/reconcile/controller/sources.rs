@@ -17,7 +17,7 @@ use crate::cache::store::CachedObject;
 #[cfg(feature = "config")]
 use crate::declarative::{ResourceSet, SetEvent, SetMember};
 use crate::factory::InformerHandle;
-use crate::informer::{Event, HandlerOptions, Registration};
+use crate::informer::{HandlerOptions, Registration};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::Scope;
 
@@ -324,12 +324,14 @@ fn register_watched(
     origin: Origin,
 ) {
     let (queue, resource_of) = (shared.queue.clone(), handle.clone());
-    let registration = handle.informer().add_handler_with(
-        move |event: Event| {
-            let object = event.object();
-            if let Some(name) = object.metadata.name.as_deref() {
-                let namespace = object.metadata.namespace.as_deref();
-                queue.add(ObjectRef::new(resource_of.resource(), namespace, name));
+    let registration = handle.informer().add_objects_handler(
+        move |object: &CachedObject, _: Option<&CachedObject>| {
+            if let Some(name) = object.name() {
+                queue.add(ObjectRef::new(
+                    resource_of.resource(),
+                    object.namespace(),
+                    name,
+                ));
             }
         },
         named(options, &shared.name),
@@ -358,22 +360,19 @@ fn register_owned(
 ) -> Registration {
     let weak = Arc::downgrade(shared);
     let all_owners = options.all_owners;
-    handle.informer().add_handler_with(
-        move |event: Event| {
+    handle.informer().add_objects_handler(
+        move |object: &CachedObject, old: Option<&CachedObject>| {
             let Some(shared) = weak.upgrade() else {
                 return;
             };
             let kinds = shared.registry.read().owner_kinds();
-            let mut owners = owners_of(
-                &CachedObject::from(event.object().clone()),
-                all_owners,
-                &kinds,
-            );
-            if let Event::Update { old, .. } = &event {
-                for owner in owners_of(old, all_owners, &kinds) {
-                    if !owners.contains(&owner) {
-                        owners.push(owner);
-                    }
+            let mut owners = owners_of(object, all_owners, &kinds);
+            for owner in old
+                .map(|old| owners_of(old, all_owners, &kinds))
+                .unwrap_or_default()
+            {
+                if !owners.contains(&owner) {
+                    owners.push(owner);
                 }
             }
             for owner in owners {
