@@ -233,7 +233,6 @@ mod readme_reconcile {
         let spec_changes = HandlerOptions::default().changes(ChangePredicate::generation());
         let controller = Controller::new("widgets")
             .workers(4)
-            .client(factory.client().clone())
             .watch_with(&widgets, spec_changes)
             .owns(&config_maps);
         let shutdown = controller.shutdown_handle();

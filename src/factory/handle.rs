@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use kube_client::Client;
 use kube_core::ApiResource;
 use tokio::sync::watch;
 
@@ -25,6 +26,7 @@ pub struct InformerHandle {
     pub(super) informer: SharedInformer,
     pub(super) lister: Lister,
     pub(super) availability: watch::Receiver<ResourceAvailability>,
+    pub(super) client: Client,
 }
 
 impl InformerHandle {
@@ -38,6 +40,13 @@ impl InformerHandle {
             .borrow()
             .served()
             .map_or_else(|| self.resource.clone(), |(resource, _)| resource.into())
+    }
+
+    /// The client of the factory that made it: the one its informer lists
+    /// and watches with.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The shared informer: add handlers, event streams and indexes here.

@@ -596,6 +596,7 @@ impl InformerFactory {
             lister,
             informer,
             availability,
+            client: self.inner.client.clone(),
         };
         (handle, known)
     }

@@ -20,14 +20,6 @@ pub enum ReconcileError {
         /// The reconciler's name.
         controller: String,
     },
-    /// The reconciler was asked to run with no client to write with: none
-    /// was given ([`Controller::client`](crate::reconcile::Controller::client)),
-    /// and it watches no resource set whose factory's it could take.
-    #[error("the reconciler {controller:?} has no client to write with")]
-    NoClient {
-        /// The reconciler's name.
-        controller: String,
-    },
     /// An informer the reconciler reads from failed.
     #[error(transparent)]
     Informer(#[from] InformerError),

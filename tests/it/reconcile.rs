@@ -192,9 +192,9 @@ async fn four_workers_converge_on_200_widgets_under_a_thousand_updates_a_second_
     let calls = Calls::default();
     // Status writes leave the generation as it is: they queue nothing.
     let spec_changes = HandlerOptions::default().changes(ChangePredicate::generation());
+    // No client given: the status writes go through the factory's.
     let controller = Controller::new("rec-load")
         .workers(4)
-        .client(client.clone())
         .watch_with(&widgets, spec_changes);
     let book = calls.clone();
     let stop = run(controller, move |ctx: Context| {

@@ -113,7 +113,6 @@ impl OwnsOptions {
 /// factory.start()?;
 /// let controller = Controller::new("widgets")
 ///     .workers(4)
-///     .client(factory.client().clone())
 ///     .watch(&widgets)
 ///     .owns(&config_maps);
 /// let shutdown = controller.shutdown_handle();
@@ -203,8 +202,9 @@ impl Controller {
     }
 
     /// The client reconcile functions write with ([`Context::client`]).
-    /// A controller with a [resource set](Self::watch_set) and no client
-    /// of its own uses the set's factory's.
+    /// Without one, a controller uses the client of the factory of its
+    /// first source (the first [`watch`](Self::watch), [`owns`](Self::owns)
+    /// or resource set).
     pub fn client(mut self, client: Client) -> Self {
         self.client = Some(client);
         self
@@ -265,17 +265,6 @@ impl Controller {
         self
     }
 
-    /// The client of the first resource set's factory, if any.
-    fn set_client(&self) -> Option<Client> {
-        #[cfg(feature = "config")]
-        for source in &self.sources {
-            if let Source::Set(set) = source {
-                return Some(set.factory().client().clone());
-            }
-        }
-        None
-    }
-
     /// Queues the key of every object of the watched resources every
     /// `period` (from the caches: nothing is asked of the server), as
     /// controller-runtime's `SyncPeriod` does: a safety net for what is
@@ -309,23 +298,19 @@ impl Controller {
     /// controller too (the reconciles running then finish on their own).
     ///
     /// # Errors
-    /// [`ReconcileError::NothingWatched`] for a controller with no source;
-    /// [`ReconcileError::NoClient`] for one with neither a client nor a
-    /// resource set.
+    /// [`ReconcileError::NothingWatched`] for a controller with no source.
     pub async fn run<F, Fut, E>(self, reconcile: F) -> Result<(), ReconcileError>
     where
         F: Fn(Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: std::error::Error + Send + Sync + 'static,
     {
-        if self.sources.is_empty() {
-            return Err(ReconcileError::NothingWatched {
-                controller: self.name,
-            });
-        }
-        let client = self.client.clone().or_else(|| self.set_client());
+        let client = self
+            .client
+            .clone()
+            .or_else(|| self.sources.first().map(Source::client));
         let Some(client) = client else {
-            return Err(ReconcileError::NoClient {
+            return Err(ReconcileError::NothingWatched {
                 controller: self.name,
             });
         };

@@ -43,6 +43,17 @@ pub(super) enum Source {
     Set(ResourceSet),
 }
 
+impl Source {
+    /// The client of the factory the source's informers come from.
+    pub(super) fn client(&self) -> Client {
+        match self {
+            Source::Watch { handle, .. } | Source::Owns { handle, .. } => handle.client().clone(),
+            #[cfg(feature = "config")]
+            Source::Set(set) => set.factory().client().clone(),
+        }
+    }
+}
+
 /// What an informer is to a controller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
