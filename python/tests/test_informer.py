@@ -284,6 +284,9 @@ def test_ctrl_c_interrupts_a_wait(control_plane: ControlPlane) -> None:
     with kdi.Factory(control_plane.kubeconfigs["admin"]) as factory:
         informer = factory.informer(f"widgets.{group}")
         factory.start()
+        # Python's own Ctrl-C handler, even where the process was started
+        # with SIGINT ignored (a background job of a non-interactive shell).
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
         timer.start()
         try:
@@ -291,6 +294,7 @@ def test_ctrl_c_interrupts_a_wait(control_plane: ControlPlane) -> None:
                 informer.wait_for_sync(timeout=120)
         finally:
             timer.cancel()
+            signal.signal(signal.SIGINT, previous)
 
 
 def test_asyncio_events_and_sync(widgets: Widgets) -> None:
