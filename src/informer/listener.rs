@@ -358,80 +358,75 @@ impl Mailbox {
 
 impl Runnable for Mailbox {
     fn run_turn(&self) -> bool {
-        let handler = match &self.target {
-            Target::Pool(handler) | Target::InPlace(handler) => handler,
-            Target::Objects(handler) => return self.run_objects_turn(handler),
-            Target::Task(_) | Target::Stream(_) => return false,
-        };
+        if matches!(self.target, Target::Task(_) | Target::Stream(_)) {
+            return false;
+        }
         let mut items = Vec::with_capacity(TURN);
         self.take_turn(&mut items);
         if items.is_empty() {
             return false;
         }
-        let handler = handler.as_ref();
         let mut items = items.into_iter();
-        let mut deliver = || self.hand_over(handler, &mut items);
+        match &self.target {
+            Target::Pool(handler) | Target::InPlace(handler) => {
+                self.handler_turn(handler.as_ref(), &mut items);
+            }
+            Target::Objects(handler) => self.hand_over(&mut items, |queued| {
+                let (object, old) = queued.objects();
+                self.counted(queued.kind(), || handler(&object, old));
+            }),
+            Target::Task(_) | Target::Stream(_) => {}
+        }
+        self.end_turn()
+    }
+}
+
+impl Mailbox {
+    /// A turn of an [`EventHandler`]: its items as events, inside its
+    /// [`around_turn`](EventHandler::around_turn).
+    fn handler_turn(&self, handler: &dyn EventHandler, items: &mut std::vec::IntoIter<Item>) {
+        let call = |queued: Queued| {
+            let event = queued.into_event();
+            self.counted(event.kind(), || handler.on_event(event));
+        };
+        let mut deliver = || self.hand_over(items, call);
         let turn = std::panic::catch_unwind(AssertUnwindSafe(|| handler.around_turn(&mut deliver)));
         if let Err(panic) = turn {
             note_panic(panic.as_ref(), &self.state, &self.resource);
         }
         // What the turn did not deliver (its handler skipped `deliver`, or
         // panicked before it).
-        self.hand_over(handler, &mut items);
-        self.end_turn()
+        self.hand_over(items, call);
     }
-}
 
-impl Mailbox {
-    /// A turn of a [`Target::Objects`] handler: each event's objects as
-    /// handles, a panic caught and counted as any handler's.
-    fn run_objects_turn(&self, handler: &ObjectsHandler) -> bool {
-        let mut items = Vec::with_capacity(TURN);
-        self.take_turn(&mut items);
-        if items.is_empty() {
-            return false;
-        }
+    /// Hands a turn's items on, each event through `call`, until they run
+    /// out or the registration is removed.
+    fn hand_over(&self, items: &mut std::vec::IntoIter<Item>, mut call: impl FnMut(Queued)) {
         for item in items {
             if self.state.removed.load(Ordering::Acquire) {
                 break;
             }
             match item {
                 Item::Event(queued) => {
-                    let started = std::time::Instant::now();
-                    let (object, old) = queued.objects();
-                    let call = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&object, old)));
-                    if let Err(panic) = call {
-                        note_panic(panic.as_ref(), &self.state, &self.resource);
-                    }
-                    self.state.delivered.fetch_add(1, Ordering::Relaxed);
-                    self.state
-                        .metrics
-                        .delivered(queued.kind(), started.elapsed());
+                    call(queued);
                     self.handed_event();
                 }
                 Item::Synced => self.state.mark_synced(),
                 Item::Settlement(_) => {}
             }
         }
-        self.end_turn()
     }
 
-    /// Hands a turn's items to `handler`, until they run out or the
-    /// registration is removed.
-    fn hand_over(&self, handler: &dyn EventHandler, items: &mut std::vec::IntoIter<Item>) {
-        for item in items {
-            if self.state.removed.load(Ordering::Acquire) {
-                break;
-            }
-            match item {
-                Item::Event(queued) => {
-                    deliver(handler, queued.into_event(), &self.state, &self.resource);
-                    self.handed_event();
-                }
-                Item::Synced => self.state.mark_synced(),
-                Item::Settlement(_) => {}
-            }
+    /// Calls a handler with an event of `kind`, catching and counting a
+    /// panic, and records the time it took.
+    fn counted(&self, kind: &str, call: impl FnOnce()) {
+        let started = std::time::Instant::now();
+        let result = std::panic::catch_unwind(AssertUnwindSafe(call));
+        self.state.delivered.fetch_add(1, Ordering::Relaxed);
+        if let Err(panic) = result {
+            note_panic(panic.as_ref(), &self.state, &self.resource);
         }
+        self.state.metrics.delivered(kind, started.elapsed());
     }
 }
 
@@ -471,24 +466,6 @@ impl Listener {
     pub(super) fn is_closed(&self) -> bool {
         self.mailbox.state.removed.load(Ordering::Acquire)
     }
-}
-
-/// Calls the handler, catching and counting a panic, and records the time
-/// it took.
-pub(super) fn deliver(
-    handler: &dyn EventHandler,
-    event: Event,
-    state: &ListenerState,
-    resource: &ResourceKey,
-) {
-    let kind = event.kind();
-    let started = std::time::Instant::now();
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| handler.on_event(event)));
-    state.delivered.fetch_add(1, Ordering::Relaxed);
-    if let Err(panic) = result {
-        note_panic(panic.as_ref(), state, resource);
-    }
-    state.metrics.delivered(kind, started.elapsed());
 }
 
 /// Counts and logs a handler's panic.
