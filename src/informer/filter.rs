@@ -167,7 +167,7 @@ impl Gate {
     /// What the handlers get of a delta's `events`. `stored` is the cache's
     /// handle on the new state of a lone update, read by the change
     /// predicate in place of the decoded object (in a compact cache, two
-    /// states written alike then compare by their bytes).
+    /// states then compare by their digests or their bytes).
     pub(super) fn pass(&mut self, events: &[Event], stored: Option<&CachedObject>) -> Passed {
         let mut passed = Passed::default();
         for (i, event) in events.iter().enumerate() {

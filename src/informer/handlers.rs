@@ -209,6 +209,9 @@ impl SharedInformer {
             }
             return gate.id;
         }
+        if let Some(changes) = changes {
+            self.shared.store.keep_digests(changes.digested_fields());
+        }
         d.next_gate += 1;
         let mut gate = Gate::new(
             d.next_gate,

@@ -46,6 +46,17 @@ use crate::cache::{CacheError, ExpressionOf};
 /// states of a compact cache whose `spec` is written alike compare by their
 /// bytes. Other expressions are evaluated on both states decoded.
 ///
+/// Once a handler's predicate watches a field of the data (the `spec` of
+/// `spec` or `spec.replicas`), a compact cache keeps a 128-bit digest of
+/// that field beside each object it writes, computed while the object's
+/// bytes are at hand: an update whose two states have the same digest
+/// leaves the field as it was, and is told apart without reading either
+/// state (the old one is cold in memory by then). Digests that differ, or
+/// a state written before the field was watched, fall back to reading the
+/// values. Two different values have the same digest with a chance of
+/// about 2^-128; the digests are keyed with seeds drawn at random for each
+/// cache, so that no value can be chosen to match another's.
+///
 /// Cheap to clone; clones share the compiled expressions.
 ///
 /// ```
@@ -85,6 +96,10 @@ pub struct ChangePredicate {
 struct Watched {
     compiled: CompiledExpression,
     place: Option<Place>,
+    /// The field of the data a plain path starts with (`spec` for
+    /// `spec.replicas`): when two compact states keep equal digests of
+    /// it, the value below it is the same too.
+    field: Option<String>,
 }
 
 /// Where a plain field path is read without decoding the object.
@@ -171,8 +186,17 @@ impl ChangePredicate {
             .into_iter()
             .map(|e| {
                 let compiled = CompiledExpression::compile(e.as_ref(), ExpressionOf::Change)?;
-                let place = compiled.direct_path().and_then(Place::of);
-                Ok(Arc::new(Watched { compiled, place }))
+                let path = compiled.direct_path();
+                let place = path.and_then(Place::of);
+                let field = path
+                    .and_then(<[String]>::first)
+                    .filter(|f| !matches!(f.as_str(), "metadata" | "apiVersion" | "kind"))
+                    .cloned();
+                Ok(Arc::new(Watched {
+                    compiled,
+                    place,
+                    field,
+                }))
             })
             .collect::<Result<Vec<_>, CacheError>>()?;
         if compiled.is_empty() {
@@ -248,6 +272,13 @@ impl ChangePredicate {
         self.expressions.iter().map(|e| e.compiled.text())
     }
 
+    /// The fields of an object's data its plain paths start with: a
+    /// compact cache keeps a digest of each, so that an update that leaves
+    /// them alone is told apart without reading either state.
+    pub(crate) fn digested_fields(&self) -> impl Iterator<Item = &str> {
+        self.expressions.iter().filter_map(|e| e.field.as_deref())
+    }
+
     /// Whether the value of any expression differs between `old` and
     /// `new` (two states of one object).
     #[must_use]
@@ -256,9 +287,16 @@ impl ChangePredicate {
     }
 }
 
-/// Whether `expression` gives `old` and `new` different values: read in
-/// place for a plain field path, else evaluated on both decoded.
+/// Whether `expression` gives `old` and `new` different values: the same
+/// when both keep equal digests of the field its plain path starts with,
+/// else read in place for a plain field path, else evaluated on both
+/// decoded.
 fn differs(expression: &Watched, old: &CachedObject, new: &CachedObject) -> bool {
+    if let (Some(field), Some(a), Some(b)) = (&expression.field, old.compact(), new.compact())
+        && a.same_field(b, field) == Some(true)
+    {
+        return false;
+    }
     if let Some(place) = &expression.place {
         return !read(old, place).same(&read(new, place));
     }

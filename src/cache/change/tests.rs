@@ -28,7 +28,18 @@ fn states(
     old: DynamicObject,
     new: DynamicObject,
 ) -> (CachedObject, CachedObject) {
+    states_digesting(storage, &[], old, new)
+}
+
+/// [`states`], the cache keeping digests of `fields`.
+fn states_digesting(
+    storage: Storage,
+    fields: &[&str],
+    old: DynamicObject,
+    new: DynamicObject,
+) -> (CachedObject, CachedObject) {
     let mut writer = StoreWriter::with_storage(storage);
+    writer.reader().keep_digests(fields.iter().copied());
     writer.upsert(Arc::new(old));
     let before = writer.reader().get("shop/w").expect("cached");
     writer.upsert(Arc::new(new));
@@ -45,6 +56,11 @@ fn each_storage(
         let (before, after) = states(storage, old.clone(), new.clone());
         check(&format!("{storage:?}"), &before, &after);
     }
+    // A compact cache keeping digests of the data's fields, as it does
+    // once a handler's change predicate watches them.
+    let fields = ["spec", "status"];
+    let (before, after) = states_digesting(Storage::Compact, &fields, old.clone(), new.clone());
+    check("compact with digests", &before, &after);
     // A compact state beside a decoded one (an update of a relist, whose
     // new state is the decoded object from the list).
     let (before, _) = states(Storage::Compact, old.clone(), new.clone());
@@ -232,4 +248,38 @@ fn or_keeps_each_expression_once_and_equality_ignores_their_order() {
     assert_eq!(both.to_string(), "spec, metadata.labels");
     assert_eq!(both, ChangePredicate::labels().or(ChangePredicate::spec()));
     assert_ne!(both, ChangePredicate::spec());
+}
+
+#[test]
+fn a_compact_cache_tells_an_unchanged_field_by_its_digest_and_reads_a_changed_one() {
+    let old = widget(spec(), json!({ "phase": "Pending" }), json!({}), 1);
+    let new = widget(spec(), json!({ "phase": "Running" }), json!({}), 2);
+    let (before, after) = states_digesting(Storage::Compact, &["spec", "status"], old, new);
+    let (a, b) = (before.compact().unwrap(), after.compact().unwrap());
+    assert_eq!(a.same_field(b, "spec"), Some(true));
+    assert_eq!(a.same_field(b, "status"), Some(false));
+    // Not digested, or not there: nothing said, the values are read.
+    assert_eq!(a.same_field(b, "metadata"), None);
+    assert_eq!(a.same_field(b, "data"), None);
+    let predicate = ChangePredicate::any_of(["spec", "spec.replicas", "metadata.generation"]);
+    assert_eq!(
+        predicate.unwrap().digested_fields().collect::<Vec<_>>(),
+        ["spec", "spec"]
+    );
+
+    // Only a compact cache keeps them, and only for fields asked for.
+    let (plain, _) = states(
+        Storage::Compact,
+        widget(spec(), json!({}), json!({}), 1),
+        widget(spec(), json!({}), json!({}), 2),
+    );
+    let plain = plain.compact().unwrap();
+    assert_eq!(plain.same_field(plain, "spec"), None);
+    let (objects, _) = states_digesting(
+        Storage::Objects,
+        &["spec"],
+        widget(spec(), json!({}), json!({}), 1),
+        widget(spec(), json!({}), json!({}), 2),
+    );
+    assert!(objects.compact().is_none());
 }

@@ -196,11 +196,31 @@ impl<'a> Seq<'a> {
         })
     }
 
-    fn find(self, mut wanted: impl FnMut(RawKey<'_>) -> bool) -> Option<Node<'a>> {
+    fn find(self, wanted: impl FnMut(RawKey<'_>) -> bool) -> Option<Node<'a>> {
+        self.seek(wanted)?.1.node()
+    }
+
+    /// The key of the entry named `key` in a map, and the bytes its value
+    /// is written in, as they are.
+    pub(super) fn entry_bytes(self, key: &str) -> Option<(RawKey<'a>, &'a [u8])> {
+        let tables = self.doc.tables;
+        let (raw, mut at) = self.seek(|raw| match raw {
+            RawKey::Id(id) => tables.key(id as usize) == Some(key),
+            RawKey::Inline(bytes) => bytes == key.as_bytes(),
+        })?;
+        let start = at.pos;
+        at.skip()?;
+        Some((raw, self.doc.bytes.get(start..at.pos)?))
+    }
+
+    /// The first entry whose key is `wanted`: its key, and a cursor on its
+    /// value.
+    fn seek(self, mut wanted: impl FnMut(RawKey<'_>) -> bool) -> Option<(RawKey<'a>, Cursor<'a>)> {
         let mut at = self.cursor();
         for _ in 0..self.len {
-            if wanted(at.raw_key()?) {
-                return at.node();
+            let raw = at.raw_key()?;
+            if wanted(raw) {
+                return Some((raw, at));
             }
             at.skip()?;
         }

@@ -3,7 +3,7 @@
 use triomphe::ThinArc;
 
 use super::build::Builder;
-use super::node::{Cursor, Key};
+use super::node::{Cursor, Key, RawKey};
 use super::table::id;
 use super::view::{OwnerRefView, node_value};
 use super::*;
@@ -19,8 +19,21 @@ struct Header {
 /// One cached object in compact form, in one allocation; see the [layer
 /// documentation](crate::cache) ("Compact storage"). Cheap to clone (a
 /// reference count).
+///
+/// The allocation also holds the digests of the fields of the object's
+/// data that change predicates of its store watch (see
+/// [`ChangePredicate`](crate::cache::ChangePredicate)): a count, then each
+/// field's key number and a 128-bit digest of the bytes its value is
+/// written in (20 bytes a field), before the object's bytes.
 #[derive(Clone)]
 pub struct CompactObject(ThinArc<Header, u8>);
+
+/// The bytes of one digest before an object's bytes: a key number (`u32`)
+/// and the digest (`u128`), little-endian.
+const DIGEST_LEN: usize = 4 + 16;
+
+/// The most fields of one object that are digested.
+pub(crate) const MAX_DIGESTS: usize = 8;
 
 impl fmt::Debug for CompactObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -47,6 +60,45 @@ impl PartialEq for CompactObject {
     }
 }
 
+impl Header {
+    fn new(tables: Arc<Tables>) -> Self {
+        Header {
+            tables,
+            recent: parking_lot::Mutex::new(Weak::new()),
+        }
+    }
+}
+
+/// Writes into `bytes` — a count, room for `fields.len()` digests, then an
+/// object's bytes — the digests of the data's `fields` the object has,
+/// moved up against the object's bytes, and their count before them.
+/// Returns where the count now is: the object's slice starts there.
+fn digest_fields(tables: &Tables, bytes: &mut [u8], fields: &[Box<str>]) -> usize {
+    let prefix = 1 + fields.len() * DIGEST_LEN;
+    let mut found = Vec::new();
+    if !fields.is_empty() {
+        let object = CompactObject::data_of(Doc {
+            bytes: &bytes[prefix..],
+            tables,
+        });
+        if let Some(data) = object.and_then(Node::as_map) {
+            for field in fields {
+                if let Some((RawKey::Id(id), value)) = data.entry_bytes(field) {
+                    found.push((id, tables.digest(value)));
+                }
+            }
+        }
+    }
+    let start = prefix - 1 - found.len() * DIGEST_LEN;
+    bytes[start] = found.len() as u8;
+    for (i, (id, digest)) in found.into_iter().enumerate() {
+        let at = start + 1 + i * DIGEST_LEN;
+        bytes[at..at + 4].copy_from_slice(&id.to_le_bytes());
+        bytes[at + 4..at + DIGEST_LEN].copy_from_slice(&digest.to_le_bytes());
+    }
+    start
+}
+
 /// The parts of an object's bytes.
 pub(super) struct Parts<'a> {
     pub(super) types: Option<(&'a str, &'a str)>,
@@ -57,27 +109,87 @@ pub(super) struct Parts<'a> {
 impl CompactObject {
     /// The compact form of `object`, sharing keys and trees through `interner`.
     pub fn from_object(object: &DynamicObject, interner: &mut Interner) -> CompactObject {
+        Self::digesting(object, interner, &[])
+    }
+
+    /// [`from_object`](Self::from_object), keeping a digest of each of the
+    /// data's `fields` the object has (the first [`MAX_DIGESTS`]), so that
+    /// [`same_field`](Self::same_field) compares two states of it without
+    /// reading their bytes.
+    pub(crate) fn digesting(
+        object: &DynamicObject,
+        interner: &mut Interner,
+        fields: &[Box<str>],
+    ) -> CompactObject {
         let (mut bytes, tree) = std::mem::take(&mut interner.scratch);
         bytes.clear();
+        let fields = &fields[..fields.len().min(MAX_DIGESTS)];
+        let prefix = 1 + fields.len() * DIGEST_LEN;
+        bytes.resize(prefix, 0);
         let mut builder = Builder::new(interner, tree);
         builder.object(object, &mut bytes);
         let tree = builder.into_scratch();
-        let built = Self::from_bytes(Arc::clone(interner.tables()), &bytes);
+        let tables = Arc::clone(interner.tables());
+        let digests = digest_fields(&tables, &mut bytes, fields);
+        let header = Header::new(tables);
+        let built = CompactObject(ThinArc::from_header_and_slice(header, &bytes[digests..]));
         interner.scratch = (bytes, tree);
         built
     }
 
     /// An object of these bytes, read with `tables`.
     pub(super) fn from_bytes(tables: Arc<Tables>, bytes: &[u8]) -> CompactObject {
-        let header = Header {
-            tables,
-            recent: parking_lot::Mutex::new(Weak::new()),
-        };
-        CompactObject(ThinArc::from_header_and_slice(header, bytes))
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            scratch.push(0);
+            scratch.extend_from_slice(bytes);
+            CompactObject(ThinArc::from_header_and_slice(Header::new(tables), scratch))
+        })
     }
 
+    /// The object's bytes, after its digests.
     pub(super) fn bytes(&self) -> &[u8] {
-        &self.0.slice
+        let slice = &self.0.slice;
+        let digests = usize::from(slice.first().copied().unwrap_or(0));
+        slice.get(1 + digests * DIGEST_LEN..).unwrap_or_default()
+    }
+
+    /// The digest of data field `field`, if one was kept.
+    fn digest(&self, field: &str) -> Option<u128> {
+        let slice = &self.0.slice;
+        let count = usize::from(*slice.first()?);
+        let tables = self.tables();
+        slice
+            .get(1..1 + count * DIGEST_LEN)?
+            .chunks_exact(DIGEST_LEN)
+            .find(|d| {
+                let id = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+                tables.key(id as usize) == Some(field)
+            })
+            .and_then(|d| d[4..].try_into().ok())
+            .map(u128::from_le_bytes)
+    }
+
+    /// Whether data field `field` holds the same value in `self` and
+    /// `other` (two states of one object), told from the digests kept when
+    /// each was built ([`Storage::Compact`](crate::cache::store::Storage)
+    /// keeps them for the fields a change predicate watches): `Some(true)`
+    /// when both digests are there and equal, `Some(false)` when they
+    /// differ (the values may still be equal, written differently), `None`
+    /// when either has none.
+    pub(crate) fn same_field(&self, other: &CompactObject, field: &str) -> Option<bool> {
+        if !Arc::ptr_eq(self.tables(), other.tables()) {
+            return None;
+        }
+        Some(self.digest(field)? == other.digest(field)?)
+    }
+
+    /// The bytes of the one allocation's slice: digests and object.
+    fn slice_len(&self) -> usize {
+        self.0.slice.len()
     }
 
     pub(super) fn tables(&self) -> &Arc<Tables> {
@@ -116,15 +228,19 @@ impl CompactObject {
 
     /// The data, without reading the type fields or the metadata.
     fn data_node(&self) -> Node<'_> {
-        let mut at = Cursor::new(self.doc());
-        let skipped = (|| {
-            if at.byte()? == 1 {
-                at.raw_key()?;
-                at.raw_key()?;
-            }
-            at.skip()
-        })();
-        skipped.and_then(|()| at.node()).unwrap_or(Node::Null)
+        Self::data_of(self.doc()).unwrap_or(Node::Null)
+    }
+
+    /// The data of the object `doc` holds, stepping over its type fields
+    /// and metadata.
+    fn data_of(doc: Doc<'_>) -> Option<Node<'_>> {
+        let mut at = Cursor::new(doc);
+        if at.byte()? == 1 {
+            at.raw_key()?;
+            at.raw_key()?;
+        }
+        at.skip()?;
+        at.node()
     }
 
     fn meta_field(&self, id: u32) -> Option<Node<'_>> {
@@ -458,7 +574,7 @@ impl CompactEntry {
     /// The bytes of the entry's one allocation: its reference count, header,
     /// length and bytes.
     pub(crate) fn allocated(&self) -> usize {
-        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Header>() + self.0.bytes().len()
+        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Header>() + self.0.slice_len()
     }
 
     /// How many handles share this entry.

@@ -141,6 +141,8 @@ pub(super) mod id {
 pub(super) struct Tables {
     keys: AppendOnly<Box<str>>,
     trees: AppendOnly<Tree>,
+    /// Two seeds for the digests of fields (see [`Tables::digest`]).
+    digest_seeds: [foldhash::quality::RandomState; 2],
 }
 
 /// A shared tree: its bytes, and, for the first trees, the value decoded
@@ -169,11 +171,22 @@ impl Tables {
         let tables = Tables {
             keys: AppendOnly::new(),
             trees: AppendOnly::new(),
+            digest_seeds: Default::default(),
         };
         for key in WELL_KNOWN {
             tables.keys.push(key.into());
         }
         tables
+    }
+
+    /// A 128-bit digest of `bytes`: two 64-bit hashes, each keyed with a
+    /// seed drawn at random for these tables (foldhash's quality hasher).
+    /// Two different values' bytes get the same digest with a chance of
+    /// about 2^-128, and one cannot be chosen to match another without the
+    /// seeds, which never leave the process.
+    pub(super) fn digest(&self, bytes: &[u8]) -> u128 {
+        let [a, b] = &self.digest_seeds;
+        (u128::from(a.hash_one(bytes)) << 64) | u128::from(b.hash_one(bytes))
     }
 
     /// Key `id`.

@@ -112,7 +112,40 @@ fn an_object_is_one_thin_allocation() {
         c.bytes().len()
     );
     let entry = CompactEntry::new(c.clone(), None);
-    assert_eq!(entry.allocated(), c.bytes().len() + 40);
+    // The reference count, header and length (40 bytes), and the count of
+    // digests kept (none).
+    assert_eq!(entry.allocated(), c.bytes().len() + 41);
+}
+
+#[test]
+fn digests_kept_beside_an_object_change_nothing_it_reads_or_writes() {
+    let mut interner = Interner::new();
+    let o = decoded(WIDGET);
+    // The first object writes its `fieldsV1` tree in place, the next ones
+    // share it.
+    CompactObject::from_object(&o, &mut interner);
+    let plain = CompactObject::from_object(&o, &mut interner);
+    let fields: Vec<Box<str>> = ["spec", "absent", "status"].map(Into::into).into();
+    let digested = CompactObject::digesting(&o, &mut interner, &fields);
+    assert_eq!(digested.bytes(), plain.bytes());
+    assert_eq!(digested, plain);
+    assert_eq!(digested.to_object(), o);
+    assert_eq!(digested.pointer("/spec"), plain.pointer("/spec"));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    digested.write_json(&mut a).unwrap();
+    plain.write_json(&mut b).unwrap();
+    assert_eq!(a, b);
+    // Two digests (20 bytes each): `absent` is not in the Widget.
+    let allocated = |c: &CompactObject| CompactEntry::new(c.clone(), None).allocated();
+    assert_eq!(allocated(&digested), allocated(&plain) + 40);
+    assert_eq!(digested.same_field(&plain, "spec"), None);
+    let again = CompactObject::digesting(&o, &mut interner, &fields);
+    assert_eq!(digested.same_field(&again, "spec"), Some(true));
+    assert_eq!(digested.same_field(&again, "status"), Some(true));
+    assert_eq!(digested.same_field(&again, "absent"), None);
+    // Other tables, other seeds: not compared.
+    let elsewhere = CompactObject::digesting(&o, &mut Interner::new(), &fields);
+    assert_eq!(digested.same_field(&elsewhere, "spec"), None);
 }
 
 #[test]

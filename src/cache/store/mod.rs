@@ -117,15 +117,21 @@ pub struct StoreWriter {
     writes_since_forget: usize,
 }
 
+/// The index definitions of a store, in slot order.
+type Defs = Arc<[Arc<IndexDef>]>;
+
 struct State {
     storage: Storage,
     objects: IndexMap<Key, Entry>,
     /// Index definitions in declaration order; position = slot. Replaced, not
     /// mutated, when an index is added, so the writer can evaluate against a
     /// snapshot without holding the lock.
-    defs: Arc<[Arc<IndexDef>]>,
+    defs: Defs,
     /// Value maps, same order as `defs`.
     indexes: Vec<IndexData>,
+    /// The fields of the data whose digest each compact object keeps (see
+    /// [`Store::keep_digests`]); replaced, not mutated, as `defs`.
+    digested: Arc<[Box<str>]>,
 }
 
 struct Entry {
@@ -361,6 +367,7 @@ impl State {
                 failure_metric: metrics::Counter::noop(),
             })]),
             indexes: vec![IndexData::default()],
+            digested: Arc::from([]),
         }
     }
 
@@ -454,8 +461,37 @@ impl Store {
         self.sync.subscribe()
     }
 
-    fn defs(&self) -> Arc<[Arc<IndexDef>]> {
+    fn defs(&self) -> Defs {
         self.shared.read().defs.clone()
+    }
+
+    /// What the writer computes for each object it writes: the index
+    /// definitions, and the fields to digest.
+    fn plan(&self) -> (Defs, Arc<[Box<str>]>) {
+        let state = self.shared.read();
+        (state.defs.clone(), state.digested.clone())
+    }
+
+    /// From now on, with [`Storage::Compact`], each object written keeps a
+    /// digest of each of these fields of its data (`spec`, ...), so that a
+    /// change predicate watching one tells two states of an object apart
+    /// without reading them (see
+    /// [`ChangePredicate`](crate::cache::ChangePredicate)). Fields asked
+    /// for before are kept; the first few are digested.
+    pub(crate) fn keep_digests<'a>(&self, fields: impl IntoIterator<Item = &'a str>) {
+        let mut state = self.shared.write();
+        if state.storage != Storage::Compact {
+            return;
+        }
+        let mut all = state.digested.to_vec();
+        for field in fields {
+            if !all.iter().any(|f| &**f == field) {
+                all.push(field.into());
+            }
+        }
+        if all.len() > state.digested.len() {
+            state.digested = all.into();
+        }
     }
 
     /// How this store holds its objects.

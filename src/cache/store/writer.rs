@@ -57,11 +57,15 @@ impl StoreWriter {
     }
 
     /// The stored form of `object`.
-    pub(super) fn hold(&mut self, object: &Arc<DynamicObject>) -> CachedObject {
+    pub(super) fn hold(
+        &mut self,
+        object: &Arc<DynamicObject>,
+        digested: &[Box<str>],
+    ) -> CachedObject {
         match self.storage {
             Storage::Objects => CachedObject(Held::Object(object.clone())),
             Storage::Compact => {
-                let compact = CompactObject::from_object(object, &mut self.interner);
+                let compact = CompactObject::digesting(object, &mut self.interner, digested);
                 CachedObject(Held::Compact(CompactEntry::new(compact, Some(object))))
             }
         }
@@ -119,8 +123,9 @@ impl StoreWriter {
             tracing::warn!("skipping an object without metadata.name");
             return None;
         };
-        let computed = evaluate_all(&self.store.defs(), &key, &object);
-        let held = self.hold(&object);
+        let (defs, digested) = self.store.plan();
+        let computed = evaluate_all(&defs, &key, &object);
+        let held = self.hold(&object, &digested);
         let old = self
             .store
             .shared
@@ -264,12 +269,12 @@ impl StoreWriter {
         &mut self,
         keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
     ) -> Vec<Prepared> {
-        let defs = self.store.defs();
+        let (defs, digested) = self.store.plan();
         keyed
             .into_iter()
             .map(|(key, object)| {
                 let computed = evaluate_all(&defs, &key, &object);
-                let held = self.hold(&object);
+                let held = self.hold(&object, &digested);
                 Prepared {
                     key,
                     object,

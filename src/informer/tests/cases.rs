@@ -1543,6 +1543,14 @@ async fn a_filtered_handler_sees_the_cache_through_its_filter_across_a_relist() 
             "update a 6->7",
         ]
     );
+    // A compact cache keeps a digest of `spec` in what it writes once a
+    // handler's change predicate watches it (the update 5->6 was told
+    // apart by them); a cache of decoded objects has no need of them.
+    let a = inf.store().get("ns/a").expect("a cached");
+    assert_eq!(
+        a.compact().and_then(|a| a.same_field(a, "spec")),
+        (STORAGE == crate::informer::options::Storage::Compact).then_some(true)
+    );
     // 410: the relist finds a gone, b no longer web, c web again (with a
     // new spec), d new and web, e new and not.
     server.queue_list(vec![

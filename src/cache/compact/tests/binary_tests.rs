@@ -168,3 +168,20 @@ fn trees_read_back_differing_only_in_number_representation_stay_apart() {
         serde_json::to_string(&minus_zero).unwrap()
     );
 }
+
+#[test]
+fn a_snapshot_holds_an_objects_bytes_without_its_digests() {
+    let mut interner = Interner::new();
+    let o = decoded(WIDGET);
+    // Built alike: the first writes its `fieldsV1` tree in place.
+    CompactObject::from_object(&o, &mut interner);
+    let fields: Vec<Box<str>> = ["spec", "status"].map(Into::into).into();
+    let digested = CompactObject::digesting(&o, &mut interner, &fields);
+    let plain = CompactObject::from_object(&o, &mut interner);
+    let (_, with, _) = through_bytes(std::slice::from_ref(&digested));
+    let (back, without, _) = through_bytes(std::slice::from_ref(&plain));
+    assert_eq!(with, without);
+    assert_eq!(back[0].bytes(), plain.bytes());
+    assert_eq!(back[0].to_object(), o);
+    assert_eq!(back[0].same_field(&back[0], "spec"), None);
+}
