@@ -130,21 +130,17 @@ impl Handler {
     }
 }
 
-/// CPU of one burst: on the dispatching thread, and on the others, in
-/// nanoseconds an event.
-struct Spent {
-    dispatch: f64,
-    handler_threads: f64,
-}
-
-/// One burst of status updates of every Widget, handed to `kind`.
-fn burst(
+/// One chunk of status updates (`CHUNK` Widgets from `first`), handed to
+/// a handler of `kind` registered for it: the CPU it took, in nanoseconds
+/// an event, on the dispatching thread and on the others together.
+fn chunk(
     informer: &SharedInformer,
     writer: &mut StoreWriter,
     template: &serde_json::Value,
     rv: &mut u64,
+    first: usize,
     kind: Handler,
-) -> Spent {
+) -> f64 {
     let (tx, rx) = mpsc::channel::<()>();
     let seen = Arc::new(AtomicU64::new(0));
     let handler = {
@@ -164,7 +160,7 @@ fn burst(
                 };
                 std::hint::black_box(spec_changed);
             }
-            if (seen.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(CHUNK as u64) {
+            if seen.fetch_add(1, Ordering::Relaxed) + 1 == CHUNK as u64 {
                 let _ = tx.lock().send(());
             }
         }
@@ -180,47 +176,45 @@ fn burst(
         }
     };
     let shared = &informer.shared;
-    let (mut dispatch, mut others) = (0, 0);
-    for chunk in 0..OBJECTS / CHUNK {
-        // The updates as the cache has taken them; their objects are kept
-        // until the chunk is done, so that freeing them (which the informer
-        // does with or without handlers) is not counted.
-        let mut kept = Vec::with_capacity(CHUNK);
-        let applied: Vec<Applied> = (chunk * CHUNK..(chunk + 1) * CHUNK)
-            .map(|i| {
-                *rv += 1;
-                let new = widget(template, i, *rv);
-                let (stored, old) = writer.upsert_held(new.clone()).expect("keyed");
-                let old = old.expect("replaced");
-                kept.push((new.clone(), old.clone()));
-                let mut applied = Applied::event(Event::Update {
-                    old,
-                    new,
-                    is_resync: false,
-                });
-                applied.stored = Some(stored);
-                applied
-            })
-            .collect();
-        let (started, elsewhere) = (this_thread_ns(), other_threads_ns());
-        for a in applied {
-            let mut d = shared.dispatch.lock();
-            shared.hand_to_listeners(&mut d, a);
-        }
-        dispatch += this_thread_ns() - started;
-        if !matches!(kind, Handler::None | Handler::SpecChanges) {
-            rx.recv().expect("the handler runs");
-        }
-        others += other_threads_ns() - elsewhere;
-        // Freed outside the count: the informer frees them with or without
-        // handlers (see `Retired`).
-        drop(kept);
-        shared.dispatch.lock().retired.release_all();
+    // The updates as the cache has taken them; their objects are kept
+    // until the chunk is done, so that freeing them (which the informer
+    // does with or without handlers) is not counted.
+    let mut kept = Vec::with_capacity(CHUNK);
+    let applied: Vec<Applied> = (first..first + CHUNK)
+        .map(|i| {
+            *rv += 1;
+            let new = widget(template, i, *rv);
+            let (stored, old) = writer.upsert_held(new.clone()).expect("keyed");
+            let old = old.expect("replaced");
+            kept.push((new.clone(), old.clone()));
+            let mut applied = Applied::event(Event::Update {
+                old,
+                new,
+                is_resync: false,
+            });
+            applied.stored = Some(stored);
+            applied
+        })
+        .collect();
+    let elsewhere = other_threads_ns();
+    let started = this_thread_ns();
+    for a in applied {
+        let mut d = shared.dispatch.lock();
+        shared.hand_to_listeners(&mut d, a);
     }
+    let dispatch = this_thread_ns() - started;
+    if !matches!(kind, Handler::None | Handler::SpecChanges) {
+        rx.recv().expect("the handler runs");
+    }
+    let others = other_threads_ns() - elsewhere;
+    // Freed outside the count: the informer frees them with or without
+    // handlers (see `Retired`).
+    drop(kept);
+    shared.dispatch.lock().retired.release_all();
     if let Some(registration) = registration {
         match kind {
-            Handler::SpecChanges => assert_eq!(registration.filtered(), OBJECTS as u64),
-            _ => assert_eq!(registration.delivered(), OBJECTS as u64),
+            Handler::SpecChanges => assert_eq!(registration.filtered(), CHUNK as u64),
+            _ => assert_eq!(registration.delivered(), CHUNK as u64),
         }
         registration.remove();
     }
@@ -232,37 +226,72 @@ fn burst(
         );
     }
     #[allow(clippy::cast_precision_loss)]
-    let per = |ns: u64| ns as f64 / OBJECTS as f64;
-    Spent {
-        dispatch: per(dispatch),
-        handler_threads: per(others),
+    let per = (dispatch + others) as f64 / CHUNK as f64;
+    per
+}
+
+/// One burst of status updates of every Widget, in chunks handed in turn
+/// to each kind of handler (so that each kind's chunks are spread over the
+/// cache and over the time of the burst). What each chunk cost goes to
+/// `spent`, by kind: for each turn through the kinds, that chunk's CPU
+/// less the CPU of the turn's chunk with no handler (that one's own CPU for
+/// the kind with none).
+fn burst(
+    informer: &SharedInformer,
+    writer: &mut StoreWriter,
+    template: &serde_json::Value,
+    rv: &mut u64,
+    spent: &mut [Vec<f64>],
+) {
+    let kinds = Handler::ALL.len();
+    for turn in 0..OBJECTS / CHUNK / kinds {
+        let mut none = 0.0;
+        for (k, kind) in Handler::ALL.iter().enumerate() {
+            let first = (turn * kinds + k) * CHUNK;
+            let cost = chunk(informer, writer, template, rv, first, *kind);
+            if *kind == Handler::None {
+                none = cost;
+                spent[k].push(cost);
+            } else {
+                spent[k].push(cost - none);
+            }
+        }
     }
 }
 
 /// What keeping a digest of `spec` costs the writer: nanoseconds to build
 /// the compact form of a Widget without it, and how many more with it
-/// (medians of rounds of [`CHUNK`] Widgets, each pair of builds side by
-/// side).
+/// (medians of rounds over [`CHUNK`] Widgets, each built both ways side by
+/// side, in turn first).
 fn digest_cost(template: &serde_json::Value) -> (f64, f64) {
     let widgets: Vec<_> = (0..CHUNK).map(|i| widget(template, i, 1)).collect();
     let mut interner = Interner::new();
     let spec: [Box<str>; 1] = ["spec".into()];
-    let build = |interner: &mut Interner, fields: &[Box<str>]| {
+    let mut timed = |w: &DynamicObject, fields: &[Box<str>]| {
         let started = this_thread_ns();
-        for w in &widgets {
-            std::hint::black_box(CompactObject::digesting(w, interner, fields));
-        }
-        #[allow(clippy::cast_precision_loss)]
-        let per = (this_thread_ns() - started) as f64 / CHUNK as f64;
-        per
+        std::hint::black_box(CompactObject::digesting(w, &mut interner, fields));
+        this_thread_ns() - started
     };
     // Once first, so that the Widgets' `fieldsV1` trees are shared.
-    build(&mut interner, &[]);
+    for w in &widgets {
+        timed(w, &[]);
+    }
     let (mut without, mut more) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS * 4 {
-        let plain = build(&mut interner, &[]);
-        more.push(build(&mut interner, &spec) - plain);
-        without.push(plain);
+        let (mut plain, mut digested) = (0, 0);
+        for (i, w) in widgets.iter().enumerate() {
+            if i % 2 == 0 {
+                plain += timed(w, &[]);
+                digested += timed(w, &spec);
+            } else {
+                digested += timed(w, &spec);
+                plain += timed(w, &[]);
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let per = |ns: u64| ns as f64 / CHUNK as f64;
+        without.push(per(plain));
+        more.push(per(digested) - per(plain));
     }
     (median(without), median(more))
 }
@@ -293,42 +322,25 @@ fn a_burst_of_status_updates_costs_a_handler_of_spec_changes_next_to_nothing() {
         for i in 0..OBJECTS {
             writer.upsert(widget(&template, i, rv));
         }
-        let mut totals: Vec<Vec<f64>> = vec![Vec::new(); Handler::ALL.len()];
-        for round in 0..ROUNDS {
-            for (k, kind) in Handler::ALL.iter().enumerate() {
-                let spent = burst(&informer, &mut writer, &template, &mut rv, *kind);
-                eprintln!(
-                    "{storage:?} round {round} {kind:?}: {:.3} µs dispatching + {:.3} µs on the handler's threads, an event",
-                    spent.dispatch / 1000.0,
-                    spent.handler_threads / 1000.0
-                );
-                totals[k].push(spent.dispatch + spent.handler_threads);
-            }
+        // A burst first, not counted: the states written before a handler
+        // watched `spec` keep no digest of it.
+        let mut spent: Vec<Vec<f64>> = vec![Vec::new(); Handler::ALL.len()];
+        burst(&informer, &mut writer, &template, &mut rv, &mut spent);
+        let mut spent: Vec<Vec<f64>> = vec![Vec::new(); Handler::ALL.len()];
+        for _ in 0..ROUNDS {
+            burst(&informer, &mut writer, &template, &mut rv, &mut spent);
         }
-        // Each kind's cost in a round is its burst less the round's burst
-        // with no handler (run just before it): the machine's drift
-        // between rounds cancels out.
-        let beyond = |k: usize| {
-            median(
-                totals[k]
-                    .iter()
-                    .zip(&totals[0])
-                    .map(|(t, none)| t - none)
-                    .collect(),
-            )
-        };
-        let spec = beyond(4);
+        let medians: Vec<f64> = spent.into_iter().map(median).collect();
         eprintln!(
-            "{storage:?}, {OBJECTS} Widgets, status-only updates, median of {ROUNDS} bursts: CPU an event, beyond the round's burst with no handler (median {:.3} µs):",
-            median(totals[0].clone()) / 1000.0
+            "{storage:?}, {OBJECTS} Widgets, status-only updates, {ROUNDS} bursts: CPU an event (median of the chunks of {CHUNK}), beyond the chunk with no handler beside it (median {:.3} µs):",
+            medians[0] / 1000.0
         );
         for (k, kind) in Handler::ALL.iter().enumerate().skip(1) {
-            let cost = beyond(k);
             eprintln!(
                 "  {:<40} {:>7.3} µs  (spec changes only: {:.3}× this)",
                 kind.name(),
-                cost / 1000.0,
-                spec / cost
+                medians[k] / 1000.0,
+                medians[4] / medians[k]
             );
         }
     }
