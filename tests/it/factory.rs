@@ -504,6 +504,12 @@ async fn a_forbidden_resource_reports_403_and_syncs_once_access_is_granted() {
         .await
         .unwrap();
     factory.start().unwrap();
+    // The first list's answer may take a while on a loaded machine; once
+    // it has come, the report says why the cache is not synced.
+    eventually("the list refused", Duration::from_secs(30), || {
+        cms.status().is_refused().then_some(())
+    })
+    .await;
     let report = factory.wait_for_cache_sync(Duration::from_secs(3)).await;
     let failure = report.into_result().unwrap_err();
     match &failure {
