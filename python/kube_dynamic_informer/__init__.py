@@ -19,11 +19,24 @@ from __future__ import annotations
 import atexit
 
 from . import errors
-from ._native import CachedObject, Event, Factory, Handler, Informer, Member, Status, _shutdown_all
+from ._native import (
+    CachedObject,
+    Event,
+    Factory,
+    Handler,
+    Informer,
+    Member,
+    ObjectOutcome,
+    Status,
+    WaitReport,
+    _shutdown_all,
+)
 from .errors import (
     CacheError,
+    ConditionTimeoutError,
     ConfigError,
     ConfigFileError,
+    ExpressionError,
     FactoryError,
     IndexDefinitionError,
     InformerError,
@@ -39,9 +52,11 @@ from .errors import (
 __all__ = [
     "CacheError",
     "CachedObject",
+    "ConditionTimeoutError",
     "ConfigError",
     "ConfigFileError",
     "Event",
+    "ExpressionError",
     "Factory",
     "FactoryError",
     "Handler",
@@ -51,11 +66,13 @@ __all__ = [
     "KubeDynamicInformerError",
     "Member",
     "NotSyncedError",
+    "ObjectOutcome",
     "SelectorError",
     "Status",
     "SyncTimeoutError",
     "UnknownIndexError",
     "UnknownResourceError",
+    "WaitReport",
     "WaitTimeoutError",
     "errors",
 ]

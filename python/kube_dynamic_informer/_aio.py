@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from types import TracebackType
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._native import Event, Factory, Informer
+    from ._native import Event, Factory, Informer, WaitReport
 
 
 class EventStream:
@@ -15,10 +17,17 @@ class EventStream:
     ``Informer.events``). Events are queued without bound while nobody
     awaits them; ``close()`` (or leaving ``async with``) stops them."""
 
-    def __init__(self, informer: Informer, *, resync: float = 0.0) -> None:
+    def __init__(
+        self,
+        informer: Informer,
+        *,
+        resync: float = 0.0,
+        filter: str | None = None,
+        changes: str | Sequence[str] | None = None,
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._handler = informer.on_event(self._push, resync=resync)
+        self._handler = informer.on_event(self._push, resync=resync, filter=filter, changes=changes)
 
     def _push(self, event: Event) -> None:
         # Called on a handler thread: hand the event to the loop's thread.
@@ -53,3 +62,9 @@ async def wait_for_sync(waiter: Informer | Factory, timeout: float) -> None:
     """``waiter.wait_for_sync(timeout)`` on a worker thread."""
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, waiter.wait_for_sync, timeout)
+
+
+async def wait_until(informer: Informer, goal: str, keys: str | Sequence[str] | None, **kwargs: Any) -> WaitReport:
+    """``informer.wait_until(goal, keys, **kwargs)`` on a worker thread."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, functools.partial(informer.wait_until, goal, keys, **kwargs))

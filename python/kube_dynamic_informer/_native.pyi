@@ -2,7 +2,7 @@
 
 import builtins
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
 
@@ -11,6 +11,7 @@ from ._aio import EventStream
 _T = TypeVar("_T")
 
 Storage = Literal["compact", "objects"]
+Quantifier = Literal["all", "any", "none"]
 
 class CachedObject:
     """A handle on one object of a cache (or of an event), read in place."""
@@ -90,10 +91,68 @@ class Event:
     def is_resync(self) -> bool:
         """A resync: nothing changed on the server."""
     @property
+    def entered_filter(self) -> bool:
+        """An `Add` of an object that started to meet the handler's `filter`
+        (an update made it match; it was cached before).
+        """
+    @property
+    def left_filter(self) -> bool:
+        """A `Delete` of an object that stopped meeting the handler's `filter`:
+        it is still cached, and `object` is its new state, the one that does
+        not match.
+        """
+    @property
     def final_state_unknown(self) -> bool:
         """A delete inferred from a relist (the watch missed it): the object may
         be stale (client-go's `DeletedFinalStateUnknown`).
         """
+
+class ObjectOutcome:
+    @property
+    def resource(self) -> str:
+        """The resource of its informer (`plural.version.group`)."""
+    @property
+    def key(self) -> str:
+        """Its cache key: `namespace/name`, or `name`."""
+    @property
+    def namespace(self) -> str | None:
+        """Its namespace; `None` for a cluster-scoped object."""
+    @property
+    def name(self) -> str:
+        """Its name."""
+    @property
+    def reason(self) -> str:
+        """Where it stood, in one word: `met`, `notMet`, `null`, `notBoolean`,
+        `failed` (what the condition gave), `exists` (waiting for
+        deletion), `replaced` (deleted and created again) or `missing`.
+        """
+    @property
+    def holds(self) -> bool:
+        """Whether the condition was true of it."""
+
+class WaitReport:
+    @property
+    def holds(self) -> bool:
+        """Whether the condition held (for the quantifier) when the wait ended."""
+    @property
+    def objects(self) -> builtins.list[ObjectOutcome]:
+        """Every object that counted, as it stood."""
+    @property
+    def blocking(self) -> builtins.list[ObjectOutcome]:
+        """The objects that kept the condition from holding: for `all`, those
+        it is not true of; for `none`, those it is true of; for `any`, all of
+        them when none holds.
+        """
+    @property
+    def not_synced(self) -> builtins.list[tuple[str, str]]:
+        """The informers whose cache had not synced when the wait ended, each
+        as `(resource, reason)`, `reason` in one word (`forbidden`,
+        `notServed`, `timedOut`, ...).
+        """
+    @property
+    def waited(self) -> float:
+        """How long the wait took, in seconds."""
+    def __bool__(self) -> bool: ...
 
 class Handler:
     """A registered handler: `remove()` stops its events."""
@@ -195,7 +254,15 @@ class Informer:
         """The keys of the objects whose index `index` has the value `value`."""
     def index_values(self, index: str) -> builtins.list[str]:
         """Every value of index `index`."""
-    def on_event(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler:
+    def on_event(
+        self,
+        handler: EventCallback,
+        *,
+        resync: float = 0.0,
+        name: str | None = None,
+        filter: str | None = None,
+        changes: str | Sequence[str] | None = None,
+    ) -> Handler:
         """Calls `handler(event)` for every event, on a thread of the library's
         handler pool: first an `Add` for each cached object (a handler added
         late gets the cache first), then live events, in order. A handler
@@ -203,23 +270,90 @@ class Informer:
         gets the next event; others are not affected. `resync` (seconds)
         re-delivers every object that often as a `Resync`; `0` (the
         default) never. Returns the registration, to `remove()` it.
+
+        `filter`, a JMESPath condition (`"metadata.labels.tier == 'web'"`),
+        shows the handler only the objects it is true of: one that starts to
+        meet it arrives as an `Add` (`entered_filter`), one that stops as a
+        `Delete` (`left_filter`). `changes`, JMESPath expressions
+        (`"spec"`, `["metadata.generation", "metadata.labels"]`), lets
+        through only the updates that change the value of one of them. Both
+        are checked here: a mistake raises `ExpressionError` with its
+        position.
         """
-    def on_add(self, handler: EventCallback, *, name: str | None = None) -> Handler:
+    def on_add(self, handler: EventCallback, *, name: str | None = None, filter: str | None = None) -> Handler:
         """As `on_event`, called for `Add` events only."""
-    def on_update(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler:
+    def on_update(
+        self,
+        handler: EventCallback,
+        *,
+        resync: float = 0.0,
+        name: str | None = None,
+        filter: str | None = None,
+        changes: str | Sequence[str] | None = None,
+    ) -> Handler:
         """As `on_event`, called for `Update` events (and `Resync`s, with
         `resync`) only.
         """
-    def on_delete(self, handler: EventCallback, *, name: str | None = None) -> Handler:
+    def on_delete(self, handler: EventCallback, *, name: str | None = None, filter: str | None = None) -> Handler:
         """As `on_event`, called for `Delete` events only."""
-    def events(self, *, resync: float = 0.0) -> EventStream:
+    def events(
+        self,
+        *,
+        resync: float = 0.0,
+        filter: str | None = None,
+        changes: str | Sequence[str] | None = None,
+    ) -> EventStream:
         """The events as an asynchronous iterator for asyncio (`async for event
         in informer.events()`), from inside a running event loop; as
         `on_event`, the cache first. Close it (or use it as an async context
         manager) to stop the events.
+        `filter` and `changes` as for `on_event`.
         """
     async def synced(self, timeout: float = 60.0) -> None:
         """`wait_for_sync` as an awaitable, for asyncio."""
+    def wait_until(
+        self,
+        goal: str,
+        keys: str | Sequence[str] | None = None,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index: tuple[str, str] | None = None,
+        quantifier: Quantifier = "all",
+        timeout: float = 30.0,
+    ) -> WaitReport:
+        """Waits, releasing the GIL, until `goal` is true of the objects picked,
+        answered from the cache as events arrive (no polling, no request of
+        its own), and returns how it ended. `goal` is a JMESPath condition
+        (`"status.readyReplicas == spec.replicas"`), `"delete"`, `"create"`,
+        or kubectl's `"condition=Ready"` / `"jsonpath={.status.phase}=Running"`.
+
+        The objects are `keys` (one key or several: `namespace/name`, or
+        names in `namespace` when it is given), whether cached yet or not;
+        or else the cached objects of `namespace`, matching
+        `label_selector`, filed under `index = (name, value)`, as they come
+        and go. `quantifier` asks for `"all"` of them (the default), `"any"`
+        or `"none"`. The resource may not be served yet: the wait goes on
+        until it is.
+
+        Raises `ConditionTimeoutError` after `timeout` seconds, its
+        `report.blocking` the objects that kept the condition from holding;
+        `ExpressionError` for a goal that does not parse.
+        """
+    async def until(
+        self,
+        goal: str,
+        keys: str | Sequence[str] | None = None,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index: tuple[str, str] | None = None,
+        quantifier: Quantifier = "all",
+        timeout: float = 30.0,
+    ) -> WaitReport:
+        """`wait_until` as an awaitable, for asyncio (the wait runs on a worker
+        thread of the event loop's default executor).
+        """
     def __len__(self) -> int: ...
 
 class Member:

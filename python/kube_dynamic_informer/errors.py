@@ -4,10 +4,17 @@ what failed and why."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._native import WaitReport
+
 __all__ = [
     "CacheError",
     "ConfigError",
+    "ConditionTimeoutError",
     "ConfigFileError",
+    "ExpressionError",
     "FactoryError",
     "IndexDefinitionError",
     "InformerError",
@@ -61,8 +68,17 @@ class SyncTimeoutError(NotSyncedError, TimeoutError):
 
 
 class WaitTimeoutError(InformerError, TimeoutError):
-    """A cache did not reach a resourceVersion (``wait_for_object``) in the
-    time given."""
+    """A cache did not reach a resourceVersion (``wait_for_object``), or a
+    condition did not hold (``wait_until``: :class:`ConditionTimeoutError`),
+    in the time given."""
+
+
+class ConditionTimeoutError(WaitTimeoutError):
+    """A condition (``Informer.wait_until``) did not hold in the time given.
+    ``report`` says where each object stood then: ``report.blocking`` are
+    the objects that kept it from holding."""
+
+    report: WaitReport
 
 
 class CacheError(KubeDynamicInformerError):
@@ -83,3 +99,10 @@ class UnknownIndexError(CacheError, KeyError):
 class IndexDefinitionError(CacheError, ValueError):
     """An index that cannot be added: a JMESPath expression that does not
     parse or is too complex, a name taken or reserved."""
+
+
+class ExpressionError(CacheError, ValueError):
+    """A condition (a handler's ``filter``, ``wait_until``'s goal) or a change
+    expression (a handler's ``changes``) that does not parse, is too complex,
+    or is a kubectl form with no JMESPath equivalent: the message gives the
+    position of the mistake."""

@@ -12,20 +12,29 @@ use pyo3::prelude::*;
 /// An exception of `kube_dynamic_informer.errors` named `class`, with
 /// `message`, and `reason` set when given (a `NotSyncedError`'s one word).
 fn raise(class: &str, message: String, reason: Option<&'static str>) -> PyErr {
+    raise_with(class, message, |exception| match reason {
+        Some(reason) => exception.setattr("reason", reason),
+        None => Ok(()),
+    })
+}
+
+/// An exception of `kube_dynamic_informer.errors` named `class`, with
+/// `message`, given its attributes by `set`.
+fn raise_with(
+    class: &str,
+    message: String,
+    set: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<()>,
+) -> PyErr {
     Python::attach(|py| {
         let made = py
             .import("kube_dynamic_informer.errors")
             .and_then(|errors| errors.getattr(class))
             .and_then(|class| class.call1((message,)));
         match made {
-            Ok(exception) => {
-                if let Some(reason) = reason {
-                    // An exception instance takes attributes; nothing to
-                    // report if one did not.
-                    let _ = exception.setattr("reason", reason);
-                }
-                PyErr::from_value(exception)
-            }
+            Ok(exception) => match set(&exception) {
+                Ok(()) => PyErr::from_value(exception),
+                Err(e) => e,
+            },
             Err(e) => e,
         }
     })
@@ -81,6 +90,11 @@ fn cache_class(e: &CacheError) -> &'static str {
             of: ExpressionOf::Index(_),
             ..
         } => "IndexDefinitionError",
+        CacheError::ExpressionSyntax { .. }
+        | CacheError::ExpressionFunction { .. }
+        | CacheError::ExpressionTooComplex { .. }
+        | CacheError::KubectlForm { .. }
+        | CacheError::NoChangeExpression => "ExpressionError",
         _ => "CacheError",
     }
 }
@@ -90,6 +104,12 @@ pub(crate) fn informer(e: InformerError) -> PyErr {
     let message = chain(&e);
     match e {
         InformerError::NotSynced { reason, .. } => not_synced(message, &reason),
+        InformerError::ConditionTimedOut { report } => {
+            let report = crate::waiting::WaitReport::from(*report);
+            raise_with("ConditionTimeoutError", message, |exception| {
+                exception.setattr("report", report)
+            })
+        }
         InformerError::WaitTimedOut { .. } | InformerError::RelistInProgress { .. } => {
             raise("WaitTimeoutError", message, None)
         }
@@ -116,6 +136,11 @@ pub(crate) fn factory(e: FactoryError) -> PyErr {
         FactoryError::Selector { .. } => raise("SelectorError", message, None),
         _ => raise("FactoryError", message, None),
     }
+}
+
+/// A label selector that does not parse.
+pub(crate) fn selector(e: kube_dynamic_informer::vocabulary::VocabularyError) -> PyErr {
+    raise("SelectorError", chain(&e), None)
 }
 
 /// A client that could not be built (kubeconfig, in-cluster config).

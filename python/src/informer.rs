@@ -2,7 +2,7 @@
 //! `Handler` (a registration).
 
 use kube_dynamic_informer::InformerHandle;
-use kube_dynamic_informer::cache::{CachedObject as Cached, IndexFn};
+use kube_dynamic_informer::cache::{CachedObject as Cached, ChangePredicate, Condition, IndexFn};
 use kube_dynamic_informer::informer::{
     Event as Change, EventHandler, HandlerOptions, InformerStatus, Registration,
 };
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::object::CachedObject;
+use crate::waiting::{self, Chosen, WaitReport};
 use crate::{aio, errors, seconds, wait};
 
 /// One resource's informer: its cache, indexes and handlers.
@@ -216,45 +217,127 @@ impl Informer {
     /// gets the next event; others are not affected. `resync` (seconds)
     /// re-delivers every object that often as a `Resync`; `0` (the
     /// default) never. Returns the registration, to `remove()` it.
-    #[pyo3(signature = (handler, *, resync = 0.0, name = None))]
-    fn on_event(&self, handler: Py<PyAny>, resync: f64, name: Option<String>) -> PyResult<Handler> {
-        self.handler(handler, resync, name, |_| true)
+    ///
+    /// `filter`, a JMESPath condition (`"metadata.labels.tier == 'web'"`),
+    /// shows the handler only the objects it is true of: one that starts to
+    /// meet it arrives as an `Add` (`entered_filter`), one that stops as a
+    /// `Delete` (`left_filter`). `changes`, JMESPath expressions
+    /// (`"spec"`, `["metadata.generation", "metadata.labels"]`), lets
+    /// through only the updates that change the value of one of them. Both
+    /// are checked here: a mistake raises `ExpressionError` with its
+    /// position.
+    #[pyo3(signature = (handler, *, resync = 0.0, name = None, filter = None, changes = None))]
+    fn on_event(
+        &self,
+        handler: Py<PyAny>,
+        resync: f64,
+        name: Option<String>,
+        filter: Option<&str>,
+        changes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Handler> {
+        let options = handler_options(resync, name, filter, changes)?;
+        self.handler(handler, options, |_| true)
     }
 
     /// As `on_event`, called for `Add` events only.
-    #[pyo3(signature = (handler, *, name = None))]
-    fn on_add(&self, handler: Py<PyAny>, name: Option<String>) -> PyResult<Handler> {
-        self.handler(handler, 0.0, name, |c| matches!(c, Change::Add { .. }))
+    #[pyo3(signature = (handler, *, name = None, filter = None))]
+    fn on_add(
+        &self,
+        handler: Py<PyAny>,
+        name: Option<String>,
+        filter: Option<&str>,
+    ) -> PyResult<Handler> {
+        let options = handler_options(0.0, name, filter, None)?;
+        self.handler(handler, options, |c| matches!(c, Change::Add { .. }))
     }
 
     /// As `on_event`, called for `Update` events (and `Resync`s, with
     /// `resync`) only.
-    #[pyo3(signature = (handler, *, resync = 0.0, name = None))]
+    #[pyo3(signature = (handler, *, resync = 0.0, name = None, filter = None, changes = None))]
     fn on_update(
         &self,
         handler: Py<PyAny>,
         resync: f64,
         name: Option<String>,
+        filter: Option<&str>,
+        changes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Handler> {
-        self.handler(handler, resync, name, |c| {
-            matches!(c, Change::Update { .. })
-        })
+        let options = handler_options(resync, name, filter, changes)?;
+        self.handler(handler, options, |c| matches!(c, Change::Update { .. }))
     }
 
     /// As `on_event`, called for `Delete` events only.
-    #[pyo3(signature = (handler, *, name = None))]
-    fn on_delete(&self, handler: Py<PyAny>, name: Option<String>) -> PyResult<Handler> {
-        self.handler(handler, 0.0, name, |c| matches!(c, Change::Delete { .. }))
+    #[pyo3(signature = (handler, *, name = None, filter = None))]
+    fn on_delete(
+        &self,
+        handler: Py<PyAny>,
+        name: Option<String>,
+        filter: Option<&str>,
+    ) -> PyResult<Handler> {
+        let options = handler_options(0.0, name, filter, None)?;
+        self.handler(handler, options, |c| matches!(c, Change::Delete { .. }))
+    }
+
+    /// Waits, releasing the GIL, until `goal` is true of the objects picked,
+    /// answered from the cache as events arrive (no polling, no request of
+    /// its own), and returns how it ended. `goal` is a JMESPath condition
+    /// (`"status.readyReplicas == spec.replicas"`), `"delete"`, `"create"`,
+    /// or kubectl's `"condition=Ready"` / `"jsonpath={.status.phase}=Running"`.
+    ///
+    /// The objects are `keys` (one key or several: `namespace/name`, or
+    /// names in `namespace` when it is given), whether cached yet or not;
+    /// or else the cached objects of `namespace`, matching
+    /// `label_selector`, filed under `index = (name, value)`, as they come
+    /// and go. `quantifier` asks for `"all"` of them (the default), `"any"`
+    /// or `"none"`. The resource may not be served yet: the wait goes on
+    /// until it is.
+    ///
+    /// Raises `ConditionTimeoutError` after `timeout` seconds, its
+    /// `report.blocking` the objects that kept the condition from holding;
+    /// `ExpressionError` for a goal that does not parse.
+    #[pyo3(signature = (
+        goal, keys = None, *, namespace = None, label_selector = None, index = None,
+        quantifier = "all", timeout = 30.0,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn wait_until(
+        &self,
+        py: Python<'_>,
+        goal: &str,
+        keys: Option<&Bound<'_, PyAny>>,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        index: Option<(String, String)>,
+        quantifier: &str,
+        timeout: f64,
+    ) -> PyResult<WaitReport> {
+        let chosen = Chosen {
+            keys,
+            namespace,
+            label_selector,
+            index,
+        };
+        let timeout = seconds(timeout, "timeout")?;
+        waiting::wait_until(py, self.0.informer(), goal, chosen, quantifier, timeout)
     }
 
     /// The events as an asynchronous iterator for asyncio (`async for event
     /// in informer.events()`), from inside a running event loop; as
     /// `on_event`, the cache first. Close it (or use it as an async context
     /// manager) to stop the events.
-    #[pyo3(signature = (*, resync = 0.0))]
-    fn events(slf: Py<Self>, py: Python<'_>, resync: f64) -> PyResult<Py<PyAny>> {
+    /// `filter` and `changes` as for `on_event`.
+    #[pyo3(signature = (*, resync = 0.0, filter = None, changes = None))]
+    fn events(
+        slf: Py<Self>,
+        py: Python<'_>,
+        resync: f64,
+        filter: Option<&str>,
+        changes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("resync", resync)?;
+        kwargs.set_item("filter", filter)?;
+        kwargs.set_item("changes", changes)?;
         aio(py, "EventStream", (slf,), Some(&kwargs))
     }
 
@@ -262,6 +345,19 @@ impl Informer {
     #[pyo3(signature = (timeout = 60.0))]
     fn synced(slf: Py<Self>, py: Python<'_>, timeout: f64) -> PyResult<Py<PyAny>> {
         aio(py, "wait_for_sync", (slf, timeout), None)
+    }
+
+    /// `wait_until` as an awaitable, for asyncio (the wait runs on a worker
+    /// thread of the event loop's default executor).
+    #[pyo3(signature = (goal, keys = None, **kwargs))]
+    fn until(
+        slf: Py<Self>,
+        py: Python<'_>,
+        goal: Py<PyAny>,
+        keys: Option<Py<PyAny>>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        aio(py, "wait_until", (slf, goal, keys), kwargs)
     }
 
     fn __len__(&self) -> usize {
@@ -277,19 +373,40 @@ impl Informer {
     }
 }
 
+/// A handler's options from Python's arguments: `changes` is one
+/// expression or a sequence of them.
+fn handler_options(
+    resync: f64,
+    name: Option<String>,
+    filter: Option<&str>,
+    changes: Option<&Bound<'_, PyAny>>,
+) -> PyResult<HandlerOptions> {
+    let mut options = HandlerOptions::default().resync(seconds(resync, "resync")?);
+    if let Some(name) = name {
+        options = options.name(name);
+    }
+    if let Some(filter) = filter {
+        options = options.filter(Condition::new(filter).map_err(errors::cache)?);
+    }
+    if let Some(changes) = changes {
+        let expressions: Vec<String> = if changes.is_instance_of::<PyString>() {
+            vec![changes.extract()?]
+        } else {
+            changes.extract()?
+        };
+        options = options.changes(ChangePredicate::any_of(expressions).map_err(errors::cache)?);
+    }
+    Ok(options)
+}
+
 impl Informer {
     /// Registers `handler` for the events `wanted` keeps.
     fn handler(
         &self,
         handler: Py<PyAny>,
-        resync: f64,
-        name: Option<String>,
+        options: HandlerOptions,
         wanted: fn(&Change) -> bool,
     ) -> PyResult<Handler> {
-        let mut options = HandlerOptions::default().resync(seconds(resync, "resync")?);
-        if let Some(name) = name {
-            options = options.name(name);
-        }
         let registration = self.0.informer().add_handler_with(
             PythonHandler {
                 callable: handler,
@@ -417,6 +534,33 @@ impl Event {
             self.change,
             Change::Update {
                 is_resync: true,
+                ..
+            }
+        )
+    }
+
+    /// An `Add` of an object that started to meet the handler's `filter`
+    /// (an update made it match; it was cached before).
+    #[getter]
+    fn entered_filter(&self) -> bool {
+        matches!(
+            self.change,
+            Change::Add {
+                entered_filter: true,
+                ..
+            }
+        )
+    }
+
+    /// A `Delete` of an object that stopped meeting the handler's `filter`:
+    /// it is still cached, and `object` is its new state, the one that does
+    /// not match.
+    #[getter]
+    fn left_filter(&self) -> bool {
+        matches!(
+            self.change,
+            Change::Delete {
+                left_filter: true,
                 ..
             }
         )

@@ -19,6 +19,7 @@ mod factory;
 mod informer;
 mod memory;
 mod object;
+mod waiting;
 
 /// How often a blocking wait comes back to Python to check for signals.
 const TICK: Duration = Duration::from_millis(100);
@@ -89,5 +90,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<informer::Event>()?;
     m.add_class::<informer::Handler>()?;
     m.add_class::<object::CachedObject>()?;
+    m.add_class::<waiting::WaitReport>()?;
+    m.add_class::<waiting::ObjectOutcome>()?;
     Ok(())
 }
