@@ -357,8 +357,8 @@ class Informer:
     def __len__(self) -> int: ...
 
 class Member:
-    """One member of a config file's set: its entry, the resource, and the
-    informer.
+    """One member of a config file's set: its entry, the resource, the
+    informer, and what the entry's handlers want.
     """
 
     @property
@@ -370,6 +370,21 @@ class Member:
     @property
     def from_pattern(self) -> bool:
         """Whether a pattern selected it."""
+    @property
+    def filter(self) -> str | None:
+        """The entry's `filter`: the objects its handlers want (a JMESPath
+        condition), or `None`.
+        """
+    @property
+    def changes(self) -> builtins.list[str]:
+        """The entry's `changes`: the expressions whose change lets an update
+        through to its handlers (empty: every update).
+        """
+    def on_event(self, handler: EventCallback, *, resync: float = 0.0, name: str | None = None) -> Handler:
+        """As `Informer.on_event`, with the entry's `filter` and `changes`: the
+        handler receives what the config file says this entry's handlers
+        want.
+        """
     @property
     def informer(self) -> Informer:
         """The informer (shared with every entry whose options build the same

@@ -8,16 +8,16 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
 use kube_core::DynamicObject;
 use kube_dynamic_informer::InformerFactory;
-use kube_dynamic_informer::declarative::ResourceSet;
+use kube_dynamic_informer::declarative::{ResourceSet, SetMember};
 use kube_dynamic_informer::factory::ResourcePattern;
-use kube_dynamic_informer::informer::{InformerOptions, SnapshotOptions};
+use kube_dynamic_informer::informer::{HandlerOptions, InformerOptions, SnapshotOptions};
 use kube_dynamic_informer::prelude::Storage;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{Informer, non_empty};
+use crate::informer::{Handler, Informer, non_empty};
 use crate::{errors, memory, runtime, seconds, wait};
 
 /// The informers of one cluster, shared by resource and options: asking
@@ -247,23 +247,68 @@ fn client(py: Python<'_>, kubeconfig: Option<String>, context: Option<String>) -
     Client::try_from(config).map_err(|e| errors::config("building a client".into(), &e))
 }
 
-/// One member of a config file's set: its entry, the resource, and the
-/// informer.
-#[pyclass(module = "kube_dynamic_informer", frozen, get_all)]
+/// One member of a config file's set: its entry, the resource, the
+/// informer, and what the entry's handlers want.
+#[pyclass(module = "kube_dynamic_informer", frozen)]
 pub(crate) struct Member {
     /// The config entry's name (an informer's or a pattern's).
+    #[pyo3(get)]
     entry: String,
     /// The resource, as the entry names it or as the pattern selected it.
+    #[pyo3(get)]
     resource: String,
     /// Whether a pattern selected it.
+    #[pyo3(get)]
     from_pattern: bool,
     /// The informer (shared with every entry whose options build the same
     /// cache).
+    #[pyo3(get)]
     informer: Informer,
+    /// The entry's `filter`: the objects its handlers want (a JMESPath
+    /// condition), or `None`.
+    #[pyo3(get)]
+    filter: Option<String>,
+    /// The entry's `changes`: the expressions whose change lets an update
+    /// through to its handlers (empty: every update).
+    #[pyo3(get)]
+    changes: Vec<String>,
+    /// The entry's filter and change predicate, compiled.
+    options: HandlerOptions,
+}
+
+impl From<SetMember> for Member {
+    fn from(member: SetMember) -> Self {
+        let options = member.handler_options();
+        Member {
+            filter: member.filter.as_ref().map(|f| f.expression().to_owned()),
+            changes: member
+                .changes
+                .iter()
+                .flat_map(|c| c.expressions().map(str::to_owned))
+                .collect(),
+            entry: member.entry,
+            resource: member.resource,
+            from_pattern: member.from_pattern,
+            informer: Informer(member.informer),
+            options,
+        }
+    }
 }
 
 #[pymethods]
 impl Member {
+    /// As `Informer.on_event`, with the entry's `filter` and `changes`: the
+    /// handler receives what the config file says this entry's handlers
+    /// want.
+    #[pyo3(signature = (handler, *, resync = 0.0, name = None))]
+    fn on_event(&self, handler: Py<PyAny>, resync: f64, name: Option<String>) -> PyResult<Handler> {
+        let mut options = self.options.clone().resync(seconds(resync, "resync")?);
+        if let Some(name) = name {
+            options = options.name(name);
+        }
+        self.informer.handler(handler, options, |_| true)
+    }
+
     fn __repr__(&self) -> String {
         format!("<Member {} {}>", self.entry, self.resource)
     }
@@ -330,15 +375,7 @@ impl Factory {
             return Ok(Vec::new());
         };
         let members = wait(py, async move { set.members().await })?;
-        Ok(members
-            .into_iter()
-            .map(|m| Member {
-                entry: m.entry,
-                resource: m.resource,
-                from_pattern: m.from_pattern,
-                informer: Informer(m.informer),
-            })
-            .collect())
+        Ok(members.into_iter().map(Member::from).collect())
     }
 
     /// The informer of `resource`: any name the cluster knows it by (plural,

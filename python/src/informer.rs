@@ -401,7 +401,7 @@ fn handler_options(
 
 impl Informer {
     /// Registers `handler` for the events `wanted` keeps.
-    fn handler(
+    pub(crate) fn handler(
         &self,
         handler: Py<PyAny>,
         options: HandlerOptions,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -90,6 +91,48 @@ def test_a_filtered_handler_sees_objects_enter_and_leave_and_only_the_changes_it
     assert all(e.object.resource_version != annotated["metadata"]["resourceVersion"] for e in seen)
     # The cache is not filtered: every object is still there.
     assert len(informer) == 3
+
+
+def test_a_config_files_filter_and_changes_reach_its_members_handlers(shop: Shop, tmp_path: Path) -> None:
+    ns = shop.fill(3, color="red")
+    shop.patch(ns, "w2", {"spec": {"color": "blue"}})
+    config = tmp_path / "informers.yaml"
+    config.write_text(
+        f"""apiVersion: kube-dynamic-informer.io/v1alpha1
+kind: InformerSet
+informers:
+  - name: red
+    resource: {shop.resource}
+    namespaces: [{ns}]
+    filter: spec.color == 'red'
+    changes: [spec]
+  - name: all
+    resource: {shop.resource}
+    namespaces: [{ns}]
+"""
+    )
+    with kdi.Factory.from_file(config, shop.kubeconfig) as factory:
+        red, every = sorted(factory.members, key=lambda m: m.entry != "red")
+        assert (red.filter, red.changes) == ("spec.color == 'red'", ["spec"])
+        assert (every.filter, every.changes) == (None, [])
+        # Both entries share one cache; their handlers see what each asks for.
+        assert red.informer.resource == every.informer.resource
+        seen: list[kdi.Event] = []
+        unfiltered: list[kdi.Event] = []
+        red.on_event(seen.append)
+        every.on_event(unfiltered.append)
+        factory.start()
+        factory.wait_for_sync(timeout=60)
+        wait_until("the red widgets", lambda: len(seen) == 2)
+        shop.patch(ns, "w0", {"metadata": {"labels": {"tier": "front"}}})
+        last = shop.patch(ns, "w1", {"spec": {"color": "green"}})
+        wait_until(
+            "the last write at the unfiltered handler",
+            lambda: any(e.object.resource_version == last["metadata"]["resourceVersion"] for e in unfiltered),
+        )
+        wait_until("w1 leaving", lambda: len(seen) == 3)
+        assert (seen[2].kind, seen[2].object.name, seen[2].left_filter) == ("Delete", "w1", True)
+        assert sorted(e.object.name or "" for e in seen[:2]) == ["w0", "w1"]
 
 
 def test_asyncio_events_take_a_filter(shop: Shop) -> None:
