@@ -4,6 +4,7 @@ use std::fmt;
 
 use kube_client::Client;
 use kube_core::ApiResource;
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::index::IndexFn;
@@ -30,10 +31,16 @@ use super::options::InformerOptions;
 /// informer's dispatch lock: a slow handler slows
 /// the cache's updates, and a handler must not call this informer's
 /// [`has_synced`](Self::has_synced), which takes that lock.
+///
+/// The handler may ask for what a shared informer's handlers ask for
+/// ([`handler_options`](Self::handler_options)): a filter, a change
+/// predicate, its own resync period.
 #[doc(alias = "NewInformer")]
 #[doc(alias = "NewIndexerInformer")]
 pub struct Informer {
     inner: SharedInformer,
+    /// The handler and its options, registered when the informer runs.
+    handler: Mutex<Option<(Box<dyn EventHandler>, HandlerOptions)>>,
 }
 
 impl Informer {
@@ -68,13 +75,45 @@ impl Informer {
         )
     }
 
-    /// `inner` with `handler` as its one listener, called in place.
+    /// `inner` with `handler` as its one listener, called in place once
+    /// it runs.
     fn around(inner: SharedInformer, handler: impl EventHandler) -> Self {
-        inner.register(
-            &HandlerOptions::default(),
-            Target::InPlace(Box::new(handler)),
-        );
-        Self { inner }
+        let handler: Box<dyn EventHandler> = Box::new(handler);
+        Self {
+            inner,
+            handler: Mutex::new(Some((handler, HandlerOptions::default()))),
+        }
+    }
+
+    /// Gives the handler `options`, as
+    /// [`SharedInformer::add_handler_with`] gives a shared informer's: only
+    /// the objects a [filter](HandlerOptions::filter) picks (entering and
+    /// leaving as adds and deletes), only the updates a
+    /// [change predicate](HandlerOptions::changes) lets through, a resync
+    /// period of its own. Before [`run`](Self::run); afterwards it changes
+    /// nothing.
+    ///
+    /// ```no_run
+    /// # fn demo(client: kube_client::Client, resource: kube_core::ApiResource) -> Result<(), Box<dyn std::error::Error>> {
+    /// use kube_dynamic_informer::cache::{ChangePredicate, Condition};
+    /// use kube_dynamic_informer::informer::{Event, HandlerOptions, Informer, InformerOptions};
+    /// use kube_dynamic_informer::vocabulary::Scope;
+    ///
+    /// let web = HandlerOptions::default()
+    ///     .filter(Condition::new("metadata.labels.tier == 'web'")?)
+    ///     .changes(ChangePredicate::spec());
+    /// let informer = Informer::new(client, resource, Scope::Namespaced, InformerOptions::default(), |e: Event| {
+    ///     println!("{} {:?}", e.kind(), e.object().metadata.name);
+    /// })?
+    /// .handler_options(web);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn handler_options(self, options: HandlerOptions) -> Self {
+        if let Some((_, pending)) = self.handler.lock().as_mut() {
+            *pending = options;
+        }
+        self
     }
 
     /// Adds an index; see [`SharedInformer::add_index`].
@@ -105,6 +144,10 @@ impl Informer {
     /// # Errors
     /// [`InformerError::AlreadyStarted`].
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
+        let pending = self.handler.lock().take();
+        if let Some((handler, options)) = pending {
+            self.inner.register(&options, Target::InPlace(handler));
+        }
         self.inner.run(cancel).await
     }
 }

@@ -1589,6 +1589,48 @@ async fn a_filtered_handler_sees_the_cache_through_its_filter_across_a_relist() 
     cancel.cancel();
 }
 
+/// client-go's `NewInformer` with a filtering handler: the non-shared
+/// informer's one handler, called in place, sees its cache through a
+/// filter and a change predicate as a shared informer's handlers do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_shared_informer_handler_sees_the_cache_through_its_filter() {
+    let server = FakeServer::with_list(vec![tiered("a", 1, "web", 1), tiered("b", 2, "db", 1)]);
+    let web = Recorder::default();
+    let inf = Arc::new(
+        Informer::with_list_watch(server.clone(), resource(), options(), web.handler())
+            .handler_options(web_spec_changes()),
+    );
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (inf, cancel) = (inf.clone(), cancel.clone());
+        async move { inf.run(cancel).await }
+    });
+    eventually("watch open", || server.watches() == 1).await;
+    server.send(WatchEvent::Modified(tiered("a", 3, "web", 1)));
+    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1)));
+    server.send(WatchEvent::Modified(tiered("a", 5, "db", 1)));
+    server.send(WatchEvent::Modified(tiered("b", 6, "web", 2)));
+    eventually("the cache at b's last version", || {
+        inf.store()
+            .get("ns/b")
+            .is_some_and(|b| b.resource_version() == Some("6"))
+    })
+    .await;
+    eventually("the filtered events", || web.len() >= 4).await;
+    assert_eq!(
+        web.take(),
+        [
+            "add a (initial)",
+            "add b (entered)",
+            "delete a (left)",
+            "update b 4->6",
+        ]
+    );
+    assert_eq!(inf.store().len(), 2, "the cache is not filtered");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_filtered_stream_is_resynced_what_meets_its_filter_whatever_changed() {
     let server = FakeServer::with_list(vec![tiered("a", 1, "web", 1), tiered("b", 2, "db", 1)]);
