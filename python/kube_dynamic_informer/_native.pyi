@@ -488,6 +488,23 @@ class Factory:
         the server returned from a write) reflects it; returns how many
         there were.
         """
+    def wait_until(
+        self,
+        goal: str,
+        informers: Sequence[Informer] | None = None,
+        *,
+        keys: str | Sequence[str] | None = None,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index: tuple[str, str] | None = None,
+        quantifier: Quantifier = "all",
+        timeout: float = 30.0,
+    ) -> WaitReport:
+        """`Informer.wait_until` over several informers at once: until `goal`
+        is true of the objects picked in each of `informers` (by default
+        every informer of the factory), all of them, any or none. The
+        report's objects name their `resource`.
+        """
     @property
     def informers(self) -> list[Informer]:
         """Every informer asked for."""

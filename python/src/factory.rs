@@ -18,6 +18,7 @@ use pyo3::types::PyDict;
 use tokio_util::sync::CancellationToken;
 
 use crate::informer::{Handler, Informer, non_empty};
+use crate::waiting::{self, Chosen, WaitReport};
 use crate::{errors, memory, runtime, seconds, wait};
 
 /// The informers of one cluster, shared by resource and options: asking
@@ -507,6 +508,55 @@ impl Factory {
             factory.wait_for_object(&object, timeout).await
         })?
         .map_err(errors::informer)
+    }
+
+    /// `Informer.wait_until` over several informers at once: until `goal`
+    /// is true of the objects picked in each of `informers` (by default
+    /// every informer of the factory), all of them, any or none. The
+    /// report's objects name their `resource`.
+    #[pyo3(signature = (
+        goal, informers = None, *, keys = None, namespace = None, label_selector = None,
+        index = None, quantifier = "all", timeout = 30.0,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn wait_until(
+        &self,
+        py: Python<'_>,
+        goal: &str,
+        informers: Option<&Bound<'_, PyAny>>,
+        keys: Option<&Bound<'_, PyAny>>,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        index: Option<(String, String)>,
+        quantifier: &str,
+        timeout: f64,
+    ) -> PyResult<WaitReport> {
+        let informers: Vec<_> = match informers {
+            Some(informers) => informers
+                .try_iter()?
+                .map(|item| {
+                    let informer: PyRef<'_, Informer> = item?.extract()?;
+                    Ok(informer.0.informer().clone())
+                })
+                .collect::<PyResult<_>>()?,
+            None => self
+                .factory
+                .informers()
+                .iter()
+                .map(|h| h.informer().clone())
+                .collect(),
+        };
+        if informers.is_empty() {
+            return Err(PyValueError::new_err("wait_until: no informer to wait on"));
+        }
+        let chosen = Chosen {
+            keys,
+            namespace,
+            label_selector,
+            index,
+        };
+        let timeout = seconds(timeout, "timeout")?;
+        waiting::wait_until(py, &informers, goal, chosen, quantifier, timeout)
     }
 
     /// Every informer asked for.

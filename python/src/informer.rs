@@ -318,7 +318,8 @@ impl Informer {
             index,
         };
         let timeout = seconds(timeout, "timeout")?;
-        waiting::wait_until(py, self.0.informer(), goal, chosen, quantifier, timeout)
+        let informers = [self.0.informer().clone()];
+        waiting::wait_until(py, &informers, goal, chosen, quantifier, timeout)
     }
 
     /// The events as an asynchronous iterator for asyncio (`async for event

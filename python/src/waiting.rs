@@ -73,11 +73,11 @@ fn quantifier(word: &str) -> PyResult<Quantifier> {
 }
 
 /// Waits, with the GIL released, until `goal` is true of the objects
-/// `chosen` picks (all of them, any or none, as `quantifier` says), for at
-/// most `timeout`.
+/// `chosen` picks in each of `informers` (all of them, any or none, as
+/// `quantifier` says), for at most `timeout`.
 pub(crate) fn wait_until(
     py: Python<'_>,
-    informer: &SharedInformer,
+    informers: &[SharedInformer],
     goal: &str,
     chosen: Chosen<'_>,
     quantifier_word: &str,
@@ -87,7 +87,7 @@ pub(crate) fn wait_until(
     let run = Wait::new(goal)
         .quantifier(quantifier(quantifier_word)?)
         .timeout(timeout)
-        .on(informer, chosen.objects()?);
+        .on_each(informers, chosen.objects()?);
     let report = wait(py, run.run())?.map_err(errors::informer)?;
     Ok(WaitReport::from(report))
 }

@@ -209,6 +209,33 @@ def test_a_wait_that_times_out_names_exactly_the_objects_not_done(factory: kdi.F
     assert [(o.name, o.reason) for o in missing.value.report.blocking] == [("nosuch", "missing")]
 
 
+def test_a_factory_waits_across_its_informers(control_plane: ControlPlane, shop: Shop) -> None:
+    other = Shop(control_plane)
+    ns = shop.fill(2)
+    # The other resource's Widgets in the same namespace.
+    for i in range(3):
+        create_widget(other.api, other.group, ns, widget(f"o{i}", node="node-9"))
+    with kdi.Factory(shop.kubeconfig, namespace=ns) as factory:
+        mine, theirs = factory.informer(shop.resource), factory.informer(other.resource)
+        factory.start()
+        factory.wait_for_sync(timeout=60)
+        mine.wait_for_object(shop.patch(ns, "w0", {"status": {"ready": True}}))
+        with pytest.raises(kdi.ConditionTimeoutError) as timed_out:
+            factory.wait_until("status.ready == `true`", timeout=1)
+        blocking = sorted((o.resource, o.name) for o in timed_out.value.report.blocking)
+        assert blocking == [
+            (mine.resource, "w1"),
+            (theirs.resource, "o0"),
+            (theirs.resource, "o1"),
+            (theirs.resource, "o2"),
+        ]
+        report = factory.wait_until("starts_with(spec.nodeName, 'node-')", [mine, theirs], timeout=60)
+        assert report.holds and len(report.objects) == 5
+        assert factory.wait_until("status.ready", [mine], keys="w0", namespace=ns).holds
+        with pytest.raises(ValueError, match="no informer"):
+            factory.wait_until("status.ready", [])
+
+
 def test_the_awaitable_wait(shop: Shop) -> None:
     ns = shop.fill(2)
 
