@@ -64,7 +64,8 @@ async def wait_for_sync(waiter: Informer | Factory, timeout: float) -> None:
     await loop.run_in_executor(None, waiter.wait_for_sync, timeout)
 
 
-async def wait_until(informer: Informer, goal: str, keys: str | Sequence[str] | None, **kwargs: Any) -> WaitReport:
-    """``informer.wait_until(goal, keys, **kwargs)`` on a worker thread."""
+async def wait_until(waiter: Informer | Factory, goal: str, which: Any, **kwargs: Any) -> WaitReport:
+    """``waiter.wait_until(goal, which, **kwargs)`` on a worker thread:
+    ``which`` is an informer's keys, or a factory's informers."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(None, functools.partial(informer.wait_until, goal, keys, **kwargs))
+    return await loop.run_in_executor(None, functools.partial(waiter.wait_until, goal, which, **kwargs))

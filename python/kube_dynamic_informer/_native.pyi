@@ -505,6 +505,21 @@ class Factory:
         every informer of the factory), all of them, any or none. The
         report's objects name their `resource`.
         """
+    async def until(
+        self,
+        goal: str,
+        informers: Sequence[Informer] | None = None,
+        *,
+        keys: str | Sequence[str] | None = None,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index: tuple[str, str] | None = None,
+        quantifier: Quantifier = "all",
+        timeout: float = 30.0,
+    ) -> WaitReport:
+        """`wait_until` as an awaitable, for asyncio (the wait runs on a worker
+        thread of the event loop's default executor).
+        """
     @property
     def informers(self) -> list[Informer]:
         """Every informer asked for."""

@@ -559,6 +559,19 @@ impl Factory {
         waiting::wait_until(py, &informers, goal, chosen, quantifier, timeout)
     }
 
+    /// `wait_until` as an awaitable, for asyncio (the wait runs on a worker
+    /// thread of the event loop's default executor).
+    #[pyo3(signature = (goal, informers = None, **kwargs))]
+    fn until(
+        slf: Py<Self>,
+        py: Python<'_>,
+        goal: Py<PyAny>,
+        informers: Option<Py<PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        crate::aio(py, "wait_until", (slf, goal, informers), kwargs)
+    }
+
     /// Every informer asked for.
     #[getter]
     fn informers(&self) -> Vec<Informer> {

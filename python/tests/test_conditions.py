@@ -223,12 +223,9 @@ def test_a_factory_waits_across_its_informers(control_plane: ControlPlane, shop:
         with pytest.raises(kdi.ConditionTimeoutError) as timed_out:
             factory.wait_until("status.ready == `true`", timeout=1)
         blocking = sorted((o.resource, o.name) for o in timed_out.value.report.blocking)
-        assert blocking == [
-            (mine.resource, "w1"),
-            (theirs.resource, "o0"),
-            (theirs.resource, "o1"),
-            (theirs.resource, "o2"),
-        ]
+        assert blocking == sorted(
+            [(mine.resource, "w1"), (theirs.resource, "o0"), (theirs.resource, "o1"), (theirs.resource, "o2")]
+        )
         report = factory.wait_until("starts_with(spec.nodeName, 'node-')", [mine, theirs], timeout=60)
         assert report.holds and len(report.objects) == 5
         assert factory.wait_until("status.ready", [mine], keys="w0", namespace=ns).holds
@@ -243,10 +240,12 @@ def test_the_awaitable_wait(shop: Shop) -> None:
         with kdi.Factory(shop.kubeconfig) as factory:
             informer = factory.informer(shop.resource, namespace=ns)
             factory.start()
-            return await informer.until("starts_with(spec.nodeName, 'node-')", quantifier="all", timeout=60)
+            mine = await informer.until("starts_with(spec.nodeName, 'node-')", quantifier="all", timeout=60)
+            assert mine.holds and len(mine.objects) == 2
+            return await factory.until("spec.nodeName != null", [informer], keys=["w0", "w1"], namespace=ns)
 
     report = asyncio.run(main())
-    assert report.holds and len(report.objects) == 2
+    assert report.holds and sorted(o.name for o in report.objects) == ["w0", "w1"]
 
 
 def test_bad_expressions_and_arguments_raise_with_the_position(factory: kdi.Factory, shop: Shop) -> None:
