@@ -265,39 +265,42 @@ pub(crate) struct Member {
     /// cache).
     #[pyo3(get)]
     informer: Informer,
-    /// The entry's `filter`: the objects its handlers want (a JMESPath
-    /// condition), or `None`.
-    #[pyo3(get)]
-    filter: Option<String>,
-    /// The entry's `changes`: the expressions whose change lets an update
-    /// through to its handlers (empty: every update).
-    #[pyo3(get)]
-    changes: Vec<String>,
     /// The entry's filter and change predicate, compiled.
     options: HandlerOptions,
 }
 
 impl From<SetMember> for Member {
     fn from(member: SetMember) -> Self {
-        let options = member.handler_options();
         Member {
-            filter: member.filter.as_ref().map(|f| f.expression().to_owned()),
-            changes: member
-                .changes
-                .iter()
-                .flat_map(|c| c.expressions().map(str::to_owned))
-                .collect(),
+            options: member.handler_options(),
             entry: member.entry,
             resource: member.resource,
             from_pattern: member.from_pattern,
             informer: Informer(member.informer),
-            options,
         }
     }
 }
 
 #[pymethods]
 impl Member {
+    /// The entry's `filter`: the objects its handlers want (a JMESPath
+    /// condition), or `None`.
+    #[getter]
+    fn filter(&self) -> Option<&str> {
+        self.options.filter.as_ref().map(|f| f.expression())
+    }
+
+    /// The entry's `changes`: the expressions whose change lets an update
+    /// through to its handlers (empty: every update).
+    #[getter]
+    fn changes(&self) -> Vec<&str> {
+        self.options
+            .changes
+            .iter()
+            .flat_map(|c| c.expressions())
+            .collect()
+    }
+
     /// As `Informer.on_event`, with the entry's `filter` and `changes`: the
     /// handler receives what the config file says this entry's handlers
     /// want.
