@@ -5,6 +5,8 @@ answered from the cache."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -246,6 +248,26 @@ def test_the_awaitable_wait(shop: Shop) -> None:
 
     report = asyncio.run(main())
     assert report.holds and sorted(o.name for o in report.objects) == ["w0", "w1"]
+
+
+def test_the_wait_for_example_exits_0_when_met_and_4_naming_what_is_not(shop: Shop) -> None:
+    ns = shop.fill(2)
+    shop.patch(ns, "w0", {"status": {"ready": True}})
+    example = Path(__file__).resolve().parents[1] / "examples" / "wait_for.py"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, str(example), shop.resource, *args, "-n", ns, "--kubeconfig", shop.kubeconfig]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    met = run("status.ready", "w0", "--timeout", "60")
+    assert met.returncode == 0, met.stderr
+    assert "hold" in met.stdout
+    not_met = run("status.ready", "--timeout", "1")
+    assert not_met.returncode == 4, not_met.stderr
+    lines = not_met.stderr.splitlines()
+    assert f"{ns}/w1: null" in lines and not any(line.startswith(f"{ns}/w0") for line in lines)
+    bad = run("status.[", "--timeout", "1")
+    assert bad.returncode == 1 and "condition" in bad.stderr
 
 
 def test_bad_expressions_and_arguments_raise_with_the_position(factory: kdi.Factory, shop: Shop) -> None:
