@@ -240,7 +240,7 @@ impl<'a> ArrayRef<'a> {
     }
 
     /// The items, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = ValueRef<'a>> + 'a {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = ValueRef<'a>> + use<'a> {
         self.0.items().map(ValueRef::from_node)
     }
 }

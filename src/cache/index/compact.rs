@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::cache::CacheError;
-use crate::cache::compact::{ArrayRef, CompactObject, ValueRef};
+use crate::cache::compact::{CompactObject, ValueRef};
 
 use super::compile::Plan;
 use super::input::{DATA_NOT_AN_OBJECT, describe};
-use super::values::{OBJECT_RESULT, values_of_json};
+use super::values::{OBJECT_RESULT, Step, values_of_json, walk};
 use super::{IndexFn, Kind, field_path, numbers};
 
 impl IndexFn {
@@ -109,36 +109,18 @@ fn values_at(mut value: ValueRef<'_>, path: &[String]) -> Result<Vec<String>, St
     values_of_ref(value)
 }
 
-/// `values_of_json` for a [`ValueRef`], without converting it. Nested arrays
-/// are walked with an explicit stack, so no input depth can overflow.
+/// `values_of_json` for a [`ValueRef`], without converting it.
 fn values_of_ref(result: ValueRef<'_>) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut pending: Vec<(ArrayRef<'_>, usize)> = Vec::new();
-    let mut next = Some(result);
-    loop {
-        if let Some(value) = next.take() {
-            match value {
-                ValueRef::Null => {}
-                ValueRef::String(s) => out.push(s.to_owned()),
-                ValueRef::Bool(b) => out.push(b.to_string()),
-                ValueRef::Number(n) => out.push(numbers::text(&n)),
-                ValueRef::Array(items) => pending.push((items, 0)),
-                ValueRef::Object(_) => return Err(OBJECT_RESULT.to_owned()),
-                ValueRef::Owned(v) => out.extend(values_of_json(&v)?),
-                ValueRef::Json(v) => out.extend(values_of_json(v)?),
-            }
-        }
-        let Some((items, at)) = pending.last_mut() else {
-            return Ok(out);
-        };
-        match items.get(*at) {
-            Some(item) => {
-                *at += 1;
-                next = Some(item);
-            }
-            None => {
-                pending.pop();
-            }
-        }
-    }
+    walk(result, |value| {
+        Ok(match value {
+            ValueRef::Null => Step::Nothing,
+            ValueRef::String(s) => Step::Value(s.to_owned()),
+            ValueRef::Bool(b) => Step::Value(b.to_string()),
+            ValueRef::Number(n) => Step::Value(numbers::text(&n)),
+            ValueRef::Array(items) => Step::Items(items.iter()),
+            ValueRef::Object(_) => return Err(OBJECT_RESULT.to_owned()),
+            ValueRef::Owned(v) => Step::Values(values_of_json(&v)?),
+            ValueRef::Json(v) => Step::Values(values_of_json(v)?),
+        })
+    })
 }
