@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from types import TracebackType
 from collections.abc import Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

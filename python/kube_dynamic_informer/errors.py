@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CacheError",
-    "ConfigError",
     "ConditionTimeoutError",
+    "ConfigError",
     "ConfigFileError",
     "ExpressionError",
     "FactoryError",

@@ -558,7 +558,6 @@ impl Factory {
             label_selector,
             index,
         };
-        let timeout = seconds(timeout, "timeout")?;
         waiting::wait_until(py, &informers, goal, chosen, quantifier, timeout)
     }
 

@@ -15,7 +15,7 @@ use pyo3::types::{PyList, PyString};
 
 use crate::object::CachedObject;
 use crate::waiting::{self, Chosen, WaitReport};
-use crate::{aio, errors, seconds, wait};
+use crate::{aio, errors, seconds, strings, wait};
 
 /// One resource's informer: its cache, indexes and handlers.
 #[pyclass(module = "kube_dynamic_informer", frozen)]
@@ -317,7 +317,6 @@ impl Informer {
             label_selector,
             index,
         };
-        let timeout = seconds(timeout, "timeout")?;
         let informers = [self.0.informer().clone()];
         waiting::wait_until(py, &informers, goal, chosen, quantifier, timeout)
     }
@@ -390,12 +389,8 @@ fn handler_options(
         options = options.filter(Condition::new(filter).map_err(errors::cache)?);
     }
     if let Some(changes) = changes {
-        let expressions: Vec<String> = if changes.is_instance_of::<PyString>() {
-            vec![changes.extract()?]
-        } else {
-            changes.extract()?
-        };
-        options = options.changes(ChangePredicate::any_of(expressions).map_err(errors::cache)?);
+        let predicate = ChangePredicate::any_of(strings(changes)?).map_err(errors::cache)?;
+        options = options.changes(predicate);
     }
     Ok(options)
 }

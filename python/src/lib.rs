@@ -71,6 +71,15 @@ fn aio<'py>(
         .unbind())
 }
 
+/// One string or a sequence of them, from Python, as strings.
+fn strings(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if value.is_instance_of::<pyo3::types::PyString>() {
+        Ok(vec![value.extract()?])
+    } else {
+        value.extract()
+    }
+}
+
 /// A duration in seconds from Python: finite and not negative.
 fn seconds(value: f64, what: &str) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value).map_err(|_| {

@@ -1,17 +1,14 @@
 //! `Informer.wait_until`: a condition waited for from the cache, and
 //! `WaitReport` / `ObjectOutcome`, how the wait ended.
 
-use std::time::Duration;
-
 use kube_dynamic_informer::informer::{
     self, ObjectSelection, Objects, Quantifier, SharedInformer, Wait, WaitFor,
 };
 use kube_dynamic_informer::vocabulary::{Selector, key_from_parts};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
 
-use crate::{errors, wait};
+use crate::{errors, seconds, strings, wait};
 
 /// Which objects a wait is about, from `wait_until`'s arguments.
 pub(crate) struct Chosen<'a> {
@@ -43,11 +40,7 @@ impl Chosen<'_> {
                 "wait_until takes keys, or a label_selector and an index to pick objects, not both",
             ));
         }
-        let keys: Vec<String> = if keys.is_instance_of::<PyString>() {
-            vec![keys.extract()?]
-        } else {
-            keys.extract()?
-        };
+        let keys = strings(keys)?;
         if keys.is_empty() {
             return Err(PyValueError::new_err("wait_until: keys is empty"));
         }
@@ -74,15 +67,16 @@ fn quantifier(word: &str) -> PyResult<Quantifier> {
 
 /// Waits, with the GIL released, until `goal` is true of the objects
 /// `chosen` picks in each of `informers` (all of them, any or none, as
-/// `quantifier` says), for at most `timeout`.
+/// `quantifier` says), for at most `timeout` seconds.
 pub(crate) fn wait_until(
     py: Python<'_>,
     informers: &[SharedInformer],
     goal: &str,
     chosen: Chosen<'_>,
     quantifier_word: &str,
-    timeout: Duration,
+    timeout: f64,
 ) -> PyResult<WaitReport> {
+    let timeout = seconds(timeout, "timeout")?;
     let goal = WaitFor::parse(goal).map_err(errors::cache)?;
     let run = Wait::new(goal)
         .quantifier(quantifier(quantifier_word)?)
