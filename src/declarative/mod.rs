@@ -280,15 +280,6 @@ pub(crate) mod resource_set;
 pub(crate) mod shard_group;
 pub(crate) mod sources;
 
-/// Sleeps for `wait`, or forever without one.
-#[cfg(feature = "config")]
-async fn sleep_or_never(wait: Option<std::time::Duration>) {
-    match wait {
-        Some(wait) => tokio::time::sleep(wait).await,
-        None => futures::future::pending().await,
-    }
-}
-
 #[cfg(feature = "config")]
 pub use cluster_set::{
     ClusterEvent, ClusterLister, ClusterObject, ClusterSet, ClusterSyncReport, ClusterSyncResult,

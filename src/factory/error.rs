@@ -1,6 +1,7 @@
 //! What the factory refuses, and why.
 
 use super::*;
+use crate::vocabulary::error_chain;
 
 /// Errors of the factory.
 #[derive(Debug, thiserror::Error)]
@@ -171,10 +172,7 @@ impl FactoryError {
                     kube_client::Error::Api(status) => Some(status.code),
                     _ => None,
                 };
-                Some(NotSynced::from_failure(
-                    code,
-                    crate::vocabulary::error_chain(self),
-                ))
+                Some(NotSynced::from_failure(code, error_chain(self)))
             }
             _ => None,
         }

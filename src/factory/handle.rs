@@ -98,9 +98,7 @@ impl InformerHandle {
     pub fn options(&self) -> &InformerOptions {
         self.informer.options()
     }
-}
 
-impl InformerHandle {
     /// Waits until `goal` is true of all of `objects` of this informer, for
     /// at most `timeout` ([`SharedInformer::wait_until`]; a
     /// [`Wait`](crate::informer::Wait) takes

@@ -281,6 +281,14 @@ use crate::vocabulary::selector::{Selector, validate_field_selector};
 use crate::wire::list_watch::ApiListWatch;
 use resource_ref::{fully_qualified, plural_and_group};
 
+/// Sleeps for `wait`, or forever without one.
+pub(crate) async fn sleep_or_never(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => futures::future::pending().await,
+    }
+}
+
 struct Entry {
     informer: InformerHandle,
     /// What resolution knew of the resource (a placeholder when pending).

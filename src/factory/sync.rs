@@ -171,15 +171,12 @@ pub(crate) async fn wait_all(
 /// Whether `gi` is synced now, and if not, why (`waited`: how long it was
 /// waited for).
 fn where_it_is(gi: &InformerHandle, waited: Duration) -> Result<(), FactoryError> {
-    if gi.has_synced() {
-        return Ok(());
-    }
     match NotSynced::from_status(&gi.status(), waited) {
-        None => Ok(()),
-        Some(reason) => Err(FactoryError::NotSynced {
+        Some(reason) if !gi.has_synced() => Err(FactoryError::NotSynced {
             resource: gi.resource(),
             reason,
         }),
+        _ => Ok(()),
     }
 }
 

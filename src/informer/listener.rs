@@ -18,7 +18,6 @@ use tokio::time::Instant;
 use super::Shared;
 use super::event::{Event, EventHandler};
 use super::filter::{Dropped, FilterMistake, MistakeHook};
-use super::options::setters;
 use super::pool::{HandlerPool, Runnable, TURN};
 pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
@@ -26,6 +25,7 @@ use crate::cache::store::CachedObject;
 use crate::cache::{ChangePredicate, Condition};
 use crate::informer::telemetry::HandlerMetrics;
 use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::setters;
 use crate::vocabulary::shard::Settlement;
 
 /// Options of one handler registration.
@@ -680,11 +680,10 @@ impl Stream for EventStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         loop {
-            match self.as_mut().poll_delivery(cx) {
-                Poll::Ready(Some(Delivery::Event(event))) => return Poll::Ready(Some(event)),
-                Poll::Ready(Some(Delivery::Synced)) => continue,
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+            match std::task::ready!(self.as_mut().poll_delivery(cx)) {
+                Some(Delivery::Event(event)) => return Poll::Ready(Some(event)),
+                Some(Delivery::Synced) => {}
+                None => return Poll::Ready(None),
             }
         }
     }

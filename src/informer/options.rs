@@ -16,32 +16,11 @@ use crate::cache::transform::{Transform, TransformFn};
 use crate::informer::backoff::BackoffConfig;
 use crate::vocabulary::duration::go;
 use crate::vocabulary::scope::Namespaces;
+use crate::vocabulary::setters;
 use crate::vocabulary::shard::{
     HandoverFollower, ShardAssignment, ShardKey, ShardRange, StaticShard,
 };
 use crate::wire::list_watch::ApiListWatch;
-
-/// Writes `#[must_use]` builder methods that each set one field:
-/// `name(arg: Type) => value;` sets field `name` to `value`.
-macro_rules! setters {
-    ($($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
-        $(#[$attr])*
-        #[must_use]
-        pub fn $name(mut self, $arg: $ty) -> Self {
-            self.$name = $value;
-            self
-        }
-    )*};
-    (in $part:ident: $($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
-        $(#[$attr])*
-        #[must_use]
-        pub fn $name(mut self, $arg: $ty) -> Self {
-            self.$part.$name = $value;
-            self
-        }
-    )*};
-}
-pub(crate) use setters;
 
 /// Where a sharded informer's ranges come from: its key, and the ranges
 /// (`None` until a shard group has its first assignment). A static shard's
@@ -93,7 +72,10 @@ pub enum WhenNotServed {
 ///     .resync(Duration::from_secs(600));
 /// assert_eq!(options.watch.page_size, 500);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// The default is the defaults of [`WatchOptions`] and [`CacheOptions`], no
+/// snapshot, and waiting for resources that are not served.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(default, rename_all = "camelCase")]
 pub struct InformerOptions {
@@ -177,8 +159,9 @@ pub struct WatchOptions {
 
 /// What an informer's cache keeps, and how it holds and re-delivers it:
 /// the part of [`InformerOptions`] the cache needs. Two informers share a
-/// cache only if these are equal.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// cache only if these are equal. The default is as client-go's
+/// informers: no transform, no resync, whole objects; the compact storage.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "config", derive(schemars::JsonSchema))]
 #[serde(default, rename_all = "camelCase")]
 pub struct CacheOptions {
@@ -248,37 +231,6 @@ impl Default for WatchOptions {
             min_watch_timeout: Duration::from_secs(300),
             stale_after: Duration::from_secs(180),
             backoff: BackoffConfig::default(),
-        }
-    }
-}
-
-impl Default for CacheOptions {
-    /// As client-go's informers: no transform, no resync, whole objects;
-    /// the compact storage.
-    fn default() -> Self {
-        Self {
-            resync: Duration::ZERO,
-            strip_managed_fields: false,
-            projection: None,
-            transform: None,
-            storage: Storage::default(),
-            shard: None,
-            shard_key: ShardKey::Uid,
-            shard_group: None,
-        }
-    }
-}
-
-impl Default for InformerOptions {
-    /// The defaults of [`WatchOptions`] and [`CacheOptions`]; no snapshot;
-    /// wait for resources that are not served.
-    fn default() -> Self {
-        Self {
-            watch: WatchOptions::default(),
-            cache: CacheOptions::default(),
-            when_not_served: WhenNotServed::Wait,
-            sensitive: false,
-            snapshot: None,
         }
     }
 }

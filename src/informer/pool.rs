@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::options::setters;
+use crate::vocabulary::setters;
 
 /// Events a worker hands to one handler before it turns to the next queue.
 pub(super) const TURN: usize = 32;

@@ -157,9 +157,7 @@ impl Pending {
             }
         }
     }
-}
 
-impl Pending {
     /// The pending add or update once it is brought to `new`.
     fn updated_to(&mut self, new: Arc<kube_core::DynamicObject>) -> Event {
         match self.upsert.take() {
@@ -215,9 +213,8 @@ impl Queue {
     /// An empty queue; `coalesce` folds a key's queued events together.
     pub(super) fn new(coalesce: bool) -> Self {
         Self {
-            order: VecDeque::new(),
             pending: coalesce.then(HashMap::new),
-            len: 0,
+            ..Self::default()
         }
     }
 

@@ -140,6 +140,7 @@ macro_rules! describe_each {
         $($describe!($name, $(Unit::$unit,)? $help);)*
     };
 }
+pub(crate) use describe_each;
 
 /// Registers the help text and unit of every series with the recorder
 /// installed at the time (exporters print them, e.g. as `# HELP`).

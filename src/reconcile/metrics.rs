@@ -11,6 +11,8 @@ use metrics::{
     gauge, histogram,
 };
 
+use crate::informer::telemetry::describe_each;
+
 /// The series of one queue, registered once.
 pub(super) struct QueueMetrics {
     depth: Gauge,
@@ -25,36 +27,21 @@ pub(super) struct QueueMetrics {
 /// Registers the help text and unit of every series with the recorder
 /// installed at the time.
 fn describe() {
-    describe_gauge!("workqueue_depth", "Current depth of workqueue.");
-    describe_counter!(
-        "workqueue_adds_total",
-        "Total number of adds handled by workqueue."
-    );
-    describe_counter!(
-        "workqueue_retries_total",
-        "Total number of retries handled by workqueue."
-    );
-    describe_histogram!(
-        "workqueue_queue_duration_seconds",
-        Unit::Seconds,
-        "How long in seconds an item stays in workqueue before being requested."
-    );
-    describe_histogram!(
-        "workqueue_work_duration_seconds",
-        Unit::Seconds,
-        "How long in seconds processing an item from workqueue takes."
-    );
-    describe_gauge!(
-        "workqueue_unfinished_work_seconds",
-        Unit::Seconds,
-        "How many seconds of work has been done that is in progress and hasn't been observed by \
-         work_duration."
-    );
-    describe_gauge!(
-        "workqueue_longest_running_processor_seconds",
-        Unit::Seconds,
-        "How many seconds has the longest running processor for workqueue been running."
-    );
+    describe_each! {
+        describe_gauge "workqueue_depth": "Current depth of workqueue.";
+        describe_counter "workqueue_adds_total": "Total number of adds handled by workqueue.";
+        describe_counter "workqueue_retries_total":
+            "Total number of retries handled by workqueue.";
+        describe_histogram "workqueue_queue_duration_seconds" [Seconds]:
+            "How long in seconds an item stays in workqueue before being requested.";
+        describe_histogram "workqueue_work_duration_seconds" [Seconds]:
+            "How long in seconds processing an item from workqueue takes.";
+        describe_gauge "workqueue_unfinished_work_seconds" [Seconds]:
+            "How many seconds of work has been done that is in progress and hasn't been observed by \
+             work_duration.";
+        describe_gauge "workqueue_longest_running_processor_seconds" [Seconds]:
+            "How many seconds has the longest running processor for workqueue been running.";
+    }
 }
 
 impl QueueMetrics {

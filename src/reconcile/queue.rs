@@ -199,28 +199,20 @@ impl<K: Clone + Eq + Hash> State<K> {
 
     /// [`add`](Self::add), uncounted.
     fn waiting(&mut self, key: K, now: Instant) -> Added {
-        match self.entries.get_mut(&key) {
-            Some(entry) if entry.waiting.is_some() => Added::Coalesced,
-            Some(entry) => {
-                entry.waiting = Some(now);
-                if entry.processing.is_some() {
-                    return Added::WhileProcessing;
-                }
-                self.ready.push_back(key);
-                self.queued += 1;
-                Added::Queued
-            }
-            None => {
-                let entry = Entry {
-                    waiting: Some(now),
-                    ..Entry::default()
-                };
-                self.entries.insert(key.clone(), entry);
-                self.ready.push_back(key);
-                self.queued += 1;
-                Added::Queued
-            }
+        let entry = match self.entries.get_mut(&key) {
+            Some(entry) => entry,
+            None => self.entries.entry(key.clone()).or_default(),
+        };
+        if entry.waiting.is_some() {
+            return Added::Coalesced;
         }
+        entry.waiting = Some(now);
+        if entry.processing.is_some() {
+            return Added::WhileProcessing;
+        }
+        self.ready.push_back(key);
+        self.queued += 1;
+        Added::Queued
     }
 
     /// Delays `key` until `at`, unless it is due earlier already; true

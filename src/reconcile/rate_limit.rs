@@ -127,17 +127,12 @@ where
 {
     fn when(&self, key: &K) -> Duration {
         let mut failures = self.failures.lock();
-        let earlier = match failures.get_mut(key) {
-            Some(n) => {
-                let earlier = *n;
-                *n = n.saturating_add(1);
-                earlier
-            }
-            None => {
-                failures.insert(key.clone(), 1);
-                0
-            }
+        let n = match failures.get_mut(key) {
+            Some(n) => n,
+            None => failures.entry(key.clone()).or_insert(0),
         };
+        let earlier = *n;
+        *n = n.saturating_add(1);
         drop(failures);
         self.delay(earlier)
     }

@@ -156,7 +156,7 @@ impl Default for ServeOptions {
 }
 
 impl ServeOptions {
-    crate::informer::options::setters! {
+    crate::vocabulary::setters! {
         /// Sets [`addr`](Self::addr).
         addr(addr: SocketAddr) => addr;
 

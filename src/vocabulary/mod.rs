@@ -217,6 +217,28 @@
 //! panics on numbers no `Duration` can hold (`1e400h`, `nan` hours), and a
 //! config file must never take the process down.
 
+/// Writes `#[must_use]` builder methods that each set one field:
+/// `name(arg: Type) => value;` sets field `name` to `value`.
+macro_rules! setters {
+    ($($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
+        $(#[$attr])*
+        #[must_use]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$name = $value;
+            self
+        }
+    )*};
+    (in $part:ident: $($(#[$attr:meta])* $name:ident($arg:ident: $ty:ty) => $value:expr;)*) => {$(
+        $(#[$attr])*
+        #[must_use]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$part.$name = $value;
+            self
+        }
+    )*};
+}
+pub(crate) use setters;
+
 pub(crate) mod duration;
 pub(crate) mod error;
 pub(crate) mod error_chain;

@@ -200,7 +200,7 @@ pub(super) async fn run_cluster(set: Weak<SetInner>, cluster: Arc<ClusterEntry>)
         delay = (!failures.is_empty())
             .then(|| delay.map_or(retry.initial, |d: Duration| (d * 2).min(retry.max)));
         record_failures(&cluster, failures, version);
-        let wake = crate::declarative::sleep_or_never(delay);
+        let wake = crate::factory::sleep_or_never(delay);
         tokio::pin!(wake);
         loop {
             tokio::select! {

@@ -149,6 +149,7 @@ impl InformerSet {
             });
         }
         let mut set = InformerSet::new(InformerOptions::default());
+        let options = InformerOptions::default().namespaces(namespaces.clone());
         for name in names {
             let pattern_error = |source| DeclarativeError::Pattern {
                 name: name.clone(),
@@ -159,21 +160,17 @@ impl InformerSet {
                     pattern.exclude.extend(exclude.iter().cloned());
                     pattern.scope = scope;
                     pattern.check().map_err(pattern_error)?;
-                    let mut spec = PatternSpec {
+                    set.patterns.push(PatternSpec {
+                        options: options.clone(),
                         indexes: indexes.clone(),
                         ..PatternSpec::new(name.clone(), pattern)
-                    };
-                    spec.options.watch.namespaces = namespaces.clone();
-                    set.patterns.push(spec);
+                    });
                 }
-                None => {
-                    let mut spec = InformerSpec {
-                        indexes: indexes.clone(),
-                        ..InformerSpec::new(name.clone())
-                    };
-                    spec.options.watch.namespaces = namespaces.clone();
-                    set.informers.push(spec);
-                }
+                None => set.informers.push(InformerSpec {
+                    options: options.clone(),
+                    indexes: indexes.clone(),
+                    ..InformerSpec::new(name.clone())
+                }),
             }
         }
         if set.patterns.is_empty() && (!exclude.is_empty() || scope.is_some()) {

@@ -124,11 +124,7 @@ impl Validation<'_> {
         };
         let (informers, patterns) = (list("informers"), list("patterns"));
         if informers.is_empty() && patterns.is_empty() && value.is_object() {
-            let at = if value.get("informers").is_some() {
-                "/informers"
-            } else {
-                ""
-            };
+            let at = value.get("informers").map_or("", |_| "/informers");
             self.error(
                 at,
                 "no informers and no patterns: declare at least one of them".to_string(),
@@ -270,19 +266,15 @@ impl Validation<'_> {
             }
         }
         if let Some(snapshot) = value.get("snapshot").filter(|s| s.is_object()) {
-            self.check(
-                &format!("{at}/snapshot"),
-                snapshot,
-                "interval",
-                parse_duration,
-            );
+            let at = format!("{at}/snapshot");
+            self.check(&at, snapshot, "interval", parse_duration);
             if snapshot
                 .get("dir")
                 .and_then(|d| d.as_str())
                 .is_none_or(|d| d.trim().is_empty())
             {
                 self.error(
-                    &format!("{at}/snapshot"),
+                    &at,
                     "a snapshot needs `dir`: the directory of the snapshot files".to_owned(),
                 );
             }

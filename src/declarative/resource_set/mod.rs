@@ -765,7 +765,7 @@ async fn follow(
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = discovery.changed() => if changed.is_err() { return },
-            () = crate::declarative::sleep_or_never(recheck) => {}
+            () = crate::factory::sleep_or_never(recheck) => {}
         }
         let Some(inner) = inner.upgrade() else { return };
         ResourceSet { inner }.reconcile().await;

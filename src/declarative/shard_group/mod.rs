@@ -18,6 +18,7 @@ mod member;
 
 use crate::declarative::DeclarativeError;
 use crate::vocabulary::selector::is_dns_label;
+use crate::vocabulary::setters;
 use member::Member;
 
 /// Label on every Lease of a group: its name.
@@ -76,18 +77,12 @@ impl ShardGroupConfig {
         }
     }
 
-    /// Sets the lease duration.
-    #[must_use]
-    pub fn lease_duration(mut self, duration: Duration) -> Self {
-        self.lease_duration = duration;
-        self
-    }
+    setters! {
+        /// Sets the lease duration.
+        lease_duration(duration: Duration) => duration;
 
-    /// Sets the number of slots.
-    #[must_use]
-    pub fn slots(mut self, slots: u32) -> Self {
-        self.slots = slots;
-        self
+        /// Sets the number of slots.
+        slots(slots: u32) => slots;
     }
 
     /// Checks the name, namespace, identity, duration and slot count.

@@ -45,12 +45,10 @@ impl CrdExpectation {
     pub(super) fn from_store(crds: &[Arc<DynamicObject>]) -> Self {
         let mut this = CrdExpectation::default();
         for crd in crds {
-            let spec = &crd.data["spec"];
-            let (Some(group), Some(plural)) =
-                (spec["group"].as_str(), spec["names"]["plural"].as_str())
-            else {
+            let Some((group, plural)) = group_and_plural(crd) else {
                 continue;
             };
+            let spec = &crd.data["spec"];
             let established = crd.data["status"]["conditions"]
                 .as_array()
                 .is_some_and(|conds| {
@@ -124,12 +122,13 @@ pub(super) fn api_service_resource() -> ApiResource {
 /// `(group, plural)` of every resource the CRDs define.
 pub(super) fn custom_resources(crds: &[Arc<DynamicObject>]) -> HashSet<(String, String)> {
     crds.iter()
-        .filter_map(|crd| {
-            let spec = &crd.data["spec"];
-            Some((
-                spec["group"].as_str()?.to_string(),
-                spec["names"]["plural"].as_str()?.to_string(),
-            ))
-        })
+        .filter_map(|crd| group_and_plural(crd))
+        .map(|(group, plural)| (group.to_string(), plural.to_string()))
         .collect()
+}
+
+/// The group and plural of the resource a CRD defines.
+fn group_and_plural(crd: &DynamicObject) -> Option<(&str, &str)> {
+    let spec = &crd.data["spec"];
+    Some((spec["group"].as_str()?, spec["names"]["plural"].as_str()?))
 }

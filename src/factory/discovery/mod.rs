@@ -17,10 +17,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::transform::Transform;
-use crate::informer::options::{InformerOptions, setters};
+use crate::informer::options::InformerOptions;
 use crate::informer::{HandlerOptions, SharedInformer};
 use crate::vocabulary::resource::{KnownResource, ResourceKey, ResourceName};
 use crate::vocabulary::scope::{ResourceAvailability, Scope};
+use crate::vocabulary::setters;
 use crate::vocabulary::{VocabularyError, error_chain};
 
 mod fetch;
@@ -322,14 +323,10 @@ impl DiscoveryCache {
     /// # Errors
     /// [`FactoryError::Discovery`].
     pub async fn lookup(&self, key: &ResourceKey) -> Result<Option<KnownResource>, FactoryError> {
-        let (snapshot, fresh) = self.loaded().await?;
-        if let Some(found) = snapshot.get(key) {
-            return Ok(Some(found.clone()));
+        let (mut snapshot, fresh) = self.loaded().await?;
+        if !fresh && snapshot.get(key).is_none() {
+            snapshot = self.refresh_after(snapshot.generation).await?;
         }
-        if fresh {
-            return Ok(None);
-        }
-        let snapshot = self.refresh_after(snapshot.generation).await?;
         Ok(snapshot.get(key).cloned())
     }
 
@@ -418,17 +415,11 @@ impl DiscoveryCache {
             } else {
                 self.inner.config.periodic_refresh
             };
-            let tick = async {
-                match period {
-                    Some(p) => tokio::time::sleep(p).await,
-                    None => futures::future::pending().await,
-                }
-            };
             let crd_changed = tokio::select! {
                 _ = cancel.cancelled() => return,
                 e = next_or_pending(&mut crd_events) => e,
                 _ = next_or_pending(&mut service_events).map(|_| ()) => false,
-                _ = tick => false,
+                _ = crate::factory::sleep_or_never(period) => false,
             };
             // Let a burst of events (an initial list, a CRD with several
             // versions) settle into one refresh.

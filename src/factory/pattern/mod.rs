@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::factory::FactoryError;
 use crate::factory::discovery::DiscoverySnapshot;
-use crate::informer::options::setters;
 use crate::vocabulary::resource::KnownResource;
+use crate::vocabulary::setters;
 
 /// Which scope of resources a pattern keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -57,6 +57,19 @@ pub struct ResourcePattern {
     pub version: Option<String>,
 }
 
+/// Builder methods that add to a list field, each taking anything that
+/// iterates over strings.
+macro_rules! adders {
+    ($($(#[$attr:meta])* $name:ident($arg:ident);)*) => {$(
+        $(#[$attr])*
+        #[must_use]
+        pub fn $name<I: IntoIterator<Item = S>, S: Into<String>>(mut self, $arg: I) -> Self {
+            self.$name.extend($arg.into_iter().map(Into::into));
+            self
+        }
+    )*};
+}
+
 /// Whether the CRDs behind resources are known, for
 /// [`ResourcePattern::select_with`].
 pub type CustomResources<'a> = &'a dyn Fn(&str, &str) -> bool;
@@ -73,33 +86,18 @@ impl ResourcePattern {
         version(version: impl Into<String>) => Some(version.into());
     }
 
-    /// Adds group globs.
-    #[must_use]
-    pub fn groups<I: IntoIterator<Item = S>, S: Into<String>>(mut self, groups: I) -> Self {
-        self.groups.extend(groups.into_iter().map(Into::into));
-        self
-    }
+    adders! {
+        /// Adds group globs.
+        groups(groups);
 
-    /// Adds categories.
-    #[must_use]
-    pub fn categories<I: IntoIterator<Item = S>, S: Into<String>>(mut self, categories: I) -> Self {
-        self.categories
-            .extend(categories.into_iter().map(Into::into));
-        self
-    }
+        /// Adds categories.
+        categories(categories);
 
-    /// Adds resources by name.
-    #[must_use]
-    pub fn include<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
-        self.include.extend(names.into_iter().map(Into::into));
-        self
-    }
+        /// Adds resources by name.
+        include(names);
 
-    /// Removes resources by name.
-    #[must_use]
-    pub fn exclude<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
-        self.exclude.extend(names.into_iter().map(Into::into));
-        self
+        /// Removes resources by name.
+        exclude(names);
     }
 
     /// Parses a pattern as the command line writes it, or `None` when

@@ -25,13 +25,14 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::ReflectorStats;
-use super::options::{InformerOptions, setters};
+use super::options::InformerOptions;
 use super::telemetry::InformerMetrics;
 use crate::cache::compact::binary::{self, Decoder, Encoder};
 use crate::cache::compact::{CompactObject, Interner};
 use crate::cache::store::{CachedObject, Store};
 use crate::vocabulary::duration::go;
 use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::setters;
 use crate::vocabulary::shard::{FNV1A_64_OFFSET, fnv1a_64, fnv1a_64_extend};
 
 /// The first line of every snapshot file, with its format version.

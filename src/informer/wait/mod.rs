@@ -27,6 +27,7 @@ use super::status::InformerStatus;
 use super::sync::{NotSynced, SyncPolicy, deadline_passed};
 use super::{InformerError, SharedInformer};
 use crate::vocabulary::resource::ResourceKey;
+use crate::vocabulary::setters;
 use objects::Membership;
 use tracker::{MistakeHook, Tracker};
 
@@ -127,11 +128,15 @@ impl Wait {
         }
     }
 
-    /// Of how many objects the goal must be true.
-    #[must_use]
-    pub fn quantifier(mut self, quantifier: Quantifier) -> Self {
-        self.quantifier = quantifier;
-        self
+    setters! {
+        /// Of how many objects the goal must be true.
+        quantifier(quantifier: Quantifier) => quantifier;
+
+        /// How long to wait. `Duration::ZERO` checks once, against the caches
+        /// as they are (their objects are handed to the wait at once; an
+        /// informer not synced yet has not got them all). [`Duration::MAX`]
+        /// waits for ever.
+        timeout(timeout: Duration) => timeout;
     }
 
     /// [`Quantifier::All`] (the default).
@@ -150,16 +155,6 @@ impl Wait {
     #[must_use]
     pub fn none(self) -> Self {
         self.quantifier(Quantifier::None)
-    }
-
-    /// How long to wait. `Duration::ZERO` checks once, against the caches
-    /// as they are (their objects are handed to the wait at once; an
-    /// informer not synced yet has not got them all). [`Duration::MAX`]
-    /// waits for ever.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
     }
 
     /// Whether a cache the server refuses (403, 401) ends the wait at once

@@ -10,6 +10,7 @@ use crate::cache::store::Store;
 use crate::informer::InformerError;
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::selector::Selector;
+use crate::vocabulary::setters;
 
 /// The objects of one informer a [`Wait`](super::Wait) is about.
 ///
@@ -94,18 +95,12 @@ pub struct ObjectSelection {
 }
 
 impl ObjectSelection {
-    /// Sets [`namespace`](Self::namespace).
-    #[must_use]
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
-        self
-    }
+    setters! {
+        /// Sets [`namespace`](Self::namespace).
+        namespace(namespace: impl Into<String>) => Some(namespace.into());
 
-    /// Sets [`labels`](Self::labels).
-    #[must_use]
-    pub fn labels(mut self, selector: Selector) -> Self {
-        self.labels = selector;
-        self
+        /// Sets [`labels`](Self::labels).
+        labels(selector: Selector) => selector;
     }
 
     /// Sets [`index`](Self::index).

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use crate::declarative::ResourceSet;
 use crate::factory::InformerHandle;
 use crate::informer::HandlerOptions;
+use crate::vocabulary::setters;
 
 use super::error::ReconcileError;
 use super::key::ObjectRef;
@@ -59,18 +60,12 @@ pub struct OwnsOptions {
 }
 
 impl OwnsOptions {
-    /// Sets [`all_owners`](Self::all_owners).
-    #[must_use]
-    pub fn all_owners(mut self, all: bool) -> Self {
-        self.all_owners = all;
-        self
-    }
+    setters! {
+        /// Sets [`all_owners`](Self::all_owners).
+        all_owners(all: bool) => all;
 
-    /// Sets [`handler`](Self::handler).
-    #[must_use]
-    pub fn handler(mut self, options: HandlerOptions) -> Self {
-        self.handler = options;
-        self
+        /// Sets [`handler`](Self::handler).
+        handler(options: HandlerOptions) => options;
     }
 }
 

@@ -475,10 +475,7 @@ async fn upkeep(shared: Arc<Shared>) {
         let idle =
             shared.queue.is_empty() && shared.busy.load(std::sync::atomic::Ordering::SeqCst) == 0;
         if idle {
-            let mut registry = shared.registry.write();
-            if registry.entries.iter().any(|e| e.retired) {
-                registry.entries.retain(|e| !e.retired);
-            }
+            shared.registry.write().entries.retain(|e| !e.retired);
         }
     }
 }

@@ -8,8 +8,12 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::FutureExt;
-use metrics::{Counter, Gauge, Histogram, Unit, counter, gauge, histogram};
+use metrics::{
+    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram,
+    gauge, histogram,
+};
 
+use crate::informer::telemetry::describe_each;
 use crate::vocabulary::error_chain;
 
 use super::super::key::ObjectRef;
@@ -166,25 +170,13 @@ impl ReconcileMetrics {
 /// Registers the help text and unit of each series with the recorder
 /// installed at the time.
 fn describe() {
-    metrics::describe_counter!(
-        "kdi_reconcile_total",
-        "Reconciles, by result: success, requeue_after, error, panic."
-    );
-    metrics::describe_counter!(
-        "kdi_reconcile_errors_total",
-        "Reconciles that returned an error."
-    );
-    metrics::describe_counter!(
-        "kdi_reconcile_panics_total",
-        "Panics caught in the reconcile function."
-    );
-    metrics::describe_histogram!(
-        "kdi_reconcile_duration_seconds",
-        Unit::Seconds,
-        "Time in the reconcile function."
-    );
-    metrics::describe_gauge!(
-        "kdi_reconcile_active_workers",
-        "Workers reconciling a key now."
-    );
+    describe_each! {
+        describe_counter "kdi_reconcile_total":
+            "Reconciles, by result: success, requeue_after, error, panic.";
+        describe_counter "kdi_reconcile_errors_total": "Reconciles that returned an error.";
+        describe_counter "kdi_reconcile_panics_total": "Panics caught in the reconcile function.";
+        describe_histogram "kdi_reconcile_duration_seconds" [Seconds]:
+            "Time in the reconcile function.";
+        describe_gauge "kdi_reconcile_active_workers": "Workers reconciling a key now.";
+    }
 }

@@ -15,6 +15,7 @@ use super::wire::{self, PageAhead};
 use super::{Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
+use crate::vocabulary::setters;
 use crate::vocabulary::shard::ShardSelector;
 
 /// The [`ListWatch`] over the API server, for all namespaces, one or
@@ -119,41 +120,27 @@ impl ApiListWatch {
         }
     }
 
-    /// Sets the namespaces (see [`Scope::check`] for cluster-scoped
-    /// resources: requests fail with [`ListWatchError::ClusterScoped`]).
-    #[must_use]
-    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
-        self.namespaces = namespaces;
-        self
-    }
+    setters! {
+        /// Sets the namespaces (see [`Scope::check`] for cluster-scoped
+        /// resources: requests fail with [`ListWatchError::ClusterScoped`]).
+        namespaces(namespaces: Namespaces) => namespaces;
 
-    /// Says that the namespaces are a default for many resources (a
-    /// factory's), which a cluster-scoped resource ignores instead of
-    /// failing.
-    #[must_use]
-    pub fn namespaces_inherited(mut self, inherited: bool) -> Self {
-        self.namespaces_inherited = inherited;
-        self
-    }
+        /// Says that the namespaces are a default for many resources (a
+        /// factory's), which a cluster-scoped resource ignores instead of
+        /// failing.
+        namespaces_inherited(inherited: bool) => inherited;
 
-    /// Lists and watches metadata only.
-    #[must_use]
-    pub fn metadata_only(mut self, enabled: bool) -> Self {
-        self.metadata_only = enabled;
-        self
-    }
+        /// Lists and watches metadata only.
+        metadata_only(enabled: bool) => enabled;
 
-    /// Decodes list pages on a blocking thread rather than on the runtime's
-    /// threads. For a cache that keeps another form of the objects (compact
-    /// storage) and frees the decoded ones: their memory then comes from
-    /// other allocator arenas than the cache's, which stays packed (about a
-    /// quarter less resident memory with glibc's malloc). A cache that keeps
-    /// the decoded objects themselves should not: its objects would sit in
-    /// arenas that watch events never allocate from again.
-    #[must_use]
-    pub fn decode_lists_apart(mut self, enabled: bool) -> Self {
-        self.decode_lists_apart = enabled;
-        self
+        /// Decodes list pages on a blocking thread rather than on the runtime's
+        /// threads. For a cache that keeps another form of the objects (compact
+        /// storage) and frees the decoded ones: their memory then comes from
+        /// other allocator arenas than the cache's, which stays packed (about a
+        /// quarter less resident memory with glibc's malloc). A cache that keeps
+        /// the decoded objects themselves should not: its objects would sit in
+        /// arenas that watch events never allocate from again.
+        decode_lists_apart(enabled: bool) => enabled;
     }
 
     /// The resource and one `Api` per namespace (one for all).
