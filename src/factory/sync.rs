@@ -171,12 +171,15 @@ pub(crate) async fn wait_all(
 /// Whether `gi` is synced now, and if not, why (`waited`: how long it was
 /// waited for).
 fn where_it_is(gi: &InformerHandle, waited: Duration) -> Result<(), FactoryError> {
+    if gi.has_synced() {
+        return Ok(());
+    }
     match NotSynced::from_status(&gi.status(), waited) {
-        Some(reason) if !gi.has_synced() => Err(FactoryError::NotSynced {
+        None => Ok(()),
+        Some(reason) => Err(FactoryError::NotSynced {
             resource: gi.resource(),
             reason,
         }),
-        _ => Ok(()),
     }
 }
 
