@@ -57,10 +57,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "event: {:<6} {}/{} color={} rv={}",
             event.kind(),
-            o.metadata.namespace.as_deref().unwrap_or(""),
-            o.metadata.name.as_deref().unwrap_or(""),
-            o.data["spec"]["color"].as_str().unwrap_or("-"),
-            o.metadata.resource_version.as_deref().unwrap_or("")
+            o.namespace().unwrap_or(""),
+            o.name().unwrap_or(""),
+            o.pointer("/spec/color")
+                .and_then(|color| color.as_str())
+                .unwrap_or("-"),
+            o.resource_version().unwrap_or("")
         );
     });
     let cancel = CancellationToken::new();

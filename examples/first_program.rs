@@ -15,7 +15,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .informer()
         .add_jmespath_index("app", "metadata.labels.app")?;
     let registration = configmaps.informer().add_handler(|event: Event| {
-        let name = event.object().metadata.name.as_deref().unwrap_or("");
+        let name = event.object().name().unwrap_or("");
         println!("{} {name}", event.kind());
     });
 

@@ -59,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "late handler: {:<6} {}{}",
             event.kind(),
-            event.object().metadata.name.as_deref().unwrap_or(""),
+            event.object().name().unwrap_or(""),
             if initial {
                 " (replayed from the cache)"
             } else {

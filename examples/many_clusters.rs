@@ -52,8 +52,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             e.cluster,
             e.event.kind(),
             e.resource,
-            o.metadata.namespace.as_deref().unwrap_or("-"),
-            o.metadata.name.as_deref().unwrap_or("")
+            o.namespace().unwrap_or("-"),
+            o.name().unwrap_or("")
         );
     });
     set.start()?;

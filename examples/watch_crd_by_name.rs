@@ -42,13 +42,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{:<6} {}{} rv={}",
             event.kind(),
-            o.metadata
-                .namespace
-                .as_deref()
-                .map(|ns| format!("{ns}/"))
-                .unwrap_or_default(),
-            o.metadata.name.as_deref().unwrap_or(""),
-            o.metadata.resource_version.as_deref().unwrap_or("")
+            o.namespace().map(|ns| format!("{ns}/")).unwrap_or_default(),
+            o.name().unwrap_or(""),
+            o.resource_version().unwrap_or("")
         );
     });
 

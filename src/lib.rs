@@ -34,7 +34,7 @@
 //!     pods.informer()
 //!         .add_index("node", IndexFn::jmespath("node", "spec.nodeName")?)?;
 //!     pods.informer().add_handler(|e: Event| {
-//!         println!("{} {:?}", e.kind(), e.object().metadata.name);
+//!         println!("{} {:?}", e.kind(), e.object().name());
 //!     });
 //!     // Only metadata, for a resource whose bulk is in its data.
 //!     let secrets = factory
@@ -114,7 +114,7 @@
 //! let options = HandlerOptions::default()
 //!     .filter(Condition::new("metadata.labels.tier == 'web'")?)
 //!     .changes(ChangePredicate::generation());
-//! deployments.informer().add_handler_with(|e: Event| println!("{} {:?}", e.kind(), e.object().metadata.name), options);
+//! deployments.informer().add_handler_with(|e: Event| println!("{} {:?}", e.kind(), e.object().name()), options);
 //! # Ok(()) }
 //! ```
 //!

@@ -479,8 +479,8 @@ proptest! {
             let v = view.clone();
             let reg = informer.add_handler(move |e: Event| {
                 let o = e.object();
-                let key = object_key(o).expect("events carry keyed objects");
-                let rv = o.metadata.resource_version.clone().unwrap_or_default();
+                let key = object_key(&o.object()).expect("events carry keyed objects");
+                let rv = o.resource_version().unwrap_or_default().to_owned();
                 let mut v = v.lock().unwrap();
                 match e {
                     Event::Delete { .. } => { v.remove(&key); }

@@ -196,8 +196,8 @@ mod readme_filter {
             .on_mistake(|mistake| eprintln!("{mistake}"));
         let registration = widgets.informer().add_handler_with(
             |event: Event| match event {
-                Event::Add { object, .. } => println!("reconcile {:?}", object.metadata.name),
-                Event::Update { new, .. } => println!("reconcile {:?}", new.metadata.name),
+                Event::Add { object, .. } => println!("reconcile {:?}", object.name()),
+                Event::Update { new, .. } => println!("reconcile {:?}", new.name()),
                 Event::Delete {
                     object,
                     left_filter,
@@ -205,7 +205,7 @@ mod readme_filter {
                 } => {
                     println!(
                         "forget {:?} (left the filter: {left_filter})",
-                        object.metadata.name
+                        object.name()
                     )
                 }
             },

@@ -499,7 +499,7 @@ impl Event {
     /// state, or the last state known when `final_state_unknown`).
     #[getter]
     fn object(&self) -> CachedObject {
-        CachedObject(Cached::from(self.change.object().clone()))
+        CachedObject(self.change.object().clone())
     }
 
     /// For an update, the state before it; `None` otherwise.
@@ -580,8 +580,8 @@ impl Event {
         format!(
             "<Event {} {}/{}>",
             self.change.kind(),
-            object.metadata.namespace.as_deref().unwrap_or(""),
-            object.metadata.name.as_deref().unwrap_or("?"),
+            object.namespace().unwrap_or(""),
+            object.name().unwrap_or("?"),
         )
     }
 }

@@ -17,7 +17,7 @@
 //!   `Clone`; the informer's task owns it and applies watch events and
 //!   relists to it.
 //! - [`Store`] is a cheap `Clone` read handle handed to everybody else. It
-//!   gives out `Arc<DynamicObject>`s, so nobody can modify a cached object
+//!   gives out [`CachedObject`] handles, so nobody can modify a cached object
 //!   (client-go returns mutable pointers and its docs have to ask users not
 //!   to write through them). The one thing a reader may change is the set of
 //!   indexes ([`Store::add_index`]), which never changes an object.
@@ -393,11 +393,13 @@
 //! ## In the store
 //!
 //! With [`Storage::Compact`] the store keeps
-//! a [`CompactEntry`] per object and one [`Interner`] beside its writer. An
-//! event handler gets the `Arc<DynamicObject>` just decoded from the wire
-//! (the entry remembers it); a read that needs the whole object calls
-//! [`CompactEntry::get`], which hands out that same `Arc` while anyone holds
-//! it, and decodes one for the reader alone otherwise. Label selectors, index filtering, keys and
+//! a [`CompactEntry`] per object and one [`Interner`] beside its writer.
+//! Event handlers get handles on the entry, as readers do; the entry
+//! remembers the `Arc<DynamicObject>` just decoded from the wire (which the
+//! informer holds until its handler filters have read it), and a read that
+//! needs the whole object calls [`CompactEntry::get`], which hands out that
+//! same `Arc` while anyone holds it, and decodes one for the reader alone
+//! otherwise. Label selectors, index filtering, keys and
 //! `kdi get` read the compact object without decoding
 //! ([`CachedObject`]). The writer frees what
 //! dead `Weak`s keep (~460 B per object) in passes amortised over its writes

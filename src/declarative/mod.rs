@@ -168,7 +168,7 @@
 //! for (name, config) in clusters_from_contexts(&kubeconfig, &["east".into(), "west".into()]).await? {
 //!     set.add_cluster(name, config)?;
 //! }
-//! set.add_handler(|e| println!("{} {} {:?}", e.cluster, e.event.kind(), e.event.object().metadata.name));
+//! set.add_handler(|e| println!("{} {} {:?}", e.cluster, e.event.kind(), e.event.object().name()));
 //! set.start()?;
 //! let report = set.wait_for_cache_sync(Duration::from_secs(30)).await;
 //! for failure in report.failures() {

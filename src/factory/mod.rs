@@ -80,7 +80,7 @@
 //! let config_maps = factory
 //!     .for_resource_with("configmaps", |o| o.namespace("shop").metadata_only(true))
 //!     .await?;
-//! deployments.informer().add_handler(|e: Event| println!("{} {:?}", e.kind(), e.object().metadata.name));
+//! deployments.informer().add_handler(|e: Event| println!("{} {:?}", e.kind(), e.object().name()));
 //!
 //! factory.start()?;
 //! let report = factory.wait_for_cache_sync(Duration::from_secs(30)).await;

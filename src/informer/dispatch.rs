@@ -19,7 +19,7 @@ use crate::vocabulary::shard::{Settlement, ShardSelector};
 
 use super::event::Event;
 use super::filter::{Dropped, Gate, Passed};
-use super::listener::{Listener, Mailbox, Queued};
+use super::listener::{Listener, Mailbox};
 use super::reflector::Delta;
 use super::{FORGET_EVERY, Shared};
 
@@ -75,7 +75,7 @@ impl Dispatch {
             let mut dropped = 0;
             for (i, object) in deferred.iter().enumerate() {
                 if admitted.is_none_or(|a| a[i]) {
-                    l.push(Queued::Replay(object.clone()));
+                    l.push(Event::replay(object.clone()));
                 } else {
                     dropped += 1;
                 }
@@ -146,16 +146,24 @@ struct Applied {
     settlement: Option<Settlement>,
     /// Objects a relist found gone, delivered with a final state unknown.
     tombstones: u64,
-    /// The cache's handle on the new state of a lone upsert, for the change
-    /// predicates (see [`Gate::pass`]).
-    stored: Option<CachedObject>,
+    /// The new states as decoded from the wire, kept until the handler
+    /// filters have read them (a compact handle finds them meanwhile), then
+    /// freed here.
+    decoded: Vec<Arc<DynamicObject>>,
 }
 
 impl Applied {
     /// The events of a list page or a list's end (initial Adds until the
     /// first sync).
-    fn listed(outcome: ReplaceOutcome, in_initial_list: bool, reshard: Option<&Reshard>) -> Self {
-        let mut applied = Applied::default();
+    fn listed(
+        mut outcome: ReplaceOutcome,
+        in_initial_list: bool,
+        reshard: Option<&Reshard>,
+    ) -> Self {
+        let mut applied = Applied {
+            decoded: std::mem::take(&mut outcome.decoded),
+            ..Applied::default()
+        };
         applied.tombstones = push_outcome(&mut applied.events, outcome, in_initial_list, reshard);
         applied
     }
@@ -240,8 +248,8 @@ impl Shared {
                 applied
             }
             Delta::Upsert(object) => {
-                let new = Arc::new(object);
-                let Some((stored, old)) = writer.upsert_held(new.clone()) else {
+                let decoded = Arc::new(object);
+                let Some((new, old)) = writer.upsert_held(decoded.clone()) else {
                     return Applied::default();
                 };
                 let mut applied = Applied::event(match old {
@@ -257,15 +265,12 @@ impl Shared {
                         entered_filter: false,
                     },
                 });
-                // Only a change predicate reads it.
-                if !d.gates.is_empty() {
-                    applied.stored = Some(stored);
-                }
+                applied.decoded.push(decoded);
                 applied
             }
             Delta::Delete(object) => match object_key(&object) {
                 Some(key) if writer.remove(&key) => Applied::event(Event::Delete {
-                    object: Arc::new(object),
+                    object: CachedObject::from(Arc::new(object)),
                     final_state_unknown: false,
                     left_shard: false,
                     left_filter: false,
@@ -290,20 +295,14 @@ impl Shared {
         } else {
             gates
                 .iter_mut()
-                .map(|g| (g.id, g.pass(&applied.events, applied.stored.as_ref())))
+                .map(|g| (g.id, g.pass(&applied.events)))
                 .collect()
         };
         let passed_by = |gate: Option<u64>| {
             gate.and_then(|id| passed.iter().find(|(g, _)| *g == id))
                 .map(|(_, p)| p)
         };
-        retire(
-            retired,
-            listeners,
-            &applied.events,
-            &passed_by,
-            self.options.cache.storage,
-        );
+        retire(retired, listeners, &applied.events, &passed_by);
         listeners.retain_mut(|l| {
             if l.is_closed() {
                 return false;
@@ -379,7 +378,7 @@ impl Shared {
                 && writer.remove(&key_from_parts(cached.namespace(), name))
             {
                 events.push(Event::Delete {
-                    object: cached.object(),
+                    object: cached,
                     final_state_unknown: false,
                     left_shard: true,
                     left_filter: false,
@@ -422,7 +421,7 @@ impl Shared {
             let mut dropped = 0;
             for o in &objects {
                 if gate.is_none_or(|g| g.admits(o)) {
-                    l.push(Queued::Resync(o.clone()));
+                    l.push(Event::resync(o.clone()));
                 } else {
                     dropped += 1;
                 }
@@ -433,7 +432,7 @@ impl Shared {
     }
 
     /// With compact storage, frees every few seconds what the objects
-    /// handed to event handlers keep in the cache once they are dropped, so
+    /// decoded from the wire keep in the cache once they are dropped, so
     /// that memory comes back after a burst even on a resource nobody writes
     /// any more.
     ///
@@ -525,10 +524,12 @@ pub(super) fn push_outcome(
     reshard: Option<&Reshard>,
 ) -> u64 {
     events.reserve(outcome.added.len() + outcome.updated.len() + outcome.deleted.len());
-    let entered = |object: &DynamicObject| {
-        reshard.is_some_and(|(before, _)| before.as_ref().is_some_and(|b| !b.matches(object)))
+    let in_shard =
+        |shard: &ShardSelector, o: &CachedObject| shard.matches_parts(o.uid(), o.namespace());
+    let entered = |object: &CachedObject| {
+        reshard.is_some_and(|(before, _)| before.as_ref().is_some_and(|b| !in_shard(b, object)))
     };
-    let left = |object: &DynamicObject| reshard.is_some_and(|(_, now)| !now.matches(object));
+    let left = |object: &CachedObject| reshard.is_some_and(|(_, now)| !in_shard(now, object));
     events.extend(outcome.added.into_iter().map(|object| Event::Add {
         entered_shard: entered(&object),
         object,
@@ -555,15 +556,17 @@ pub(super) fn push_outcome(
 }
 
 /// The objects of the events handed to handlers that run elsewhere (the
-/// handler pool, a task, a stream), kept until those handlers are done with
-/// them, and then freed here, where the informer decoded them.
+/// handler pool, a task, a stream) that the store no longer holds — a
+/// deleted object, the state an update replaced — kept until those handlers
+/// are done with them, and then freed here, where the informer decoded
+/// them.
 ///
 /// Memory freed on another thread than the one that allocated it is what
-/// glibc's malloc handles worst, and with compact storage handlers hold the
-/// last reference to each decoded object (`cargo bench --bench
-/// update_threads` measures the difference). Held here, a handler's drop is
-/// a counter decrement; the informer frees the object at its next delta (or
-/// within [`FORGET_EVERY`] on a quiet resource).
+/// glibc's malloc handles worst, and handlers would hold the last reference
+/// to each of those objects (`cargo bench --bench update_threads` measures
+/// the difference). Held here, a handler's drop is a counter decrement; the
+/// informer frees the object at its next delta (or within [`FORGET_EVERY`]
+/// on a quiet resource).
 #[derive(Default)]
 pub(super) struct Retired {
     held: std::collections::VecDeque<CachedObject>,
@@ -575,27 +578,15 @@ pub(super) struct Retired {
 
 impl Retired {
     /// Frees the objects only this queue holds any more, then keeps those
-    /// of `events` that the store does not hold (with
-    /// [`Storage::Objects`] the store holds each new state itself, and frees
-    /// it here when it is replaced or deleted).
-    fn keep(&mut self, events: &[Event], storage: Storage) {
+    /// of `events` that the store does not hold: a deleted object, and the
+    /// state an update replaced.
+    fn keep(&mut self, events: &[Event]) {
         self.release();
-        let stored = storage == Storage::Objects;
         for event in events {
             match event {
-                Event::Add { object, .. } if !stored => {
-                    self.held.push_back(CachedObject::decoded(object.clone()));
-                }
                 Event::Add { .. } => {}
-                Event::Delete { object, .. } => {
-                    self.held.push_back(CachedObject::decoded(object.clone()));
-                }
-                Event::Update { old, new, .. } => {
-                    self.held.push_back(old.clone());
-                    if !stored {
-                        self.held.push_back(CachedObject::decoded(new.clone()));
-                    }
-                }
+                Event::Delete { object, .. } => self.held.push_back(object.clone()),
+                Event::Update { old, .. } => self.held.push_back(old.clone()),
             }
         }
     }
@@ -631,19 +622,18 @@ fn retire<'a>(
     listeners: &[Listener],
     events: &[Event],
     passed_by: &impl Fn(Option<u64>) -> Option<&'a Passed>,
-    storage: Storage,
 ) {
     let elsewhere = || listeners.iter().filter(|l| l.mailbox.runs_elsewhere());
     if elsewhere().next().is_none() {
         return;
     }
     if elsewhere().any(|l| passed_by(l.gate).is_none()) {
-        retired.keep(events, storage);
+        retired.keep(events);
         return;
     }
     let passed = |l: &Listener| passed_by(l.gate).is_some_and(|p| !p.events.is_empty());
     if !elsewhere().any(passed) {
-        retired.keep(&[], storage);
+        retired.keep(&[]);
         return;
     }
     let mut kept = vec![false; events.len()];
@@ -660,7 +650,7 @@ fn retire<'a>(
         .filter(|(_, kept)| *kept)
         .map(|(e, _)| e.clone())
         .collect();
-    retired.keep(&kept, storage);
+    retired.keep(&kept);
 }
 
 #[cfg(test)]
@@ -670,19 +660,21 @@ mod measure;
 mod retired_tests {
     use super::*;
 
-    fn object(name: &str) -> Arc<DynamicObject> {
-        Arc::new(
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
-                .expect("an object"),
-        )
+    fn object(name: &str) -> CachedObject {
+        CachedObject::from(Arc::new(
+            serde_json::from_value::<DynamicObject>(
+                serde_json::json!({ "metadata": { "name": name } }),
+            )
+            .expect("an object"),
+        ))
     }
 
-    fn add(object: &Arc<DynamicObject>) -> Event {
-        Event::Add {
+    fn delete(object: &CachedObject) -> Event {
+        Event::Delete {
             object: object.clone(),
-            in_initial_list: false,
-            entered_shard: false,
-            entered_filter: false,
+            final_state_unknown: false,
+            left_shard: false,
+            left_filter: false,
         }
     }
 
@@ -690,15 +682,15 @@ mod retired_tests {
     fn objects_handlers_still_hold_are_kept_and_freed_here_once_they_let_go() {
         let mut retired = Retired::default();
         let (a, b) = (object("a"), object("b"));
-        retired.keep(&[add(&a), add(&b)], Storage::Compact);
+        retired.keep(&[delete(&a), delete(&b)]);
         // The handlers hold both: the queue keeps them.
         retired.release_all();
         assert_eq!(retired.held.len(), 2);
         // A handler done with `a` (the last other holder) lets it go: the
         // next delta frees it here.
-        let weak_a = Arc::downgrade(&a);
+        let weak_a = Arc::downgrade(&a.object());
         drop(a);
-        retired.keep(&[], Storage::Compact);
+        retired.keep(&[]);
         assert_eq!(weak_a.strong_count(), 0);
         assert_eq!(retired.held.len(), 1);
         drop(b);
@@ -707,27 +699,18 @@ mod retired_tests {
     }
 
     #[test]
-    fn with_decoded_storage_the_store_frees_what_it_holds_itself() {
+    fn what_the_store_still_holds_is_not_kept() {
         let mut retired = Retired::default();
-        let (new, gone) = (object("new"), object("gone"));
-        let old = CachedObject::decoded(object("old"));
-        retired.keep(
-            &[
-                add(&new),
-                Event::Update {
-                    old: old.clone(),
-                    new: new.clone(),
-                    is_resync: false,
-                },
-                Event::Delete {
-                    object: gone.clone(),
-                    final_state_unknown: false,
-                    left_shard: false,
-                    left_filter: false,
-                },
-            ],
-            Storage::Objects,
-        );
+        let (new, old, gone) = (object("new"), object("old"), object("gone"));
+        retired.keep(&[
+            Event::replay(new.clone()),
+            Event::Update {
+                old: old.clone(),
+                new: new.clone(),
+                is_resync: false,
+            },
+            delete(&gone),
+        ]);
         // The replaced and the deleted states: the store no longer holds them.
         assert_eq!(retired.held.len(), 2);
         drop((old, gone));

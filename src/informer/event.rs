@@ -1,15 +1,15 @@
 //! What handlers receive: [`Event`]s, through an [`EventHandler`].
 
-use std::sync::Arc;
-
-use kube_core::DynamicObject;
-
 use crate::cache::store::CachedObject;
 
 /// A change delivered to handlers.
 ///
-/// Objects are shared: every handler gets the same `Arc` the cache holds
-/// (with compact storage, the one decoded from the wire).
+/// Objects are [`CachedObject`] handles, shared by every handler and, for
+/// the new state of an object, by the cache: reading a name, a label, a
+/// field or the JSON text decodes nothing, and [`CachedObject::object`]
+/// gives the whole `DynamicObject` (a pointer copy with objects storage; with
+/// compact storage, a decode only when a handler asks for it). A queue of
+/// events waiting for a slow handler therefore holds no decoded objects.
 #[derive(Clone, Debug)]
 #[doc(alias = "DeletedFinalStateUnknown")]
 pub enum Event {
@@ -17,7 +17,7 @@ pub enum Event {
     /// its view: see `entered_filter`).
     Add {
         /// The object.
-        object: Arc<DynamicObject>,
+        object: CachedObject,
         /// True when the object was part of the cache's first list, or of the
         /// replay a late handler receives when it is added.
         in_initial_list: bool,
@@ -34,12 +34,10 @@ pub enum Event {
     /// An object changed, or a resync re-delivered it.
     Update {
         /// The cached state before the change (for a resync: the same object
-        /// as `new`), as a handle: its name, labels, resourceVersion and any
-        /// field read in place; [`CachedObject::object`] decodes the whole
-        /// object (with compact storage) only when a handler asks for it.
+        /// as `new`).
         old: CachedObject,
         /// The new state.
-        new: Arc<DynamicObject>,
+        new: CachedObject,
         /// True for a resync: nothing changed on the server.
         is_resync: bool,
     },
@@ -48,7 +46,7 @@ pub enum Event {
     Delete {
         /// The object's final state, or, when `final_state_unknown`, the
         /// last state the cache knew.
-        object: Arc<DynamicObject>,
+        object: CachedObject,
         /// True when the deletion was inferred from a relist (the watch missed
         /// it), so `object` may be stale — client-go's
         /// `DeletedFinalStateUnknown`.
@@ -69,10 +67,30 @@ pub enum Event {
 
 impl Event {
     /// The object the event is about (the new state for an update).
-    pub fn object(&self) -> &Arc<DynamicObject> {
+    pub fn object(&self) -> &CachedObject {
         match self {
             Event::Add { object, .. } | Event::Delete { object, .. } => object,
             Event::Update { new, .. } => new,
+        }
+    }
+
+    /// The initial Add of a cached object: a late handler's replay, a
+    /// snapshot's objects.
+    pub(crate) fn replay(object: CachedObject) -> Self {
+        Event::Add {
+            object,
+            in_initial_list: true,
+            entered_shard: false,
+            entered_filter: false,
+        }
+    }
+
+    /// A resync of a cached object.
+    pub(crate) fn resync(object: CachedObject) -> Self {
+        Event::Update {
+            old: object.clone(),
+            new: object,
+            is_resync: true,
         }
     }
 
@@ -100,7 +118,7 @@ impl Event {
 /// struct Printer;
 /// impl EventHandler for Printer {
 ///     fn on_event(&self, event: Event) {
-///         println!("{} {:?}", event.kind(), event.object().metadata.name);
+///         println!("{} {:?}", event.kind(), event.object().name());
 ///     }
 /// }
 /// let _closure_handler = |event: Event| println!("{}", event.kind());

@@ -21,7 +21,6 @@ use kube_core::DynamicObject;
 use crate::cache::index::IndexInput;
 use crate::cache::store::CachedObject;
 use crate::cache::{ChangePredicate, Condition, Verdict};
-use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::resource::ResourceKey;
 
 use super::event::Event;
@@ -164,14 +163,11 @@ impl Gate {
         meets
     }
 
-    /// What the handlers get of a delta's `events`. `stored` is the cache's
-    /// handle on the new state of a lone update, read by the change
-    /// predicate in place of the decoded object (in a compact cache, two
-    /// states then compare by their digests or their bytes).
-    pub(super) fn pass(&mut self, events: &[Event], stored: Option<&CachedObject>) -> Passed {
+    /// What the handlers get of a delta's `events`.
+    pub(super) fn pass(&mut self, events: &[Event]) -> Passed {
         let mut passed = Passed::default();
         for (i, event) in events.iter().enumerate() {
-            match self.pass_one(event, stored) {
+            match self.pass_one(event) {
                 Ok(event) => passed.events.push((i, event)),
                 Err(why) => passed.dropped[why as usize] += 1,
             }
@@ -182,11 +178,7 @@ impl Gate {
     /// What the handlers get of one event: the event, the Add or Delete it
     /// becomes for them (an object entering or leaving their view), or why
     /// nothing.
-    pub(super) fn pass_one(
-        &mut self,
-        event: &Event,
-        stored: Option<&CachedObject>,
-    ) -> Result<Event, Dropped> {
+    pub(super) fn pass_one(&mut self, event: &Event) -> Result<Event, Dropped> {
         match event {
             Event::Add { object, .. } => self.enters(object).map(|()| event.clone()),
             Event::Delete { object, .. } => self.leaves(object).map(|()| event.clone()),
@@ -195,9 +187,7 @@ impl Gate {
                 new,
                 is_resync,
             } => match self.moves(new)? {
-                (true, true) if !is_resync && self.unchanged(old, new, stored) => {
-                    Err(Dropped::Unchanged)
-                }
+                (true, true) if !is_resync && self.unchanged(old, new) => Err(Dropped::Unchanged),
                 (true, true) => Ok(event.clone()),
                 (false, true) => Ok(Event::Add {
                     object: new.clone(),
@@ -217,12 +207,12 @@ impl Gate {
     }
 
     /// An added object: in the handlers' view if it meets the filter.
-    fn enters(&mut self, object: &DynamicObject) -> Result<(), Dropped> {
+    fn enters(&mut self, object: &CachedObject) -> Result<(), Dropped> {
         if self.filter.is_none() {
             return Ok(());
         }
-        let key = object_key(object).ok_or(Dropped::Condition)?;
-        if !self.meets(&key, object, &OnceCell::new()) {
+        let key = object.key().ok_or(Dropped::Condition)?;
+        if !self.meets(&key, &object.object(), &OnceCell::new()) {
             return Err(Dropped::Condition);
         }
         self.matching.insert(key);
@@ -230,11 +220,11 @@ impl Gate {
     }
 
     /// A deleted object: passed on if it was in the handlers' view.
-    fn leaves(&mut self, object: &DynamicObject) -> Result<(), Dropped> {
+    fn leaves(&mut self, object: &CachedObject) -> Result<(), Dropped> {
         if self.filter.is_none() {
             return Ok(());
         }
-        let key = object_key(object).ok_or(Dropped::Condition)?;
+        let key = object.key().ok_or(Dropped::Condition)?;
         self.reported.remove(&key);
         if self.matching.remove(&key) {
             Ok(())
@@ -245,13 +235,13 @@ impl Gate {
 
     /// Whether an updated object was in the handlers' view and is now,
     /// the view taking its new state.
-    fn moves(&mut self, new: &DynamicObject) -> Result<(bool, bool), Dropped> {
+    fn moves(&mut self, new: &CachedObject) -> Result<(bool, bool), Dropped> {
         if self.filter.is_none() {
             return Ok((true, true));
         }
-        let key = object_key(new).ok_or(Dropped::Condition)?;
+        let key = new.key().ok_or(Dropped::Condition)?;
         let was = self.matching.contains(&key);
-        let is = self.meets(&key, new, &OnceCell::new());
+        let is = self.meets(&key, &new.object(), &OnceCell::new());
         if is && !was {
             self.matching.insert(key);
         } else if was && !is {
@@ -260,19 +250,13 @@ impl Gate {
         Ok((was, is))
     }
 
-    /// Whether an update changes none of the change predicate's values.
-    fn unchanged(
-        &self,
-        old: &CachedObject,
-        new: &Arc<DynamicObject>,
-        stored: Option<&CachedObject>,
-    ) -> bool {
-        self.changes.as_ref().is_some_and(|changes| {
-            let new = stored
-                .cloned()
-                .unwrap_or_else(|| CachedObject::from(new.clone()));
-            !changes.changed(old, &new)
-        })
+    /// Whether an update changes none of the change predicate's values (in
+    /// a compact cache, two states compare by their digests or their
+    /// bytes).
+    fn unchanged(&self, old: &CachedObject, new: &CachedObject) -> bool {
+        self.changes
+            .as_ref()
+            .is_some_and(|changes| !changes.changed(old, new))
     }
 
     /// Whether `object` meets the filter; a mistake is not met, and said

@@ -13,7 +13,7 @@ use super::error::InformerError;
 use super::event::{Event, EventHandler};
 use super::filter::{Dropped, Gate};
 use super::listener::{
-    EventStream, HandlerOptions, Listener, ListenerState, Mailbox, Queued, Registration, Target,
+    EventStream, HandlerOptions, Listener, ListenerState, Mailbox, Registration, Target,
 };
 use super::{SharedInformer, listener};
 
@@ -84,7 +84,7 @@ impl SharedInformer {
     ///
     /// let registration = informer.add_async_handler(|event: Event| async move {
     ///     // e.g. call another service without blocking a thread
-    ///     println!("{} {:?}", event.kind(), event.object().metadata.name);
+    ///     println!("{} {:?}", event.kind(), event.object().name());
     /// })?;
     /// # drop(registration); Ok(()) }
     /// ```
@@ -178,7 +178,7 @@ impl SharedInformer {
             let mut dropped = 0;
             for object in cached {
                 if gate.is_none_or(|g| g.admits(&object)) {
-                    listener.push(Queued::Replay(object));
+                    listener.push(Event::replay(object));
                 } else {
                     dropped += 1;
                 }

@@ -19,7 +19,6 @@ use super::Shared;
 use super::event::{Event, EventHandler};
 use super::filter::{Dropped, FilterMistake, MistakeHook};
 use super::pool::{HandlerPool, Runnable, TURN};
-pub(super) use super::queue::Queued;
 use super::queue::{Item, Queue};
 use crate::cache::store::CachedObject;
 use crate::cache::{ChangePredicate, Condition};
@@ -188,7 +187,7 @@ impl ListenerState {
 }
 
 /// A handler of the objects events name: the object, and for an update
-/// the state before it (see [`Queued::objects`]).
+/// the state before it.
 pub(crate) type ObjectsHandler = Box<dyn Fn(&CachedObject, Option<&CachedObject>) + Send + Sync>;
 
 /// Who drains a mailbox.
@@ -244,7 +243,7 @@ impl Mailbox {
     }
 
     /// Queues an event; false once the registration is removed.
-    fn push(self: &Arc<Self>, event: Queued) -> bool {
+    fn push(self: &Arc<Self>, event: Event) -> bool {
         if self.state.removed.load(Ordering::Acquire) {
             return false;
         }
@@ -371,9 +370,9 @@ impl Runnable for Mailbox {
             Target::Pool(handler) | Target::InPlace(handler) => {
                 self.handler_turn(handler.as_ref(), &mut items);
             }
-            Target::Objects(handler) => self.hand_over(&mut items, |queued| {
-                let (object, old) = queued.objects();
-                self.counted(queued.kind(), || handler(&object, old));
+            Target::Objects(handler) => self.hand_over(&mut items, |event| {
+                let (object, old) = super::queue::objects(&event);
+                self.counted(event.kind(), || handler(object, old));
             }),
             Target::Task(_) | Target::Stream(_) => {}
         }
@@ -385,8 +384,7 @@ impl Mailbox {
     /// A turn of an [`EventHandler`]: its items as events, inside its
     /// [`around_turn`](EventHandler::around_turn).
     fn handler_turn(&self, handler: &dyn EventHandler, items: &mut std::vec::IntoIter<Item>) {
-        let call = |queued: Queued| {
-            let event = queued.into_event();
+        let call = |event: Event| {
             self.counted(event.kind(), || handler.on_event(event));
         };
         let mut deliver = || self.hand_over(items, call);
@@ -401,14 +399,14 @@ impl Mailbox {
 
     /// Hands a turn's items on, each event through `call`, until they run
     /// out or the registration is removed.
-    fn hand_over(&self, items: &mut std::vec::IntoIter<Item>, mut call: impl FnMut(Queued)) {
+    fn hand_over(&self, items: &mut std::vec::IntoIter<Item>, mut call: impl FnMut(Event)) {
         for item in items {
             if self.state.removed.load(Ordering::Acquire) {
                 break;
             }
             match item {
-                Item::Event(queued) => {
-                    call(queued);
+                Item::Event(event) => {
+                    call(event);
                     self.handed_event();
                 }
                 Item::Synced => self.state.mark_synced(),
@@ -446,8 +444,8 @@ pub(super) struct Listener {
 
 impl Listener {
     /// Queues an event; false when the consumer is gone.
-    pub(super) fn push(&self, event: impl Into<Queued>) -> bool {
-        self.mailbox.push(event.into())
+    pub(super) fn push(&self, event: Event) -> bool {
+        self.mailbox.push(event)
     }
 
     pub(super) fn mark_synced(&mut self) {
@@ -641,8 +639,7 @@ impl EventStream {
     ) -> Poll<Option<Delivery>> {
         loop {
             match self.buffer.pop_front() {
-                Some(Item::Event(queued)) => {
-                    let event = queued.into_event();
+                Some(Item::Event(event)) => {
                     self.mailbox.handed_event();
                     self.mailbox.state.delivered.fetch_add(1, Ordering::Relaxed);
                     self.mailbox
@@ -733,7 +730,7 @@ where
                 break;
             }
             let event = match item {
-                Item::Event(queued) => queued.into_event(),
+                Item::Event(event) => event,
                 Item::Synced => {
                     mailbox.state.mark_synced();
                     continue;

@@ -103,7 +103,7 @@ impl Informer {
     ///     .filter(Condition::new("metadata.labels.tier == 'web'")?)
     ///     .changes(ChangePredicate::spec());
     /// let informer = Informer::new(client, resource, Scope::Namespaced, InformerOptions::default(), |e: Event| {
-    ///     println!("{} {:?}", e.kind(), e.object().metadata.name);
+    ///     println!("{} {:?}", e.kind(), e.object().name());
     /// })?
     /// .handler_options(web);
     /// # Ok(()) }

@@ -3,8 +3,10 @@
 //!
 //! Data flows one way: the reflector → transform → [`StoreWriter`] (with its
 //! indexes) → dispatcher → one queue per handler → handler. Every handler
-//! receives the very `Arc<DynamicObject>` the store holds; nothing is deep
-//! cloned on fan-out.
+//! receives the very handle the store holds (a
+//! [`CachedObject`](crate::cache::CachedObject): the decoded object or its
+//! compact form); nothing is deep cloned on fan-out, and nothing is decoded
+//! for a handler that does not ask.
 //!
 //! # Guarantees
 //!
@@ -143,10 +145,10 @@
 //!     .changes(ChangePredicate::spec().or(ChangePredicate::labels()));
 //! widgets.add_handler_with(
 //!     |event: Event| match event {
-//!         Event::Add { object, .. } => println!("reconcile {:?}", object.metadata.name),
-//!         Event::Update { new, .. } => println!("reconcile {:?}", new.metadata.name),
+//!         Event::Add { object, .. } => println!("reconcile {:?}", object.name()),
+//!         Event::Update { new, .. } => println!("reconcile {:?}", new.name()),
 //!         Event::Delete { object, left_filter, .. } => {
-//!             println!("forget {:?} (left the filter: {left_filter})", object.metadata.name)
+//!             println!("forget {:?} (left the filter: {left_filter})", object.name())
 //!         }
 //!     },
 //!     options,
@@ -337,7 +339,7 @@ struct Shared {
 /// let options = InformerOptions::default().strip_managed_fields();
 /// let informer = SharedInformer::new(client, pods, Scope::Namespaced, options)?;
 /// informer.add_index("node", IndexFn::jmespath("node", "spec.nodeName")?)?;
-/// informer.add_handler(|event: Event| println!("{} {:?}", event.kind(), event.object().metadata.name));
+/// informer.add_handler(|event: Event| println!("{} {:?}", event.kind(), event.object().name()));
 ///
 /// let cancel = CancellationToken::new();
 /// informer.start(cancel.clone())?;

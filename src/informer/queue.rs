@@ -6,83 +6,26 @@ use std::sync::Arc;
 
 use super::event::Event;
 use crate::cache::store::CachedObject;
-use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::shard::Settlement;
 
-/// A queued event: ready, or a cached object to be decoded only when its
-/// handler is about to run (a late handler's replay, a resync), so that a
-/// queue of the whole cache holds handles, not decoded objects.
-#[derive(Debug)]
-pub(super) enum Queued {
-    Ready(Event),
-    /// An `Add` of a late handler's replay (`in_initial_list`).
-    Replay(CachedObject),
-    /// A resync's `Update` (`old` and `new` the same object).
-    Resync(CachedObject),
-}
-
-impl Queued {
-    /// The event to hand to the handler: decodes a replayed or resynced
-    /// object (with compact storage; a pointer copy otherwise).
-    pub(super) fn into_event(self) -> Event {
-        match self {
-            Queued::Ready(event) => event,
-            Queued::Replay(cached) => Event::Add {
-                object: cached.object(),
-                in_initial_list: true,
-                entered_shard: false,
-                entered_filter: false,
-            },
-            Queued::Resync(cached) => Event::Update {
-                new: cached.object(),
-                old: cached,
-                is_resync: true,
-            },
-        }
-    }
-
-    /// The event's object as a handle, and for an update (not a resync)
-    /// the state before it: nothing decoded.
-    pub(super) fn objects(&self) -> (CachedObject, Option<&CachedObject>) {
-        match self {
-            Queued::Ready(Event::Update {
-                old,
-                new,
-                is_resync: false,
-            }) => (CachedObject::from(new.clone()), Some(old)),
-            Queued::Ready(event) => (CachedObject::from(event.object().clone()), None),
-            Queued::Replay(cached) | Queued::Resync(cached) => (cached.clone(), None),
-        }
-    }
-
-    /// The kind of event it is (see [`Event::kind`]).
-    pub(super) fn kind(&self) -> &'static str {
-        match self {
-            Queued::Ready(event) => event.kind(),
-            Queued::Replay(_) => "Add",
-            Queued::Resync(_) => "Resync",
-        }
-    }
-
-    fn key(&self) -> Option<String> {
-        match self {
-            Queued::Ready(event) => object_key(event.object()),
-            Queued::Replay(cached) | Queued::Resync(cached) => cached.key(),
-        }
-    }
-}
-
-impl From<Event> for Queued {
-    fn from(event: Event) -> Self {
-        Queued::Ready(event)
+/// The object an event is about as a handle, and for an update (not a
+/// resync) the state before it: nothing decoded.
+pub(super) fn objects(event: &Event) -> (&CachedObject, Option<&CachedObject>) {
+    match event {
+        Event::Update {
+            old,
+            new,
+            is_resync: false,
+        } => (new, Some(old)),
+        event => (event.object(), None),
     }
 }
 
 /// What a handler's queue holds, in delivery order.
 #[derive(Debug)]
 pub(super) enum Item {
-    /// An event; [`Queued::into_event`] gives it to the handler.
-    Event(Queued),
+    /// An event.
+    Event(Event),
     /// All initial Adds were queued before this marker: once the consumer
     /// reaches it, the registration has synced.
     Synced,
@@ -95,7 +38,7 @@ pub(super) enum Item {
 /// events (coalescing queues), or the synced marker.
 #[derive(Debug)]
 enum Slot {
-    Event(Queued),
+    Event(Event),
     Key(Arc<str>),
     Synced,
     Settlement(Settlement),
@@ -107,14 +50,14 @@ enum Slot {
 #[derive(Debug, Default)]
 struct Pending {
     delete: Option<Event>,
-    upsert: Option<Queued>,
+    upsert: Option<Event>,
 }
 
 impl Pending {
     /// What is pending for a key with nothing queued yet.
-    fn first(event: Queued) -> Self {
+    fn first(event: Event) -> Self {
         match event {
-            Queued::Ready(delete @ Event::Delete { .. }) => Self {
+            delete @ Event::Delete { .. } => Self {
                 delete: Some(delete),
                 upsert: None,
             },
@@ -130,23 +73,15 @@ impl Pending {
     }
 
     /// Folds `event` into what is pending for its key.
-    fn merge(&mut self, event: Queued) {
-        let event = match event {
+    fn merge(&mut self, event: Event) {
+        match event {
             // A resync re-delivers the current state; whatever is pending
             // already delivers that state or a newer one.
-            Queued::Resync(_)
-            | Queued::Ready(Event::Update {
+            Event::Update {
                 is_resync: true, ..
-            }) => return,
-            replay @ Queued::Replay(_) => {
-                self.upsert = Some(replay);
-                return;
-            }
-            Queued::Ready(event) => event,
-        };
-        match event {
-            Event::Update { new, .. } => self.upsert = Some(Queued::Ready(self.updated_to(new))),
-            add @ Event::Add { .. } => self.upsert = Some(Queued::Ready(add)),
+            } => {}
+            Event::Update { new, .. } => self.upsert = Some(self.updated_to(new)),
+            add @ Event::Add { .. } => self.upsert = Some(add),
             delete @ Event::Delete { .. } => {
                 // The handler never sees the state it was not yet handed; the
                 // first pending delete carries the state it did see.
@@ -159,39 +94,28 @@ impl Pending {
     }
 
     /// The pending add or update once it is brought to `new`.
-    fn updated_to(&mut self, new: Arc<kube_core::DynamicObject>) -> Event {
+    fn updated_to(&mut self, new: CachedObject) -> Event {
         match self.upsert.take() {
-            Some(Queued::Ready(Event::Add {
+            Some(Event::Add {
                 in_initial_list,
                 entered_shard,
                 entered_filter,
                 ..
-            })) => Event::Add {
+            }) => Event::Add {
                 object: new,
                 in_initial_list,
                 entered_shard,
                 entered_filter,
             },
-            Some(Queued::Replay(_)) => Event::Add {
-                object: new,
-                in_initial_list: true,
-                entered_shard: false,
-                entered_filter: false,
-            },
-            Some(Queued::Ready(Event::Update { old, .. })) => Event::Update {
+            Some(Event::Update { old, .. }) => Event::Update {
                 old,
-                new,
-                is_resync: false,
-            },
-            Some(Queued::Resync(cached)) => Event::Update {
-                old: cached,
                 new,
                 is_resync: false,
             },
             // An update after a pending delete cannot come from one
             // informer (a recreated object arrives as an add); keep it.
-            Some(Queued::Ready(Event::Delete { .. })) | None => Event::Update {
-                old: CachedObject::decoded(new.clone()),
+            Some(Event::Delete { .. }) | None => Event::Update {
+                old: new.clone(),
                 new,
                 is_resync: false,
             },
@@ -230,8 +154,8 @@ impl Queue {
 
     /// Queues an event; returns how much the backlog grew (0 or 1, or less
     /// when coalescing folded events together: the change may be negative).
-    pub(super) fn push(&mut self, event: Queued) -> isize {
-        let key = self.pending.as_ref().and_then(|_| event.key());
+    pub(super) fn push(&mut self, event: Event) -> isize {
+        let key = self.pending.as_ref().and_then(|_| event.object().key());
         let (Some(pending), Some(key)) = (&mut self.pending, key) else {
             self.order.push_back(Slot::Event(event));
             self.len += 1;
@@ -279,7 +203,7 @@ impl Queue {
                         continue;
                     };
                     self.len -= p.len();
-                    out.extend(p.delete.map(|e| Item::Event(Queued::Ready(e))));
+                    out.extend(p.delete.map(Item::Event));
                     out.extend(p.upsert.map(Item::Event));
                 }
             }
@@ -301,14 +225,16 @@ mod tests {
     use super::*;
     use kube_core::DynamicObject;
 
-    fn obj(name: &str, rv: u32) -> Arc<DynamicObject> {
-        let mut o: DynamicObject = serde_json::from_value(serde_json::json!({
+    fn decoded(name: &str, rv: u32) -> Arc<DynamicObject> {
+        let o: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": { "name": name, "namespace": "ns", "resourceVersion": rv.to_string() }
         }))
         .unwrap();
-        o.metadata.resource_version = Some(rv.to_string());
         Arc::new(o)
+    }
+    fn obj(name: &str, rv: u32) -> CachedObject {
+        CachedObject::from(decoded(name, rv))
     }
     fn add(name: &str, rv: u32) -> Event {
         Event::Add {
@@ -320,7 +246,7 @@ mod tests {
     }
     fn update(name: &str, old: u32, new: u32) -> Event {
         Event::Update {
-            old: CachedObject::decoded(obj(name, old)),
+            old: obj(name, old),
             new: obj(name, new),
             is_resync: false,
         }
@@ -328,7 +254,7 @@ mod tests {
     fn resync(name: &str, rv: u32) -> Event {
         let object = obj(name, rv);
         Event::Update {
-            old: CachedObject::decoded(object.clone()),
+            old: object.clone(),
             new: object,
             is_resync: true,
         }
@@ -353,9 +279,8 @@ mod tests {
                 Item::Synced => "synced".to_owned(),
                 Item::Settlement(_) => "settlement".to_owned(),
                 Item::Event(e) => {
-                    let e = e.into_event();
-                    let rv = |o: &Arc<DynamicObject>| o.metadata.resource_version.clone().unwrap();
-                    let name = e.object().metadata.name.clone().unwrap();
+                    let rv = |o: &CachedObject| o.resource_version().unwrap().to_owned();
+                    let name = e.object().name().unwrap().to_owned();
                     match &e {
                         Event::Update { old, new, .. } => {
                             let old = old.resource_version().unwrap_or_default();
@@ -377,7 +302,7 @@ mod tests {
             resync("a", 2),
             delete("a", 3),
         ] {
-            assert_eq!(q.push(e.into()), 1);
+            assert_eq!(q.push(e), 1);
         }
         assert_eq!(q.len(), 4);
         assert_eq!(
@@ -389,11 +314,11 @@ mod tests {
     #[test]
     fn coalescing_keeps_the_latest_state_and_the_old_the_handler_saw() {
         let mut q = Queue::new(true);
-        q.push(update("a", 1, 2).into());
-        q.push(add("b", 5).into());
-        q.push(update("a", 2, 3).into());
-        q.push(update("b", 5, 6).into());
-        q.push(update("a", 3, 4).into());
+        q.push(update("a", 1, 2));
+        q.push(add("b", 5));
+        q.push(update("a", 2, 3));
+        q.push(update("b", 5, 6));
+        q.push(update("a", 3, 4));
         assert_eq!(q.len(), 2, "one pending event per key");
         assert_eq!(drain(&mut q), ["Update a 1>4", "Add b 6"]);
     }
@@ -402,19 +327,19 @@ mod tests {
     fn coalescing_never_drops_a_delete() {
         let mut q = Queue::new(true);
         // Seen by the handler as 1, then updated and deleted.
-        q.push(update("a", 1, 2).into());
-        q.push(delete("a", 3).into());
+        q.push(update("a", 1, 2));
+        q.push(delete("a", 3));
         // Added and deleted before the handler got to it.
-        q.push(add("b", 4).into());
-        q.push(delete("b", 5).into());
+        q.push(add("b", 4));
+        q.push(delete("b", 5));
         // Deleted, recreated, updated: the delete, then the latest state.
-        q.push(delete("c", 6).into());
-        q.push(add("c", 7).into());
-        q.push(update("c", 7, 8).into());
+        q.push(delete("c", 6));
+        q.push(add("c", 7));
+        q.push(update("c", 7, 8));
         // ...and deleted again: the first delete stands for both.
-        q.push(delete("d", 9).into());
-        q.push(add("d", 10).into());
-        q.push(delete("d", 11).into());
+        q.push(delete("d", 9));
+        q.push(add("d", 10));
+        q.push(delete("d", 11));
         assert_eq!(
             drain(&mut q),
             [
@@ -430,12 +355,12 @@ mod tests {
     #[test]
     fn coalescing_drops_resyncs_of_pending_objects_and_keeps_order_and_markers() {
         let mut q = Queue::new(true);
-        q.push(add("a", 1).into());
-        q.push(add("b", 2).into());
+        q.push(add("a", 1));
+        q.push(add("b", 2));
         q.push_synced();
-        q.push(resync("a", 1).into());
-        q.push(resync("c", 3).into());
-        q.push(update("b", 2, 4).into());
+        q.push(resync("a", 1));
+        q.push(resync("c", 3));
+        q.push(update("b", 2, 4));
         assert_eq!(q.len(), 3);
         assert_eq!(
             drain(&mut q),
@@ -448,7 +373,7 @@ mod tests {
         let mut q = Queue::new(true);
         for round in 0..1000u32 {
             for key in ["a", "b", "c"] {
-                q.push(update(key, round, round + 1).into());
+                q.push(update(key, round, round + 1));
             }
         }
         assert_eq!(q.len(), 3);
@@ -462,7 +387,7 @@ mod tests {
     fn taking_in_turns_resumes_where_it_stopped() {
         let mut q = Queue::new(true);
         for i in 0..5 {
-            q.push(add(&format!("o{i}"), i).into());
+            q.push(add(&format!("o{i}"), i));
         }
         let mut first = Vec::new();
         q.take(2, &mut first);
@@ -481,35 +406,31 @@ mod tests {
     }
 
     #[test]
-    fn replayed_and_resynced_objects_wait_as_handles_and_fold_like_events() {
+    fn replayed_and_resynced_objects_fold_like_any_event() {
         let mut q = Queue::new(true);
-        q.push(Queued::Replay(cached(&obj("a", 1))));
-        q.push(Queued::Replay(cached(&obj("b", 1))));
-        q.push(Queued::Resync(cached(&obj("c", 1))));
-        assert!(matches!(
-            q.order.front(),
-            Some(Slot::Key(_)) | Some(Slot::Event(Queued::Replay(_)))
-        ));
+        q.push(Event::replay(cached(&decoded("a", 1))));
+        q.push(Event::replay(cached(&decoded("b", 1))));
+        q.push(Event::resync(cached(&decoded("c", 1))));
         // A change of a replayed object keeps it an initial Add of the new
         // state; a resync of anything pending is folded away; a change of a
         // pending resync becomes an update from the state the handler saw.
-        q.push(update("a", 1, 2).into());
-        q.push(Queued::Resync(cached(&obj("b", 1))));
-        q.push(update("c", 1, 3).into());
+        q.push(update("a", 1, 2));
+        q.push(Event::resync(cached(&decoded("b", 1))));
+        q.push(update("c", 1, 3));
         assert_eq!(q.len(), 3);
         let mut items = Vec::new();
         q.take(usize::MAX, &mut items);
         let events: Vec<Event> = items
             .into_iter()
             .filter_map(|item| match item {
-                Item::Event(e) => Some(e.into_event()),
+                Item::Event(e) => Some(e),
                 _ => None,
             })
             .collect();
         assert!(matches!(
             &events[0],
             Event::Add { object, in_initial_list: true, .. }
-                if object.metadata.resource_version.as_deref() == Some("2")
+                if object.resource_version() == Some("2")
         ));
         assert!(matches!(
             &events[1],
@@ -521,25 +442,22 @@ mod tests {
         assert!(matches!(
             &events[2],
             Event::Update { old, new, is_resync: false }
-                if old.resource_version() == Some("1")
-                    && new.metadata.resource_version.as_deref() == Some("3")
+                if old.resource_version() == Some("1") && new.resource_version() == Some("3")
         ));
     }
 
     #[test]
-    fn a_plain_queue_decodes_a_replayed_object_only_when_it_is_taken() {
+    fn a_queued_compact_object_waits_as_a_handle_and_decodes_when_asked() {
         let mut q = Queue::new(false);
-        let object = obj("a", 7);
-        q.push(Queued::Replay(cached(&object)));
+        let object = decoded("a", 7);
+        q.push(Event::replay(cached(&object)));
         drop(object);
         let mut items = Vec::new();
         q.take(1, &mut items);
-        let Some(Item::Event(Queued::Replay(handle))) = items.pop() else {
-            panic!("a replayed object waits as a handle");
-        };
-        let Event::Add { object, .. } = Queued::Replay(handle).into_event() else {
+        let Some(Item::Event(Event::Add { object, .. })) = items.pop() else {
             panic!("a replay is an Add");
         };
-        assert_eq!(object.metadata.name.as_deref(), Some("a"));
+        assert_eq!(object.storage(), crate::cache::store::Storage::Compact);
+        assert_eq!(object.object().metadata.name.as_deref(), Some("a"));
     }
 }

@@ -43,7 +43,7 @@
 //! let queue = WorkQueue::new("pods");
 //! let (resource, events) = (pods.resource(), queue.clone());
 //! pods.informer().add_handler(move |e: Event| {
-//!     if let Some(key) = ObjectRef::from_object(&resource, e.object()) {
+//!     if let Some(key) = ObjectRef::from_cached(&resource, e.object()) {
 //!         events.add(key); // a burst of events for one pod: one key
 //!     }
 //! });

@@ -15,7 +15,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kube_core::DynamicObject;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::{Notify, mpsc};
@@ -231,11 +230,7 @@ impl EventHandler for Recorder {
             Event::Update { new, .. } => ("MODIFIED", new),
             Event::Delete { object, .. } => ("DELETED", object),
         };
-        let Some(resource_version) = object
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|rv| rv.parse().ok())
+        let Some(resource_version) = object.resource_version().and_then(|rv| rv.parse().ok())
         else {
             return;
         };
@@ -246,7 +241,7 @@ impl EventHandler for Recorder {
             .stats()
             .lists
             .load(AtomicOrdering::Relaxed);
-        let object = self.recorded(kind, &object);
+        let object = self.recorded(kind, object);
         self.history.record(
             Change {
                 resource_version,
@@ -259,17 +254,14 @@ impl EventHandler for Recorder {
 }
 
 impl Recorder {
-    /// The cache's handle of `object` when it holds that very state, else
-    /// its JSON (redacted as served).
-    fn recorded(&self, kind: &str, object: &Arc<DynamicObject>) -> Recorded {
-        if kind != "DELETED"
-            && let Some(key) = crate::vocabulary::object_key(object)
-            && let Some(cached) = self.resource.informer.informer().store().get(&key)
-            && cached.resource_version() == object.metadata.resource_version.as_deref()
-        {
-            return Recorded::Cached(cached);
+    /// The cache's handle of an added or updated object (the event's own),
+    /// else the object's JSON (redacted as served).
+    fn recorded(&self, kind: &str, object: CachedObject) -> Recorded {
+        if kind != "DELETED" {
+            return Recorded::Cached(object);
         }
-        let shown = shown(self.resource.redaction, &**object);
+        let object = object.object();
+        let shown = shown(self.resource.redaction, &*object);
         let metadata = &object.metadata;
         Recorded::Json(Arc::new(Written {
             json: Bytes::from(shown.to_string()),

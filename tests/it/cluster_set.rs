@@ -101,7 +101,7 @@ impl Seen {
     fn handler(&self) -> impl Fn(ClusterEvent) + Send + Sync + 'static {
         let seen = self.0.clone();
         move |e: ClusterEvent| {
-            let name = e.event.object().metadata.name.clone().unwrap_or_default();
+            let name = e.event.object().name().unwrap_or_default().to_owned();
             seen.lock().unwrap().push((
                 e.cluster.to_string(),
                 e.resource.to_string(),
@@ -587,7 +587,7 @@ async fn a_dead_cluster_holds_up_no_other_and_converges_when_back() {
         let arrivals = arrivals.clone();
         set.add_handler(move |e: ClusterEvent| {
             if &*e.cluster == "a" && e.event.kind() == "Add" {
-                let name = e.event.object().metadata.name.clone().unwrap_or_default();
+                let name = e.event.object().name().unwrap_or_default().to_owned();
                 arrivals.lock().unwrap().insert(name, Instant::now());
             }
         });

@@ -30,7 +30,7 @@ impl Recorder {
     fn handler(&self) -> impl Fn(Event) + Send + Sync + 'static {
         let log = self.0.clone();
         move |e: Event| {
-            let name = e.object().metadata.name.clone().unwrap_or_default();
+            let name = e.object().name().unwrap_or_default().to_owned();
             log.lock().unwrap().push(format!("{} {name}", e.kind()));
         }
     }

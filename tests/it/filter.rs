@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_core::DynamicObject;
-use kube_dynamic_informer::cache::{ChangePredicate, Condition};
+use kube_dynamic_informer::cache::{CachedObject, ChangePredicate, Condition};
 use kube_dynamic_informer::informer::{Event, HandlerOptions, Registration, SharedInformer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -50,12 +50,12 @@ impl Log {
     }
 }
 
-fn name(o: &DynamicObject) -> String {
-    o.metadata.name.clone().unwrap_or_default()
+fn name(o: &CachedObject) -> String {
+    o.name().unwrap_or_default().to_owned()
 }
 
-fn rv(o: &DynamicObject) -> String {
-    o.metadata.resource_version.clone().unwrap_or_default()
+fn rv(o: &CachedObject) -> String {
+    o.resource_version().unwrap_or_default().to_owned()
 }
 
 /// An event as a line: what, which object, at which resourceVersion, and
@@ -75,7 +75,9 @@ fn line(e: &Event) -> String {
             };
             format!("add {} {}{mark}", name(object), rv(object))
         }
-        Event::Update { new, .. } => format!("update {} {}", name(new), rv(new)),
+        Event::Update { new, .. } => {
+            format!("update {} {}", name(new), rv(new))
+        }
         Event::Delete {
             object,
             final_state_unknown,
@@ -113,14 +115,14 @@ fn by_hand(events: &[Event], changes: bool) -> Vec<String> {
     let mut out = Vec::new();
     for e in events {
         match e {
-            Event::Add { object, .. } | Event::Delete { object, .. } if meets(object) => {
+            Event::Add { object, .. } | Event::Delete { object, .. } if meets(&object.object()) => {
                 out.push(line(e));
             }
             Event::Add { .. } | Event::Delete { .. } => {}
             Event::Update { old, new, .. } => {
                 let old = old.object();
-                match (meets(&old), meets(new)) {
-                    (true, true) if changed(&old, new) => out.push(line(e)),
+                match (meets(&old), meets(&new.object())) {
+                    (true, true) if changed(&old, &new.object()) => out.push(line(e)),
                     (true, true) | (false, false) => {}
                     (false, true) => out.push(format!("add {} {} (entered)", name(new), rv(new))),
                     (true, false) => out.push(format!("delete {} {} (left)", name(new), rv(new))),
@@ -132,7 +134,7 @@ fn by_hand(events: &[Event], changes: bool) -> Vec<String> {
 }
 
 /// The objects `events` leave in a cache, by name.
-fn cached_after(events: &[Event]) -> BTreeMap<String, Arc<DynamicObject>> {
+fn cached_after(events: &[Event]) -> BTreeMap<String, CachedObject> {
     let mut cache = BTreeMap::new();
     for e in events {
         match e {
@@ -307,13 +309,7 @@ async fn a_filtered_handler_gets_the_unfiltered_events_filtered_by_hand_through_
     replayed.sort();
     let mut expected: Vec<String> = cached_after(&events[..cut])
         .values()
-        .filter(|o| {
-            o.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("tier"))
-                .is_some_and(|t| t == "web")
-        })
+        .filter(|o| o.labels().get("tier") == Some("web"))
         .map(|o| format!("add {} {} (initial)", name(o), rv(o)))
         .collect();
     expected.sort();

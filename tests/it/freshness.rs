@@ -219,11 +219,11 @@ async fn a_coalescing_handler_under_a_burst_ends_at_the_servers_state() {
                 let n = if matches!(e, Event::Delete { .. }) {
                     -2
                 } else {
-                    n_of(o)
+                    n_of(&o.object())
                 };
                 seen.lock()
                     .unwrap()
-                    .entry(o.metadata.name.clone().unwrap())
+                    .entry(o.name().unwrap().to_owned())
                     .or_default()
                     .push(n);
             },

@@ -42,7 +42,7 @@ impl Recorder {
 }
 
 fn describe(e: &Event) -> String {
-    let name = e.object().metadata.name.clone().unwrap_or_default();
+    let name = e.object().name().unwrap_or_default().to_owned();
     match e {
         Event::Add {
             in_initial_list: true,
@@ -765,7 +765,7 @@ async fn late_handlers_on_a_live_server_see_no_gap_and_no_duplicate() {
         let seen: Seen = Arc::default();
         let s = seen.clone();
         regs.push(informer.add_handler(move |e: Event| {
-            let name = e.object().metadata.name.clone().unwrap();
+            let name = e.object().name().unwrap().to_owned();
             let mut s = s.lock().unwrap();
             if let Event::Add { .. } = e {
                 let count = s.0.entry(name.clone()).or_insert(0);
@@ -836,7 +836,7 @@ async fn a_slow_handler_does_not_hold_back_another() {
     let fast_seen: Arc<Mutex<Vec<(Duration, u64)>>> = Arc::default();
     let (seen, stamps, slow_count) = (fast_seen.clone(), cached_at.clone(), slow_done.clone());
     let fast = informer.add_handler(move |e: Event| {
-        let name = e.object().metadata.name.clone().unwrap_or_default();
+        let name = e.object().name().unwrap_or_default().to_owned();
         let at = stamps.lock().unwrap()[&name];
         seen.lock()
             .unwrap()

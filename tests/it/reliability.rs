@@ -156,12 +156,12 @@ fn rv_number(rv: &str) -> Option<u64> {
 impl View {
     fn apply(&mut self, e: &Event) {
         let o = e.object();
-        let Some(key) = object_key(o) else {
+        let Some(key) = object_key(&o.object()) else {
             self.problems
                 .push(format!("{} of an object without a name", e.kind()));
             return;
         };
-        let rv = rv_of(o);
+        let rv = rv_of(&o.object());
         match e {
             Event::Add { .. } => {
                 self.events += 1;

@@ -74,12 +74,12 @@ async fn five_hundred_informers_with_two_handlers_each_share_a_bounded_set_of_th
         let arrivals = arrivals.clone();
         registrations.push(informer.informer().add_handler(move |e: Event| {
             let o = e.object();
-            let n = o.data["data"]["n"].as_str().unwrap_or_default().to_string();
-            let _ = arrivals.send((
-                o.metadata.name.clone().unwrap_or_default(),
-                n,
-                Instant::now(),
-            ));
+            let n = o
+                .pointer("/data/n")
+                .and_then(|n| n.as_str())
+                .unwrap_or_default()
+                .to_string();
+            let _ = arrivals.send((o.name().unwrap_or_default().to_owned(), n, Instant::now()));
         }));
         let counted = counted.clone();
         registrations.push(informer.informer().add_handler(move |_e: Event| {

@@ -52,7 +52,7 @@ impl Run {
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = events.clone();
         informer.add_handler(move |e: Event| {
-            let name = e.object().metadata.name.clone().unwrap_or_default();
+            let name = e.object().name().unwrap_or_default().to_owned();
             log.lock().unwrap().push(match e {
                 Event::Add {
                     in_initial_list: true,

@@ -239,10 +239,46 @@ pub fn unix_nanos() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// What the handlers read of an object, in place: a decoded `DynamicObject`
+/// (kube-runtime's peer) or a cache handle (kdi's, which decodes nothing to
+/// be read so).
+pub trait Readable {
+    /// `metadata.name`.
+    fn name_of(&self) -> Option<&str>;
+    /// `metadata.namespace`.
+    fn namespace_of(&self) -> Option<&str>;
+    /// One annotation.
+    fn annotation(&self, key: &str) -> Option<&str>;
+}
+
+impl Readable for DynamicObject {
+    fn name_of(&self) -> Option<&str> {
+        self.metadata.name.as_deref()
+    }
+    fn namespace_of(&self) -> Option<&str> {
+        self.metadata.namespace.as_deref()
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+    }
+}
+
+impl Readable for kube_dynamic_informer::cache::CachedObject {
+    fn name_of(&self) -> Option<&str> {
+        self.name()
+    }
+    fn namespace_of(&self) -> Option<&str> {
+        self.namespace()
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations().get(key)
+    }
+}
+
 /// The stamp of burst `id` on `obj`, if it carries one.
 #[must_use]
-pub fn stamp_of(obj: &DynamicObject, id: &str) -> Option<i64> {
-    let value = obj.metadata.annotations.as_ref()?.get(STAMP_ANNOTATION)?;
+pub fn stamp_of(obj: &impl Readable, id: &str) -> Option<i64> {
+    let value = obj.annotation(STAMP_ANNOTATION)?;
     value.strip_prefix(id)?.strip_prefix(':')?.parse().ok()
 }
 
@@ -283,7 +319,7 @@ impl Handlers {
         })
     }
 
-    fn stamp(&self, obj: &DynamicObject) -> Option<i64> {
+    fn stamp(&self, obj: &impl Readable) -> Option<i64> {
         if self.burst_id.is_empty() {
             return None;
         }
@@ -299,7 +335,7 @@ impl Handlers {
     }
 
     /// Handler 1: an object was updated.
-    pub fn lag_on_update(&self, new: &DynamicObject) {
+    pub fn lag_on_update(&self, new: &impl Readable) {
         if let Some(stamp) = self.stamp(new) {
             let now = unix_nanos();
             #[allow(clippy::cast_precision_loss)]
@@ -315,9 +351,9 @@ impl Handlers {
     }
 
     /// Handler 2: an object was added (`delta` 1), updated (0) or deleted (-1).
-    pub fn tally(&self, obj: &DynamicObject, delta: i64) {
+    pub fn tally(&self, obj: &impl Readable, delta: i64) {
         if delta != 0 {
-            let ns = obj.metadata.namespace.clone().unwrap_or_default();
+            let ns = obj.namespace_of().unwrap_or_default().to_owned();
             *self
                 .per_namespace
                 .lock()
@@ -421,8 +457,8 @@ impl ObjectCounter {
     }
 
     /// Counts `object`, reading its name.
-    pub fn take(&self, object: &DynamicObject) {
-        let name = object.metadata.name.as_deref().map_or(0, str::len);
+    pub fn take(&self, object: &impl Readable) {
+        let name = object.name_of().map_or(0, str::len);
         self.name_bytes
             .fetch_add(u64::try_from(name).unwrap_or(0), Ordering::Relaxed);
         let n = self.count.fetch_add(1, Ordering::SeqCst) + 1;

@@ -71,17 +71,13 @@ pub fn event_line(
     indexes: &Arc<Vec<(String, IndexFn)>>,
 ) -> String {
     let o = event.object();
-    let key = match (&o.metadata.namespace, &o.metadata.name) {
-        (Some(ns), Some(n)) if !ns.is_empty() => format!("{ns}/{n}"),
-        (_, Some(n)) => n.clone(),
-        _ => String::new(),
-    };
+    let key = o.key().unwrap_or_default();
     let mut line = json!({
         "type": event.kind(),
         "informer": informer,
         "resource": resource,
         "key": key,
-        "resourceVersion": o.metadata.resource_version,
+        "resourceVersion": o.resource_version(),
     });
     match event {
         Event::Add {
@@ -115,7 +111,8 @@ pub fn event_line(
         Event::Update { .. } => {}
     }
     if !indexes.is_empty() {
-        let input = IndexInput::new(o);
+        let decoded = o.object();
+        let input = IndexInput::new(&decoded);
         let mut values = serde_json::Map::new();
         for (name, func) in indexes.iter() {
             let v = match func.evaluate(name, &input) {

@@ -506,7 +506,7 @@ pub(super) fn parse_index(token: &str) -> Option<usize> {
 // ---------------------------------------------------------------------------
 
 /// A [`CompactObject`] with the `DynamicObject` it was built from (the one
-/// event handlers got): a read that needs the whole object gets that same
+/// decoded from the wire): a read that needs the whole object gets that same
 /// `Arc` back while anyone still holds it, and decodes one of its own
 /// otherwise.
 ///
@@ -514,7 +514,7 @@ pub(super) fn parse_index(token: &str) -> Option<usize> {
 /// reader drops it, on the reader's thread, in the order the reader drops
 /// things (a reader that decoded every object and dropped them all gets its
 /// memory back from the allocator at once). The remembered `Weak` of the
-/// event's object keeps that `Arc`'s allocation (the `DynamicObject` struct
+/// decoded object keeps that `Arc`'s allocation (the `DynamicObject` struct
 /// itself, a few hundred bytes, not its contents) until the entry is
 /// replaced or [`CompactEntry::forget_dropped`] clears it. It lives in the
 /// object's own allocation: an entry is that one allocation, cheap to
@@ -532,7 +532,7 @@ impl fmt::Debug for CompactEntry {
 
 impl CompactEntry {
     /// An entry for `object`, remembering `decoded` (the `DynamicObject` it
-    /// was built from, as handed to event handlers) if given.
+    /// was built from, as decoded from the wire) if given.
     pub fn new(object: CompactObject, decoded: Option<&Arc<DynamicObject>>) -> Self {
         if let Some(decoded) = decoded {
             *object.0.header.header.recent.lock() = Arc::downgrade(decoded);

@@ -20,8 +20,8 @@ use crate::cache::compact::{
 /// the JSON text — never decode the object, so selector matching, index
 /// filtering and printing cost the same in both storage modes;
 /// [`CachedObject::object`] gives the whole `DynamicObject` (a pointer copy
-/// with [`Storage::Objects`]; with [`Storage::Compact`], the `Arc` event
-/// handlers got while anyone still holds it, else a decode of its own,
+/// with [`Storage::Objects`]; with [`Storage::Compact`], the `Arc` decoded
+/// from the wire while anyone still holds it, else a decode of its own,
 /// freed whole when dropped).
 ///
 /// ```
@@ -54,24 +54,12 @@ pub(super) enum Held {
 }
 
 impl CachedObject {
-    /// A handle on a decoded object that no store holds.
-    pub(crate) fn decoded(object: Arc<DynamicObject>) -> Self {
-        CachedObject(Held::Object(object))
-    }
-
     /// Whether this handle is the only one left (nobody else, the store
     /// included, holds the object).
     pub(crate) fn is_unique(&self) -> bool {
         match &self.0 {
             Held::Object(object) => Arc::strong_count(object) == 1,
             Held::Compact(entry) => entry.handles() == 1,
-        }
-    }
-
-    pub(super) fn into_object(self) -> Arc<DynamicObject> {
-        match self.0 {
-            Held::Object(object) => object,
-            Held::Compact(entry) => entry.get(),
         }
     }
 
@@ -86,7 +74,7 @@ impl CachedObject {
 
     /// Whether `self` and `other` hold the very same object (not merely an
     /// equal one).
-    pub(super) fn same(&self, other: &CachedObject) -> bool {
+    pub(crate) fn same(&self, other: &CachedObject) -> bool {
         match (&self.0, &other.0) {
             (Held::Object(a), Held::Object(b)) => Arc::ptr_eq(a, b),
             (Held::Compact(a), Held::Compact(b)) => a.ptr_eq(b),
@@ -105,7 +93,7 @@ impl CachedObject {
 }
 
 /// A handle over an object already decoded, as [`Storage::Objects`] holds
-/// it: an event's object read through the same methods as a cached one.
+/// it: any `DynamicObject` read through the same methods as a cached one.
 ///
 /// ```
 /// use std::sync::Arc;

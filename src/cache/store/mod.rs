@@ -47,15 +47,12 @@ pub enum Storage {
     Objects,
     /// Each object in a compact form ([`crate::cache`]), a fraction of the
     /// memory: keys interned per cache, exact-size trees, identical
-    /// `managedFields` trees stored once. Event handlers still get the
-    /// object decoded from the wire; a read that needs a whole
-    /// `DynamicObject` ([`CachedObject::object`]) gets the handlers' `Arc`
-    /// while anyone holds it and decodes one of its own otherwise
-    /// (microseconds an object).
-    /// Reads return handles that read the compact form in place (see
-    /// [`CachedObject`]); a late handler's replay and a resync decode each
-    /// object just before its handler runs, so no operation holds the whole
-    /// cache decoded. The default. An application on jemalloc (or another
+    /// `managedFields` trees stored once. Reads and events give handles
+    /// that read the compact form in place (see [`CachedObject`]); one that
+    /// needs a whole `DynamicObject` ([`CachedObject::object`]) gets the
+    /// one decoded from the wire while anyone holds it and decodes one of
+    /// its own otherwise (microseconds an object), so no operation holds
+    /// the whole cache decoded. The default. An application on jemalloc (or another
     /// allocator that does not fragment like glibc's) spends less CPU on
     /// each update (BENCHMARKS.md, "Allocators").
     #[default]
@@ -67,21 +64,25 @@ use cached::Held;
 pub use version::{SyncPoint, compare_resource_versions};
 
 /// What a [`StoreWriter::replace`] changed. Objects are the store's own
-/// `Arc`s, ready to hand to event handlers.
+/// handles, ready to hand to event handlers: nothing is decoded unless
+/// asked.
 #[derive(Debug, Default, Clone)]
 #[non_exhaustive]
 pub struct ReplaceOutcome {
     /// Objects whose key was not in the store, in list order.
-    pub added: Vec<Arc<DynamicObject>>,
+    pub added: Vec<CachedObject>,
     /// `(old, new)` for objects that changed, in list order: their
     /// `resourceVersion` differs, or, when neither has one, their content.
-    /// The old state is a handle: nothing is decoded unless asked.
-    pub updated: Vec<(CachedObject, Arc<DynamicObject>)>,
+    pub updated: Vec<(CachedObject, CachedObject)>,
     /// The last known state of objects whose key is missing from the list
     /// (client-go's "final state unknown" tombstones), in no particular order.
-    pub deleted: Vec<Arc<DynamicObject>>,
+    pub deleted: Vec<CachedObject>,
     /// How many objects were in the list and unchanged.
     pub unchanged: usize,
+    /// The written objects as they were given, decoded: kept by the
+    /// informer until its handler filters have read them, so that a
+    /// compact handle's [`CachedObject::object`] finds them meanwhile.
+    pub(crate) decoded: Vec<Arc<DynamicObject>>,
 }
 
 impl ReplaceOutcome {

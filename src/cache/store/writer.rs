@@ -89,7 +89,7 @@ impl StoreWriter {
     }
 
     /// With [`Storage::Compact`], frees the few hundred bytes that each
-    /// object handed to event handlers keeps in its cache entry once nobody
+    /// object decoded from the wire keeps in its cache entry once nobody
     /// holds it any more. The writer does this by
     /// itself as it writes; this is for a caller that knows the objects were
     /// just dropped (say, after a burst).
@@ -137,14 +137,11 @@ impl StoreWriter {
 
     /// Removes the object with this key (a watch Deleted event) and returns
     /// its last known state.
-    pub fn delete(&mut self, key: &str) -> Option<Arc<DynamicObject>> {
-        let old = self.store.shared.write().remove(key);
-        old.map(CachedObject::into_object)
+    pub fn delete(&mut self, key: &str) -> Option<CachedObject> {
+        self.store.shared.write().remove(key)
     }
 
-    /// Removes the object with this key; returns whether there was one. As
-    /// [`StoreWriter::delete`], without handing back (with
-    /// [`Storage::Compact`]: decoding) the object removed.
+    /// Removes the object with this key; returns whether there was one.
     pub fn remove(&mut self, key: &str) -> bool {
         self.store.shared.write().remove(key).is_some()
     }
@@ -171,6 +168,7 @@ impl StoreWriter {
         outcome.updated.extend(end.updated);
         outcome.deleted = end.deleted;
         outcome.unchanged += end.unchanged;
+        outcome.decoded.extend(end.decoded);
         outcome
     }
 
@@ -258,9 +256,9 @@ impl StoreWriter {
         keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
     ) -> ReplaceOutcome {
         let prepared = self.prepare(keyed);
-        let replaced = apply(&mut self.store.shared.write(), prepared);
-        self.wrote(replaced.len());
-        ReplaceOutcome::written(replaced)
+        let outcome = apply(&mut self.store.shared.write(), prepared);
+        self.wrote(outcome.decoded.len());
+        outcome
     }
 
     /// Index values and stored form of objects about to be written, computed
@@ -369,11 +367,11 @@ impl StoreWriter {
             let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
             (apply(&mut state, changes), gone)
         };
-        self.wrote(replaced.len());
+        self.wrote(replaced.decoded.len());
         ReplaceOutcome {
-            deleted: gone.into_iter().map(CachedObject::into_object).collect(),
+            deleted: gone,
             unchanged: listing.seen.len(),
-            ..ReplaceOutcome::written(replaced)
+            ..replaced
         }
     }
 }
@@ -394,32 +392,18 @@ pub(super) struct Prepared {
     computed: Vec<Vec<String>>,
 }
 
-/// Writes prepared objects; returns each object with the one it replaced.
-pub(super) fn apply(
-    state: &mut State,
-    prepared: Vec<Prepared>,
-) -> Vec<(Arc<DynamicObject>, Option<CachedObject>)> {
-    prepared
-        .into_iter()
-        .map(|p| {
-            let old = state.insert(&p.key, p.held, p.computed);
-            (p.object, old)
-        })
-        .collect()
-}
-
-impl ReplaceOutcome {
-    /// Written objects, filed as added or updated.
-    fn written(replaced: Vec<(Arc<DynamicObject>, Option<CachedObject>)>) -> Self {
-        let mut outcome = ReplaceOutcome::default();
-        for (object, old) in replaced {
-            match old {
-                Some(old) => outcome.updated.push((old, object)),
-                None => outcome.added.push(object),
-            }
+/// Writes prepared objects; returns what they changed.
+pub(super) fn apply(state: &mut State, prepared: Vec<Prepared>) -> ReplaceOutcome {
+    let mut outcome = ReplaceOutcome::default();
+    outcome.decoded.reserve(prepared.len());
+    for p in prepared {
+        match state.insert(&p.key, p.held.clone(), p.computed) {
+            Some(old) => outcome.updated.push((old, p.held)),
+            None => outcome.added.push(p.held),
         }
-        outcome
+        outcome.decoded.push(p.object);
     }
+    outcome
 }
 
 /// A list in progress (see [`StoreWriter::begin_list`]).

@@ -25,9 +25,9 @@ use kube_core::{ApiResource, DynamicObject};
 use serde_json::json;
 
 use super::{Applied, Event};
+use crate::cache::ChangePredicate;
 use crate::cache::compact::{CompactObject, Interner};
 use crate::cache::store::{Storage, StoreWriter};
-use crate::cache::{ChangePredicate, ValueRef};
 use crate::informer::{HandlerOptions, InformerOptions, SharedInformer};
 use crate::wire::list_watch::{ListPage, ListWatch, ListWatchError, WatchStream};
 
@@ -147,14 +147,12 @@ fn chunk(
         let seen = seen.clone();
         let tx = parking_lot::Mutex::new(tx);
         move |e: Event| {
-            std::hint::black_box(e.object().metadata.name.as_ref().map(String::len));
+            std::hint::black_box(e.object().name().map(str::len));
             if let Event::Update { old, new, .. } = &e {
                 let spec_changed = match kind {
-                    Handler::ComparesInPlace => {
-                        old.pointer("/spec") != new.data.get("spec").map(ValueRef::Json)
-                    }
+                    Handler::ComparesInPlace => old.pointer("/spec") != new.pointer("/spec"),
                     Handler::ComparesDecoded => {
-                        old.object().data.get("spec") != new.data.get("spec")
+                        old.object().data.get("spec") != new.object().data.get("spec")
                     }
                     _ => true,
                 };
@@ -186,14 +184,12 @@ fn chunk(
             let new = widget(template, i, *rv);
             let (stored, old) = writer.upsert_held(new.clone()).expect("keyed");
             let old = old.expect("replaced");
-            kept.push((new.clone(), old.clone()));
-            let mut applied = Applied::event(Event::Update {
+            kept.push((new, old.clone()));
+            Applied::event(Event::Update {
                 old,
-                new,
+                new: stored,
                 is_resync: false,
-            });
-            applied.stored = Some(stored);
-            applied
+            })
         })
         .collect();
     let elsewhere = other_threads_ns();

@@ -166,7 +166,7 @@ fn describe(e: &Event) -> String {
         } => {
             format!(
                 "add {}{}{}",
-                name(object),
+                name(&object.object()),
                 if *in_initial_list { " (initial)" } else { "" },
                 if *entered_filter { " (entered)" } else { "" }
             )
@@ -175,12 +175,12 @@ fn describe(e: &Event) -> String {
             new,
             is_resync: true,
             ..
-        } => format!("resync {}", name(new)),
+        } => format!("resync {}", name(&new.object())),
         Event::Update { old, new, .. } => format!(
             "update {} {}->{}",
-            name(new),
+            name(&new.object()),
             old.resource_version().unwrap_or(""),
-            new.metadata.resource_version.as_deref().unwrap_or("")
+            new.resource_version().unwrap_or("")
         ),
         Event::Delete {
             object,
@@ -189,7 +189,7 @@ fn describe(e: &Event) -> String {
             ..
         } => format!(
             "delete {}{}{}",
-            name(object),
+            name(&object.object()),
             if *final_state_unknown {
                 " (tombstone)"
             } else {
@@ -250,10 +250,10 @@ async fn handlers_before_start_get_initial_adds_then_live_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_handler_gets_the_same_arc_as_the_store() {
+async fn every_handler_gets_the_same_object_as_the_store() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
     let inf = informer(&server, options());
-    let seen: Arc<StdMutex<Vec<Arc<DynamicObject>>>> = Arc::default();
+    let seen: Arc<StdMutex<Vec<CachedObject>>> = Arc::default();
     for _ in 0..3 {
         let seen = seen.clone();
         inf.add_handler(move |e: Event| seen.lock().unwrap().push(e.object().clone()));
@@ -261,9 +261,9 @@ async fn every_handler_gets_the_same_arc_as_the_store() {
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     eventually("3 deliveries", || seen.lock().unwrap().len() == 3).await;
-    let cached = inf.store().get("ns/a").unwrap().object();
+    let cached = inf.store().get("ns/a").unwrap();
     for o in seen.lock().unwrap().iter() {
-        assert!(Arc::ptr_eq(o, &cached));
+        assert!(o.same(&cached));
     }
     cancel.cancel();
 }
@@ -303,14 +303,8 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
         let (v, p) = (versions.clone(), problems.clone());
         let reg = inf.add_handler(move |e: Event| {
             let o = e.object();
-            let key = o.metadata.name.clone().unwrap();
-            let rv: u64 = o
-                .metadata
-                .resource_version
-                .as_deref()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let key = o.name().unwrap().to_owned();
+            let rv: u64 = o.resource_version().unwrap().parse().unwrap();
             let mut v = v.lock().unwrap();
             match &e {
                 Event::Add { .. } => {
@@ -401,7 +395,7 @@ async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
     let seen_events = seen.events.clone();
     let panicky = inf.add_handler(move |e: Event| {
         seen_events.lock().unwrap().push(describe(&e));
-        if e.object().metadata.name.as_deref() == Some("a") {
+        if e.object().name() == Some("a") {
             panic!("handler bug");
         }
     });
@@ -920,7 +914,7 @@ async fn a_non_shared_informer_handler_reads_the_cache_as_its_event_left_it() {
                 .unwrap_or_else(|| "none".into());
             let carried = match &e {
                 Event::Delete { .. } => "none".to_owned(),
-                _ => e.object().metadata.resource_version.clone().unwrap_or_default(),
+                _ => e.object().resource_version().unwrap_or_default().to_owned(),
             };
             seen.lock().unwrap().push((carried, cached));
         }
@@ -1051,7 +1045,7 @@ async fn async_handlers_run_in_order_and_survive_panics() {
             let sink = sink.clone();
             async move {
                 tokio::task::yield_now().await;
-                assert_ne!(e.object().metadata.name.as_deref(), Some("boom"), "boom");
+                assert_ne!(e.object().name(), Some("boom"), "boom");
                 sink.lock().unwrap().push(describe(&e));
             }
         })
@@ -1096,11 +1090,11 @@ async fn a_coalescing_handler_sees_the_latest_state_with_a_bounded_backlog() {
                 let o = e.object();
                 let state = match &e {
                     Event::Delete { .. } => "deleted".to_owned(),
-                    _ => o.metadata.resource_version.clone().unwrap(),
+                    _ => o.resource_version().unwrap().to_owned(),
                 };
                 seen.lock()
                     .unwrap()
-                    .entry(o.metadata.name.clone().unwrap())
+                    .entry(o.name().unwrap().to_owned())
                     .or_default()
                     .push(state);
             },

@@ -4,15 +4,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_core::DynamicObject;
-
 use super::goal::WaitFor;
 use super::objects::Membership;
 use super::report::{ObjectOutcome, ObjectState};
 use crate::cache::condition::{Condition, Verdict};
 use crate::cache::index::IndexInput;
+use crate::cache::store::CachedObject;
 use crate::informer::event::Event;
-use crate::vocabulary::object_key::object_key;
 use crate::vocabulary::resource::ResourceKey;
 
 /// What the wait knows of one object.
@@ -133,7 +131,7 @@ impl Tracker {
             Event::Add { object, .. } | Event::Update { new: object, .. } => self.upsert(object),
             Event::Delete { object, .. } => {
                 // An object the wait does not know of does not count.
-                if let Some(key) = object_key(object).filter(|k| self.entries.contains_key(k)) {
+                if let Some(key) = object.key().filter(|k| self.entries.contains_key(k)) {
                     self.change(&key, |entry| {
                         entry.present = false;
                         entry.verdict = None;
@@ -143,16 +141,17 @@ impl Tracker {
         }
     }
 
-    fn upsert(&mut self, object: &DynamicObject) {
-        let Some(key) = object_key(object) else {
+    fn upsert(&mut self, cached: &CachedObject) {
+        let Some(key) = cached.key() else {
             return;
         };
         let named = self.named();
         if named && !self.entries.contains_key(&key) {
             return;
         }
-        let input = IndexInput::new(object);
-        let picked = self.membership.picks(&key, object, &input);
+        let object = cached.object();
+        let input = IndexInput::new(&object);
+        let picked = self.membership.picks(&key, &object, &input);
         if !picked && !self.entries.contains_key(&key) {
             return;
         }

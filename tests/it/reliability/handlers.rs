@@ -94,8 +94,8 @@ async fn panicking_slow_and_stuck_handlers_do_not_hold_back_the_others() {
             let o = e.object();
             let key = format!(
                 "{}@{}",
-                o.metadata.name.clone().unwrap_or_default(),
-                o.metadata.resource_version.clone().unwrap_or_default()
+                o.name().unwrap_or_default().to_owned(),
+                o.resource_version().unwrap_or_default().to_owned()
             );
             if let Some(at) = stamps.lock().unwrap().get(&key) {
                 lags.lock().unwrap().push(at.elapsed());

@@ -120,7 +120,7 @@ impl Member {
         let log = told.clone();
         let (ledger, member) = (ledger.clone(), name.to_owned());
         informer.add_handler(move |e: Event| {
-            let name = e.object().metadata.name.clone().unwrap_or_default();
+            let name = e.object().name().unwrap_or_default().to_owned();
             match &e {
                 Event::Add { .. } => ledger.lock().unwrap().enter(&member, &name),
                 Event::Update { .. } => {}

@@ -186,7 +186,7 @@ fn delete_removes_from_every_index() {
     let web = pod("shop", "web-0", "1", "n1", json!({"app": "web"}));
     writer.upsert(web.clone());
     let deleted = writer.delete("shop/web-0").unwrap();
-    assert!(Arc::ptr_eq(&deleted, &web));
+    assert!(Arc::ptr_eq(&deleted.object(), &web));
     assert!(writer.delete("shop/web-0").is_none());
     assert!(store.is_empty());
     assert!(store.index_values("label-key").unwrap().is_empty());
@@ -412,12 +412,12 @@ fn replace_reports_added_updated_deleted_unchanged() {
 
     assert_eq!(outcome.unchanged, 1);
     assert_eq!(outcome.added.len(), 1);
-    assert!(Arc::ptr_eq(&outcome.added[0], &new));
+    assert!(Arc::ptr_eq(&outcome.added[0].object(), &new));
     assert_eq!(outcome.updated.len(), 1);
     assert!(Arc::ptr_eq(&outcome.updated[0].0.object(), &changed_old));
-    assert!(Arc::ptr_eq(&outcome.updated[0].1, &changed_new));
+    assert!(Arc::ptr_eq(&outcome.updated[0].1.object(), &changed_new));
     assert_eq!(outcome.deleted.len(), 1);
-    assert!(Arc::ptr_eq(&outcome.deleted[0], &gone));
+    assert!(Arc::ptr_eq(&outcome.deleted[0].object(), &gone));
 
     // Unchanged keeps the cached Arc; changed and new are stored as given.
     assert!(Arc::ptr_eq(&store.get("a/kept").unwrap().object(), &kept));
@@ -615,9 +615,9 @@ fn a_relist_is_seen_whole_or_not_at_all() {
     assert_eq!(end.added.len(), 1);
     assert_eq!(end.updated.len(), 1);
     assert!(Arc::ptr_eq(&end.updated[0].0.object(), &changed_old));
-    assert!(Arc::ptr_eq(&end.updated[0].1, &changed_new));
+    assert!(Arc::ptr_eq(&end.updated[0].1.object(), &changed_new));
     assert_eq!(end.deleted.len(), 1);
-    assert!(Arc::ptr_eq(&end.deleted[0], &gone));
+    assert!(Arc::ptr_eq(&end.deleted[0].object(), &gone));
     assert!(Arc::ptr_eq(&store.get("a/kept").unwrap().object(), &kept));
     assert_eq!(sorted(store.keys()), ["a/changed", "a/kept", "b/new"]);
     assert_eq!(store.index_keys("namespace", "b").unwrap(), ["b/new"]);
@@ -644,7 +644,7 @@ fn a_list_started_again_is_reconciled_by_the_new_list() {
     assert_eq!(end.unchanged, 1);
     assert_eq!(end.added.len(), 1);
     assert_eq!(end.deleted.len(), 1);
-    assert_eq!(object_key(&end.deleted[0]).as_deref(), Some("a/p2"));
+    assert_eq!(end.deleted[0].key().as_deref(), Some("a/p2"));
     assert_eq!(sorted(store.keys()), ["a/p1", "a/p3"]);
     check_invariants(&store);
 
