@@ -71,12 +71,32 @@ fn value(out: &mut Vec<u8>, node: Node<'_>) -> Result<(), serde_json::Error> {
             }
             out.push(b']');
         }
-        Node::Map(entries) => {
-            out.push(b'{');
-            self::entries(out, entries)?;
-            out.push(b'}');
-        }
+        Node::Map(entries) => match entries.tree {
+            Some(id) => tree(out, entries, id)?,
+            None => map(out, entries)?,
+        },
     }
+    Ok(())
+}
+
+fn map(out: &mut Vec<u8>, entries: Seq<'_>) -> Result<(), serde_json::Error> {
+    out.push(b'{');
+    self::entries(out, entries)?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// A shared tree (a `fieldsV1`): its JSON written once for the tables and
+/// copied for every object that holds it.
+fn tree(out: &mut Vec<u8>, entries: Seq<'_>, id: usize) -> Result<(), serde_json::Error> {
+    let tables = entries.tables();
+    if let Some(json) = tables.tree_json(id) {
+        out.extend_from_slice(json);
+        return Ok(());
+    }
+    let start = out.len();
+    map(out, entries)?;
+    tables.keep_tree_json(id, &out[start..]);
     Ok(())
 }
 

@@ -146,10 +146,13 @@ pub(super) struct Tables {
 }
 
 /// A shared tree: its bytes, and, for the first trees, the value decoded
-/// once for every object that is decoded (see [`Tables::tree_value`]).
+/// once for every object that is decoded (see [`Tables::tree_value`]) and
+/// its JSON text, written once for every object written
+/// ([`Tables::tree_json`]).
 struct Tree {
     bytes: Box<[u8]>,
     decoded: OnceLock<serde_json::Value>,
+    json: OnceLock<Box<[u8]>>,
 }
 
 impl From<&[u8]> for Tree {
@@ -157,6 +160,7 @@ impl From<&[u8]> for Tree {
         Tree {
             bytes: bytes.into(),
             decoded: OnceLock::new(),
+            json: OnceLock::new(),
         }
     }
 }
@@ -208,6 +212,21 @@ impl Tables {
     ) -> Option<&serde_json::Value> {
         let tree = self.trees.get(id).filter(|_| id < DECODED_TREES)?;
         Some(tree.decoded.get_or_init(decode))
+    }
+
+    /// The JSON text of shared tree `id`, once [`keep_tree_json`](Self::keep_tree_json)
+    /// has kept it.
+    pub(super) fn tree_json(&self, id: usize) -> Option<&[u8]> {
+        self.trees.get(id)?.json.get().map(|json| &**json)
+    }
+
+    /// Keeps `json`, the JSON text of shared tree `id`, for the objects
+    /// written later; only for the first trees, as [`Tables::tree_value`].
+    pub(super) fn keep_tree_json(&self, id: usize, json: &[u8]) {
+        if let Some(tree) = self.trees.get(id).filter(|_| id < DECODED_TREES) {
+            // Written by another thread meanwhile: the same text.
+            let _ = tree.json.set(json.into());
+        }
     }
 
     /// How many keys are numbered, the well-known ones included.

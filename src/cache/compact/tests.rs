@@ -251,6 +251,26 @@ fn identical_fields_v1_trees_are_shared_from_their_second_sighting() {
 }
 
 #[test]
+fn a_shared_tree_is_written_once_for_every_object_written() {
+    let mut interner = Interner::new();
+    let a = decoded(WIDGET);
+    let mut b = a.clone();
+    b.metadata.name = Some("widget-000003".into());
+    check(&a, &mut interner);
+    // `check` wrote `b`'s JSON, from the shared tree: its text is kept...
+    check(&b, &mut interner);
+    let tree = b.metadata.managed_fields.as_ref().unwrap()[0]
+        .fields_v1
+        .clone()
+        .unwrap();
+    let kept = interner.tables().tree_json(0).map(<[u8]>::to_vec);
+    assert_eq!(kept, Some(serde_json::to_vec(&tree).unwrap()));
+    // ...and copied into the next object's (which `check` compares with
+    // serde_json's).
+    check(&b, &mut interner);
+}
+
+#[test]
 fn a_shared_tree_is_decoded_once_for_every_object_decoded() {
     let mut interner = Interner::new();
     let a = decoded(WIDGET);
