@@ -265,7 +265,10 @@ impl Shared {
                         entered_filter: false,
                     },
                 });
-                applied.decoded.push(decoded);
+                // Only a handler filter reads it.
+                if !d.gates.is_empty() {
+                    applied.decoded.push(decoded);
+                }
                 applied
             }
             Delta::Delete(object) => match object_key(&object) {

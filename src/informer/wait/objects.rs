@@ -3,10 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use kube_core::DynamicObject;
-
 use crate::cache::index::{IndexFn, IndexInput};
-use crate::cache::store::Store;
+use crate::cache::store::{CachedObject, Store};
 use crate::informer::InformerError;
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::selector::Selector;
@@ -154,18 +152,25 @@ impl Membership {
     /// Whether the object with `key` is one of the wait's: named, or picked
     /// by the selection. An index that fails on the object leaves it out,
     /// as it leaves it out of the index.
-    pub(super) fn picks(&self, key: &str, object: &DynamicObject, input: &IndexInput<'_>) -> bool {
+    /// `input` gives the object as an index reads it, made when the
+    /// selection's index is evaluated.
+    pub(super) fn picks<'a>(
+        &self,
+        key: &str,
+        object: &CachedObject,
+        input: impl FnOnce() -> &'a IndexInput<'a>,
+    ) -> bool {
         match self {
             Membership::Named(keys) => keys.contains(key),
             Membership::Selected(selection, func) => {
                 selection
                     .namespace
                     .as_deref()
-                    .is_none_or(|ns| object.metadata.namespace.as_deref() == Some(ns))
-                    && selection.labels.matches_object(object)
+                    .is_none_or(|ns| object.namespace() == Some(ns))
+                    && selection.labels.matches(&object.labels())
                     && selection.index.as_ref().zip(func.as_ref()).is_none_or(
                         |((name, value), func)| {
-                            func.evaluate(name, input)
+                            func.evaluate(name, input())
                                 .is_ok_and(|values| values.iter().any(|v| v == value))
                         },
                     )

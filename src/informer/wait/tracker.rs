@@ -1,6 +1,7 @@
 //! One informer's part of a wait: its objects as the events say they are,
 //! and how many of them count, kept as each event arrives.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -149,16 +150,20 @@ impl Tracker {
         if named && !self.entries.contains_key(&key) {
             return;
         }
-        let object = cached.object();
-        let input = IndexInput::new(&object);
-        let picked = self.membership.picks(&key, &object, &input);
+        // Decoded (with compact storage) only when an index or the
+        // condition reads it.
+        let object = OnceCell::new();
+        let input = OnceCell::new();
+        let input =
+            || input.get_or_init(|| IndexInput::new(object.get_or_init(|| cached.object())));
+        let picked = self.membership.picks(&key, cached, input);
         if !picked && !self.entries.contains_key(&key) {
             return;
         }
         let deleting_named = named && self.deleting();
-        let uid = object.metadata.uid.clone();
+        let uid = cached.uid().map(str::to_owned);
         let verdict = match &self.condition {
-            Some(condition) if picked => Some(condition.evaluate(&input)),
+            Some(condition) if picked => Some(condition.evaluate(input())),
             _ => None,
         };
         let mistake = verdict.as_ref().filter(|v| v.is_mistake()).cloned();
