@@ -11,6 +11,15 @@ fn decoded(text: &str) -> DynamicObject {
     serde_json::from_str(text).expect("a DynamicObject")
 }
 
+/// The benchmark's Widget, and a copy of it named `name` (the same
+/// `fieldsV1` trees).
+fn widget_and_copy(name: &str) -> (DynamicObject, DynamicObject) {
+    let a = decoded(WIDGET);
+    let mut b = a.clone();
+    b.metadata.name = Some(name.into());
+    (a, b)
+}
+
 /// Round trip, JSON and every zero-copy read against the original.
 fn check(o: &DynamicObject, interner: &mut Interner) -> CompactObject {
     let c = CompactObject::from_object(o, interner);
@@ -225,9 +234,7 @@ fn widget_round_trip_and_reads() {
 #[test]
 fn identical_fields_v1_trees_are_shared_from_their_second_sighting() {
     let mut interner = Interner::new();
-    let a = decoded(WIDGET);
-    let mut b = a.clone();
-    b.metadata.name = Some("widget-000001".into());
+    let (a, b) = widget_and_copy("widget-000001");
     let ca = check(&a, &mut interner);
     assert_eq!(interner.shared_trees(), 0);
     let cb = check(&b, &mut interner);
@@ -253,9 +260,7 @@ fn identical_fields_v1_trees_are_shared_from_their_second_sighting() {
 #[test]
 fn a_shared_tree_is_written_once_for_every_object_written() {
     let mut interner = Interner::new();
-    let a = decoded(WIDGET);
-    let mut b = a.clone();
-    b.metadata.name = Some("widget-000003".into());
+    let (a, b) = widget_and_copy("widget-000003");
     check(&a, &mut interner);
     // `check` wrote `b`'s JSON, from the shared tree: its text is kept...
     check(&b, &mut interner);
@@ -273,9 +278,7 @@ fn a_shared_tree_is_written_once_for_every_object_written() {
 #[test]
 fn a_shared_tree_is_decoded_once_for_every_object_decoded() {
     let mut interner = Interner::new();
-    let a = decoded(WIDGET);
-    let mut b = a.clone();
-    b.metadata.name = Some("widget-000002".into());
+    let (a, b) = widget_and_copy("widget-000002");
     check(&a, &mut interner);
     let cb = check(&b, &mut interner);
     let tables = interner.tables();

@@ -40,9 +40,7 @@ fn through_bytes(objects: &[CompactObject]) -> (Vec<CompactObject>, Vec<u8>, Dec
 #[test]
 fn objects_read_back_equal_with_keys_and_trees_written_once() {
     let mut interner = Interner::new();
-    let a = decoded(WIDGET);
-    let mut b = a.clone();
-    b.metadata.name = Some("other".into());
+    let (a, b) = widget_and_copy("other");
     let compact = [
         CompactObject::from_object(&a, &mut interner),
         CompactObject::from_object(&b, &mut interner),
