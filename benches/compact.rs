@@ -1175,6 +1175,14 @@ fn hot_loop() {
             }),
         ),
         (
+            "CompactObject::from_json, shared trees (and drop it)",
+            time(&mut || {
+                CompactObject::from_json(black_box(&text), &mut interner)
+                    .and_then(|c| c.name().map(str::len))
+                    .unwrap_or(0)
+            }),
+        ),
+        (
             "DynamicObject clone (and drop it)",
             time(&mut || {
                 black_box(&object)

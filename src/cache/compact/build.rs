@@ -50,17 +50,11 @@ impl<'i> Builder<'i> {
     }
 
     fn key(&mut self, out: &mut Vec<u8>, key: &str) {
-        match self.interner.key(key) {
-            Some(id) => write_varint(out, u64::from(id) << 1),
-            None => {
-                write_varint(out, ((key.len() as u64) << 1) | 1);
-                out.extend_from_slice(key.as_bytes());
-            }
-        }
+        write_key(self.interner, out, key);
     }
 
     fn known(out: &mut Vec<u8>, id: u32) {
-        write_varint(out, u64::from(id) << 1);
+        known(out, id);
     }
 
     fn value(&mut self, value: &Value, out: &mut Vec<u8>) {
@@ -281,6 +275,23 @@ impl<'i> Builder<'i> {
     }
 }
 
+/// Writes a key reference: `key`'s number in `interner`'s tables, or the
+/// key itself when the tables have no room for it.
+pub(super) fn write_key(interner: &mut Interner, out: &mut Vec<u8>, key: &str) {
+    match interner.key(key) {
+        Some(id) => known(out, id),
+        None => {
+            write_varint(out, ((key.len() as u64) << 1) | 1);
+            out.extend_from_slice(key.as_bytes());
+        }
+    }
+}
+
+/// Writes the reference of the key numbered `id`.
+pub(super) fn known(out: &mut Vec<u8>, id: u32) {
+    write_varint(out, u64::from(id) << 1);
+}
+
 /// Writes an array or map (`tag`) of `len` items or entries: the tag, the
 /// count, then what `content` appends, preceded by its length in bytes (a
 /// varint): one byte is set aside for it, and the content moved along in
@@ -301,13 +312,13 @@ fn container(out: &mut Vec<u8>, tag: u8, len: usize, content: impl FnOnce(&mut V
     out.splice(at..=at, head);
 }
 
-fn string(out: &mut Vec<u8>, s: &str) {
+pub(super) fn string(out: &mut Vec<u8>, s: &str) {
     out.push(STR);
     write_varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
-fn integer(out: &mut Vec<u8>, n: i64) {
+pub(super) fn integer(out: &mut Vec<u8>, n: i64) {
     match u64::try_from(n) {
         Ok(n) => {
             out.push(UINT);
@@ -329,13 +340,23 @@ fn number(out: &mut Vec<u8>, n: &Number) {
     } else if let Some(i) = n.as_i64() {
         integer(out, i);
     } else {
-        out.push(FLOAT);
-        out.extend_from_slice(&n.as_f64().unwrap_or_default().to_le_bytes());
+        float(out, n.as_f64().unwrap_or_default());
     }
 }
 
-fn time(out: &mut Vec<u8>, t: &Time) {
+pub(super) fn time(out: &mut Vec<u8>, t: &Time) {
+    time_parts(out, t.0.as_second(), t.0.subsec_nanosecond());
+}
+
+/// A timestamp of `seconds` and `nanos` since the Unix epoch.
+pub(super) fn time_parts(out: &mut Vec<u8>, seconds: i64, nanos: i32) {
     out.push(TIME);
-    write_varint(out, zigzag(t.0.as_second()));
-    write_varint(out, zigzag(i64::from(t.0.subsec_nanosecond())));
+    write_varint(out, zigzag(seconds));
+    write_varint(out, zigzag(i64::from(nanos)));
+}
+
+/// A float, as [`number`] writes one.
+pub(super) fn float(out: &mut Vec<u8>, f: f64) {
+    out.push(FLOAT);
+    out.extend_from_slice(&f.to_le_bytes());
 }

@@ -33,6 +33,7 @@ mod equal;
 mod json;
 mod node;
 mod object;
+mod parse;
 mod table;
 mod view;
 

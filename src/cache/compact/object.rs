@@ -4,6 +4,7 @@ use triomphe::ThinArc;
 
 use super::build::Builder;
 use super::node::{Cursor, Key, RawKey};
+use super::parse;
 use super::table::id;
 use super::view::{OwnerRefView, node_value};
 use super::*;
@@ -121,19 +122,77 @@ impl CompactObject {
         interner: &mut Interner,
         fields: &[Box<str>],
     ) -> CompactObject {
-        let (mut bytes, tree) = std::mem::take(&mut interner.scratch);
-        bytes.clear();
+        let built = Self::assemble(interner, fields, |interner, scratch| {
+            let tree = std::mem::take(&mut scratch.tree);
+            let mut builder = Builder::new(interner, tree);
+            builder.object(object, &mut scratch.bytes);
+            scratch.tree = builder.into_scratch();
+            true
+        });
+        built.unwrap_or_else(|| unreachable!("building from a decoded object always succeeds"))
+    }
+
+    /// The compact form of the object whose JSON text is `json`, built
+    /// without decoding it (no `DynamicObject` in between): the same
+    /// object, in the same bytes, as [`from_object`](Self::from_object) of
+    /// what the [wire](crate::wire) decodes from `json`.
+    ///
+    /// `None` for JSON this does not read directly — not an object, a key
+    /// given twice, half of `apiVersion` and `kind`, a metadata field of an
+    /// unexpected type, nesting deeper than 128 levels — and for JSON that
+    /// is no object at all: decode those, and build from the decoded object
+    /// if it decodes.
+    ///
+    /// ```
+    /// use kube_dynamic_informer::cache::{CompactObject, Interner};
+    ///
+    /// let mut interner = Interner::new();
+    /// let json = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns"},"data":{"k":"v"}}"#;
+    /// let object = CompactObject::from_json(json, &mut interner).expect("read directly");
+    /// assert_eq!(object.name(), Some("a"));
+    /// assert_eq!(object.pointer("/data/k").and_then(|v| v.as_str()), Some("v"));
+    /// let twice = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","name":"b"}}"#;
+    /// assert!(CompactObject::from_json(twice, &mut interner).is_none());
+    /// ```
+    #[must_use]
+    pub fn from_json(json: &str, interner: &mut Interner) -> Option<CompactObject> {
+        Self::from_json_digesting(json, interner, &[])
+    }
+
+    /// [`from_json`](Self::from_json), digesting `fields` as
+    /// [`digesting`](Self::digesting) does.
+    pub(crate) fn from_json_digesting(
+        json: &str,
+        interner: &mut Interner,
+        fields: &[Box<str>],
+    ) -> Option<CompactObject> {
+        Self::assemble(interner, fields, |interner, scratch| {
+            parse::object(json, interner, scratch).is_ok()
+        })
+    }
+
+    /// An object whose bytes `write` appends to the scratch buffer after
+    /// room for the digests of `fields`; `None` when `write` fails.
+    fn assemble(
+        interner: &mut Interner,
+        fields: &[Box<str>],
+        write: impl FnOnce(&mut Interner, &mut parse::Scratch) -> bool,
+    ) -> Option<CompactObject> {
+        let mut scratch = std::mem::take(&mut interner.scratch);
+        scratch.bytes.clear();
         let fields = &fields[..fields.len().min(MAX_DIGESTS)];
         let prefix = 1 + fields.len() * DIGEST_LEN;
-        bytes.resize(prefix, 0);
-        let mut builder = Builder::new(interner, tree);
-        builder.object(object, &mut bytes);
-        let tree = builder.into_scratch();
-        let tables = Arc::clone(interner.tables());
-        let digests = digest_fields(&tables, &mut bytes, fields);
-        let header = Header::new(tables);
-        let built = CompactObject(ThinArc::from_header_and_slice(header, &bytes[digests..]));
-        interner.scratch = (bytes, tree);
+        scratch.bytes.resize(prefix, 0);
+        let built = write(interner, &mut scratch).then(|| {
+            let tables = Arc::clone(interner.tables());
+            let digests = digest_fields(&tables, &mut scratch.bytes, fields);
+            let header = Header::new(tables);
+            CompactObject(ThinArc::from_header_and_slice(
+                header,
+                &scratch.bytes[digests..],
+            ))
+        });
+        interner.scratch = scratch;
         built
     }
 

@@ -255,10 +255,9 @@ pub struct Interner {
     keys: HashTable<u32>,
     key_bytes: usize,
     trees: Option<TreeIndex>,
-    /// The bytes of the object being built, and of its `fieldsV1` trees:
-    /// kept between objects, so that building one allocates only the
-    /// object itself.
-    pub(super) scratch: (Vec<u8>, Vec<u8>),
+    /// The buffers objects are built in: kept between objects, so that
+    /// building one allocates only the object itself.
+    pub(super) scratch: super::parse::Scratch,
 }
 
 struct TreeIndex {

@@ -746,3 +746,4 @@ proptest! {
 }
 
 mod binary_tests;
+mod json_tests;

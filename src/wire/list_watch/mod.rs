@@ -16,6 +16,8 @@ use kube_core::DynamicObject;
 use tokio::sync::watch;
 
 pub use api::ApiListWatch;
+#[cfg(test)]
+pub(crate) use wire::decode_object;
 pub use wire::{MAX_OBJECT_DEPTH, decode_list};
 
 use crate::vocabulary::VocabularyError;

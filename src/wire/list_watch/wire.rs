@@ -468,7 +468,7 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
 }
 
 /// Decodes one object, in full if it is at most [`MAX_OBJECT_DEPTH`] deep.
-pub(super) fn decode_object(raw: &str) -> Result<DynamicObject, String> {
+pub(crate) fn decode_object(raw: &str) -> Result<DynamicObject, String> {
     let mut de = serde_json::Deserializer::from_str(raw);
     match ObjectSeed
         .deserialize(&mut de)
