@@ -445,9 +445,9 @@ proptest! {
                         skipped += 1;
                     }
                     events.push(if matches!(c, Change::Added(_)) {
-                        WatchEvent::Added(o.clone())
+                        WatchEvent::Added(o.clone().into())
                     } else {
-                        WatchEvent::Modified(o.clone())
+                        WatchEvent::Modified(o.clone().into())
                     });
                 }
                 Change::Deleted(o) => {
@@ -456,7 +456,7 @@ proptest! {
                     } else {
                         skipped += 1;
                     }
-                    events.push(WatchEvent::Deleted(o.clone()));
+                    events.push(WatchEvent::Deleted(o.clone().into()));
                 }
                 Change::Bookmark => events.push(WatchEvent::Bookmark {
                     resource_version: "200".into(),

@@ -394,12 +394,14 @@
 //!
 //! With [`Storage::Compact`] the store keeps
 //! a [`CompactEntry`] per object and one [`Interner`] beside its writer.
-//! Event handlers get handles on the entry, as readers do; the entry
-//! remembers the `Arc<DynamicObject>` just decoded from the wire (which the
-//! informer holds until its handler filters have read it), and a read that
-//! needs the whole object calls [`CompactEntry::get`], which hands out that
-//! same `Arc` while anyone holds it, and decodes one for the reader alone
-//! otherwise. Label selectors, index filtering, keys and
+//! Event handlers get handles on the entry, as readers do. A watched
+//! object is built straight from the JSON text the server sent
+//! ([`CompactObject::from_json`]): no `DynamicObject` is made for it. A
+//! listed one is decoded first, and the entry remembers that
+//! `Arc<DynamicObject>` (which the informer holds until its handler filters
+//! have read it). A read that needs the whole object calls
+//! [`CompactEntry::get`], which hands out the `Arc` remembered while anyone
+//! holds it, and decodes one otherwise, remembered in turn. Label selectors, index filtering, keys and
 //! `kdi get` read the compact object without decoding
 //! ([`CachedObject`]). The writer frees what
 //! dead `Weak`s keep (~460 B per object) in passes amortised over its writes

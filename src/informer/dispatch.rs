@@ -168,6 +168,33 @@ impl Applied {
         applied
     }
 
+    /// The event of an upsert that stored `new` in place of `old`;
+    /// `decoded`, the object decoded from the wire, kept until the handler
+    /// filters have read it.
+    fn upserted(
+        upserted: Option<(CachedObject, Option<CachedObject>)>,
+        decoded: Option<Arc<DynamicObject>>,
+    ) -> Self {
+        let Some((new, old)) = upserted else {
+            return Applied::default();
+        };
+        let mut applied = Applied::event(match old {
+            Some(old) => Event::Update {
+                old,
+                new,
+                is_resync: false,
+            },
+            None => Event::Add {
+                object: new,
+                in_initial_list: false,
+                entered_shard: false,
+                entered_filter: false,
+            },
+        });
+        applied.decoded.extend(decoded);
+        applied
+    }
+
     fn event(event: Event) -> Self {
         Applied {
             events: vec![event],
@@ -249,28 +276,12 @@ impl Shared {
             }
             Delta::Upsert(object) => {
                 let decoded = Arc::new(object);
-                let Some((new, old)) = writer.upsert_held(decoded.clone()) else {
-                    return Applied::default();
-                };
-                let mut applied = Applied::event(match old {
-                    Some(old) => Event::Update {
-                        old,
-                        new,
-                        is_resync: false,
-                    },
-                    None => Event::Add {
-                        object: new,
-                        in_initial_list: false,
-                        entered_shard: false,
-                        entered_filter: false,
-                    },
-                });
+                let upserted = writer.upsert_held(decoded.clone());
                 // Only a handler filter reads it.
-                if !d.gates.is_empty() {
-                    applied.decoded.push(decoded);
-                }
-                applied
+                let decoded = (!d.gates.is_empty()).then_some(decoded);
+                Applied::upserted(upserted, decoded)
             }
+            Delta::UpsertBuilt(object) => Applied::upserted(writer.upsert_compact(object), None),
             Delta::Delete(object) => match object_key(&object) {
                 Some(key) if writer.remove(&key) => Applied::event(Event::Delete {
                     object: CachedObject::from(Arc::new(object)),

@@ -388,13 +388,14 @@ impl SharedInformer {
         let error_hook = Arc::new(Mutex::new(None));
         let dispatch = Dispatcher::default();
         dispatch.lock().clock = ResyncClock::new(options.cache.resync);
-        let reflector = Reflector::new(
+        let mut reflector = Reflector::new(
             Arc::new(lw),
             resource.clone(),
             &options,
             status.clone(),
             error_hook.clone(),
         );
+        reflector.build_from_json(writer.json_builder());
         Self {
             shared: Arc::new(Shared {
                 key: ResourceKey::from(&resource),

@@ -16,10 +16,12 @@
 //! discovery when given an availability channel. Tests implement the trait
 //! with scripted answers.
 //!
-//! Responses are decoded object by object (see [`MAX_OBJECT_DEPTH`]): an
+//! Responses are read object by object (see [`MAX_OBJECT_DEPTH`]): an
 //! object that cannot be decoded is left out of its list page
-//! ([`ListPage::skipped`]) or comes as a [`WatchEvent::Skipped`] in its
-//! place, instead of failing the page or stalling the watch. Errors say what
+//! ([`ListPage::skipped`]); a watch event's object is handed on as the JSON
+//! the server sent ([`WireObject`]), decoded — or read straight into a
+//! compact cache's form — by the informer, which skips one that does not
+//! decode; neither fails the page or stalls the watch. Errors say what
 //! happened ([`ListWatchError`]): the server's own status, a transport
 //! failure, or a request this list-watch cannot make — never a made-up HTTP
 //! status.
@@ -28,5 +30,5 @@ pub(crate) mod list_watch;
 
 pub use list_watch::{
     ApiListWatch, Capabilities, INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatch, ListWatchError,
-    MAX_OBJECT_DEPTH, UndecodableObject, WatchEvent, WatchStream, decode_list,
+    MAX_OBJECT_DEPTH, UndecodableObject, WatchEvent, WatchStream, WireObject, decode_list,
 };

@@ -259,7 +259,11 @@ impl Readable for DynamicObject {
         self.metadata.namespace.as_deref()
     }
     fn annotation(&self, key: &str) -> Option<&str> {
-        self.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indexmap::IndexMap;
 use kube_core::DynamicObject;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
@@ -25,9 +25,9 @@ mod version;
 mod writer;
 
 use writer::Listing;
-pub(crate) use writer::SnapshotFill;
 #[cfg(test)]
 use writer::changed;
+pub(crate) use writer::{JsonBuilder, SnapshotFill};
 
 /// How a cache holds its objects.
 ///
@@ -49,10 +49,11 @@ pub enum Storage {
     /// memory: keys interned per cache, exact-size trees, identical
     /// `managedFields` trees stored once. Reads and events give handles
     /// that read the compact form in place (see [`CachedObject`]); one that
-    /// needs a whole `DynamicObject` ([`CachedObject::object`]) gets the
-    /// one decoded from the wire while anyone holds it and decodes one of
-    /// its own otherwise (microseconds an object), so no operation holds
-    /// the whole cache decoded. The default. An application on jemalloc (or another
+    /// needs a whole `DynamicObject` ([`CachedObject::object`]) gets one
+    /// decoded on demand (microseconds an object, shared while anyone
+    /// holds it), so no operation holds the whole cache decoded. A watched
+    /// object is built straight from the server's JSON, with no
+    /// `DynamicObject` in between. The default. An application on jemalloc (or another
     /// allocator that does not fragment like glibc's) spends less CPU on
     /// each update (BENCHMARKS.md, "Allocators").
     #[default]
@@ -112,8 +113,9 @@ pub struct Store {
 pub struct StoreWriter {
     store: Store,
     storage: Storage,
-    /// Keys and trees shared by the compact objects of this cache.
-    interner: Interner,
+    /// Keys and trees shared by the compact objects of this cache; shared
+    /// with the [`JsonBuilder`]s it hands out.
+    interner: Arc<Mutex<Interner>>,
     listing: Option<Listing>,
     writes_since_forget: usize,
 }

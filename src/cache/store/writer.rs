@@ -7,7 +7,7 @@ impl StoreWriter {
     /// The bytes of the tables its compact objects share.
     #[cfg(test)]
     pub(super) fn table_bytes(&self) -> usize {
-        self.interner.table_bytes()
+        self.interner.lock().table_bytes()
     }
 
     /// An empty cache with the [`NAMESPACE_INDEX`], holding objects in the
@@ -25,7 +25,7 @@ impl StoreWriter {
                 sync: Arc::new(watch::Sender::new(SyncPoint::default())),
             },
             storage,
-            interner: Interner::new(),
+            interner: Arc::new(Mutex::new(Interner::new())),
             listing: None,
             writes_since_forget: 0,
         }
@@ -65,7 +65,7 @@ impl StoreWriter {
         match self.storage {
             Storage::Objects => CachedObject(Held::Object(object.clone())),
             Storage::Compact => {
-                let compact = CompactObject::digesting(object, &mut self.interner, digested);
+                let compact = CompactObject::digesting(object, &mut self.interner.lock(), digested);
                 CachedObject(Held::Compact(CompactEntry::new(compact, Some(object))))
             }
         }
@@ -126,13 +126,52 @@ impl StoreWriter {
         let (defs, digested) = self.store.plan();
         let computed = evaluate_all(&defs, &key, &object);
         let held = self.hold(&object, &digested);
+        Some(self.file(&key, held, computed))
+    }
+
+    /// Stores `held` under `key` with its index values `computed`; returns
+    /// it beside the object it replaced.
+    fn file(
+        &mut self,
+        key: &str,
+        held: CachedObject,
+        computed: Vec<Vec<String>>,
+    ) -> (CachedObject, Option<CachedObject>) {
         let old = self
             .store
             .shared
             .write()
-            .insert(&key, held.clone(), computed);
+            .insert(key, held.clone(), computed);
         self.wrote(1);
-        Some((held, old))
+        (held, old)
+    }
+
+    /// What builds this cache's objects from their JSON text, with the keys
+    /// and trees of its compact objects, for [`upsert_compact`](Self::upsert_compact);
+    /// `None` unless its storage is [`Storage::Compact`].
+    pub(crate) fn json_builder(&self) -> Option<JsonBuilder> {
+        (self.storage == Storage::Compact).then(|| JsonBuilder {
+            interner: self.interner.clone(),
+            store: self.store.clone(),
+        })
+    }
+
+    /// [`upsert_held`](Self::upsert_held) of an object built by this
+    /// cache's [`JsonBuilder`] (the cache holds it as it is); `None` for an
+    /// object without a name.
+    pub(crate) fn upsert_compact(
+        &mut self,
+        object: CompactObject,
+    ) -> Option<(CachedObject, Option<CachedObject>)> {
+        let Some(name) = object.name() else {
+            tracing::warn!("skipping an object without metadata.name");
+            return None;
+        };
+        let key = key_from_parts(object.namespace(), name);
+        let defs = self.store.defs();
+        let held = CachedObject(Held::Compact(CompactEntry::new(object, None)));
+        let computed = evaluate_held(&defs, &key, &held);
+        Some(self.file(&key, held, computed))
     }
 
     /// Removes the object with this key (a watch Deleted event) and returns
@@ -302,7 +341,7 @@ impl StoreWriter {
             return SnapshotFill::Listed(self.list_page(objects));
         }
         if let Some(interner) = interner {
-            self.interner = interner;
+            *self.interner.lock() = interner;
         }
         let mut page: IndexMap<String, CompactObject> = IndexMap::new();
         for object in objects {
@@ -436,5 +475,24 @@ impl Default for StoreWriter {
 impl fmt::Debug for StoreWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("StoreWriter").field(&self.store).finish()
+    }
+}
+
+/// Builds the compact objects of one cache straight from the JSON the server
+/// sent ([`CompactObject::from_json`]), with the keys and trees the cache's
+/// objects share and the digests its change predicates read, for
+/// [`StoreWriter::upsert_compact`]. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct JsonBuilder {
+    interner: Arc<Mutex<Interner>>,
+    store: Store,
+}
+
+impl JsonBuilder {
+    /// The compact form of the object `json` holds; `None` for JSON that
+    /// must be decoded instead (see [`CompactObject::from_json`]).
+    pub(crate) fn build(&self, json: &str) -> Option<CompactObject> {
+        let digested = self.store.shared.read().digested.clone();
+        CompactObject::from_json_digesting(json, &mut self.interner.lock(), &digested)
     }
 }

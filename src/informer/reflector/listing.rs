@@ -185,20 +185,10 @@ impl Reflector {
                 Some(Ok(e)) => e,
             };
             ReflectorStats::inc(&self.stats.watch_events);
-            match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(page) = self.admit(o).and_then(|o| initial.put(o)) {
-                        sink(Delta::ListPage(page));
-                        self.listing(initial.listed, listed_before);
-                    }
-                }
-                WatchEvent::Deleted(o) => initial.remove(o),
-                WatchEvent::Skipped { object, deleted } => {
-                    self.note_skipped(&object);
-                    if deleted && let Some(stub) = self.stub(&object) {
-                        initial.remove(stub);
-                    }
-                }
+            let (object, deleted) = match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => (o.decode(), false),
+                WatchEvent::Deleted(o) => (o.decode(), true),
+                WatchEvent::Skipped { object, deleted } => (Err(object), deleted),
                 WatchEvent::Bookmark {
                     resource_version,
                     initial_events_end: true,
@@ -209,7 +199,22 @@ impl Reflector {
                     let deleted = initial.deleted.into_values().collect();
                     return ListOutcome::Listed(resource_version, deleted);
                 }
-                WatchEvent::Bookmark { .. } => {}
+                WatchEvent::Bookmark { .. } => continue,
+            };
+            match object {
+                Ok(o) if deleted => initial.remove(o),
+                Ok(o) => {
+                    if let Some(page) = self.admit(o).and_then(|o| initial.put(o)) {
+                        sink(Delta::ListPage(page));
+                        self.listing(initial.listed, listed_before);
+                    }
+                }
+                Err(object) => {
+                    self.note_skipped(&object);
+                    if deleted && let Some(stub) = self.stub(&object) {
+                        initial.remove(stub);
+                    }
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::store::JsonBuilder;
 use crate::cache::transform::TransformFn;
 use crate::informer::InformerError;
 use crate::informer::backoff::Backoff;
@@ -25,7 +26,9 @@ use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::Namespaces;
 use crate::vocabulary::scope::ResourceAvailability;
 use crate::vocabulary::shard::{Settlement, ShardFiltering, ShardSelector};
-use crate::wire::list_watch::{ListWatch, ListWatchError, UndecodableObject, WatchEvent};
+use crate::wire::list_watch::{
+    ListWatch, ListWatchError, UndecodableObject, WatchEvent, WireObject,
+};
 
 mod listing;
 mod shard;
@@ -56,6 +59,9 @@ pub enum Delta {
     ListEnd,
     /// An object was added or modified.
     Upsert(DynamicObject),
+    /// An object was added or modified, built from the server's JSON in
+    /// the compact form of the cache (see [`Reflector::build_from_json`]).
+    UpsertBuilt(crate::cache::compact::CompactObject),
     /// An object was deleted; this is its final state.
     Delete(DynamicObject),
     /// The cache now reflects the server up to this resourceVersion: sent
@@ -283,6 +289,9 @@ pub struct Reflector {
     /// The snapshot's list ended after a grace without any watch item: a
     /// 410 as the first item still means the snapshot was too old.
     snapshot_unconfirmed: bool,
+    /// Builds watched objects straight from their JSON for a cache with
+    /// compact storage (see [`Reflector::build_from_json`]).
+    builder: Option<JsonBuilder>,
 }
 
 /// Why a watch ended.
@@ -376,7 +385,17 @@ impl Reflector {
             snapshot_tried: false,
             snapshot_pending: None,
             snapshot_unconfirmed: false,
+            builder: None,
         }
+    }
+
+    /// From now on, builds the objects of Added and Modified events the
+    /// list-watch hands on as JSON with `builder` (the cache's, with compact
+    /// storage), and hands them on as [`Delta::UpsertBuilt`]: no
+    /// `DynamicObject` is decoded for them. Not with a transform, which
+    /// takes a decoded object.
+    pub(crate) fn build_from_json(&mut self, builder: Option<JsonBuilder>) {
+        self.builder = builder.filter(|_| self.transform.is_none());
     }
 
     /// The reflector's counters.

@@ -258,6 +258,7 @@ impl Fold {
                     .expect("a list's end comes after its begin"),
             )),
             Delta::Upsert(o) => Some(Got::Upsert(o)),
+            Delta::UpsertBuilt(o) => Some(Got::Upsert(o.to_object())),
             Delta::Delete(o) => Some(Got::Delete(o)),
             Delta::Reshard { .. } => None,
         }
@@ -316,9 +317,9 @@ async fn lists_in_pages_then_watches_from_the_list_version() {
         )))
         .list(Ok(page(vec![item("c", "3")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![
-            Ok(WatchEvent::Added(obj("d", "11"))),
-            Ok(WatchEvent::Modified(obj("a", "12"))),
-            Ok(WatchEvent::Deleted(obj("b", "13"))),
+            Ok(WatchEvent::Added(obj("d", "11").into())),
+            Ok(WatchEvent::Modified(obj("a", "12").into())),
+            Ok(WatchEvent::Deleted(obj("b", "13").into())),
         ]));
     let options = InformerOptions::default().label_selector("app=x");
     let (seen, stats, deltas) = run_until(&script, options, 4).await;
@@ -370,11 +371,11 @@ async fn a_normal_end_of_stream_resumes_from_the_last_version_without_listing() 
     let script = Script::default()
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::Events(vec![
-            Ok(WatchEvent::Added(obj("b", "11"))),
+            Ok(WatchEvent::Added(obj("b", "11").into())),
             Ok(bookmark("15", false)),
         ]))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("c", "16"),
+            obj("c", "16").into(),
         ))]));
     let (seen, stats, _) = run_until(&script, InformerOptions::default(), 3).await;
     assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
@@ -531,8 +532,8 @@ async fn objects_of_another_kind_or_without_a_name_are_skipped() {
             None,
         )))
         .watch(WatchAnswer::EventsThenHang(vec![
-            Ok(WatchEvent::Added(other_version)),
-            Ok(WatchEvent::Added(obj("b", "13"))),
+            Ok(WatchEvent::Added(other_version.into())),
+            Ok(WatchEvent::Added(obj("b", "13").into())),
         ]));
     let (seen, stats, _) = run_until(&script, InformerOptions::default(), 2).await;
     assert_eq!(seen, ["replace[a]", "upsert b"]);
@@ -543,14 +544,14 @@ async fn objects_of_another_kind_or_without_a_name_are_skipped() {
 async fn streaming_list_collects_initial_events_until_the_end_bookmark() {
     let script = Script::default()
         .watch(WatchAnswer::EventsThenHang(vec![
-            Ok(WatchEvent::Added(obj("a", "1"))),
-            Ok(WatchEvent::Added(obj("b", "2"))),
+            Ok(WatchEvent::Added(obj("a", "1").into())),
+            Ok(WatchEvent::Added(obj("b", "2").into())),
             Ok(bookmark("5", false)),
-            Ok(WatchEvent::Added(obj("c", "3"))),
+            Ok(WatchEvent::Added(obj("c", "3").into())),
             Ok(bookmark("10", true)),
         ]))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("d", "11"),
+            obj("d", "11").into(),
         ))]));
     let options = InformerOptions::default().streaming_list(true);
     let (seen, stats, _) = run_until(&script, options, 2).await;
@@ -567,7 +568,7 @@ async fn a_refused_streaming_list_falls_back_to_list_then_watch() {
         .watch(WatchAnswer::Refuse(api_error(422, "Invalid")))
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("b", "11"),
+            obj("b", "11").into(),
         ))]));
     let options = InformerOptions::default().streaming_list(true);
     let (seen, stats, _) = run_until(&script, options, 2).await;
@@ -580,11 +581,11 @@ async fn a_failed_watch_resumes_from_the_last_version_after_backoff() {
     let script = Script::default()
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::Events(vec![
-            Ok(WatchEvent::Added(obj("b", "11"))),
+            Ok(WatchEvent::Added(obj("b", "11").into())),
             Err(api_error(500, "InternalError")),
         ]))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("c", "12"),
+            obj("c", "12").into(),
         ))]));
     let (seen, stats, _) = run_until(&script, InformerOptions::default(), 3).await;
     assert_eq!(seen, ["replace[a]", "upsert b", "upsert c"]);
@@ -755,7 +756,7 @@ async fn the_kind_comes_from_discovery_when_it_was_not_known() {
     let script = Script::default()
         .list(Ok(page(vec![item("a", "1")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("b", "11"),
+            obj("b", "11").into(),
         ))]));
     let unknown_kind = ApiResource {
         kind: String::new(),
@@ -810,6 +811,7 @@ async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec
             ),
             Delta::ListEnd => "end".to_owned(),
             Delta::Upsert(o) => format!("upsert {}", name(&o)),
+            Delta::UpsertBuilt(o) => format!("upsert {}", o.name().unwrap_or_default()),
             Delta::Delete(o) => format!("delete {}", name(&o)),
             Delta::Reshard { current, .. } => format!("reshard {current}"),
         });
@@ -833,7 +835,7 @@ async fn list_pages_are_handed_on_as_they_arrive() {
         )))
         .list(Ok(page(vec![item("c", "3")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("d", "11"),
+            obj("d", "11").into(),
         ))]));
     let seen = run_raw(&script, InformerOptions::default(), 5).await;
     assert_eq!(seen, ["begin", "page[a,b]", "page[c]", "end", "upsert d"]);
@@ -854,12 +856,12 @@ async fn a_list_that_falls_back_to_one_request_begins_again() {
 async fn a_streaming_list_hands_on_pages_and_deletes_what_left_a_page_handed_on() {
     let script = Script::default()
         .watch(WatchAnswer::EventsThenHang(vec![
-            Ok(WatchEvent::Added(obj("a", "1"))),
-            Ok(WatchEvent::Added(obj("b", "2"))),
-            Ok(WatchEvent::Deleted(obj("a", "3"))),
-            Ok(WatchEvent::Added(obj("c", "4"))),
-            Ok(WatchEvent::Deleted(obj("b", "5"))),
-            Ok(WatchEvent::Added(obj("b", "6"))),
+            Ok(WatchEvent::Added(obj("a", "1").into())),
+            Ok(WatchEvent::Added(obj("b", "2").into())),
+            Ok(WatchEvent::Deleted(obj("a", "3").into())),
+            Ok(WatchEvent::Added(obj("c", "4").into())),
+            Ok(WatchEvent::Deleted(obj("b", "5").into())),
+            Ok(WatchEvent::Added(obj("b", "6").into())),
             Ok(bookmark("10", true)),
         ]))
         .watch(WatchAnswer::EventsThenHang(vec![]));
@@ -876,12 +878,12 @@ async fn a_streaming_list_that_ends_before_its_end_bookmark_falls_back_to_pages(
     // objects and ends at its timeout, never with the end bookmark.
     let script = Script::default()
         .watch(WatchAnswer::Events(vec![
-            Ok(WatchEvent::Added(obj("a", "1"))),
+            Ok(WatchEvent::Added(obj("a", "1").into())),
             Ok(bookmark("5", false)),
         ]))
         .list(Ok(page(vec![item("a", "1"), item("b", "2")], "10", None)))
         .watch(WatchAnswer::EventsThenHang(vec![Ok(WatchEvent::Added(
-            obj("c", "11"),
+            obj("c", "11").into(),
         ))]));
     let options = InformerOptions::default().streaming_list(true);
     let (seen, stats, _) = run_until(&script, options, 2).await;

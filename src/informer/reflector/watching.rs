@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// An event's object, as the reflector takes it in.
+// Moved once, not stored: boxing the decoded object would cost an
+// allocation per event.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Incoming {
+    /// Built from its JSON in the cache's compact form.
+    Built(crate::cache::compact::CompactObject),
+    /// Decoded.
+    Decoded(DynamicObject),
+}
+
 /// How long a watch from a snapshot's resourceVersion must stay open
 /// without an item before the snapshot counts as accepted: three times
 /// what opening it took (a server that no longer has the resourceVersion
@@ -191,32 +202,79 @@ impl Reflector {
         self.metrics.received(received);
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                if let Some(rv) = &o.metadata.resource_version {
-                    last_rv.clone_from(rv);
-                }
-                if let Some(o) = self.admit(o) {
-                    sink(match received {
-                        Received::Deleted => Delta::Delete(o),
-                        _ => Delta::Upsert(o),
-                    });
+                let deleted = matches!(received, Received::Deleted);
+                match self.take_in(o, deleted) {
+                    Ok(Incoming::Built(built)) => {
+                        if let Some(rv) = built.resource_version() {
+                            rv.clone_into(last_rv);
+                        }
+                        if self.admissible(built.name(), built.uid(), built.namespace()) {
+                            sink(Delta::UpsertBuilt(built));
+                        }
+                    }
+                    Ok(Incoming::Decoded(o)) => {
+                        if let Some(rv) = &o.metadata.resource_version {
+                            last_rv.clone_from(rv);
+                        }
+                        if let Some(o) = self.admit(o) {
+                            sink(if deleted {
+                                Delta::Delete(o)
+                            } else {
+                                Delta::Upsert(o)
+                            });
+                        }
+                    }
+                    Err(object) => self.skip(&object, deleted, last_rv, sink),
                 }
             }
-            WatchEvent::Skipped { object, deleted } => {
-                // Past it, so a resumed watch does not meet it again.
-                if let Some(rv) = &object.resource_version {
-                    last_rv.clone_from(rv);
-                }
-                self.note_skipped(&object);
-                if deleted && let Some(stub) = self.stub(&object) {
-                    sink(Delta::Delete(stub));
-                }
-            }
+            WatchEvent::Skipped { object, deleted } => self.skip(&object, deleted, last_rv, sink),
             WatchEvent::Bookmark {
                 resource_version, ..
             } => {
                 *last_rv = resource_version;
             }
         }
+    }
+
+    /// An object that could not be decoded: counted, logged and moved past
+    /// (so that a resumed watch does not meet it again); when `deleted`, its
+    /// key leaves the cache all the same.
+    fn skip(
+        &self,
+        object: &UndecodableObject,
+        deleted: bool,
+        last_rv: &mut String,
+        sink: &mut (impl FnMut(Delta) + Send),
+    ) {
+        if let Some(rv) = &object.resource_version {
+            last_rv.clone_from(rv);
+        }
+        self.note_skipped(object);
+        if deleted && let Some(stub) = self.stub(object) {
+            sink(Delta::Delete(stub));
+        }
+    }
+
+    /// An event's object: built straight into the cache's compact form
+    /// when the reflector builds from JSON (see
+    /// [`build_from_json`](Self::build_from_json)), it is JSON of this
+    /// resource and not a delete (whose last state the cache does not
+    /// keep); decoded otherwise.
+    pub(super) fn take_in(
+        &self,
+        object: WireObject,
+        deleted: bool,
+    ) -> Result<Incoming, UndecodableObject> {
+        if !deleted
+            && let Some(builder) = &self.builder
+            && let Some(json) = object.json()
+            && let Some(built) = builder.build(json)
+            && built.api_version() == Some(self.resource.api_version.as_str())
+            && built.kind() == Some(self.resource.kind.as_str())
+        {
+            return Ok(Incoming::Built(built));
+        }
+        object.decode().map(Incoming::Decoded)
     }
 
     /// Counts and logs an object that could not be decoded.
@@ -254,6 +312,24 @@ impl Reflector {
         }
     }
 
+    /// Whether an object of this resource with this name, uid and
+    /// namespace is cached: it has a name and is in the shard. Counts and
+    /// logs those that are not.
+    fn admissible(&self, name: Option<&str>, uid: Option<&str>, namespace: Option<&str>) -> bool {
+        if name.unwrap_or("").is_empty() {
+            ReflectorStats::inc(&self.stats.skipped_objects);
+            tracing::warn!(resource = %self.key, "skipping an object without a name");
+            return false;
+        }
+        if let Some(shard) = &self.active_shard
+            && !shard.matches_parts(uid, namespace)
+        {
+            ReflectorStats::inc(&self.stats.shard_objects_dropped);
+            return false;
+        }
+        true
+    }
+
     /// Fills in apiVersion and kind when missing (list items carry none) and
     /// skips objects that belong to another resource or have no name.
     pub(super) fn admit(&self, mut obj: DynamicObject) -> Option<DynamicObject> {
@@ -277,15 +353,12 @@ impl Reflector {
             }
             Some(_) => {}
         }
-        if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
-            ReflectorStats::inc(&self.stats.skipped_objects);
-            tracing::warn!(resource = %self.key, "skipping an object without a name");
-            return None;
-        }
-        if let Some(shard) = &self.active_shard
-            && !shard.matches(&obj)
-        {
-            ReflectorStats::inc(&self.stats.shard_objects_dropped);
+        let meta = &obj.metadata;
+        if !self.admissible(
+            meta.name.as_deref(),
+            meta.uid.as_deref(),
+            meta.namespace.as_deref(),
+        ) {
             return None;
         }
         Some(match &self.transform {

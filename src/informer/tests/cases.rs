@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::informer::*;
 use crate::cache::index::IndexFn;
-use crate::wire::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream};
+use crate::wire::list_watch::{ListPage, ListWatchError, WatchEvent, WatchStream, WireObject};
 use crate::cache::CacheError;
 use crate::cache::store::CachedObject;
 
@@ -71,7 +71,19 @@ impl FakeServer {
         self.send_result(Ok(ev));
     }
 
+    /// Sends an item on the newest watch, its object as JSON text, as the
+    /// API server's list-watch hands objects on.
     fn send_result(&self, item: WatchItem) {
+        let json = |o: WireObject| match o.decoded() {
+            Some(decoded) => WireObject::from_json(serde_json::to_string(decoded).unwrap()),
+            None => o,
+        };
+        let item = item.map(|event| match event {
+            WatchEvent::Added(o) => WatchEvent::Added(json(o)),
+            WatchEvent::Modified(o) => WatchEvent::Modified(json(o)),
+            WatchEvent::Deleted(o) => WatchEvent::Deleted(json(o)),
+            other => other,
+        });
         let senders = self.watch_senders.lock().unwrap();
         senders.last().expect("a watch is open").send(item).unwrap();
     }
@@ -228,9 +240,9 @@ async fn handlers_before_start_get_initial_adds_then_live_events() {
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
     eventually("registration synced", || reg.has_synced()).await;
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Modified(obj("a", 3)));
-    server.send(WatchEvent::Added(obj("c", 4)));
-    server.send(WatchEvent::Deleted(obj("b", 5)));
+    server.send(WatchEvent::Modified(obj("a", 3).into()));
+    server.send(WatchEvent::Added(obj("c", 4).into()));
+    server.send(WatchEvent::Deleted(obj("b", 5).into()));
     eventually("5 events", || rec.len() == 5).await;
     assert_eq!(
         rec.take(),
@@ -289,7 +301,7 @@ async fn late_handlers_under_load_get_no_gap_and_no_duplicate() {
             } else {
                 format!("o{}", rv % 100)
             };
-            writer_server.send(WatchEvent::Modified(obj(&name, rv)));
+            writer_server.send(WatchEvent::Modified(obj(&name, rv).into()));
         }
     });
 
@@ -376,7 +388,7 @@ async fn a_slow_handler_delays_neither_the_others_nor_the_cache() {
     inf.start(cancel.clone()).unwrap();
     eventually("watch open", || server.watches() == 1).await;
     for i in 0..20 {
-        server.send(WatchEvent::Added(obj(&format!("o{i}"), i + 1)));
+        server.send(WatchEvent::Added(obj(&format!("o{i}"), i + 1).into()));
     }
     // The fast handler and the cache have everything while the slow handler
     // is still working through its queue.
@@ -404,9 +416,9 @@ async fn a_panicking_handler_is_counted_and_keeps_receiving_events() {
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Added(obj("b", 2)));
-    server.send(WatchEvent::Modified(obj("a", 3)));
-    server.send(WatchEvent::Added(obj("c", 4)));
+    server.send(WatchEvent::Added(obj("b", 2).into()));
+    server.send(WatchEvent::Modified(obj("a", 3).into()));
+    server.send(WatchEvent::Added(obj("c", 4).into()));
     eventually("all events", || seen.len() == 4 && other.len() == 4).await;
     assert_eq!(
         seen.take(),
@@ -473,7 +485,7 @@ async fn a_handler_enters_its_context_once_per_turn_and_misses_nothing_when_it_d
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Modified(obj("o000", 200)));
+    server.send(WatchEvent::Modified(obj("o000", 200).into()));
     let want: Vec<String> = (0..100)
         .map(|i| format!("add o{i:03} (initial)"))
         .chain(["update o000 1->200".to_string()])
@@ -506,7 +518,7 @@ async fn a_late_handler_that_skips_the_replay_gets_only_later_changes() {
     let rec = Recorder::default();
     let reg = inf.add_handler_with(rec.handler(), HandlerOptions::default().skip_replay(true));
     eventually("synced at once", || reg.has_synced()).await;
-    server.send(WatchEvent::Modified(obj("a", 3)));
+    server.send(WatchEvent::Modified(obj("a", 3).into()));
     eventually("the change", || rec.len() == 1).await;
     assert_eq!(rec.take(), ["update a 1->3"]);
     cancel.cancel();
@@ -539,9 +551,9 @@ async fn an_objects_handler_gets_handles_in_place_and_the_replay_at_once() {
     );
     assert_eq!(*seen.lock().unwrap(), ["a 1"], "the replay, in place");
     assert!(reg.has_synced());
-    server.send(WatchEvent::Modified(obj("a", 3)));
-    server.send(WatchEvent::Added(obj("boom", 4)));
-    server.send(WatchEvent::Added(obj("b", 5)));
+    server.send(WatchEvent::Modified(obj("a", 3).into()));
+    server.send(WatchEvent::Added(obj("boom", 4).into()));
+    server.send(WatchEvent::Added(obj("b", 5).into()));
     eventually("the changes", || seen.lock().unwrap().len() == 3).await;
     assert_eq!(*seen.lock().unwrap(), ["a 1", "a 1->3", "b 5"]);
     assert_eq!((reg.panics(), reg.delivered()), (1, 4));
@@ -586,7 +598,7 @@ async fn the_event_stream_replays_then_follows() {
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
     eventually("watch open", || server.watches() == 1).await;
     let mut events = inf.events();
-    server.send(WatchEvent::Added(obj("b", 2)));
+    server.send(WatchEvent::Added(obj("b", 2).into()));
     let first = events.next().await.unwrap();
     assert_eq!(describe(&first), "add a (initial)");
     let second = events.next().await.unwrap();
@@ -594,7 +606,7 @@ async fn the_event_stream_replays_then_follows() {
     assert_eq!(describe(&second), "add b");
     drop(events);
     // The dropped stream is unregistered at the next dispatch.
-    server.send(WatchEvent::Added(obj("c", 3)));
+    server.send(WatchEvent::Added(obj("c", 3).into()));
     eventually("c cached", || inf.store().len() == 3).await;
     assert_eq!(inf.shared.dispatch.lock().listeners.len(), 0);
     cancel.cancel();
@@ -611,10 +623,10 @@ async fn removed_handlers_get_nothing_more() {
     let cancel = CancellationToken::new();
     inf.start(cancel.clone()).unwrap();
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Added(obj("a", 1)));
+    server.send(WatchEvent::Added(obj("a", 1).into()));
     eventually("a", || rec.len() == 1).await;
     reg.remove();
-    server.send(WatchEvent::Added(obj("b", 2)));
+    server.send(WatchEvent::Added(obj("b", 2).into()));
     eventually("b", || keep.len() == 2).await;
     assert_eq!(rec.len(), 1);
     cancel.cancel();
@@ -837,9 +849,9 @@ async fn a_non_shared_informer_calls_its_handler_in_place() {
         inf.run(cancel.clone()).await,
         Err(InformerError::AlreadyStarted { .. })
     ));
-    server.send(WatchEvent::Added(obj("b", 2)));
+    server.send(WatchEvent::Added(obj("b", 2).into()));
     eventually("2 events", || rec.len() >= 2).await;
-    server.send(WatchEvent::Added(obj("c", 3)));
+    server.send(WatchEvent::Added(obj("c", 3).into()));
     eventually("3 events", || rec.len() >= 3).await;
     assert_eq!(rec.take(), ["add a (initial)", "add b", "add c"]);
     cancel.cancel();
@@ -875,10 +887,10 @@ async fn a_non_shared_informer_hands_its_handler_the_list_then_every_change_in_o
     let (inf, task) = run_lone(&server, options(), rec.handler(), &cancel);
     eventually("watch open", || server.watches() == 1).await;
     assert!(inf.has_synced());
-    server.send(WatchEvent::Added(obj("c", 3)));
-    server.send(WatchEvent::Modified(obj("a", 4)));
-    server.send(WatchEvent::Deleted(obj("b", 5)));
-    server.send(WatchEvent::Modified(obj("c", 6)));
+    server.send(WatchEvent::Added(obj("c", 3).into()));
+    server.send(WatchEvent::Modified(obj("a", 4).into()));
+    server.send(WatchEvent::Deleted(obj("b", 5).into()));
+    server.send(WatchEvent::Modified(obj("c", 6).into()));
     eventually("6 events", || rec.len() >= 6).await;
     assert_eq!(
         rec.take(),
@@ -934,9 +946,9 @@ async fn a_non_shared_informer_handler_reads_the_cache_as_its_event_left_it() {
     eventually("watch open", || server.watches() == 1).await;
     // Queued at once: the cache would be ahead of a handler called later.
     for rv in 2..=20 {
-        server.send(WatchEvent::Modified(obj("a", rv)));
+        server.send(WatchEvent::Modified(obj("a", rv).into()));
     }
-    server.send(WatchEvent::Deleted(obj("a", 21)));
+    server.send(WatchEvent::Deleted(obj("a", 21).into()));
     eventually("21 events", || seen.lock().unwrap().len() >= 21).await;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     let expected: Vec<(String, String)> = (1..=20)
@@ -1021,7 +1033,7 @@ async fn handlers_that_block_do_not_hold_up_the_others() {
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Added(obj("b", 2)));
+    server.send(WatchEvent::Added(obj("b", 2).into()));
     eventually("the free handler's events", || free.len() >= 2).await;
     assert_eq!(free.take(), ["add a (initial)", "add b"]);
     assert!(reg.has_synced());
@@ -1055,7 +1067,7 @@ async fn async_handlers_run_in_order_and_survive_panics() {
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
     eventually("watch open", || server.watches() == 1).await;
     for (name, rv) in [("b", 2), ("boom", 3), ("c", 4)] {
-        server.send(WatchEvent::Added(obj(name, rv)));
+        server.send(WatchEvent::Added(obj(name, rv).into()));
     }
     eventually("three events", || seen.lock().unwrap().len() >= 3).await;
     assert_eq!(*seen.lock().unwrap(), ["add a (initial)", "add b", "add c"]);
@@ -1109,10 +1121,10 @@ async fn a_coalescing_handler_sees_the_latest_state_with_a_bounded_backlog() {
     for _ in 0..100 {
         for n in &names {
             rv += 1;
-            server.send(WatchEvent::Modified(obj(n, rv)));
+            server.send(WatchEvent::Modified(obj(n, rv).into()));
         }
     }
-    server.send(WatchEvent::Deleted(obj("o9", rv + 1)));
+    server.send(WatchEvent::Deleted(obj("o9", rv + 1).into()));
     eventually("the cache took every event", || {
         inf.synced_resource_version() == Some((rv + 1).to_string())
     })
@@ -1219,10 +1231,10 @@ async fn the_store_follows_the_resource_version_and_waits_for_one() {
                 .map(|()| inf.store().get("ns/b").is_some())
         })
     };
-    server.send(WatchEvent::Modified(obj("a", 5)));
+    server.send(WatchEvent::Modified(obj("a", 5).into()));
     eventually("rv 5", || inf.synced_resource_version().as_deref() == Some("5")).await;
     assert!(!waiter.is_finished());
-    server.send(WatchEvent::Added(obj("b", 7)));
+    server.send(WatchEvent::Added(obj("b", 7).into()));
     assert!(waiter.await.unwrap().unwrap(), "b was in the cache when the wait ended");
     inf.wait_for_resource_version("6", Duration::ZERO).await.unwrap();
 
@@ -1450,7 +1462,7 @@ async fn a_snapshot_reaches_every_handler_once_whenever_it_registers() {
     recorders.push(recorder);
     assert_eq!(second.list_calls.load(Ordering::SeqCst), 0);
     eventually("watch open", || second.watches() == 1).await;
-    second.send(WatchEvent::Modified(obj("o7", 5000)));
+    second.send(WatchEvent::Modified(obj("o7", 5000).into()));
     let want: Vec<String> = (0..3000)
         .map(|i| format!("add o{i} (initial)"))
         .chain(["update o7 7->5000".to_owned()])
@@ -1520,11 +1532,11 @@ async fn a_filtered_handler_sees_the_cache_through_its_filter_across_a_relist() 
     inf.start(cancel.clone()).unwrap();
     inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1)));
-    server.send(WatchEvent::Modified(tiered("c", 5, "db", 1)));
-    server.send(WatchEvent::Modified(tiered("a", 6, "web", 1)));
-    server.send(WatchEvent::Modified(tiered("a", 7, "web", 2)));
-    server.send(WatchEvent::Modified(tiered("c", 8, "db", 2)));
+    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1).into()));
+    server.send(WatchEvent::Modified(tiered("c", 5, "db", 1).into()));
+    server.send(WatchEvent::Modified(tiered("a", 6, "web", 1).into()));
+    server.send(WatchEvent::Modified(tiered("a", 7, "web", 2).into()));
+    server.send(WatchEvent::Modified(tiered("c", 8, "db", 2).into()));
     eventually("the watch's events", || all.len() == 8).await;
     eventually("the filtered ones", || web.len() == 5).await;
     assert_eq!(
@@ -1600,10 +1612,10 @@ async fn a_non_shared_informer_handler_sees_the_cache_through_its_filter() {
         async move { inf.run(cancel).await }
     });
     eventually("watch open", || server.watches() == 1).await;
-    server.send(WatchEvent::Modified(tiered("a", 3, "web", 1)));
-    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1)));
-    server.send(WatchEvent::Modified(tiered("a", 5, "db", 1)));
-    server.send(WatchEvent::Modified(tiered("b", 6, "web", 2)));
+    server.send(WatchEvent::Modified(tiered("a", 3, "web", 1).into()));
+    server.send(WatchEvent::Modified(tiered("b", 4, "web", 1).into()));
+    server.send(WatchEvent::Modified(tiered("a", 5, "db", 1).into()));
+    server.send(WatchEvent::Modified(tiered("b", 6, "web", 2).into()));
     eventually("the cache at b's last version", || {
         inf.store()
             .get("ns/b")
@@ -1665,10 +1677,69 @@ async fn a_filter_added_to_a_running_informer_takes_each_cached_objects_verdict_
     said.sort();
     assert_eq!(said, ["ns/a", "ns/b"]);
     // Said once per object: another change of a is not said again.
-    server.send(WatchEvent::Modified(tiered("a", 3, "web", 2)));
-    server.send(WatchEvent::Added(tiered("c", 4, "web", 2)));
+    server.send(WatchEvent::Modified(tiered("a", 3, "web", 2).into()));
+    server.send(WatchEvent::Added(tiered("c", 4, "web", 2).into()));
     eventually("c said", || mistakes.lock().unwrap().len() == 3).await;
     // The replay of a and b, a's update, c's add.
     assert_eq!(registration.filtered(), 4);
+    cancel.cancel();
+}
+
+/// Objects handed on as JSON text (as the API server's list-watch hands
+/// them on; with compact storage the cache builds its form straight from
+/// the text): cached as their decoded form says, indexed, and skipped when
+/// they do not decode, are of another kind or have no name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_sent_as_json_are_cached_as_they_decode_or_skipped() {
+    let server = FakeServer::with_list(vec![obj("a", 1)]);
+    let inf = informer(&server, options());
+    inf.add_index("n", IndexFn::jmespath("n", "spec.n").unwrap())
+        .unwrap();
+    let rec = Recorder::default();
+    inf.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    eventually("watch open", || server.watches() == 1).await;
+    let sent = |json: &str| WireObject::from_json(json.to_owned());
+    let widget = r#""apiVersion":"example.com/v1","kind":"Widget""#;
+    // Keys in any order; `spec` given twice (the last one counts, as
+    // serde_json decodes it).
+    server.send(WatchEvent::Added(sent(&format!(
+        r#"{{"spec":{{"n":7,"m":[1]}},"metadata":{{"resourceVersion":"2","namespace":"ns","name":"b"}},{widget}}}"#
+    ))));
+    server.send(WatchEvent::Added(sent(&format!(
+        r#"{{{widget},"metadata":{{"name":"c","namespace":"ns","resourceVersion":"3"}},"spec":{{"n":1}},"spec":{{"n":8}}}}"#
+    ))));
+    // A label that is no string, another kind, no name.
+    server.send(WatchEvent::Added(sent(&format!(
+        r#"{{{widget},"metadata":{{"name":"bad","namespace":"ns","labels":{{"x":1}},"resourceVersion":"4"}}}}"#
+    ))));
+    server.send(WatchEvent::Added(sent(
+        r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns","resourceVersion":"5"}}"#,
+    )));
+    server.send(WatchEvent::Added(sent(&format!(
+        r#"{{{widget},"metadata":{{"namespace":"ns","resourceVersion":"6"}}}}"#
+    ))));
+    // A delete that does not decode still takes its key out.
+    server.send(WatchEvent::Deleted(sent(&format!(
+        r#"{{{widget},"metadata":{{"name":"a","namespace":"ns","resourceVersion":"7","generation":"x"}}}}"#
+    ))));
+    eventually("a deleted", || inf.store().get("ns/a").is_none()).await;
+    assert_eq!(
+        rec.take(),
+        ["add a (initial)", "add b", "add c", "delete a"]
+    );
+    let b = inf.store().get("ns/b").unwrap().object();
+    assert_eq!(b.data["spec"], json!({ "m": [1], "n": 7 }));
+    assert_eq!(b.metadata.resource_version.as_deref(), Some("2"));
+    assert_eq!(
+        inf.store().get("ns/c").unwrap().object().data["spec"],
+        json!({ "n": 8 })
+    );
+    assert_eq!(inf.store().index_keys("n", "7").unwrap(), ["ns/b"]);
+    assert_eq!(inf.store().index_keys("n", "8").unwrap(), ["ns/c"]);
+    assert_eq!(inf.store().len(), 2);
+    assert_eq!(inf.stats().counters().skipped_objects, 4);
     cancel.cancel();
 }

@@ -93,10 +93,14 @@ impl Fixture {
         self
     }
 
-    fn send(&mut self, event: impl FnOnce(DynamicObject) -> WatchEvent, mut object: DynamicObject) {
+    fn send(
+        &mut self,
+        event: impl FnOnce(crate::wire::WireObject) -> WatchEvent,
+        mut object: DynamicObject,
+    ) {
         self.rv += 1;
         object.metadata.resource_version = Some(self.rv.to_string());
-        self.watch.send(Ok(event(object))).unwrap();
+        self.watch.send(Ok(event(object.into()))).unwrap();
     }
 }
 

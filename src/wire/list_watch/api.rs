@@ -12,7 +12,9 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::wire::{self, PageAhead};
-use super::{Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream};
+use super::{
+    Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream, WireObject,
+};
 use crate::vocabulary::resource::ResourceKey;
 use crate::vocabulary::scope::{Namespaces, ResourceAvailability, Scope};
 use crate::vocabulary::setters;
@@ -205,15 +207,32 @@ impl ApiListWatch {
         }
         let resource = resource.clone();
         Ok(stream
-            .map_ok(move |mut e| {
-                if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
-                    &mut e
-                {
-                    from_metadata(o, &resource);
+            .map_ok(move |e| match e {
+                WatchEvent::Added(o) => metadata_event(o, &resource, WatchEvent::Added, false),
+                WatchEvent::Modified(o) => {
+                    metadata_event(o, &resource, WatchEvent::Modified, false)
                 }
-                e
+                WatchEvent::Deleted(o) => metadata_event(o, &resource, WatchEvent::Deleted, true),
+                other => other,
             })
             .boxed())
+    }
+}
+
+/// The event (`kind`, `deleted` for a delete) of a metadata-only object,
+/// decoded as an object of `resource`; skipped when it does not decode.
+fn metadata_event(
+    mut object: WireObject,
+    resource: &ApiResource,
+    kind: fn(WireObject) -> WatchEvent,
+    deleted: bool,
+) -> WatchEvent {
+    match object.object_mut() {
+        Ok(o) => {
+            from_metadata(o, resource);
+            kind(object)
+        }
+        Err(object) => WatchEvent::Skipped { object, deleted },
     }
 }
 

@@ -4,6 +4,7 @@
 //! The [layer docs](crate::wire) say more.
 
 mod api;
+mod object;
 mod several;
 mod wire;
 
@@ -16,6 +17,7 @@ use kube_core::DynamicObject;
 use tokio::sync::watch;
 
 pub use api::ApiListWatch;
+pub use object::WireObject;
 #[cfg(test)]
 pub(crate) use wire::decode_object;
 pub use wire::{MAX_OBJECT_DEPTH, decode_list};
@@ -51,11 +53,11 @@ pub struct ListPage {
 #[derive(Debug)]
 pub enum WatchEvent {
     /// An object was created.
-    Added(DynamicObject),
+    Added(WireObject),
     /// An object changed.
-    Modified(DynamicObject),
+    Modified(WireObject),
     /// An object was deleted; this is its last state.
-    Deleted(DynamicObject),
+    Deleted(WireObject),
     /// The watch has seen everything up to `resource_version`.
     Bookmark {
         /// Where a resumed watch may start.

@@ -24,15 +24,15 @@ fn parse_multi_token(token: &str) -> Option<(usize, String, String)> {
     Some((index, rv, inner))
 }
 
-fn event_rv(event: &WatchEvent) -> Option<&str> {
+fn event_rv(event: &WatchEvent) -> Option<std::borrow::Cow<'_, str>> {
     match event {
         WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-            o.metadata.resource_version.as_deref()
+            o.resource_version()
         }
         WatchEvent::Bookmark {
             resource_version, ..
-        } => Some(resource_version),
-        WatchEvent::Skipped { object, .. } => object.resource_version.as_deref(),
+        } => Some(resource_version.into()),
+        WatchEvent::Skipped { object, .. } => object.resource_version.as_deref().map(Into::into),
     }
 }
 
@@ -142,7 +142,7 @@ impl ApiListWatch {
                     && let Some(p) = positions.lock().as_mut()
                     && let Some(slot) = p.get_mut(i)
                 {
-                    rv.clone_into(slot);
+                    rv.as_ref().clone_into(slot);
                 }
                 Some(event)
             });

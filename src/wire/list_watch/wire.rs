@@ -7,7 +7,9 @@
 //! made a watch meet the same event again on every resume. Here a response is
 //! split first — a list into its metadata and each item as raw JSON, a watch
 //! line into its `type` and raw `object` — and each object is decoded on its
-//! own:
+//! own (a watch event's when the informer takes it in: it is handed on as
+//! its JSON, a [`WireObject`], which a cache with compact storage reads
+//! straight into its own form):
 //!
 //! - an object up to [`MAX_OBJECT_DEPTH`] levels deep is decoded in full, deep
 //!   or not;
@@ -38,7 +40,7 @@ use serde_json::value::RawValue;
 
 use super::{
     INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatchError, UndecodableObject, WatchEvent,
-    WatchStream,
+    WatchStream, WireObject,
 };
 
 /// The deepest object decoded in full, in levels of JSON objects and arrays
@@ -267,7 +269,7 @@ pub(super) async fn watch(
                     ));
                 }
             };
-            if let Some(event) = decode_watch_line(&line) {
+            if let Some(event) = decode_watch_line(line) {
                 return Some((event, lines));
             }
         }
@@ -406,8 +408,9 @@ struct RawEvent<'a> {
 }
 
 /// One watch line as an event; `None` for a line to pass over (empty, or cut
-/// short at the end of the connection).
-fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
+/// short at the end of the connection). An event's object is handed on as
+/// the JSON it is in the line (see [`WireObject`]).
+fn decode_watch_line(line: String) -> Option<Result<WatchEvent, ListWatchError>> {
     let not_an_event = |e: serde_json::Error| {
         Some(Err(ListWatchError::Client(kube_client::Error::SerdeError(
             e,
@@ -416,13 +419,13 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
     if line.trim().is_empty() {
         return None;
     }
-    let event: RawEvent<'_> = match serde_json::from_str(line) {
+    let event: RawEvent<'_> = match serde_json::from_str(&line) {
         Ok(event) => event,
         Err(e) if e.is_eof() => return None,
         Err(e) => {
             // A line that is no event at all may be a Status the server
             // sent instead.
-            return match serde_json::from_str::<Status>(line) {
+            return match serde_json::from_str::<Status>(&line) {
                 Ok(status) if !status.message.is_empty() || status.code != 0 => {
                     Some(Err(super::status_error(status)))
                 }
@@ -432,17 +435,16 @@ fn decode_watch_line(line: &str) -> Option<Result<WatchEvent, ListWatchError>> {
     };
     let raw = event.object.get();
     let decoded = match event.kind {
-        "ADDED" | "MODIFIED" | "DELETED" => match decode_object(raw) {
-            Ok(object) => match event.kind {
-                "ADDED" => WatchEvent::Added(object),
-                "MODIFIED" => WatchEvent::Modified(object),
-                _ => WatchEvent::Deleted(object),
-            },
-            Err(reason) => WatchEvent::Skipped {
-                object: describe(raw, reason),
-                deleted: event.kind == "DELETED",
-            },
-        },
+        kind @ ("ADDED" | "MODIFIED" | "DELETED") => {
+            let start = raw.as_ptr() as usize - line.as_ptr() as usize;
+            let kind = match kind {
+                "ADDED" => WatchEvent::Added,
+                "MODIFIED" => WatchEvent::Modified,
+                _ => WatchEvent::Deleted,
+            };
+            let range = start..start + raw.len();
+            return WireObject::within(line, range).map(|object| Ok(kind(object)));
+        }
         "BOOKMARK" => match serde_json::from_str::<Bookmark>(raw) {
             Ok(bookmark) => WatchEvent::Bookmark {
                 initial_events_end: bookmark
@@ -543,7 +545,7 @@ fn json_depth(json: &[u8]) -> usize {
 
 /// What can be read of an object that cannot be decoded: serde_json skips
 /// the other fields without recursing, so any depth is fine.
-fn describe(raw: &str, reason: String) -> UndecodableObject {
+pub(super) fn describe(raw: &str, reason: String) -> UndecodableObject {
     let Envelope { metadata } = serde_json::from_str(raw).unwrap_or_default();
     UndecodableObject {
         namespace: metadata.namespace,

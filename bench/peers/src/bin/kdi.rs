@@ -131,8 +131,11 @@ impl ListWatch for StripPerPage {
         async move {
             let stream = stream.await?.map(|event| {
                 event.map(|mut e| {
+                    // An object that does not decode is left for the
+                    // informer to skip.
                     if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
                         &mut e
+                        && let Ok(o) = o.object_mut()
                     {
                         strip(o);
                     }

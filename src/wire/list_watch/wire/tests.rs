@@ -184,9 +184,16 @@ fn is_client_error(event: Option<Result<WatchEvent, ListWatchError>>) -> bool {
 
 #[test]
 fn watch_lines_decode_to_events() {
-    let decode = decode_watch_line;
-    match decode(&line("ADDED", widget("a", "5", json!({})))) {
-        Some(Ok(WatchEvent::Added(o))) => assert_eq!(o.metadata.name.as_deref(), Some("a")),
+    let decode = |line: &str| decode_watch_line(line.to_owned());
+    let added = line("ADDED", widget("a", "5", json!({})));
+    match decode(&added) {
+        Some(Ok(WatchEvent::Added(o))) => {
+            // The object is handed on as the JSON it is in the line.
+            let json: Value = serde_json::from_str(o.json().unwrap()).unwrap();
+            assert_eq!(json, widget("a", "5", json!({})));
+            assert_eq!(o.resource_version().as_deref(), Some("5"));
+            assert_eq!(o.decode().unwrap().metadata.name.as_deref(), Some("a"));
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(
@@ -243,28 +250,30 @@ fn watch_lines_decode_to_events() {
 }
 
 #[test]
-fn an_undecodable_watch_event_comes_as_skipped_in_its_place() {
+fn an_undecodable_watch_object_says_what_could_be_read_of_it() {
     let deep = widget("deep", "11", nested(MAX_OBJECT_DEPTH + 1));
-    for (kind, deleted) in [("ADDED", false), ("MODIFIED", false), ("DELETED", true)] {
-        match decode_watch_line(&line(kind, deep.clone())) {
-            Some(Ok(WatchEvent::Skipped {
-                object,
-                deleted: was_deleted,
-            })) => {
-                assert_eq!(was_deleted, deleted, "{kind}");
-                assert_eq!(object.name.as_deref(), Some("deep"));
+    for kind in ["ADDED", "MODIFIED", "DELETED"] {
+        match decode_watch_line(line(kind, deep.clone())) {
+            Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
+                let object = o.decode().unwrap_err();
+                assert_eq!(object.name.as_deref(), Some("deep"), "{kind}");
                 assert_eq!(object.namespace.as_deref(), Some("ns"));
                 assert_eq!(object.resource_version.as_deref(), Some("11"));
+                assert!(object.reason.contains("levels deep"), "{}", object.reason);
             }
             other => panic!("{other:?}"),
         }
     }
     // Without even a name it is still reported.
     let nameless = json!({ "spec": nested(MAX_OBJECT_DEPTH + 1) });
-    match decode_watch_line(&line("ADDED", nameless)) {
-        Some(Ok(WatchEvent::Skipped { object, .. })) => {
+    match decode_watch_line(line("ADDED", nameless)) {
+        Some(Ok(WatchEvent::Added(o))) => {
+            let mut o = o;
+            let object = o.object_mut().unwrap_err();
             assert_eq!(object.name, None);
             assert_eq!(object.resource_version, None);
+            // Left as it was.
+            assert!(o.json().is_some());
         }
         other => panic!("{other:?}"),
     }
