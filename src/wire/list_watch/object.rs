@@ -60,11 +60,11 @@ impl WireObject {
         WireObject(Form::Json { text: json, range })
     }
 
-    /// The object whose JSON is `text[range]`; `None` when the range is not
-    /// in `text` or not on character boundaries.
-    pub(super) fn within(text: String, range: Range<usize>) -> Option<Self> {
-        text.get(range.clone())?;
-        Some(WireObject(Form::Json { text, range }))
+    /// The object whose JSON is `text[range]` (a range of `text` on
+    /// character boundaries; otherwise the object reads as empty JSON,
+    /// which does not decode).
+    pub(super) fn within(text: String, range: Range<usize>) -> Self {
+        WireObject(Form::Json { text, range })
     }
 
     /// The object's JSON text, when it has not been decoded.

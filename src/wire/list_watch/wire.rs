@@ -443,7 +443,12 @@ fn decode_watch_line(line: String) -> Option<Result<WatchEvent, ListWatchError>>
                 _ => WatchEvent::Deleted,
             };
             let range = start..start + raw.len();
-            return WireObject::within(line, range).map(|object| Ok(kind(object)));
+            let object = match line.get(range.clone()) {
+                Some(_) => WireObject::within(line, range),
+                // Not expected: the object is borrowed from the line.
+                None => WireObject::from_json(raw.to_owned()),
+            };
+            return Some(Ok(kind(object)));
         }
         "BOOKMARK" => match serde_json::from_str::<Bookmark>(raw) {
             Ok(bookmark) => WatchEvent::Bookmark {
