@@ -137,11 +137,11 @@ impl CompactObject {
     /// object, in the same bytes, as [`from_object`](Self::from_object) of
     /// what the [wire](crate::wire) decodes from `json`.
     ///
-    /// `None` for JSON this does not read directly — not an object, a key
-    /// given twice, half of `apiVersion` and `kind`, a metadata field of an
-    /// unexpected type, nesting deeper than 128 levels — and for JSON that
-    /// is no object at all: decode those, and build from the decoded object
-    /// if it decodes.
+    /// `None` for JSON this does not read directly — a key given twice,
+    /// half of `apiVersion` and `kind`, a metadata field of an unexpected
+    /// type, nesting deeper than 128 levels — and for text that is no JSON
+    /// object at all: decode those, and build from the decoded object if it
+    /// decodes.
     ///
     /// ```
     /// use kube_dynamic_informer::cache::{CompactObject, Interner};
