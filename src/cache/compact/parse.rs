@@ -750,11 +750,8 @@ impl<'de> Visitor<'de> for Entry<'_, '_> {
         if owner {
             owner_reference(cx, out, &texts, flags);
         } else {
-            if let Some(time) = &texts[5] {
-                // Read before anything is written.
-                timestamp::<A::Error>(time)?;
-            }
-            managed_field(cx, out, &texts, tree);
+            let time = texts[5].as_deref().map(timestamp::<A::Error>).transpose()?;
+            managed_field(cx, out, &texts, tree, time);
         }
         Ok(())
     }
@@ -788,12 +785,13 @@ fn owner_reference(
 }
 
 /// Writes a `managedFields` entry as `Builder::managed_field` does, its
-/// tree (if `tree`) in `cx.tree`.
+/// tree (if `tree`) in `cx.tree`, its `time` read from `texts` already.
 fn managed_field(
     cx: &mut Cx<'_>,
     out: &mut Vec<u8>,
     texts: &[Option<Cow<'_, str>>; ENTRY_TEXTS.len()],
     tree: bool,
+    time: Option<Timestamp>,
 ) {
     let fields = texts[..6].iter().flatten().count() + usize::from(tree);
     let at = open(out, MAP);
@@ -813,10 +811,7 @@ fn managed_field(
             cx.interned(out, text);
         }
     }
-    if let Some(time) = texts[5]
-        .as_deref()
-        .and_then(|t| t.parse::<Timestamp>().ok())
-    {
+    if let Some(time) = time {
         known(out, id::TIME);
         write_time(out, time);
     }
