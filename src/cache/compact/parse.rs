@@ -430,9 +430,12 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
     }
 }
 
-/// The kinds of value of the metadata's fields.
+/// The kinds of value of the metadata's fields (and of a `managedFields`
+/// entry's `fieldsV1`, [`Field::Any`]).
 #[derive(Clone, Copy)]
 enum Field {
+    /// Any JSON value.
+    Any,
     Text,
     Interned,
     Integer,
@@ -532,8 +535,8 @@ impl<'de> Visitor<'de> for Meta<'_, '_> {
     }
 }
 
-/// The value of a metadata field; `false` for `null` (the field is then
-/// left out, as `ObjectMeta` leaves it `None`).
+/// The value of a metadata field (or a `fieldsV1` tree); `false` for
+/// `null` (the field is then left out, as `ObjectMeta` leaves it `None`).
 struct MetaValue<'s, 'a> {
     cx: &'s mut Cx<'a>,
     out: &'s mut Vec<u8>,
@@ -566,6 +569,7 @@ impl<'de> Visitor<'de> for MetaValue<'_, '_> {
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         let MetaValue { cx, out, field } = self;
         match field {
+            Field::Any => Any { cx, out }.deserialize(d)?,
             Field::Text => string(out, &Text.deserialize(d)?),
             Field::Interned => cx.interned(out, &Text.deserialize(d)?),
             Field::Integer => integer(out, serde::Deserialize::deserialize(d)?),
@@ -730,9 +734,10 @@ impl<'de> Visitor<'de> for Entry<'_, '_> {
                 (None, "fieldsV1") if !owner => {
                     let mut bytes = std::mem::take(cx.tree);
                     bytes.clear();
-                    tree = access.next_value_seed(Tree {
+                    tree = access.next_value_seed(MetaValue {
                         cx: &mut *cx,
                         out: &mut bytes,
+                        field: Field::Any,
                     })?;
                     *cx.tree = bytes;
                     11
@@ -816,43 +821,4 @@ fn managed_field(
         write_time(out, time);
     }
     close(out, at, fields);
-}
-
-/// A `fieldsV1` tree, or `null` (`false`).
-struct Tree<'s, 'a> {
-    cx: &'s mut Cx<'a>,
-    out: &'s mut Vec<u8>,
-}
-
-impl<'de> DeserializeSeed<'de> for Tree<'_, '_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Tree<'_, '_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a fieldsV1 tree")
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        Any {
-            cx: self.cx,
-            out: self.out,
-        }
-        .deserialize(d)?;
-        Ok(true)
-    }
 }
