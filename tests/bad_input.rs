@@ -339,7 +339,7 @@ struct Scripted {
 
 impl ListWatch for Scripted {
     fn list(&self, _params: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
-        let objects = self.list.clone();
+        let objects = self.list.iter().cloned().map(Into::into).collect();
         async move {
             Ok(ListPage {
                 objects,

@@ -238,7 +238,7 @@ impl Shared {
                 Applied::default()
             }
             Delta::ListPage(objects) => {
-                let outcome = writer.list_page(objects.into_iter().map(Arc::new).collect());
+                let outcome = writer.list_page_of(objects);
                 Applied::listed(outcome, !d.synced, d.reshard.as_ref())
             }
             Delta::SnapshotPage(page) => match writer.snapshot_page(page.objects, page.interner) {

@@ -457,15 +457,16 @@ impl SharedInformer {
     /// # use futures::{FutureExt, StreamExt, future::BoxFuture};
     /// # use kube_client::api::{ListParams, WatchParams};
     /// # use kube_dynamic_informer::prelude::*;
-    /// # use kube_dynamic_informer::wire::{ListPage, ListWatch, ListWatchError, WatchStream};
+    /// # use kube_dynamic_informer::wire::{ListPage, ListWatch, ListWatchError, WatchStream, WireObject};
     /// # struct OneConfigMap;
     /// # impl ListWatch for OneConfigMap {
     /// #     fn list(&self, _: &ListParams) -> BoxFuture<'static, Result<ListPage, ListWatchError>> {
-    /// #         let object = serde_json::from_value(serde_json::json!({
+    /// #         let object = serde_json::json!({
     /// #             "metadata": { "name": "big", "namespace": "shop" },
     /// #             "data": { "blob": "x".repeat(1 << 20) }
-    /// #         }));
-    /// #         let page = ListPage { objects: vec![object.unwrap()], resource_version: "1".into(), ..ListPage::default() };
+    /// #         });
+    /// #         let object = WireObject::from_json(object.to_string());
+    /// #         let page = ListPage { objects: vec![object], resource_version: "1".into(), ..ListPage::default() };
     /// #         async move { Ok(page) }.boxed()
     /// #     }
     /// #     fn watch(&self, _: &WatchParams, _: &str) -> BoxFuture<'static, Result<WatchStream, ListWatchError>> {

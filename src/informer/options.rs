@@ -375,6 +375,7 @@ impl InformerOptions {
         lw.namespaces(self.watch.namespaces.clone())
             .metadata_only(self.watch.metadata_only)
             .decode_lists_apart(self.cache.storage == Storage::Compact)
+            .lists_as_json(self.cache.builds_from_json())
     }
 
     /// What a factory shares informers by: the wire's and the cache's
@@ -417,6 +418,15 @@ impl CacheOptions {
             self.projection.as_ref(),
             self.transform.as_ref(),
         )
+    }
+
+    /// Whether the cache builds its objects straight from the server's
+    /// JSON: compact storage with nothing to transform (a transform takes
+    /// a decoded object). The list-watch then hands list items on as JSON,
+    /// and the reflector builds them and the watched objects with the
+    /// cache's builder.
+    pub(crate) fn builds_from_json(&self) -> bool {
+        self.storage == Storage::Compact && self.transform_fn().is_none()
     }
 }
 

@@ -156,18 +156,20 @@ impl CompactObject {
     /// ```
     #[must_use]
     pub fn from_json(json: &str, interner: &mut Interner) -> Option<CompactObject> {
-        Self::from_json_digesting(json, interner, &[])
+        Self::from_json_digesting(json, None, interner, &[])
     }
 
     /// [`from_json`](Self::from_json), digesting `fields` as
-    /// [`digesting`](Self::digesting) does.
+    /// [`digesting`](Self::digesting) does; an object without apiVersion
+    /// and kind (a list item) gets `types` when given.
     pub(crate) fn from_json_digesting(
         json: &str,
+        types: Option<(&str, &str)>,
         interner: &mut Interner,
         fields: &[Box<str>],
     ) -> Option<CompactObject> {
         Self::assemble(interner, fields, |interner, scratch| {
-            parse::object(json, interner, scratch).is_ok()
+            parse::object(json, types, interner, scratch).is_ok()
         })
     }
 

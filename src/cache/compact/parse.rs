@@ -43,9 +43,11 @@ pub(crate) struct Scratch {
 /// Why an object's JSON was not read here.
 type Error = serde_json::Error;
 
-/// Appends to `scratch.bytes` the bytes of the object `json` holds.
+/// Appends to `scratch.bytes` the bytes of the object `json` holds, with
+/// `types` (apiVersion, kind) as its types when it has none (list items).
 pub(super) fn object(
     json: &str,
+    types: Option<(&str, &str)>,
     interner: &mut Interner,
     scratch: &mut Scratch,
 ) -> Result<(), Error> {
@@ -67,20 +69,25 @@ pub(super) fn object(
         entries,
     };
     let mut de = serde_json::Deserializer::from_str(json);
-    let types = Top {
+    let read = Top {
         cx: &mut cx,
         meta,
         data,
     }
     .deserialize(&mut de)?;
     de.end()?;
-    match types {
-        (Some(api_version), Some(kind)) => {
+    match (read, types) {
+        ((Some(api_version), Some(kind)), _) => {
             bytes.push(1);
             write_key(cx.interner, bytes, &api_version);
             write_key(cx.interner, bytes, &kind);
         }
-        (None, None) => bytes.push(0),
+        ((None, None), Some((api_version, kind))) => {
+            bytes.push(1);
+            write_key(cx.interner, bytes, api_version);
+            write_key(cx.interner, bytes, kind);
+        }
+        ((None, None), None) => bytes.push(0),
         _ => {
             return Err(Error::custom(
                 "apiVersion without kind, or kind without apiVersion",

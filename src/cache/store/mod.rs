@@ -27,7 +27,7 @@ mod writer;
 use writer::Listing;
 #[cfg(test)]
 use writer::changed;
-pub(crate) use writer::{JsonBuilder, SnapshotFill};
+pub(crate) use writer::{JsonBuilder, ListItem, SnapshotFill};
 
 /// How a cache holds its objects.
 ///

@@ -129,6 +129,18 @@ impl StoreWriter {
         Some(self.file(&key, held, computed))
     }
 
+    /// An object built by this cache's [`JsonBuilder`], held as it is, with
+    /// its index values under `key`.
+    fn hold_built(
+        defs: &[Arc<IndexDef>],
+        key: &str,
+        object: CompactObject,
+    ) -> (CachedObject, Vec<Vec<String>>) {
+        let held = CachedObject(Held::Compact(CompactEntry::new(object, None)));
+        let computed = evaluate_held(defs, key, &held);
+        (held, computed)
+    }
+
     /// Stores `held` under `key` with its index values `computed`; returns
     /// it beside the object it replaced.
     fn file(
@@ -168,9 +180,7 @@ impl StoreWriter {
             return None;
         };
         let key = key_from_parts(object.namespace(), name);
-        let defs = self.store.defs();
-        let held = CachedObject(Held::Compact(CompactEntry::new(object, None)));
-        let computed = evaluate_held(&defs, &key, &held);
+        let (held, computed) = Self::hold_built(&self.store.defs(), &key, object);
         Some(self.file(&key, held, computed))
     }
 
@@ -246,16 +256,20 @@ impl StoreWriter {
     /// when the list fills an empty cache, nothing otherwise (see
     /// [`StoreWriter::end_list`]).
     pub fn list_page(&mut self, objects: Vec<Arc<DynamicObject>>) -> ReplaceOutcome {
+        self.list_page_of(objects.into_iter().map(ListItem::Decoded).collect())
+    }
+
+    /// [`list_page`](Self::list_page) of objects decoded or built by this
+    /// cache's [`JsonBuilder`].
+    pub(crate) fn list_page_of(&mut self, objects: Vec<ListItem>) -> ReplaceOutcome {
         let fill = self.listing_fills();
-        let keyed = objects
-            .into_iter()
-            .filter_map(|object| match object_key(&object) {
-                Some(key) => Some((key, object)),
-                None => {
-                    tracing::warn!("skipping a listed object without metadata.name");
-                    None
-                }
-            });
+        let keyed = objects.into_iter().filter_map(|object| match object.key() {
+            Some(key) => Some((key, object)),
+            None => {
+                tracing::warn!("skipping a listed object without metadata.name");
+                None
+            }
+        });
         if fill {
             // A key listed twice in a page: the last object, in the first
             // one's place.
@@ -292,11 +306,12 @@ impl StoreWriter {
 
     pub(super) fn fill_page(
         &mut self,
-        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+        keyed: impl IntoIterator<Item = (String, ListItem)>,
     ) -> ReplaceOutcome {
         let prepared = self.prepare(keyed);
+        let written = prepared.len();
         let outcome = apply(&mut self.store.shared.write(), prepared);
-        self.wrote(outcome.decoded.len());
+        self.wrote(written);
         outcome
     }
 
@@ -304,19 +319,30 @@ impl StoreWriter {
     /// before the write lock is taken.
     pub(super) fn prepare(
         &mut self,
-        keyed: impl IntoIterator<Item = (String, Arc<DynamicObject>)>,
+        keyed: impl IntoIterator<Item = (String, ListItem)>,
     ) -> Vec<Prepared> {
         let (defs, digested) = self.store.plan();
         keyed
             .into_iter()
-            .map(|(key, object)| {
-                let computed = evaluate_all(&defs, &key, &object);
-                let held = self.hold(&object, &digested);
-                Prepared {
-                    key,
-                    object,
-                    held,
-                    computed,
+            .map(|(key, object)| match object {
+                ListItem::Decoded(object) => {
+                    let computed = evaluate_all(&defs, &key, &object);
+                    let held = self.hold(&object, &digested);
+                    Prepared {
+                        key,
+                        object: Some(object),
+                        held,
+                        computed,
+                    }
+                }
+                ListItem::Built(object) => {
+                    let (held, computed) = Self::hold_built(&defs, &key, object);
+                    Prepared {
+                        key,
+                        object: None,
+                        held,
+                        computed,
+                    }
                 }
             })
             .collect()
@@ -343,36 +369,8 @@ impl StoreWriter {
         if let Some(interner) = interner {
             *self.interner.lock() = interner;
         }
-        let mut page: IndexMap<String, CompactObject> = IndexMap::new();
-        for object in objects {
-            match object.name() {
-                Some(name) => {
-                    page.insert(key_from_parts(object.namespace(), name), object);
-                }
-                None => tracing::warn!("skipping a snapshot object without metadata.name"),
-            }
-        }
-        let defs = self.store.defs();
-        let prepared: Vec<_> = page
-            .into_iter()
-            .map(|(key, object)| {
-                let held = CachedObject(Held::Compact(CompactEntry::new(object, None)));
-                let computed = evaluate_held(&defs, &key, &held);
-                (key, held, computed)
-            })
-            .collect();
-        let added: Vec<CachedObject> = {
-            let mut state = self.store.shared.write();
-            prepared
-                .into_iter()
-                .map(|(key, held, computed)| {
-                    state.insert(&key, held.clone(), computed);
-                    held
-                })
-                .collect()
-        };
-        self.wrote(added.len());
-        SnapshotFill::Filled(added)
+        let outcome = self.list_page_of(objects.into_iter().map(ListItem::Built).collect());
+        SnapshotFill::Filled(outcome.added)
     }
 
     /// Completes the list started by [`StoreWriter::begin_list`] (an empty
@@ -394,6 +392,7 @@ impl StoreWriter {
             return ReplaceOutcome::default();
         }
         let changes = self.prepare(listing.staged);
+        let written = changes.len();
         let (replaced, gone) = {
             let mut state = self.store.shared.write();
             let listed: HashSet<&str> = changes.iter().map(|c| c.key.as_str()).collect();
@@ -406,7 +405,7 @@ impl StoreWriter {
             let gone: Vec<CachedObject> = gone.iter().filter_map(|key| state.remove(key)).collect();
             (apply(&mut state, changes), gone)
         };
-        self.wrote(replaced.decoded.len());
+        self.wrote(written);
         ReplaceOutcome {
             deleted: gone,
             unchanged: listing.seen.len(),
@@ -423,10 +422,47 @@ pub(crate) enum SnapshotFill {
     Listed(ReplaceOutcome),
 }
 
+/// An object of a list page (see [`StoreWriter::list_page_of`]).
+pub(crate) enum ListItem {
+    /// Decoded: the cache builds its stored form.
+    Decoded(Arc<DynamicObject>),
+    /// Built by the cache's [`JsonBuilder`]: held as it is.
+    Built(CompactObject),
+}
+
+impl fmt::Debug for ListItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListItem::Decoded(object) => f.debug_tuple("Decoded").field(object).finish(),
+            ListItem::Built(object) => f.debug_tuple("Built").field(&object.name()).finish(),
+        }
+    }
+}
+
+impl ListItem {
+    /// The object, decoded.
+    #[cfg(test)]
+    pub(crate) fn to_object(&self) -> DynamicObject {
+        match self {
+            ListItem::Decoded(object) => (**object).clone(),
+            ListItem::Built(object) => object.to_object(),
+        }
+    }
+
+    /// The object's key; `None` without a name.
+    pub(crate) fn key(&self) -> Option<String> {
+        match self {
+            ListItem::Decoded(object) => object_key(object),
+            ListItem::Built(object) => Some(key_from_parts(object.namespace(), object.name()?)),
+        }
+    }
+}
+
 /// An object about to be written, with its stored form and index values.
 pub(super) struct Prepared {
     key: String,
-    object: Arc<DynamicObject>,
+    /// The object as decoded, when it was.
+    object: Option<Arc<DynamicObject>>,
     held: CachedObject,
     computed: Vec<Vec<String>>,
 }
@@ -440,7 +476,7 @@ pub(super) fn apply(state: &mut State, prepared: Vec<Prepared>) -> ReplaceOutcom
             Some(old) => outcome.updated.push((old, p.held)),
             None => outcome.added.push(p.held),
         }
-        outcome.decoded.push(p.object);
+        outcome.decoded.extend(p.object);
     }
     outcome
 }
@@ -452,16 +488,23 @@ pub(super) struct Listing {
     /// Keys listed whose object is unchanged.
     seen: HashSet<Key>,
     /// Objects listed that are new or changed, by key, in list order.
-    staged: IndexMap<String, Arc<DynamicObject>>,
+    staged: IndexMap<String, ListItem>,
 }
 
 /// The fewest writes between two passes of [`StoreWriter::forget_dropped`].
 pub(super) const FORGET_EVERY: usize = 1024;
 
-pub(super) fn changed(old: &CachedObject, new: &DynamicObject) -> bool {
-    match (old.resource_version(), &new.metadata.resource_version) {
+pub(super) fn changed(old: &CachedObject, new: &ListItem) -> bool {
+    let new_rv = match new {
+        ListItem::Decoded(object) => object.metadata.resource_version.as_deref(),
+        ListItem::Built(object) => object.resource_version(),
+    };
+    match (old.resource_version(), new_rv) {
         (Some(old_rv), Some(new_rv)) => old_rv != new_rv,
-        (None, None) => old.with_object(|old| old != new),
+        (None, None) => old.with_object(|old| match new {
+            ListItem::Decoded(new) => old != &**new,
+            ListItem::Built(new) => *old != new.to_object(),
+        }),
         _ => true,
     }
 }
@@ -489,10 +532,11 @@ pub(crate) struct JsonBuilder {
 }
 
 impl JsonBuilder {
-    /// The compact form of the object `json` holds; `None` for JSON that
-    /// must be decoded instead (see [`CompactObject::from_json`]).
-    pub(crate) fn build(&self, json: &str) -> Option<CompactObject> {
+    /// The compact form of the object `json` holds, with `types`
+    /// (apiVersion, kind) when it has none (list items); `None` for JSON
+    /// that must be decoded instead (see [`CompactObject::from_json`]).
+    pub(crate) fn build(&self, json: &str, types: (&str, &str)) -> Option<CompactObject> {
         let digested = self.store.shared.read().digested.clone();
-        CompactObject::from_json_digesting(json, &mut self.interner.lock(), &digested)
+        CompactObject::from_json_digesting(json, Some(types), &mut self.interner.lock(), &digested)
     }
 }

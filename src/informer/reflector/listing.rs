@@ -81,10 +81,10 @@ impl Reflector {
             }
             let dropped_before = self.stats.shard_objects_dropped.load(Ordering::Relaxed);
             let received = page.objects.len();
-            let objects: Vec<DynamicObject> = page
+            let objects: Vec<ListItem> = page
                 .objects
                 .into_iter()
-                .filter_map(|o| self.admit(o))
+                .filter_map(|o| self.take_listed(o))
                 .collect();
             if self.active_shard.is_some() {
                 // The server says so with shardInfo, on built-in resources;
@@ -186,7 +186,14 @@ impl Reflector {
             };
             ReflectorStats::inc(&self.stats.watch_events);
             let (object, deleted) = match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => (o.decode(), false),
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    let page = self.take_listed(o).and_then(|o| initial.put(o));
+                    if let Some(page) = page {
+                        sink(Delta::ListPage(page));
+                        self.listing(initial.listed, listed_before);
+                    }
+                    continue;
+                }
                 WatchEvent::Deleted(o) => (o.decode(), true),
                 WatchEvent::Skipped { object, deleted } => (Err(object), deleted),
                 WatchEvent::Bookmark {
@@ -202,13 +209,7 @@ impl Reflector {
                 WatchEvent::Bookmark { .. } => continue,
             };
             match object {
-                Ok(o) if deleted => initial.remove(o),
-                Ok(o) => {
-                    if let Some(page) = self.admit(o).and_then(|o| initial.put(o)) {
-                        sink(Delta::ListPage(page));
-                        self.listing(initial.listed, listed_before);
-                    }
-                }
+                Ok(o) => initial.remove(o),
                 Err(object) => {
                     self.note_skipped(&object);
                     if deleted && let Some(stub) = self.stub(&object) {
@@ -225,7 +226,7 @@ impl Reflector {
 /// allowed) leaves the right final set.
 #[derive(Default)]
 struct InitialEvents {
-    page: indexmap::IndexMap<String, DynamicObject>,
+    page: indexmap::IndexMap<String, ListItem>,
     page_size: usize,
     /// Objects in the pages handed on.
     listed: usize,
@@ -236,8 +237,8 @@ struct InitialEvents {
 
 impl InitialEvents {
     /// Adds or replaces `object`; the page to hand on once it is full.
-    fn put(&mut self, object: DynamicObject) -> Option<Vec<DynamicObject>> {
-        if let Some(key) = object_key(&object) {
+    fn put(&mut self, object: ListItem) -> Option<Vec<ListItem>> {
+        if let Some(key) = object.key() {
             self.deleted.shift_remove(&key);
             self.page.insert(key, object);
         }

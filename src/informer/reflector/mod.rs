@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::store::JsonBuilder;
+use crate::cache::store::{JsonBuilder, ListItem};
 use crate::cache::transform::TransformFn;
 use crate::informer::InformerError;
 use crate::informer::backoff::Backoff;
@@ -48,8 +48,10 @@ pub enum Delta {
     /// over (a paged list falling back to one full list, a list that failed
     /// half-way and is retried).
     ListBegin,
-    /// One page of the list, each object transformed.
-    ListPage(Vec<DynamicObject>),
+    /// One page of the list, each object transformed, or built from its
+    /// JSON in the compact form of the cache (see
+    /// [`Reflector::build_from_json`]).
+    ListPage(Vec<ListItem>),
     /// One page of a snapshot the informer resumes from, served as a page
     /// of its first list (see [`SnapshotPage`]).
     SnapshotPage(SnapshotPage),
@@ -389,13 +391,14 @@ impl Reflector {
         }
     }
 
-    /// From now on, builds the objects of Added and Modified events the
-    /// list-watch hands on as JSON with `builder` (the cache's, with compact
-    /// storage), and hands them on as [`Delta::UpsertBuilt`]: no
-    /// `DynamicObject` is decoded for them. Not with a transform, which
-    /// takes a decoded object.
+    /// From now on, builds the listed objects and those of Added and
+    /// Modified events that the list-watch hands on as JSON with `builder`
+    /// (the cache's, with compact storage), and hands them on as
+    /// [`ListItem::Built`] and [`Delta::UpsertBuilt`]: no `DynamicObject` is
+    /// decoded for them. Not with a transform, which takes a decoded object
+    /// ([`CacheOptions::builds_from_json`](crate::informer::CacheOptions)).
     pub(crate) fn build_from_json(&mut self, builder: Option<JsonBuilder>) {
-        self.builder = builder.filter(|_| self.transform.is_none());
+        self.builder = builder.filter(|_| self.options.cache.builds_from_json());
     }
 
     /// The reflector's counters.

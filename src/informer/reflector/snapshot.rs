@@ -2,7 +2,6 @@
 //! from its resourceVersion.
 
 use super::*;
-use crate::cache::compact::CompactObject;
 use crate::cache::store::Storage;
 use crate::informer::snapshot::{Opened, SnapshotRefusal, Target};
 
@@ -73,7 +72,12 @@ impl Reflector {
                 let page = opened.page(SNAPSHOT_PAGE).map(|page| {
                     page.map(|objects| {
                         if decode {
-                            Delta::ListPage(objects.iter().map(CompactObject::to_object).collect())
+                            Delta::ListPage(
+                                objects
+                                    .iter()
+                                    .map(|o| ListItem::Decoded(Arc::new(o.to_object())))
+                                    .collect(),
+                            )
                         } else {
                             Delta::SnapshotPage(SnapshotPage {
                                 objects,

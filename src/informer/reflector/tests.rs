@@ -44,7 +44,7 @@ fn item(name: &str, rv: &str) -> DynamicObject {
 
 fn page(items: Vec<DynamicObject>, rv: &str, cont: Option<&str>) -> ListPage {
     ListPage {
-        objects: items,
+        objects: items.into_iter().map(Into::into).collect(),
         resource_version: rv.into(),
         continue_token: cont.map(Into::into),
         skipped: Vec::new(),
@@ -241,7 +241,7 @@ impl Fold {
                 self.list
                     .as_mut()
                     .expect("a page comes after a list's begin")
-                    .extend(page);
+                    .extend(page.iter().map(ListItem::to_object));
                 None
             }
             Delta::SnapshotPage(page) => {
@@ -799,7 +799,8 @@ async fn run_raw(script: &Script, options: InformerOptions, until: usize) -> Vec
             Delta::ResourceVersion(_) => unreachable!(),
             Delta::ListBegin => "begin".to_owned(),
             Delta::ListPage(p) => {
-                format!("page[{}]", p.iter().map(name).collect::<Vec<_>>().join(","))
+                let names: Vec<_> = p.iter().map(|o| name(&o.to_object())).collect();
+                format!("page[{}]", names.join(","))
             }
             Delta::SnapshotPage(p) => format!(
                 "snapshot[{}]",

@@ -268,13 +268,32 @@ impl Reflector {
         if !deleted
             && let Some(builder) = &self.builder
             && let Some(json) = object.json()
-            && let Some(built) = builder.build(json)
+            && let Some(built) = builder.build(json, self.types())
             && built.api_version() == Some(self.resource.api_version.as_str())
             && built.kind() == Some(self.resource.kind.as_str())
         {
             return Ok(Incoming::Built(built));
         }
         object.decode().map(Incoming::Decoded)
+    }
+
+    /// A listed object (or one of a streaming list's initial events) as
+    /// the cache takes it: built from its JSON when [`take_in`](Self::take_in)
+    /// builds it, decoded and [admitted](Self::admit) otherwise; `None` for
+    /// one not to cache (counted and logged).
+    pub(super) fn take_listed(&self, object: WireObject) -> Option<ListItem> {
+        match self.take_in(object, false) {
+            Ok(Incoming::Built(built)) => self
+                .admissible(built.name(), built.uid(), built.namespace())
+                .then_some(ListItem::Built(built)),
+            Ok(Incoming::Decoded(object)) => {
+                self.admit(object).map(|o| ListItem::Decoded(Arc::new(o)))
+            }
+            Err(object) => {
+                self.note_skipped(&object);
+                None
+            }
+        }
     }
 
     /// Counts and logs an object that could not be decoded.
@@ -305,6 +324,11 @@ impl Reflector {
     }
 
     /// The apiVersion and kind every object of the resource carries.
+    /// The apiVersion and kind every object of the resource carries.
+    fn types(&self) -> (&str, &str) {
+        (&self.resource.api_version, &self.resource.kind)
+    }
+
     fn type_meta(&self) -> TypeMeta {
         TypeMeta {
             api_version: self.resource.api_version.clone(),

@@ -48,7 +48,7 @@ type WatchItem = Result<WatchEvent, ListWatchError>;
 /// channel whose sender the test holds.
 #[derive(Clone, Default)]
 struct FakeServer {
-    lists: Arc<StdMutex<VecDeque<Vec<DynamicObject>>>>,
+    lists: Arc<StdMutex<VecDeque<Vec<WireObject>>>>,
     watch_senders: Arc<StdMutex<Vec<mpsc::UnboundedSender<WatchItem>>>>,
     list_calls: Arc<AtomicU64>,
     watch_calls: Arc<AtomicU64>,
@@ -58,12 +58,24 @@ struct FakeServer {
 impl FakeServer {
     fn with_list(objects: Vec<DynamicObject>) -> Self {
         let s = Self::default();
-        s.lists.lock().unwrap().push_back(objects);
+        s.queue_list(objects);
         s
     }
 
+    /// Queues a list, its objects as JSON text, as the API server's
+    /// list-watch hands them on to an informer that builds from JSON.
     fn queue_list(&self, objects: Vec<DynamicObject>) {
-        self.lists.lock().unwrap().push_back(objects);
+        let json = |o: &DynamicObject| serde_json::to_string(o).unwrap();
+        self.queue_json_list(&objects.iter().map(json).collect::<Vec<_>>());
+    }
+
+    /// Queues a list of these objects' JSON texts.
+    fn queue_json_list(&self, objects: &[impl AsRef<str>]) {
+        let sent = |o: &_| WireObject::from_json(AsRef::<str>::as_ref(o).to_owned());
+        self.lists
+            .lock()
+            .unwrap()
+            .push_back(objects.iter().map(sent).collect());
     }
 
     /// Sends an event on the newest watch.
@@ -113,11 +125,11 @@ impl ListWatch for FakeServer {
         let next = self.lists.lock().unwrap().pop_front();
         let rv = self.rv.fetch_add(1, Ordering::SeqCst).to_string();
         async move {
-            let Some(items) = next else {
+            let Some(objects) = next else {
                 return futures::future::pending().await;
             };
             Ok(ListPage {
-                objects: items,
+                objects,
                 resource_version: rv,
                 continue_token: None,
                 skipped: Vec::new(),
@@ -222,6 +234,31 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Ends the open watch with 410 Gone and returns, sorted, the `events`
+/// events the relist that follows gives `rec`.
+async fn relist(server: &FakeServer, rec: &Recorder, events: usize) -> Vec<String> {
+    eventually("watch open", || server.watches() == 1).await;
+    server.expire();
+    eventually("relist events", || rec.len() == events).await;
+    let mut got = rec.take();
+    got.sort();
+    got
+}
+
+/// An informer of `server` with the index `n` (`spec.n`) and a recorder,
+/// started and synced.
+async fn synced_with_index_n(server: &FakeServer) -> (SharedInformer, Recorder, CancellationToken) {
+    let inf = informer(server, options());
+    inf.add_index("n", IndexFn::jmespath("n", "spec.n").unwrap())
+        .unwrap();
+    let rec = Recorder::default();
+    inf.add_handler(rec.handler());
+    let cancel = CancellationToken::new();
+    inf.start(cancel.clone()).unwrap();
+    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    (inf, rec, cancel)
 }
 
 fn informer(server: &FakeServer, options: InformerOptions) -> SharedInformer {
@@ -571,11 +608,7 @@ async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     inf.start(cancel.clone()).unwrap();
     eventually("initial adds", || rec.len() == 3).await;
     rec.take();
-    eventually("watch open", || server.watches() == 1).await;
-    server.expire();
-    eventually("relist events", || rec.len() == 3).await;
-    let mut got = rec.take();
-    got.sort();
+    let got = relist(&server, &rec, 3).await;
     assert_eq!(
         got,
         ["add new", "delete vanish (tombstone)", "update change 2->5"]
@@ -586,6 +619,82 @@ async fn a_relist_reconciles_with_tombstones_updates_and_silence() {
     assert_eq!(inf.stats().relists_after_gone.load(Ordering::Relaxed), 1);
     let counters = inf.stats().counters();
     assert_eq!((counters.tombstones, counters.relists_after_gone), (1, 1));
+    cancel.cancel();
+}
+
+/// Listed objects sent as JSON (as the API server's list-watch hands them
+/// to an informer that builds from JSON): items without apiVersion and kind
+/// get the resource's, odd ones are decoded, those that do not decode or
+/// are not of the resource are skipped; a relist of them reconciles as one
+/// of decoded objects does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listed_objects_sent_as_json_are_cached_as_they_decode_or_skipped() {
+    let widget = r#""apiVersion":"example.com/v1","kind":"Widget""#;
+    let item = |name: &str, rv: u32, n: u32| {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}},"spec":{{"n":{n}}}}}"#
+        )
+    };
+    let server = FakeServer::default();
+    server.queue_json_list(&[
+        // No apiVersion and kind, as built-in types' list items come.
+        item("keep", 1, 1),
+        item("change", 2, 2),
+        item("vanish", 3, 3),
+        // Keys in any order, `spec` given twice (the last one counts).
+        format!(
+            r#"{{"spec":{{"n":1}},"metadata":{{"resourceVersion":"4","namespace":"ns","name":"twice"}},{widget},"spec":{{"n":4}}}}"#
+        ),
+        // A label that is no string, another kind, no name, no object.
+        format!(
+            r#"{{{widget},"metadata":{{"name":"bad","namespace":"ns","labels":{{"x":1}},"resourceVersion":"5"}}}}"#
+        ),
+        r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns","resourceVersion":"6"}}"#.to_owned(),
+        format!(r#"{{{widget},"metadata":{{"namespace":"ns","resourceVersion":"7"}}}}"#),
+        "7".to_owned(),
+    ]);
+    server.queue_json_list(&[
+        item("keep", 1, 1),
+        item("change", 8, 8),
+        item("twice", 4, 4),
+        item("new", 9, 9),
+        r#"{"metadata":{"name":"bad2","namespace":"ns","generation":"x"}}"#.to_owned(),
+    ]);
+    let (inf, rec, cancel) = synced_with_index_n(&server).await;
+    eventually("initial adds", || rec.len() == 4).await;
+    let mut added = rec.take();
+    added.sort();
+    assert_eq!(
+        added,
+        [
+            "add change (initial)",
+            "add keep (initial)",
+            "add twice (initial)",
+            "add vanish (initial)"
+        ]
+    );
+    let keep = inf.store().get("ns/keep").unwrap();
+    let types = keep.object().types.clone().expect("types");
+    assert_eq!(types.api_version, "example.com/v1");
+    assert_eq!(types.kind, "Widget");
+    let twice = inf.store().get("ns/twice").unwrap().object();
+    assert_eq!(twice.data["spec"], json!({ "n": 4 }));
+    assert_eq!(inf.store().index_keys("n", "4").unwrap(), ["ns/twice"]);
+    assert_eq!(inf.stats().counters().skipped_objects, 4);
+
+    let got = relist(&server, &rec, 3).await;
+    assert_eq!(
+        got,
+        ["add new", "delete vanish (tombstone)", "update change 2->8"]
+    );
+    let mut keys = inf.store().keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/change", "ns/keep", "ns/new", "ns/twice"]);
+    // The unchanged object is the one cached before.
+    assert!(inf.store().get("ns/keep").unwrap().same(&keep));
+    assert_eq!(inf.store().index_keys("n", "8").unwrap(), ["ns/change"]);
+    assert_eq!(inf.store().index_keys("n", "2").unwrap(), Vec::<String>::new());
+    assert_eq!(inf.stats().counters().skipped_objects, 5);
     cancel.cancel();
 }
 
@@ -1692,14 +1801,7 @@ async fn a_filter_added_to_a_running_informer_takes_each_cached_objects_verdict_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_sent_as_json_are_cached_as_they_decode_or_skipped() {
     let server = FakeServer::with_list(vec![obj("a", 1)]);
-    let inf = informer(&server, options());
-    inf.add_index("n", IndexFn::jmespath("n", "spec.n").unwrap())
-        .unwrap();
-    let rec = Recorder::default();
-    inf.add_handler(rec.handler());
-    let cancel = CancellationToken::new();
-    inf.start(cancel.clone()).unwrap();
-    inf.wait_for_sync(Duration::from_secs(10)).await.unwrap();
+    let (inf, rec, cancel) = synced_with_index_n(&server).await;
     eventually("watch open", || server.watches() == 1).await;
     let sent = |json: &str| WireObject::from_json(json.to_owned());
     let widget = r#""apiVersion":"example.com/v1","kind":"Widget""#;

@@ -35,7 +35,7 @@ impl ListWatch for Script {
                 return futures::future::pending().await;
             };
             Ok(ListPage {
-                objects,
+                objects: objects.into_iter().map(Into::into).collect(),
                 resource_version: "1".into(),
                 ..ListPage::default()
             })

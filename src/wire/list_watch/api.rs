@@ -11,7 +11,7 @@ use kube_core::{ApiResource, DynamicObject, TypeMeta};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::wire::{self, PageAhead};
+use super::wire::{self, ListItems, PageAhead};
 use super::{
     Capabilities, ListPage, ListWatch, ListWatchError, WatchEvent, WatchStream, WireObject,
 };
@@ -70,6 +70,8 @@ pub struct ApiListWatch {
     metadata_only: bool,
     /// Decode list pages on a blocking thread (see [`ApiListWatch::decode_lists_apart`]).
     decode_lists_apart: bool,
+    /// Hand list items on as JSON (see [`ApiListWatch::lists_as_json`]).
+    lists_as_json: bool,
     /// The `shardSelector` of this call's requests.
     shard: Option<Arc<str>>,
     /// With several namespaces: where each namespace's watch is, in
@@ -116,6 +118,7 @@ impl ApiListWatch {
             namespaces_inherited: false,
             metadata_only: false,
             decode_lists_apart: false,
+            lists_as_json: false,
             shard: None,
             positions: Arc::new(Mutex::new(None)),
             ahead: PageAhead::default(),
@@ -143,6 +146,16 @@ impl ApiListWatch {
         /// the decoded objects themselves should not: its objects would sit in
         /// arenas that watch events never allocate from again.
         decode_lists_apart(enabled: bool) => enabled;
+
+        /// Hands list items on as the JSON text they are in the response
+        /// ([`WireObject::json`]), not decoded, as watch events' objects are:
+        /// an informer with [compact storage](crate::cache::Storage::Compact)
+        /// and no transform builds its objects straight from that text, and
+        /// decodes the others as they come. Ahead of
+        /// [`decode_lists_apart`](Self::decode_lists_apart); not with
+        /// [`metadata_only`](Self::metadata_only), whose items are decoded to
+        /// be turned into objects of the resource.
+        lists_as_json(enabled: bool) => enabled;
     }
 
     /// The resource and one `Api` per namespace (one for all).
@@ -176,18 +189,32 @@ impl ApiListWatch {
         resource: &ApiResource,
         params: &ListParams,
     ) -> Result<ListPage, ListWatchError> {
+        let items = if self.lists_as_json && !self.metadata_only {
+            ListItems::Json
+        } else if self.decode_lists_apart {
+            ListItems::DecodedApart
+        } else {
+            ListItems::DecodedInPlace
+        };
         let mut page = wire::list(
             api,
             params,
             self.metadata_only,
-            self.decode_lists_apart,
+            items,
             self.shard.as_deref(),
             &self.ahead,
         )
         .await?;
         if self.metadata_only {
-            for o in &mut page.objects {
-                from_metadata(o, resource);
+            let objects = std::mem::take(&mut page.objects);
+            for mut object in objects {
+                match object.object_mut() {
+                    Ok(o) => {
+                        from_metadata(o, resource);
+                        page.objects.push(object);
+                    }
+                    Err(undecodable) => page.skipped.push(undecodable),
+                }
             }
         }
         Ok(page)

@@ -13,7 +13,6 @@ use std::fmt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use kube_client::api::{ListParams, WatchParams};
-use kube_core::DynamicObject;
 use tokio::sync::watch;
 
 pub use api::ApiListWatch;
@@ -34,13 +33,17 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 #[derive(Debug, Default)]
 pub struct ListPage {
     /// The objects, in the server's order (without apiVersion and kind when
-    /// the server leaves them out of list items).
-    pub objects: Vec<DynamicObject>,
+    /// the server leaves them out of list items): decoded, or as the JSON
+    /// text of each (see [`ApiListWatch::lists_as_json`]), which the
+    /// informer reads.
+    pub objects: Vec<WireObject>,
     /// The list's resourceVersion.
     pub resource_version: String,
     /// Where the next page starts; `None` on the last page.
     pub continue_token: Option<String>,
-    /// Objects of this page that could not be decoded.
+    /// Objects of this page that could not be decoded (those handed on as
+    /// JSON are decoded, or not, by the informer, which counts them in
+    /// [`ReflectorStats::skipped_objects`](crate::informer::ReflectorStats::skipped_objects)).
     pub skipped: Vec<UndecodableObject>,
     /// Size of the response body in bytes (0 when not known).
     pub bytes: usize,

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use kube_core::DynamicObject;
 
@@ -44,12 +45,32 @@ pub struct WireObject(Form);
 #[allow(clippy::large_enum_variant)]
 enum Form {
     Decoded(DynamicObject),
-    /// `text[range]` is the object's JSON (the range of a watch line that
-    /// holds it, so that the line is not copied).
+    /// `text[range]` is the object's JSON (the range of the watch line or
+    /// list response that holds it, so that the text is not copied).
     Json {
-        text: String,
+        text: Text,
         range: Range<usize>,
     },
+}
+
+/// The text an object's JSON is a range of.
+#[derive(Clone)]
+enum Text {
+    /// A watch line, or the object's own JSON.
+    Own(String),
+    /// A list response, shared by the objects of its page.
+    Shared(Arc<String>),
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Text::Own(text) => text,
+            Text::Shared(text) => text,
+        }
+    }
 }
 
 impl WireObject {
@@ -57,14 +78,29 @@ impl WireObject {
     #[must_use]
     pub fn from_json(json: String) -> Self {
         let range = 0..json.len();
-        WireObject(Form::Json { text: json, range })
+        WireObject(Form::Json {
+            text: Text::Own(json),
+            range,
+        })
     }
 
     /// The object whose JSON is `text[range]` (a range of `text` on
     /// character boundaries; otherwise the object reads as empty JSON,
     /// which does not decode).
     pub(super) fn within(text: String, range: Range<usize>) -> Self {
-        WireObject(Form::Json { text, range })
+        WireObject(Form::Json {
+            text: Text::Own(text),
+            range,
+        })
+    }
+
+    /// [`within`](Self::within) a text that other objects are ranges of
+    /// too (a list response).
+    pub(super) fn within_shared(text: Arc<String>, range: Range<usize>) -> Self {
+        WireObject(Form::Json {
+            text: Text::Shared(text),
+            range,
+        })
     }
 
     /// The object's JSON text, when it has not been decoded.

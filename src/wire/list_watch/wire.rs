@@ -133,6 +133,18 @@ fn finish_request(
     Ok(req)
 }
 
+/// How a list response's items are handed on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ListItems {
+    /// Decoded on the thread that reads the response.
+    DecodedInPlace,
+    /// Decoded on a blocking thread (see `ApiListWatch::decode_lists_apart`).
+    DecodedApart,
+    /// As their JSON text, read by whoever takes them (see
+    /// `ApiListWatch::lists_as_json`).
+    Json,
+}
+
 /// Lists one page (or everything, without a limit) of the resource `api`
 /// points at. With `metadata_only`, objects carry metadata only (and the
 /// `PartialObjectMetadata` kind the server gives them).
@@ -143,7 +155,7 @@ pub(super) async fn list(
     api: &Api<DynamicObject>,
     params: &ListParams,
     metadata_only: bool,
-    decode_apart: bool,
+    items: ListItems,
     shard: Option<&str>,
     ahead: &PageAhead,
 ) -> Result<ListPage, ListWatchError> {
@@ -177,17 +189,17 @@ pub(super) async fn list(
     // objects sat in allocator arenas that nothing allocated from again, and
     // every update grew the process by the object it replaced (+466 MiB over
     // 20,000 updates of 50,000 Widgets). A cache that frees them (compact
-    // storage) asks for the opposite: see `ApiListWatch::decode_lists_apart`.
+    // storage) asks for the opposite: see `ApiListWatch::decode_lists_apart`;
+    // or, building its objects from the JSON, for no decoding at all.
     let bytes = text.len();
-    let decoded = if decode_apart {
-        tokio::task::spawn_blocking(move || decode_list(&text))
+    let read = match items {
+        ListItems::DecodedInPlace => decode_list(&text),
+        ListItems::DecodedApart => tokio::task::spawn_blocking(move || decode_list(&text))
             .await
-            .map_err(|e| ListWatchError::Client(kube_client::Error::Service(Box::new(e))))?
-    } else {
-        decode_list(&text)
+            .map_err(|e| ListWatchError::Client(kube_client::Error::Service(Box::new(e))))?,
+        ListItems::Json => list_items(text),
     };
-    let mut page =
-        decoded.map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))?;
+    let mut page = read.map_err(|e| ListWatchError::Client(kube_client::Error::SerdeError(e)))?;
     page.bytes = bytes;
     Ok(page)
 }
@@ -336,7 +348,8 @@ struct RawList<'a> {
 ///     "metadata": {"resourceVersion": "7"},
 ///     "items": [{"metadata": {"name": "a", "namespace": "x"}, "data": {"k": "v"}}]}"#;
 /// let page = kube_dynamic_informer::wire::decode_list(text)?;
-/// assert_eq!(page.objects[0].data["data"]["k"], "v");
+/// let object = page.objects[0].decoded().expect("decoded");
+/// assert_eq!(object.data["data"]["k"], "v");
 /// assert_eq!(page.resource_version, "7");
 /// assert!(page.skipped.is_empty());
 /// # Ok::<(), serde_json::Error>(())
@@ -352,7 +365,7 @@ pub fn decode_list(text: &str) -> Result<ListPage, serde_json::Error> {
             list.items
                 .unwrap_or_default()
                 .into_iter()
-                .map(|o| o.0)
+                .map(|o| o.0.into())
                 .collect(),
             Vec::new(),
         ));
@@ -363,14 +376,42 @@ pub fn decode_list(text: &str) -> Result<ListPage, serde_json::Error> {
     let mut skipped = Vec::new();
     for raw in raw_items {
         match decode_object(raw.get()) {
-            Ok(object) => items.push(object),
+            Ok(object) => items.push(object.into()),
             Err(reason) => skipped.push(describe(raw.get(), reason)),
         }
     }
     Ok(page(list.metadata, items, skipped))
 }
 
-fn page(meta: ListHead, objects: Vec<DynamicObject>, skipped: Vec<UndecodableObject>) -> ListPage {
+/// A list response with its items left as the JSON text they are in it
+/// (each a [`WireObject`] sharing the response's text), for whoever takes
+/// them to decode or read.
+///
+/// Fails only when the response as a whole is not a list.
+fn list_items(text: String) -> Result<ListPage, serde_json::Error> {
+    let (meta, ranges) = {
+        let list: RawList<'_> = serde_json::from_str(&text)?;
+        let start = text.as_ptr() as usize;
+        let ranges: Vec<std::ops::Range<usize>> = list
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|raw| {
+                let at = raw.get().as_ptr() as usize - start;
+                at..at + raw.get().len()
+            })
+            .collect();
+        (list.metadata, ranges)
+    };
+    let text = std::sync::Arc::new(text);
+    let objects = ranges
+        .into_iter()
+        .map(|range| WireObject::within_shared(text.clone(), range))
+        .collect();
+    Ok(page(meta, objects, Vec::new()))
+}
+
+fn page(meta: ListHead, objects: Vec<WireObject>, skipped: Vec<UndecodableObject>) -> ListPage {
     ListPage {
         objects,
         resource_version: meta.resource_version.unwrap_or_default(),

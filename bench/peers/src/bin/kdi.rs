@@ -116,7 +116,13 @@ impl ListWatch for StripPerPage {
         let page = self.0.list(params);
         async move {
             let mut page = page.await?;
-            page.objects.iter_mut().for_each(strip);
+            // An object that does not decode is left for the informer to
+            // skip.
+            for o in &mut page.objects {
+                if let Ok(o) = o.object_mut() {
+                    strip(o);
+                }
+            }
             Ok(page)
         }
         .boxed()

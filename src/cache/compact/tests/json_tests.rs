@@ -76,10 +76,40 @@ fn digests_are_those_of_the_decoded_object() {
     let fields: Vec<Box<str>> = vec!["spec".into(), "status".into()];
     let decoded = decoded(WIDGET);
     let a = CompactObject::digesting(&decoded, &mut interner, &fields);
-    let b = CompactObject::from_json_digesting(WIDGET, &mut interner, &fields).expect("built");
+    let b =
+        CompactObject::from_json_digesting(WIDGET, None, &mut interner, &fields).expect("built");
     for field in ["spec", "status"] {
         assert_eq!(a.same_field(&b, field), Some(true), "{field}");
     }
+}
+
+#[test]
+fn a_list_item_without_types_gets_the_types_given() {
+    let mut interner = Interner::new();
+    let mut value: Value = serde_json::from_str(WIDGET).expect("JSON");
+    let map = value.as_object_mut().expect("an object");
+    let api_version = map.remove("apiVersion").expect("apiVersion");
+    let kind = map.remove("kind").expect("kind");
+    let (api_version, kind) = (
+        api_version.as_str().expect("text"),
+        kind.as_str().expect("text"),
+    );
+    let item = value.to_string();
+    let types = Some((api_version, kind));
+    // Trees are shared from their second sighting.
+    CompactObject::from_json(WIDGET, &mut interner).expect("built");
+    let built =
+        CompactObject::from_json_digesting(&item, types, &mut interner, &[]).expect("built");
+    let widget = CompactObject::from_json(WIDGET, &mut interner).expect("built");
+    assert_eq!(built.bytes(), widget.bytes());
+    // An object that has its own types keeps them.
+    let own = CompactObject::from_json_digesting(WIDGET, Some(("v9", "Other")), &mut interner, &[])
+        .expect("built");
+    assert_eq!(own.bytes(), widget.bytes());
+    // Without types given, it has none.
+    let bare = CompactObject::from_json(&item, &mut interner).expect("built");
+    assert_eq!(bare.api_version(), None);
+    assert_eq!(bare.kind(), None);
 }
 
 #[test]

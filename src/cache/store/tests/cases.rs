@@ -867,7 +867,7 @@ proptest! {
                     let mut next = BTreeMap::new();
                     for o in objects {
                         let key = object_key(&o).unwrap();
-                        let kept = model.get(&key).filter(|old| !changed(&CachedObject(Held::Object(Arc::clone(old))), &o)).cloned();
+                        let kept = model.get(&key).filter(|old| !changed(&CachedObject(Held::Object(Arc::clone(old))), &ListItem::Decoded(o.clone()))).cloned();
                         next.insert(key, kept.unwrap_or(o));
                     }
                     prop_assert_eq!(outcome.added.len() + outcome.updated.len() + outcome.unchanged, next.len());

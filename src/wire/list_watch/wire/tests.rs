@@ -139,7 +139,7 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
     let names: Vec<_> = page
         .objects
         .iter()
-        .map(|o| o.metadata.name.clone().unwrap())
+        .map(|o| o.decoded().unwrap().metadata.name.clone().unwrap())
         .collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(page.resource_version, "42");
@@ -158,8 +158,48 @@ fn a_list_leaves_out_only_the_objects_it_cannot_decode() {
 }
 
 #[test]
+fn a_list_s_items_handed_on_as_json_are_each_item_s_text() {
+    let items = [
+        widget("a", "1", json!({ "x": "é, \"}\"" })),
+        widget("too-deep", "2", nested(MAX_OBJECT_DEPTH + 10)),
+        json!({ "metadata": { "name": 7 } }),
+    ];
+    let text = format!(
+        r#"{{"kind":"WidgetList","metadata":{{"resourceVersion":"42","continue":"next"}},"items":[ {} ,{},{}]}}"#,
+        items[0], items[1], items[2]
+    );
+    let page = list_items(text).unwrap();
+    assert_eq!(page.resource_version, "42");
+    assert_eq!(page.continue_token.as_deref(), Some("next"));
+    assert!(page.skipped.is_empty(), "nothing is decoded here");
+    let sent: Vec<_> = page.objects.iter().map(|o| o.json().unwrap()).collect();
+    let expected: Vec<_> = items.iter().map(Value::to_string).collect();
+    assert_eq!(sent, expected);
+    // Each decodes, or not, as the list's own decoding says.
+    let mut objects = page.objects.into_iter();
+    let a = objects.next().unwrap().decode().unwrap();
+    assert_eq!(a.data["spec"]["x"], "é, \"}\"");
+    assert_eq!(
+        objects
+            .next()
+            .unwrap()
+            .decode()
+            .unwrap_err()
+            .name
+            .as_deref(),
+        Some("too-deep")
+    );
+    assert!(objects.next().unwrap().decode().is_err());
+    // What is not a list is an error.
+    assert!(list_items("[1]".into()).is_err());
+    assert!(list_items(r#"{"items":[1,"#.into()).is_err());
+}
+
+#[test]
 fn a_list_with_null_or_no_items_is_empty() {
     for text in [r#"{"metadata":{},"items":null}"#, r#"{"metadata":{}}"#] {
+        let page = list_items(text.into()).unwrap();
+        assert!(page.objects.is_empty() && page.skipped.is_empty());
         let page = decode_list(text).unwrap();
         assert!(page.objects.is_empty() && page.skipped.is_empty());
         assert_eq!(page.continue_token, None);
