@@ -78,10 +78,7 @@ impl WireObject {
     #[must_use]
     pub fn from_json(json: String) -> Self {
         let range = 0..json.len();
-        WireObject(Form::Json {
-            text: Text::Own(json),
-            range,
-        })
+        Self::within(json, range)
     }
 
     /// The object whose JSON is `text[range]` (a range of `text` on
